@@ -1,0 +1,18 @@
+#!/bin/sh
+# Installs the Debian 12 packages llm-fcgi needs to build, run and test.
+# Needs root (or sudo). Safe to run again: apt-get skips what is there.
+set -e
+PKGS="build-essential autoconf automake libtool pkg-config
+      libfcgi-dev libjson-c-dev libopenblas-dev uuid-dev libpcre2-dev
+      nginx-light curl nodejs npm"
+SUDO=
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+missing=
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "install-deps: installing$missing" >&2
+    $SUDO apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q $missing
+fi

@@ -1,0 +1,48 @@
+/* main.c - the llm-fcgi binary: dispatches to a subcommand. */
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command_t;
+
+/* Keep this table sorted by the order a new user meets the commands. */
+static const command_t commands[] = {
+    {"help", NULL, "list the subcommands"},
+};
+
+static int print_help(FILE *out)
+{
+    fprintf(out,
+            "usage: llm-fcgi COMMAND [OPTIONS]\n\n"
+            "An OpenAI-compatible LLM inference server for nginx (FastCGI).\n\n"
+            "Commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-14s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nRun `llm-fcgi COMMAND --help` for the options of a command.\n");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_help(stderr);
+        return 2;
+    }
+    const char *name = argv[1];
+    if (!strcmp(name, "help") || !strcmp(name, "--help") || !strcmp(name, "-h"))
+        return print_help(stdout);
+    if (!strcmp(name, "--version")) {
+        printf("llm-fcgi %s\n", PACKAGE_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (commands[i].run && !strcmp(name, commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "llm-fcgi: unknown command '%s' (try `llm-fcgi help`)\n", name);
+    return 2;
+}

@@ -1,0 +1,42 @@
+/* status.c - formatting of lf_err_t messages. */
+#include "common/status.h"
+
+#include <stdio.h>
+#include <string.h>
+
+lf_code_t lf_err_set(lf_err_t *err, lf_code_t code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        err->code = code;
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+lf_code_t lf_err_prefix(lf_err_t *err, const char *fmt, ...)
+{
+    if (!err)
+        return LF_ERR_INTERNAL;
+    char prefix[256], old[sizeof err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    memcpy(old, err->msg, sizeof old);
+    snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+    return err->code;
+}
+
+const char *lf_code_name(lf_code_t code)
+{
+    static const char *const names[] = {
+        "ok", "invalid", "io", "format", "unsupported", "nomem",
+        "not_found", "auth", "overload", "context", "cancelled", "internal",
+    };
+    if ((unsigned)code < sizeof names / sizeof names[0])
+        return names[code];
+    return "unknown";
+}

@@ -1,0 +1,59 @@
+/* forward.h - the batch-first transformer forward pass.
+ *
+ * A forward context owns the KV cache and the scratch buffers for up to
+ * `max_batch` tokens; it is used by one thread at a time (the scheduler).
+ * The unit of work is a batch: a list of tokens, each with a sequence id, a
+ * position and whether its logits are wanted. A prompt is one batch; several
+ * sequences can share a batch (one decode token each), and the weights are
+ * read once for the whole batch.
+ *
+ * Positions of a sequence must be appended in order (pos == current length
+ * of the sequence); fwd_seq_rm() forgets a sequence so its id can be reused.
+ */
+#ifndef LF_FORWARD_H
+#define LF_FORWARD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/status.h"
+#include "engine/model.h"
+
+typedef struct {
+    int32_t token;
+    int32_t seq;   /* 0 .. n_seq-1 */
+    int32_t pos;   /* position in its sequence */
+    bool logits;   /* compute logits for this token */
+} fwd_tok_t;
+
+typedef struct {
+    int32_t n_seq;     /* sequences held at once (server: --parallel) */
+    int32_t n_ctx;     /* max tokens per sequence (<= 0: the model's) */
+    int32_t max_batch; /* max tokens per fwd_decode call (<= 0: 512) */
+    int32_t n_threads; /* <= 0: number of cores */
+} fwd_opts_t;
+
+typedef struct fwd fwd_t;
+
+fwd_t *fwd_create(const model_t *m, const fwd_opts_t *opts, lf_err_t *err);
+void fwd_free(fwd_t *f); /* accepts NULL */
+
+/* Runs the batch and appends its K/V to the cache. Returns LF_ERR_INVALID
+ * for a bad token id, sequence, position or batch size; LF_ERR_CONTEXT when a
+ * sequence would exceed n_ctx. On error the cache is unchanged. */
+lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err);
+
+/* Logits (n_vocab floats) of the j-th token of the last batch that asked for
+ * logits, counting only those tokens, in batch order. Valid until the next
+ * fwd_decode. NULL if j is out of range. */
+const float *fwd_logits(const fwd_t *f, int32_t j);
+
+/* Forgets sequence seq (its cached positions); it may be refilled from 0. */
+void fwd_seq_rm(fwd_t *f, int32_t seq);
+/* Number of cached positions of seq. */
+int32_t fwd_seq_len(const fwd_t *f, int32_t seq);
+int32_t fwd_n_ctx(const fwd_t *f);
+/* Bytes of KV cache memory allocated. */
+uint64_t fwd_kv_bytes(const fwd_t *f);
+
+#endif

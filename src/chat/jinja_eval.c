@@ -900,6 +900,8 @@ static jres_t exec_stmt(jctx_t *c, jscope_t *s, const jnode_t *n)
     case JN_SET:
         if (!(v = eval(c, s, n->a)))
             return JR_ERR;
+        if (n->nnames > 1)
+            return bind_targets(c, s, n, v) ? JR_OK : JR_ERR;
         return jv_dict_set(c->a, s->vars, n->s, n->slen, v) ? JR_OK : (oom(c), JR_ERR);
     case JN_SET_ATTR: {
         jv_t *ns = lookup(c, s, n->s, n->slen);

@@ -693,6 +693,23 @@ static jnode_t *parse_set(parser_t *P)
             return NULL;
         return expect_block_end(P) ? n : NULL;
     }
+    if (is_op(P, ",")) { /* {% set a, b = ... %} */
+        jnode_t *n = node(P, JN_SET);
+        if (!n || !names_push(P, n, name))
+            return NULL;
+        while (accept_op(P, ",")) {
+            if (cur(P)->kind != JT_NAME)
+                return perr(P, "expected a name");
+            if (!names_push(P, n, cur(P)->s))
+                return NULL;
+            adv(P);
+        }
+        n->s = name;
+        n->slen = nlen;
+        if (!expect_op(P, "=") || !(n->a = parse_tuple(P, true)))
+            return NULL;
+        return expect_block_end(P) ? n : NULL;
+    }
     if (accept_op(P, "=")) {
         jnode_t *n = node(P, JN_SET);
         if (!n)

@@ -147,7 +147,7 @@ static bool read_hparams(model_t *m, binder_t *b)
     v = (uint32_t)hp->head_dim;
     get_u32_key(b, a, "rope.dimension_count", true, &v);
     hp->n_rot = (int32_t)v;
-    if (hp->n_rot <= 0 || hp->n_rot > hp->head_dim || hp->n_rot % 2)
+    if (hp->n_rot <= 0 || hp->n_rot > hp->head_dim || hp->n_rot % 2 || hp->head_dim > 2048)
         return lf_err_set(b->err, LF_ERR_FORMAT, "%s: rope dimension %d invalid for head size %d", b->path,
                           hp->n_rot, hp->head_dim), false;
 

@@ -34,7 +34,9 @@
  * close to llama.cpp as it). Files it did not measure take the figures of
  * the nearest measured file with the same activation rounding: the other
  * stories260K quantizations take stories260K-q8_0's (their activations are
- * quantized to 8 bits as well, Q8_0 or Q8_1), bf16 takes f16's, and the
+ * quantized to 8 bits as well, Q8_0 or Q8_1), bf16 takes f16's scaled by 8
+ * (its activations are rounded to 8 significant bits instead of 11, so every
+ * rounding error is 2^3 times larger; argmax flips allowed 3), and the
  * tiny256 K-quant and Q4/Q5 files take tiny256-q8_0's (README: "expect at
  * least the Q8_0 figures"). The stories260K F32 logprob bar is 2e-3 as the
  * issue states for that file. */
@@ -52,7 +54,7 @@ static const bar_t bars[] = {
     {"greedy-llama-2-tiny-random.jsonl", 0.03, 0.07, 0, 12, FREE_TIE, 0},
     {"greedy-tiny256-f32.jsonl", 0.005, 0.02, 0, 0, FREE_ALL, 0},
     {"greedy-tiny256-f16.jsonl", 0.03, 0.07, 0, 1, FREE_GAP, 0.2},
-    {"greedy-tiny256-bf16.jsonl", 0.03, 0.07, 0, 1, FREE_GAP, 0.2},
+    {"greedy-tiny256-bf16.jsonl", 0.24, 0.56, 0, 3, FREE_GAP, 0.4},
     {"greedy-tinyqwen2-f16.jsonl", 0.03, 0.08, 0, 1, FREE_GAP, 0.2},
     {"greedy-tinyqwen2-q8_0.jsonl", 0.00003, 1.35, 0, 7, FREE_GAP, 3.0},
     {"greedy-stories260K-q8_0.jsonl", 0.04, 0.12, 0, 6, FREE_GAP, 0.05},
@@ -73,6 +75,7 @@ static const bar_t bars[] = {
 };
 
 #define MAX_TOK 4096
+#define FREE_BATCH 64 /* prompt chunk of the free run: <= the context's max_batch */
 
 typedef struct {
     double *v;
@@ -177,9 +180,9 @@ static int free_run(fwd_t *fw, const int32_t *prompt, int n_prompt, const int32_
                     int n_vocab, lf_err_t *err)
 {
     fwd_seq_rm(fw, 0);
-    fwd_tok_t batch[512];
-    for (int start = 0; start < n_prompt; start += 512) {
-        int n = n_prompt - start < 512 ? n_prompt - start : 512;
+    fwd_tok_t batch[FREE_BATCH];
+    for (int start = 0; start < n_prompt; start += FREE_BATCH) {
+        int n = n_prompt - start < FREE_BATCH ? n_prompt - start : FREE_BATCH;
         for (int i = 0; i < n; i++)
             batch[i] = (fwd_tok_t){prompt[start + i], 0, start + i, start + i == n_prompt - 1};
         if (fwd_decode(fw, batch, n, err) != LF_OK)
@@ -272,6 +275,9 @@ static void run_file(const char *golden_dir, const char *models_dir, const bar_t
                     continue; /* underflowed in float32: meaningless value */
                 int id = json_object_get_int(json_object_object_get(e, "id"));
                 double d = fabs(logprob_of(l, n_vocab, id, mx, lse) - glp);
+                if (getenv("GREEDY_VERBOSE") && d > 2e-3)
+                    tap_diag("  step %d rank %zu id %d: golden %.6f ours %.6f", s, k, id, glp,
+                             logprob_of(l, n_vocab, id, mx, lse));
                 dvec_push(&diffs, d);
                 if (d > rec_max)
                     rec_max = d;

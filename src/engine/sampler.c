@@ -297,13 +297,17 @@ void sampler_set_mask_fn(sampler_t *s, sampler_mask_fn fn, void *ctx)
 static lf_code_t sampler_prepare(sampler_t *s, const float *logits, lf_err_t *err)
 {
     float *w = s->work;
+    /* One branch-free pass (vectorisable): NaN and +inf both fail x < inf. */
+    int bad = 0;
     for (int32_t t = 0; t < s->n_vocab; t++) {
-        float x = logits[t];
-        if (isnan(x) || x == INFINITY)
-            return lf_err_set(err, LF_ERR_INTERNAL, "sampler: logit of token %d is %s",
-                              (int)t, isnan(x) ? "NaN" : "+inf");
-        w[t] = x;
+        w[t] = logits[t];
+        bad |= !(logits[t] < INFINITY);
     }
+    if (bad)
+        for (int32_t t = 0; t < s->n_vocab; t++)
+            if (!(logits[t] < INFINITY))
+                return lf_err_set(err, LF_ERR_INTERNAL, "sampler: logit of token %d is %s",
+                                  (int)t, isnan(logits[t]) ? "NaN" : "+inf");
     /* 1. logit_bias */
     for (int32_t i = 0; i < s->n_bias; i++) {
         const sampler_bias_t *b = &s->bias[i];
@@ -383,6 +387,21 @@ static int32_t sampler_heap_pop(const float *w, int32_t *h, int32_t *n)
 static lf_code_t sampler_filter(sampler_t *s, int32_t *n_out, lf_err_t *err)
 {
     float *w = s->work;
+    /* 4. greedy: ascending scan with a strict > keeps the lowest id on ties */
+    if (s->p.temperature < SAMPLER_GREEDY_EPS) {
+        int32_t best = 0;
+        for (int32_t t = 1; t < s->n_vocab; t++)
+            if (w[t] > w[best])
+                best = t;
+        if (w[best] == -INFINITY)
+            return lf_err_set(err, LF_ERR_INVALID,
+                              "sampler: every token is banned (logit_bias, min_tokens or mask)");
+        s->cand[0] = best;
+        s->expv[best] = 1.0f;
+        *n_out = 1;
+        return LF_OK;
+    }
+
     int32_t n = 0;
     for (int32_t t = 0; t < s->n_vocab; t++)
         if (w[t] > -INFINITY)
@@ -390,18 +409,6 @@ static lf_code_t sampler_filter(sampler_t *s, int32_t *n_out, lf_err_t *err)
     if (n == 0)
         return lf_err_set(err, LF_ERR_INVALID,
                           "sampler: every token is banned (logit_bias, min_tokens or mask)");
-
-    /* 4. greedy: ascending scan with a strict > keeps the lowest id on ties */
-    if (s->p.temperature < SAMPLER_GREEDY_EPS) {
-        int32_t best = s->cand[0];
-        for (int32_t i = 1; i < n; i++)
-            if (w[s->cand[i]] > w[best])
-                best = s->cand[i];
-        s->cand[0] = best;
-        s->expv[best] = 1.0f;
-        *n_out = 1;
-        return LF_OK;
-    }
 
     /* 5. temperature */
     const float temp = s->p.temperature;
@@ -412,10 +419,6 @@ static lf_code_t sampler_filter(sampler_t *s, int32_t *n_out, lf_err_t *err)
             w[t] /= temp;
         if (w[t] > mx)
             mx = w[t];
-    }
-    for (int32_t i = 0; i < n; i++) {
-        int32_t t = s->cand[i];
-        s->expv[t] = expf(w[t] - mx);
     }
 
     /* 6. top-k: pop the k best from a heap, leaving cand sorted best-first */
@@ -428,6 +431,11 @@ static lf_code_t sampler_filter(sampler_t *s, int32_t *n_out, lf_err_t *err)
             s->cand[i] = sampler_heap_pop(w, s->heap, &hn);
         n = s->p.top_k;
         sorted = 1;
+    }
+    /* Weights only for the survivors of top-k (the max is among them). */
+    for (int32_t i = 0; i < n; i++) {
+        int32_t t = s->cand[i];
+        s->expv[t] = expf(w[t] - mx);
     }
 
     /* 7. top-p over the survivors' renormalised mass */

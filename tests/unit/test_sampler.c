@@ -5,6 +5,7 @@
 #include "tap.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define NV 8
@@ -241,6 +242,73 @@ static void test_distribution(void)
     tap_ok(probs[1] > 0.49f && probs[2] > 0.49f && probs[3] == 0 && probs[0] == 0,
            "top_k tie at the border keeps the lowest ids");
     sampler_free(s);
+    /* top-p border: 4 equal tokens, top_p 0.5 -> mass above the 3rd is
+     * exactly 0.5, not < 0.5: two survive (vLLM: cumsum <= 1 - p removed) */
+    float flat[5] = {0, 0, 0, 0, -INFINITY};
+    p.top_k = -1;
+    p.top_p = 0.5f;
+    s = make(&p, 5, 7);
+    sampler_distribution(s, flat, probs, NULL);
+    tap_ok(probs[0] == 0.5f && probs[1] == 0.5f && probs[2] == 0 && probs[3] == 0,
+           "top_p exact border: mass reaching top_p stops the prefix");
+    sampler_free(s);
+}
+
+/* The heap-based top-k / top-p against a brute-force reference on a larger
+ * vector with many ties (logits quantised to 0.25). */
+static int ref_order[1000];
+static const float *ref_l;
+static int ref_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    if (ref_l[x] != ref_l[y])
+        return ref_l[x] > ref_l[y] ? -1 : 1;
+    return x - y;
+}
+
+static void test_against_reference(void)
+{
+    enum { V = 1000 };
+    static float logits[V], probs[V];
+    rng_t r;
+    rng_seed(&r, 5);
+    for (int t = 0; t < V; t++)
+        logits[t] = (float)(rng_next_u64(&r) % 40) * 0.25f - 5.0f;
+    for (int t = 0; t < V; t++)
+        ref_order[t] = t;
+    ref_l = logits;
+    qsort(ref_order, V, sizeof(int), ref_cmp);
+    double e[V];
+    for (int t = 0; t < V; t++)
+        e[t] = exp((double)logits[t] - 4.75);
+    const struct {
+        int32_t k;
+        float p;
+    } cfg[] = {{50, 1.0f}, {1, 1.0f}, {999, 1.0f}, {-1, 0.3f}, {-1, 0.9f}, {100, 0.5f}};
+    for (size_t c = 0; c < sizeof(cfg) / sizeof(cfg[0]); c++) {
+        int keep = cfg[c].k > 0 ? cfg[c].k : V;
+        double sum = 0;
+        for (int i = 0; i < keep; i++)
+            sum += e[ref_order[i]];
+        if (cfg[c].p < 1.0f) {
+            double cum = 0;
+            int i = 0;
+            while (i < keep && cum < cfg[c].p * sum)
+                cum += e[ref_order[i++]];
+            keep = i;
+        }
+        sampler_params_t p;
+        sampler_params_default(&p);
+        p.top_k = cfg[c].k;
+        p.top_p = cfg[c].p;
+        sampler_t *s = make(&p, V, 1);
+        bool ok = s && sampler_distribution(s, logits, probs, NULL) == LF_OK;
+        for (int i = 0; ok && i < V; i++)
+            ok = (probs[ref_order[i]] > 0) == (i < keep);
+        tap_ok(ok, "top_k %d top_p %.1f matches a full sort (%d kept)", (int)cfg[c].k,
+               (double)cfg[c].p, keep);
+        sampler_free(s);
+    }
 }
 
 /* -------------------------------------------- statistics with fixed seeds */
@@ -554,6 +622,7 @@ int main(void)
     test_validate();
     test_greedy();
     test_distribution();
+    test_against_reference();
     test_statistics();
     test_seeds();
     test_penalties();

@@ -6,6 +6,7 @@
  *   cand[]   the surviving token ids, either in ascending id order (no
  *            sorting step ran) or sorted best-first (top-k / top-p ran)
  *   heap[]   scratch for the partial sort
+ *   bucket[] top-p's bucket index per candidate (see sampler_top_p)
  * Both orders are a pure function of the logits and the parameters, so the
  * draw is reproducible for a given seed.
  */
@@ -22,6 +23,11 @@ enum {
     SAMPLER_SEEN_PROMPT = 1,
     SAMPLER_SEEN_OUTPUT = 2
 };
+
+/* top-p buckets: SAMPLER_BUCKETS slices of 1/SAMPLER_BUCKET_SCALE nat below
+ * the max logit; the last one also takes everything further down. */
+#define SAMPLER_BUCKETS 1024
+#define SAMPLER_BUCKET_SCALE 32.0f
 
 struct sampler {
     sampler_params_t p; /* array pointers cleared: see the copies below */
@@ -50,6 +56,8 @@ struct sampler {
     float *expv;          /* [n_vocab] */
     int32_t *cand;        /* [n_vocab] */
     int32_t *heap;        /* [n_vocab] */
+    uint16_t *bucket;     /* [n_vocab] */
+    double bmass[SAMPLER_BUCKETS];
 };
 
 void sampler_params_default(sampler_params_t *p)
@@ -192,8 +200,10 @@ sampler_t *sampler_create(const sampler_params_t *p, int32_t n_vocab,
     s->expv = malloc(sizeof(*s->expv) * nv);
     s->cand = malloc(sizeof(*s->cand) * nv);
     s->heap = malloc(sizeof(*s->heap) * nv);
+    s->bucket = malloc(sizeof(*s->bucket) * nv);
     if (!s->bias || !s->ban || !s->mt_ban || !s->counts || !s->seen_flags || !s->seen ||
-        !s->work || !s->expv || !s->cand || !s->heap) {
+        !s->work || !s->expv || !s->cand || !s->heap ||
+        !s->bucket) {
         sampler_free(s);
         lf_err_set(err, LF_ERR_NOMEM, "sampler: out of memory for %d tokens", (int)n_vocab);
         return NULL;
@@ -227,6 +237,7 @@ void sampler_free(sampler_t *s)
     free(s->expv);
     free(s->cand);
     free(s->heap);
+    free(s->bucket);
     free(s);
 }
 
@@ -382,6 +393,47 @@ static int32_t sampler_heap_pop(const float *w, int32_t *h, int32_t *n)
     return top;
 }
 
+/* top-p without a preceding sort, in O(n) plus a sort of one bucket.
+ * Candidates are binned by (max - logit) into buckets that are monotone in
+ * the logit (equal logits share a bucket). Walking the buckets from the top
+ * finds the one where the mass reaches target: every token of an earlier
+ * bucket has less than target above it (kept), every token of a later one
+ * at least target (dropped), and only the crossing bucket needs the exact
+ * sorted walk (heap pops). Survivors end up in cand[]: those of the earlier
+ * buckets in ascending id order, then the crossing bucket's best-first.
+ * Returns how many. */
+static int32_t sampler_top_p(sampler_t *s, int32_t n, double target, float mx)
+{
+    const float *w = s->work;
+    memset(s->bmass, 0, sizeof(s->bmass));
+    for (int32_t i = 0; i < n; i++) {
+        int32_t t = s->cand[i];
+        float d = (mx - w[t]) * SAMPLER_BUCKET_SCALE;
+        int b = d < (float)(SAMPLER_BUCKETS - 1) ? (int)d : SAMPLER_BUCKETS - 1;
+        s->bucket[i] = (uint16_t)b;
+        s->bmass[b] += s->expv[t];
+    }
+    double cum = 0.0;
+    int cb = 0;
+    while (cb < SAMPLER_BUCKETS - 1 && cum + s->bmass[cb] < target)
+        cum += s->bmass[cb++];
+    int32_t keep = 0, nc = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t t = s->cand[i];
+        if (s->bucket[i] < cb)
+            s->cand[keep++] = t; /* keep <= i: in-place compaction */
+        else if (s->bucket[i] == cb)
+            s->heap[nc++] = t;
+    }
+    sampler_heap_build(w, s->heap, nc);
+    while (nc > 0 && cum < target) {
+        int32_t t = sampler_heap_pop(w, s->heap, &nc);
+        s->cand[keep++] = t;
+        cum += s->expv[t];
+    }
+    return keep;
+}
+
 /* Steps 4-8. On success s->cand[0..*n_out) holds the survivors and
  * s->expv[t] their unnormalised weights (max weight 1). */
 static lf_code_t sampler_filter(sampler_t *s, int32_t *n_out, lf_err_t *err)
@@ -450,15 +502,7 @@ static lf_code_t sampler_filter(sampler_t *s, int32_t *n_out, lf_err_t *err)
             while (keep < n && cum < target)
                 cum += s->expv[s->cand[keep++]];
         } else {
-            /* Pop only as many as needed: O(n + keep log n). */
-            int32_t hn = n;
-            memcpy(s->heap, s->cand, sizeof(*s->heap) * (size_t)n);
-            sampler_heap_build(w, s->heap, hn);
-            while (hn > 0 && cum < target) {
-                int32_t t = sampler_heap_pop(w, s->heap, &hn);
-                s->cand[keep++] = t;
-                cum += s->expv[t];
-            }
+            keep = sampler_top_p(s, n, target, mx);
         }
         n = keep > 0 ? keep : 1;
     }

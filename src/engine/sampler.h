@@ -35,9 +35,13 @@
  *                   above it is < top_p; at least one token). Off at 1.
  *   8. min-p        keep tokens whose probability is >= min_p * the highest
  *                   probability (after temperature). Off at 0.
- *   9. draw         one uniform double u in [0,1) from the sequence's RNG;
- *                   the token where the running mass of the survivors
- *                   (in the order above) first exceeds u * total.
+ *   9. draw         one uniform double u in [0,1) from the sequence's RNG
+ *                   (also drawn when one token survives, so the RNG stream
+ *                   does not depend on the logits); the token where the
+ *                   running mass of the survivors first exceeds u * total.
+ *                   The survivors are walked in an order fixed by the logits
+ *                   and parameters alone (ascending id, or best-first where
+ *                   a sorting step ran), so a seed reproduces exactly.
  *
  * Differences from vLLM / OpenAI, deliberately:
  *   - vLLM adds -100 like any bias; here -100 is an exact ban (OpenAI's docs

@@ -266,21 +266,27 @@ static int ref_cmp(const void *a, const void *b)
     return x - y;
 }
 
-static void test_against_reference(void)
+static void test_against_reference(int spread)
 {
     enum { V = 1000 };
     static float logits[V], probs[V];
     rng_t r;
     rng_seed(&r, 5);
+    /* spread 0: 40 levels 0.25 apart (ties); 1: continuous in a 0.1 range
+     * (many distinct values per top-p bucket) */
     for (int t = 0; t < V; t++)
-        logits[t] = (float)(rng_next_u64(&r) % 40) * 0.25f - 5.0f;
+        logits[t] = spread ? (float)rng_next_double(&r) * 0.1f
+                           : (float)(rng_next_u64(&r) % 40) * 0.25f - 5.0f;
+    float mx = logits[0];
+    for (int t = 1; t < V; t++)
+        mx = fmaxf(mx, logits[t]);
     for (int t = 0; t < V; t++)
         ref_order[t] = t;
     ref_l = logits;
     qsort(ref_order, V, sizeof(int), ref_cmp);
     double e[V];
     for (int t = 0; t < V; t++)
-        e[t] = exp((double)logits[t] - 4.75);
+        e[t] = (double)expf(logits[t] - mx);
     const struct {
         int32_t k;
         float p;
@@ -305,8 +311,8 @@ static void test_against_reference(void)
         bool ok = s && sampler_distribution(s, logits, probs, NULL) == LF_OK;
         for (int i = 0; ok && i < V; i++)
             ok = (probs[ref_order[i]] > 0) == (i < keep);
-        tap_ok(ok, "top_k %d top_p %.1f matches a full sort (%d kept)", (int)cfg[c].k,
-               (double)cfg[c].p, keep);
+        tap_ok(ok, "%s: top_k %d top_p %.1f matches a full sort (%d kept)",
+               spread ? "continuous" : "tied levels", (int)cfg[c].k, (double)cfg[c].p, keep);
         sampler_free(s);
     }
 }
@@ -622,7 +628,8 @@ int main(void)
     test_validate();
     test_greedy();
     test_distribution();
-    test_against_reference();
+    test_against_reference(0);
+    test_against_reference(1);
     test_statistics();
     test_seeds();
     test_penalties();

@@ -236,11 +236,102 @@ static void test_create_errors(void)
     tap_ok(1, "free(NULL) is allowed");
 }
 
+/* Reference: the occurrence that ends first (ties: longest, then lowest
+ * index), searched on the whole text at once. Returns the index or -1. */
+static int ref_match(const char *text, size_t len, char stops[][8], int n, size_t *pos,
+                     size_t *end)
+{
+    int best = -1;
+    for (size_t e = 1; e <= len && best < 0; e++)
+        for (int k = 0; k < n; k++) {
+            size_t sl = strlen(stops[k]);
+            if (sl > e || memcmp(text + e - sl, stops[k], sl) != 0)
+                continue;
+            if (best < 0 || sl > strlen(stops[best])) {
+                best = k;
+                *pos = e - sl;
+                *end = e;
+            }
+        }
+    return best;
+}
+
+/* Random texts over a tiny alphabet (with a 2-byte and a 4-byte character),
+ * random stop sets, random chunking, against ref_match. */
+static void test_random(void)
+{
+    static const char *alpha[] = {"a", "b", "c", "\xc3\xa9", "\xf0\x9f\x98\x80"};
+    uint64_t x = 88172645463325252ULL;
+#define NEXT() (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x)
+    int bad = 0, cases = 600, matched = 0;
+    size_t max_held = 0, max_stop = 0;
+    for (int c = 0; c < cases && !bad; c++) {
+        char stops[4][8];
+        const char *sp[4];
+        int n = 1 + (int)(NEXT() % 4);
+        for (int k = 0; k < n; k++) {
+            int l = 1 + (int)(NEXT() % 3);
+            stops[k][0] = 0;
+            for (int i = 0; i < l; i++)
+                strcat(stops[k], alpha[NEXT() % 4]); /* no 4-byte char: fits */
+            sp[k] = stops[k];
+            if (strlen(stops[k]) > max_stop)
+                max_stop = strlen(stops[k]);
+        }
+        char text[200] = "";
+        int tl = (int)(NEXT() % 30);
+        for (int i = 0; i < tl; i++)
+            strcat(text, alpha[NEXT() % 5]);
+        size_t len = strlen(text), pos = 0, end = 0;
+        bool include = NEXT() % 2;
+        int want = ref_match(text, len, stops, n, &pos, &end);
+        matched += want >= 0;
+        size_t want_len = want < 0 ? len : include ? end : pos;
+
+        stopstr_t *ss = stopstr_create(sp, NULL, n, include, NULL);
+        char out[200];
+        size_t ol = 0, off = 0;
+        int got = -1;
+        stopstr_out_t o;
+        while (off < len) {
+            size_t k = 1 + NEXT() % 6;
+            if (k > len - off)
+                k = len - off;
+            stopstr_feed(ss, text + off, k, &o, NULL);
+            off += k;
+            memcpy(out + ol, o.text, o.len);
+            ol += o.len;
+            if (o.stop_index >= 0)
+                got = o.stop_index;
+            if (stopstr_held(ss) > max_held)
+                max_held = stopstr_held(ss);
+            if (o.stop_index < 0 && ol < len && ((unsigned char)text[ol] & 0xC0) == 0x80)
+                bad = 1; /* split a character */
+        }
+        stopstr_flush(ss, &o);
+        memcpy(out + ol, o.text, o.len);
+        ol += o.len;
+        stopstr_free(ss);
+        if (got != want || ol != want_len || memcmp(out, text, ol) != 0)
+            bad = 1;
+        if (bad)
+            tap_diag("case %d: text '%s' want %d/%zu got %d/%zu", c, text, want, want_len,
+                     got, ol);
+    }
+#undef NEXT
+    tap_ok(!bad && matched > cases / 4 && matched < cases,
+           "%d random texts (%d with a match), stop sets and chunkings agree with a reference",
+           cases, matched);
+    tap_ok(max_held <= max_stop - 1 + 3, "held tail never exceeds the longest stop - 1 + 3 (%zu)",
+           max_held);
+}
+
 int main(void)
 {
     test_cases();
     test_holdback();
     test_active();
     test_create_errors();
+    test_random();
     return tap_done();
 }

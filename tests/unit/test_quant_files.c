@@ -19,6 +19,7 @@
  *     Q2_K 0.38, Q3_K 0.22, Q4_K 0.094, Q5_K 0.05, Q6_K 0.016; limits 0.5,
  *     0.3, 0.15, 0.08, 0.04).
  *     A layout mistake gives errors of the order of the weights themselves.
+ * Legacy types are also re-quantized with ggml's ref formulas: byte-identical.
  * Also: vec_dot_ref on real rows against the dot of the dequantized rows.
  */
 #include "engine/fp16.h"
@@ -38,6 +39,7 @@ typedef struct {
     double se, sx;   /* sum of squared errors, of squared weights */
     double worst;    /* max of err / bound (per-element types) or err / blockmax */
     int rows_dot, bad_dot;
+    int64_t req_blocks, req_diff; /* legacy types: blocks re-quantized, differing */
 } stats_t;
 
 static const float two_m11 = 1.0f / 2048.0f;
@@ -171,6 +173,126 @@ out:
     free(act);
 }
 
+/* ---- llama-quantize reproduction (legacy types) ----------------------
+ * Without an imatrix, llama-quantize stores exactly ggml's
+ * quantize_row_*_ref output (these are the portable ref formulas, which use
+ * roundf/truncation and id = 1/d, unlike the AVX2 activation code). Writing
+ * them out again here and comparing bytes checks our block layouts (nibble
+ * order, 5th-bit positions) and our fp16 rounding on every real block. */
+static void ref_q8_0(const float *x, block_q8_0 *y)
+{
+    float amax = 0;
+    for (int j = 0; j < 32; j++)
+        amax = fmaxf(amax, fabsf(x[j]));
+    const float d = amax / 127, id = d ? 1.0f / d : 0.0f;
+    y->d = fp16_from_fp32(d);
+    for (int j = 0; j < 32; j++)
+        y->qs[j] = (int8_t)roundf(x[j] * id);
+}
+
+static void ref_absmax(const float *x, float *max)
+{
+    float amax = 0;
+    *max = 0;
+    for (int j = 0; j < 32; j++)
+        if (amax < fabsf(x[j])) {
+            amax = fabsf(x[j]);
+            *max = x[j];
+        }
+}
+
+static void ref_minmax(const float *x, float *min, float *max)
+{
+    *min = 3.4e38f;
+    *max = -3.4e38f;
+    for (int j = 0; j < 32; j++) {
+        *min = fminf(*min, x[j]);
+        *max = fmaxf(*max, x[j]);
+    }
+}
+
+static void ref_q4_0(const float *x, block_q4_0 *y)
+{
+    float max;
+    ref_absmax(x, &max);
+    const float d = max / -8, id = d ? 1.0f / d : 0.0f;
+    y->d = fp16_from_fp32(d);
+    for (int j = 0; j < 16; j++) {
+        const int8_t a = (int8_t)(x[j] * id + 8.5f), b = (int8_t)(x[16 + j] * id + 8.5f);
+        y->qs[j] = (uint8_t)((a < 15 ? a : 15) | ((b < 15 ? b : 15) << 4));
+    }
+}
+
+static void ref_q4_1(const float *x, block_q4_1 *y)
+{
+    float min, max;
+    ref_minmax(x, &min, &max);
+    const float d = (max - min) / 15, id = d ? 1.0f / d : 0.0f;
+    y->d = fp16_from_fp32(d);
+    y->m = fp16_from_fp32(min);
+    for (int j = 0; j < 16; j++) {
+        const int8_t a = (int8_t)((x[j] - min) * id + 0.5f), b = (int8_t)((x[16 + j] - min) * id + 0.5f);
+        y->qs[j] = (uint8_t)((a < 15 ? a : 15) | ((b < 15 ? b : 15) << 4));
+    }
+}
+
+static void ref_q5_0(const float *x, block_q5_0 *y)
+{
+    float max;
+    ref_absmax(x, &max);
+    const float d = max / -16, id = d ? 1.0f / d : 0.0f;
+    y->d = fp16_from_fp32(d);
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; j++) {
+        int8_t a = (int8_t)(x[j] * id + 16.5f), b = (int8_t)(x[16 + j] * id + 16.5f);
+        a = a < 31 ? a : 31;
+        b = b < 31 ? b : 31;
+        y->qs[j] = (uint8_t)((a & 15) | ((b & 15) << 4));
+        qh |= (uint32_t)((a & 0x10) >> 4) << j;
+        qh |= (uint32_t)((b & 0x10) >> 4) << (j + 16);
+    }
+    memcpy(y->qh, &qh, 4);
+}
+
+static void ref_q5_1(const float *x, block_q5_1 *y)
+{
+    float min, max;
+    ref_minmax(x, &min, &max);
+    const float d = (max - min) / 31, id = d ? 1.0f / d : 0.0f;
+    y->d = fp16_from_fp32(d);
+    y->m = fp16_from_fp32(min);
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; j++) {
+        const uint8_t a = (uint8_t)((x[j] - min) * id + 0.5f), b = (uint8_t)((x[16 + j] - min) * id + 0.5f);
+        y->qs[j] = (uint8_t)((a & 15) | ((b & 15) << 4));
+        qh |= (uint32_t)((a & 0x10) >> 4) << j;
+        qh |= (uint32_t)((b & 0x10) >> 4) << (j + 16);
+    }
+    memcpy(y->qh, &qh, 4);
+}
+
+/* Returns the number of blocks of the row whose bytes differ from the ref
+ * quantization of `ref`; -1 if t has no ref quantizer here. */
+static int requant_row(qtype_t t, const void *qrow, const float *ref, int64_t n)
+{
+    uint8_t blk[64];
+    const qtype_info_t *info = qtype_info(t);
+    int diff = 0;
+    for (int64_t b = 0; b < n / 32; b++) {
+        const float *x = ref + 32 * b;
+        switch (t) {
+        case QTYPE_Q8_0: ref_q8_0(x, (block_q8_0 *)blk); break;
+        case QTYPE_Q4_0: ref_q4_0(x, (block_q4_0 *)blk); break;
+        case QTYPE_Q4_1: ref_q4_1(x, (block_q4_1 *)blk); break;
+        case QTYPE_Q5_0: ref_q5_0(x, (block_q5_0 *)blk); break;
+        case QTYPE_Q5_1: ref_q5_1(x, (block_q5_1 *)blk); break;
+        default: return -1;
+        }
+        diff += memcmp(blk, (const uint8_t *)qrow + b * info->type_size, (size_t)info->type_size) != 0;
+    }
+    return diff;
+}
+
 static void check_file(const char *dir, const char *qname, const char *fname)
 {
     char qpath[1024], fpath[1024];
@@ -212,6 +334,11 @@ static void check_file(const char *dir, const char *qname, const char *fname)
             const uint8_t *qrow = (const uint8_t *)qt->data + (size_t)r * rsz;
             const float *ref = (const float *)ft->data + r * n;
             check_row(qt->type, qrow, ref, deq, n, &st[qt->type]);
+            int rd = requant_row(qt->type, qrow, ref, n);
+            if (rd >= 0) {
+                st[qt->type].req_blocks += n / 32;
+                st[qt->type].req_diff += rd;
+            }
             if (r % 61 == 0 && quant_can_vec_dot(qt->type))
                 check_dot(qt->type, qrow, deq, n, &st[qt->type]);
         }
@@ -236,6 +363,9 @@ static void check_file(const char *dir, const char *qname, const char *fname)
             tap_ok(s->n_bad == 0, "%s %s: %lld values within the per-element bound (worst %.3f of it, rms err/rms w %.4f)",
                    qname, tn, (long long)s->n, s->worst, nrmse);
         }
+        if (s->req_blocks)
+            tap_ok(s->req_diff == 0, "%s %s: all %lld blocks byte-identical to ggml's quantize_row_%s_ref of the f32 rows (%lld differ)",
+                   qname, tn, (long long)s->req_blocks, tn, (long long)s->req_diff);
         if (s->rows_dot)
             tap_ok(s->bad_dot == 0, "%s %s: vec_dot_ref on %d real rows == dot of dequantized rows",
                    qname, tn, s->rows_dot);

@@ -266,6 +266,19 @@ static void test_q8_0_hand(void)
     }
     tap_ok(zok, "q8_0/q8_1 all-zero rows give d = 0, q = 0, s = 0");
 
+    /* id = 127/amax (AVX2) vs 1/d (ref) picks a different integer here:
+     * x*id lands on either side of -126.5 (found by search) */
+    float w[32] = {0};
+    uint32_t wa = 0x3f800011u, wx = 0xbf7efe1eu;
+    memcpy(&w[0], &wa, 4);
+    memcpy(&w[1], &wx, 4);
+    block_q8_0 bw;
+    block_q8_1 bw1;
+    quant_quantize_row(QTYPE_Q8_0, w, &bw, 32);
+    quant_quantize_row(QTYPE_Q8_1, w, &bw1, 32);
+    tap_ok(bw.qs[0] == 127 && bw.qs[1] == -126 && bw1.qs[1] == -126,
+           "q8_0/q8_1 use id = 127/amax, not 1/d: q = %d (ref code would give -127)", bw.qs[1]);
+
     /* negative zero and a lone negative max */
     float y[32] = {0};
     y[9] = -0.0f;

@@ -6,6 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char chat_template_chatml[] =
+    "{%- for message in messages %}"
+    "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
+
 struct chat_template {
     jarena_t *arena; /* owns the tokens and the AST */
     const jnode_t *body;

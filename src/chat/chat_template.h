@@ -64,6 +64,10 @@ lf_code_t chat_template_render(const chat_template_t *t, json_object *context, c
 lf_code_t chat_template_render_string(const char *src, json_object *context, const chat_render_opts_t *opts,
                                       char **out, lf_err_t *err);
 
+/* The fallback template for models without tokenizer.chat_template
+ * (ChatML, as llama.cpp uses). */
+extern const char chat_template_chatml[];
+
 /* Builds the render context of an OpenAI chat request the way transformers
  * does: messages, tools (null when absent), add_generation_prompt (default
  * true), bos_token / eos_token when not NULL, then the members of

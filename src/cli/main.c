@@ -15,6 +15,7 @@ static const command_t commands[] = {
     {"help", NULL, "list the subcommands"},
     {"info", cmd_info, "describe a GGUF model (architecture, vocabulary, tensors, KV memory)"},
     {"generate", cmd_generate, "generate a completion of a prompt on the command line"},
+    {"chat-template", cmd_chat_template, "render a chat request's prompt with a model's chat template"},
     {"bench", cmd_bench, "measure prompt-processing and generation speed"},
 };
 

@@ -409,7 +409,7 @@ static jv_t *eval_call(jctx_t *c, jscope_t *s, const jnode_t *n, jv_t *caller)
 
 static bool is_int(const jv_t *v) { return v->kind == JV_INT || v->kind == JV_BOOL; }
 static bool is_num(const jv_t *v) { return is_int(v) || v->kind == JV_FLOAT; }
-static int64_t ival(const jv_t *v) { return v->kind == JV_INT ? v->u.i : v->u.b; }
+static int64_t ival(const jv_t *v) { return v->kind == JV_INT ? v->u.i : v->kind == JV_BOOL ? v->u.b : 0; }
 static double fval(const jv_t *v) { return v->kind == JV_FLOAT ? v->u.f : (double)ival(v); }
 
 static const char *op_sym(int op)

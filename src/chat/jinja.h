@@ -249,6 +249,10 @@ jv_t *jinja_str_case(jctx_t *c, jv_t *s, int mode);
 /* HTML-escapes a str value (Markup escaping); returns a safe string. */
 jv_t *jinja_escape(jctx_t *c, jv_t *v);
 
+/* Python `fmt % args` (jinja_format.c); args may be a tuple, a mapping or
+ * a single value. NULL with an error set on a bad format. */
+jv_t *jinja_percent_format(jctx_t *c, jv_t *fmt, jv_t *args);
+
 /* Python slicing of a list or string. */
 jv_t *jinja_slice(jctx_t *c, jv_t *obj, jv_t *start, jv_t *stop, jv_t *step);
 

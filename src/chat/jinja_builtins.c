@@ -329,6 +329,14 @@ jv_t *jinja_call_method(jctx_t *c, jv_t *self, const char *name, jv_t **args, si
         return NULL;
     }
     jv_t *arg0 = nargs > 0 ? args[0] : NULL, *arg1 = nargs > 1 ? args[1] : NULL;
+    if (self->kind == JV_DICT && !strcmp(name, "cycle")) { /* loop.cycle(a, b, ...) */
+        jv_t *i0 = jv_dict_get(self, "index0", 6);
+        if (!nargs || !i0 || i0->kind != JV_INT) {
+            jctx_fail(c, "cycle needs at least one argument");
+            return NULL;
+        }
+        return args[(size_t)i0->u.i % nargs];
+    }
     if (self->kind == JV_DICT) {
         jdict_t *d = self->u.dict;
         if (!strcmp(name, "get")) {

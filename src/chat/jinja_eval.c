@@ -569,6 +569,8 @@ static jv_t *binop(jctx_t *c, int op, jv_t *x, jv_t *y)
             return NULL;
         }
     }
+    if (op == JOP_MOD && x->kind == JV_STR)
+        return jinja_percent_format(c, x, y);
     if (op == JOP_MUL) {
         if ((x->kind == JV_STR || (x->kind == JV_LIST && !x->is_gen)) && is_int(y))
             return repeat(c, x, ival(y));
@@ -859,6 +861,7 @@ static jres_t exec_for(jctx_t *c, jscope_t *s, const jnode_t *n)
                   jv_dict_set(a, loop, "depth0", 6, jv_int(a, 0)) &&
                   (i == 0 || jv_dict_set(a, loop, "previtem", 8, items[i - 1])) &&
                   (i + 1 == count || jv_dict_set(a, loop, "nextitem", 8, items[i + 1])) &&
+                  jv_dict_set(a, loop, "cycle", 5, method_value(c, loop, "cycle")) &&
                   jv_dict_set(a, ls->vars, "loop", 4, loop);
         if (!ok)
             return oom(c), JR_ERR;

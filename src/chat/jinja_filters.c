@@ -354,6 +354,93 @@ jv_t *jinja_escape(jctx_t *c, jv_t *v)
     return r ? r : oom(c);
 }
 
+/* Sort key: the attribute (if any), lower-cased when not case-sensitive. */
+static jv_t *sort_key(jctx_t *c, jv_t *x, jv_t *attr, bool sens)
+{
+    if (attr && !(x = attr_get(c, x, attr)))
+        return NULL;
+    if (!sens && x->kind == JV_STR)
+        return jinja_str_case(c, x, 0);
+    return x;
+}
+
+static jv_t *sort_like(jctx_t *c, const char *name, jv_t *v, jv_t **args, size_t nargs, const char **kwn,
+                       jv_t **kwv, size_t nkw)
+{
+    jarena_t *a = jctx_arena(c);
+    bool dictsort = name[0] == 'd', minmax = name[0] == 'm';
+    jv_t *rev = NULL, *cs, *attr = NULL, *by = NULL;
+    if (dictsort) {
+        cs = arg(args, nargs, kwn, kwv, nkw, 0, "case_sensitive");
+        by = arg(args, nargs, kwn, kwv, nkw, 1, "by");
+        rev = arg(args, nargs, kwn, kwv, nkw, 2, "reverse");
+    } else if (minmax) {
+        cs = arg(args, nargs, kwn, kwv, nkw, 0, "case_sensitive");
+        attr = arg(args, nargs, kwn, kwv, nkw, 1, "attribute");
+    } else {
+        rev = arg(args, nargs, kwn, kwv, nkw, 0, "reverse");
+        cs = arg(args, nargs, kwn, kwv, nkw, 1, "case_sensitive");
+        attr = arg(args, nargs, kwn, kwv, nkw, 2, "attribute");
+    }
+    bool sens = cs && jv_truthy(cs), reverse = rev && jv_truthy(rev);
+    jv_t *it;
+    if (dictsort) {
+        if (v->kind != JV_DICT) {
+            jctx_fail(c, "You can only sort by either \"key\" or \"value\" of a mapping");
+            return NULL;
+        }
+        it = jinja_call_method(c, v, "items", NULL, 0, NULL, NULL, 0);
+        if (!it || !(attr = jv_int(a, by && by->kind == JV_STR && !strcmp(by->u.str.s, "value") ? 1 : 0)))
+            return it ? oom(c) : NULL;
+    } else if (!(it = jctx_iterate(c, v)))
+        return NULL;
+    size_t n = it->u.list->n;
+    jv_t *out = jv_list(a);
+    jv_t **keys = jarena_alloc(a, (n + 1) * sizeof *keys);
+    if (!out || !keys)
+        return oom(c);
+    for (size_t i = 0; i < n; i++) {
+        if (!(keys[i] = sort_key(c, it->u.list->items[i], attr, sens)))
+            return NULL;
+        if (!jv_list_push(a, out, it->u.list->items[i]))
+            return oom(c);
+    }
+    if (minmax) { /* the first smallest / largest, like Python's min/max */
+        if (n == 0)
+            return jv_undef(a);
+        size_t best = 0;
+        for (size_t i = 1; i < n; i++) {
+            int r;
+            if (jv_compare(keys[i], keys[best], &r) < 0) {
+                jctx_fail(c, "'<' not supported between instances of '%s' and '%s'", jv_type_name(keys[i]),
+                          jv_type_name(keys[best]));
+                return NULL;
+            }
+            if (name[1] == 'i' ? r < 0 : r > 0)
+                best = i;
+        }
+        return it->u.list->items[best];
+    }
+    /* stable insertion sort (Python's sort is stable) */
+    jv_t **items = out->u.list->items;
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0; j--) {
+            int r;
+            if (jv_compare(keys[j - 1], keys[j], &r) < 0) {
+                jctx_fail(c, "'<' not supported between instances of '%s' and '%s'", jv_type_name(keys[j - 1]),
+                          jv_type_name(keys[j]));
+                return NULL;
+            }
+            if (!(reverse ? r < 0 : r > 0))
+                break;
+            jv_t *t = keys[j]; keys[j] = keys[j - 1]; keys[j - 1] = t;
+            t = items[j]; items[j] = items[j - 1]; items[j - 1] = t;
+            if (!jctx_step(c))
+                return NULL;
+        }
+    return out;
+}
+
 jv_t *jinja_filter(jctx_t *c, const char *name, jv_t *v, jv_t **args, size_t nargs, const char **kwn, jv_t **kwv,
                    size_t nkw)
 {
@@ -572,6 +659,29 @@ jv_t *jinja_filter(jctx_t *c, const char *name, jv_t *v, jv_t **args, size_t nar
         }
         return acc ? acc : oom(c);
     }
+    if (!strcmp(name, "format")) {
+        jv_t *s = str_of(c, v);
+        if (!s)
+            return NULL;
+        jv_t *t;
+        if (nkw) {
+            if (!(t = jv_dict(a, JV_DICT)))
+                return oom(c);
+            for (size_t k = 0; k < nkw; k++)
+                if (!jv_dict_set(a, t, kwn[k], strlen(kwn[k]), kwv[k]))
+                    return oom(c);
+        } else {
+            if (!(t = jv_list(a)))
+                return oom(c);
+            t->is_tuple = true;
+            for (size_t k = 0; k < nargs; k++)
+                if (!jv_list_push(a, t, args[k]))
+                    return oom(c);
+        }
+        return jinja_percent_format(c, s, t);
+    }
+    if (!strcmp(name, "sort") || !strcmp(name, "dictsort") || !strcmp(name, "min") || !strcmp(name, "max"))
+        return sort_like(c, name, v, args, nargs, kwn, kwv, nkw);
     if (!strcmp(name, "reverse")) {
         if (v->kind == JV_STR) {
             jv_t *st = jv_int(a, -1);

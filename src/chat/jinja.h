@@ -43,9 +43,14 @@ typedef enum {
 typedef struct jv jv_t;
 typedef struct jnode jnode_t;
 
+typedef enum { JVIEW_NONE, JVIEW_ITEMS, JVIEW_KEYS, JVIEW_VALUES, JVIEW_RANGE } jview_t;
+
 typedef struct {
     jv_t **items;
     size_t n, cap;
+    jview_t view;          /* dict view or range: prints and serializes as Python's */
+    int64_t range[3];      /* JVIEW_RANGE: start, stop, step */
+    const char *gen_error; /* generator whose (lazy) iteration fails */
 } jlist_t;
 
 typedef struct {
@@ -241,7 +246,9 @@ jv_t *jinja_call_method(jctx_t *c, jv_t *self, const char *name, jv_t **args, si
 
 /* String helpers shared by methods and filters (jinja_builtins.c).
  * strip: chars NULL/None = Unicode whitespace; which 1 left, 2 right, 3 both.
- * replace: count < 0 = all. case: 0 lower, 1 upper, 2 title, 3 capitalize. */
+ * replace: count < 0 = all. case: 0 lower, 1 upper, 2 str.title (Python),
+ * 3 first letter up (capitalize after lower), 4 the |title filter (Jinja2:
+ * words start after whitespace, '-', '(', '{', '[' or '<'). */
 jv_t *jinja_str_strip(jctx_t *c, jv_t *s, const jv_t *chars, int which);
 jv_t *jinja_str_replace(jctx_t *c, jv_t *s, jv_t *old, jv_t *new_, int64_t count);
 jv_t *jinja_str_case(jctx_t *c, jv_t *s, int mode);

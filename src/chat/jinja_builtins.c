@@ -55,6 +55,10 @@ jv_t *jinja_call_func(jctx_t *c, int func, jv_t **args, size_t nargs, const char
             if (!jv_list_push(a, l, jv_int(a, i)))
                 return oom(c);
         }
+        l->u.list->view = JVIEW_RANGE;
+        l->u.list->range[0] = start;
+        l->u.list->range[1] = stop;
+        l->u.list->range[2] = step;
         return l;
     }
     case JF_NAMESPACE:
@@ -277,15 +281,17 @@ jv_t *jinja_str_case(jctx_t *c, jv_t *s, int mode)
         char ch = p[i];
         bool alpha = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
         bool up;
+        bool sep = ch == '-' || ch == '(' || ch == '{' || ch == '[' || ch == '<' || ch == ' ' || (ch >= 9 && ch <= 13);
         switch (mode) {
         case 0: up = false; break;
         case 1: up = true; break;
         case 2: up = !prev_alpha; break;
+        case 4: up = i == 0 || prev_alpha; break; /* prev_alpha = "previous char was a separator" */
         default: up = i == 0; break;
         }
         if (alpha)
             p[i] = up ? (char)(ch & ~0x20) : (char)(ch | 0x20);
-        prev_alpha = alpha || ((unsigned char)ch >= 0x80);
+        prev_alpha = mode == 4 ? sep : alpha || ((unsigned char)ch >= 0x80);
     }
     jv_t *r = jv_str_own(jctx_arena(c), p, s->u.str.n);
     return r ? r : oom(c);
@@ -363,6 +369,7 @@ jv_t *jinja_call_method(jctx_t *c, jv_t *self, const char *name, jv_t **args, si
             if (!jv_list_push(a, l, item))
                 return oom(c);
         }
+        l->u.list->view = name[0] == 'i' ? JVIEW_ITEMS : name[0] == 'k' ? JVIEW_KEYS : JVIEW_VALUES;
         return l;
     }
     /* str methods */

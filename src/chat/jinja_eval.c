@@ -165,6 +165,11 @@ jv_t *jctx_getitem(jctx_t *c, jv_t *obj, jv_t *key)
         }
         return jv_undef(c->a);
     case JV_LIST:
+        if ((obj->is_gen || (obj->u.list->view != JVIEW_NONE && obj->u.list->view != JVIEW_RANGE)) &&
+            key->kind != JV_STR) {
+            jctx_fail(c, "'%s' object is not subscriptable", obj->is_gen ? "generator" : "dict_items");
+            return NULL;
+        }
         if (!obj->is_gen && int_key(key, &i)) {
             int64_t n = (int64_t)obj->u.list->n;
             if (i < 0)
@@ -259,7 +264,12 @@ jv_t *jctx_iterate(jctx_t *c, jv_t *v)
 {
     jv_t *r;
     switch (v->kind) {
-    case JV_LIST: return v;
+    case JV_LIST:
+        if (v->u.list->gen_error) {
+            jctx_fail(c, "%s", v->u.list->gen_error);
+            return NULL;
+        }
+        return v;
     case JV_UNDEF: return jv_list(c->a);
     case JV_DICT:
         CHK(r = jv_list(c->a));
@@ -463,6 +473,12 @@ static jv_t *repeat(jctx_t *c, jv_t *seq, int64_t k)
     return r;
 }
 
+/* A real list or tuple (not a generator, dict view or range). */
+static bool plain_list(const jv_t *v)
+{
+    return v->kind == JV_LIST && !v->is_gen && v->u.list->view == JVIEW_NONE;
+}
+
 static jv_t *binop(jctx_t *c, int op, jv_t *x, jv_t *y)
 {
     if (op == JOP_CONCAT) {
@@ -548,7 +564,7 @@ static jv_t *binop(jctx_t *c, int op, jv_t *x, jv_t *y)
                 r->is_safe = true;
             return r;
         }
-        if (x->kind == JV_LIST && y->kind == JV_LIST && !x->is_gen && !y->is_gen && x->is_tuple == y->is_tuple) {
+        if (plain_list(x) && plain_list(y) && x->is_tuple == y->is_tuple) {
             jv_t *r = jv_list(c->a);
             CHK(r);
             r->is_tuple = x->is_tuple;
@@ -564,7 +580,7 @@ static jv_t *binop(jctx_t *c, int op, jv_t *x, jv_t *y)
             jctx_fail(c, "can only concatenate str (not \"%s\") to str", jv_type_name(y));
             return NULL;
         }
-        if (x->kind == JV_LIST && !x->is_gen) {
+        if (plain_list(x)) {
             jctx_fail(c, "can only concatenate %s (not \"%s\") to %s", jv_type_name(x), jv_type_name(y), jv_type_name(x));
             return NULL;
         }
@@ -572,9 +588,9 @@ static jv_t *binop(jctx_t *c, int op, jv_t *x, jv_t *y)
     if (op == JOP_MOD && x->kind == JV_STR)
         return jinja_percent_format(c, x, y);
     if (op == JOP_MUL) {
-        if ((x->kind == JV_STR || (x->kind == JV_LIST && !x->is_gen)) && is_int(y))
+        if ((x->kind == JV_STR || plain_list(x)) && is_int(y))
             return repeat(c, x, ival(y));
-        if ((y->kind == JV_STR || (y->kind == JV_LIST && !y->is_gen)) && is_int(x))
+        if ((y->kind == JV_STR || plain_list(y)) && is_int(x))
             return repeat(c, y, ival(x));
     }
     jctx_fail(c, "unsupported operand type(s) for %s: '%s' and '%s'", op_sym(op), jv_type_name(x), jv_type_name(y));
@@ -605,6 +621,10 @@ static int contains(jctx_t *c, jv_t *container, jv_t *x)
         return 0;
     case JV_DICT:
     case JV_NS:
+        if (x->kind == JV_DICT || (x->kind == JV_LIST && !x->is_tuple) || x->kind == JV_NS) {
+            jctx_fail(c, "unhashable type: '%s'", jv_type_name(x));
+            return -1;
+        }
         return x->kind == JV_STR && jv_dict_get(container, x->u.str.s, x->u.str.n) != NULL;
     case JV_UNDEF: return 0;
     default:

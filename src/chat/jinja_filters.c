@@ -172,9 +172,11 @@ static jv_t *do_indent(jctx_t *c, jv_t *v, jv_t **args, size_t nargs, const char
         il = (size_t)wi;
         memset(ind, ' ', il);
     }
-    jv_t *s = str_of(c, v);
-    if (!s)
+    if (v->kind != JV_STR) { /* do_indent does `s += "\n"` */
+        jctx_fail(c, "unsupported operand type(s) for +=: '%s' and 'str'", jv_type_name(v));
         return NULL;
+    }
+    jv_t *s = v;
     /* lines = (s + "\n").splitlines() */
     jbuf_t b = {0};
     b.limit = jctx_limit(c);
@@ -219,6 +221,15 @@ static jv_t *do_indent(jctx_t *c, jv_t *v, jv_t **args, size_t nargs, const char
     return r;
 }
 
+/* Jinja2's generators fail only when consumed: keep the error for then. */
+static jv_t *lazy_error(jctx_t *c, jv_t *g, jv_t *v)
+{
+    char msg[128];
+    snprintf(msg, sizeof msg, "'%s' object is not iterable", jv_type_name(v));
+    g->u.list->gen_error = jarena_strndup(jctx_arena(c), msg, strlen(msg));
+    return g->u.list->gen_error ? g : oom(c);
+}
+
 static jv_t *select_like(jctx_t *c, const char *name, jv_t *v, jv_t **args, size_t nargs)
 {
     bool attr_mode = !strcmp(name, "selectattr") || !strcmp(name, "rejectattr");
@@ -228,6 +239,8 @@ static jv_t *select_like(jctx_t *c, const char *name, jv_t *v, jv_t **args, size
         return NULL;
     if (!jv_truthy(v))
         return g;
+    if (!jv_is_iterable(v) && v->kind != JV_NS)
+        return lazy_error(c, g, v);
     jv_t *it = jctx_iterate(c, v);
     if (!it)
         return NULL;
@@ -278,6 +291,8 @@ static jv_t *do_map(jctx_t *c, jv_t *v, jv_t **args, size_t nargs, const char **
     }
     if (!jv_truthy(v))
         return g;
+    if (!jv_is_iterable(v) && v->kind != JV_NS)
+        return lazy_error(c, g, v);
     jv_t *it = jctx_iterate(c, v);
     if (!it)
         return NULL;
@@ -485,7 +500,7 @@ jv_t *jinja_filter(jctx_t *c, const char *name, jv_t *v, jv_t **args, size_t nar
             s = jinja_str_case(c, s, 0);
             return s ? jinja_str_case(c, s, 3) : NULL;
         }
-        return jinja_str_case(c, s, name[0] == 'u' ? 1 : name[0] == 'l' ? 0 : 2);
+        return jinja_str_case(c, s, name[0] == 'u' ? 1 : name[0] == 'l' ? 0 : 4);
     }
     if (!strcmp(name, "replace")) {
         jv_t *s = str_of(c, v);
@@ -561,8 +576,11 @@ jv_t *jinja_filter(jctx_t *c, const char *name, jv_t *v, jv_t **args, size_t nar
         if (v->kind == JV_UNDEF)
             return gen(c);
         if (v->kind != JV_DICT && v->kind != JV_NS) {
-            jctx_fail(c, "Can only get item pairs from a mapping.");
-            return NULL;
+            jv_t *g = gen(c);
+            if (!g)
+                return NULL;
+            g->u.list->gen_error = "Can only get item pairs from a mapping.";
+            return g;
         }
         jv_t *self = v;
         if (v->kind == JV_NS) {
@@ -693,6 +711,7 @@ jv_t *jinja_filter(jctx_t *c, const char *name, jv_t *v, jv_t **args, size_t nar
         for (size_t i = it->u.list->n; i > 0; i--)
             if (!jv_list_push(a, l, it->u.list->items[i - 1]))
                 return oom(c);
+        l->is_gen = true; /* reversed() is an iterator: truthy, no len() */
         return l;
     }
     jctx_fail(c, "No filter named '%s'.", name);
@@ -718,6 +737,12 @@ int jinja_test(jctx_t *c, const char *name, jv_t *v, jv_t **args, size_t nargs)
     if (!strcmp(name, "true")) return k == JV_BOOL && v->u.b;
     if (!strcmp(name, "false")) return k == JV_BOOL && !v->u.b;
     if (!strcmp(name, "callable")) return k == JV_MACRO || k == JV_FUNC || k == JV_METHOD;
+    if ((!strcmp(name, "odd") || !strcmp(name, "even")) && k == JV_FLOAT) {
+        double m = fmod(v->u.f, 2.0);
+        if (m < 0)
+            m += 2.0;
+        return name[0] == 'o' ? m == 1.0 : m == 0.0;
+    }
     if (!strcmp(name, "odd") || !strcmp(name, "even")) {
         if (!as_int(v, &iv)) {
             jctx_fail(c, "test '%s' needs an integer", name);

@@ -157,7 +157,7 @@ jv_t *jinja_percent_format(jctx_t *c, jv_t *fmtv, jv_t *args)
         }
         jbuf_puts(&b, out);
     }
-    if (next < nitems && !is_map && args->kind == JV_LIST && args->is_tuple) {
+    if (next < nitems && !is_map) {
         free(b.buf);
         jctx_fail(c, "not all arguments converted during string formatting");
         return NULL;

@@ -388,10 +388,31 @@ bool jv_repr(jbuf_t *b, const jv_t *v)
     switch (v->kind) {
     case JV_STR: return repr_str(b, v->u.str.s, v->u.str.n);
     case JV_UNDEF: return jbuf_puts(b, "Undefined");
-    case JV_LIST:
+    case JV_LIST: {
+        static const char *const views[] = {"", "dict_items(", "dict_keys(", "dict_values("};
+        const jlist_t *l = v->u.list;
         if (v->is_gen)
             return jbuf_puts(b, "<generator object>");
+        if (l->view == JVIEW_RANGE) {
+            char tmp[96];
+            if (l->range[2] == 1)
+                snprintf(tmp, sizeof tmp, "range(%lld, %lld)", (long long)l->range[0], (long long)l->range[1]);
+            else
+                snprintf(tmp, sizeof tmp, "range(%lld, %lld, %lld)", (long long)l->range[0], (long long)l->range[1],
+                         (long long)l->range[2]);
+            return jbuf_puts(b, tmp);
+        }
+        if (l->view != JVIEW_NONE) {
+            jbuf_puts(b, views[l->view]);
+            jv_t tmp = *v;
+            jlist_t tl = *l;
+            tl.view = JVIEW_NONE;
+            tmp.u.list = &tl;
+            put_seq(b, &tmp);
+            return jbuf_puts(b, ")");
+        }
         return put_seq(b, v);
+    }
     case JV_DICT: {
         const jdict_t *d = v->u.dict;
         jbuf_puts(b, "{");
@@ -424,7 +445,13 @@ bool jv_to_str(jbuf_t *b, const jv_t *v)
     case JV_STR: return jbuf_put(b, v->u.str.s, v->u.str.n);
     case JV_LIST:
     case JV_DICT: return jv_repr(b, v);
-    case JV_NS: return jbuf_puts(b, "<Namespace>");
+    case JV_NS: {
+        jv_t tmp = *v;
+        tmp.kind = JV_DICT;
+        jbuf_puts(b, "<Namespace ");
+        jv_repr(b, &tmp);
+        return jbuf_puts(b, ">");
+    }
     case JV_MACRO: return jbuf_puts(b, "<Macro>");
     case JV_FUNC: return jbuf_puts(b, "<function>");
     case JV_METHOD: return jbuf_puts(b, "<built-in method>");
@@ -511,7 +538,8 @@ int jv_compare(const jv_t *x, const jv_t *y, int *res)
         *res = c < 0 ? -1 : c > 0 ? 1 : 0;
         return 0;
     }
-    if (x->kind == JV_LIST && y->kind == JV_LIST && !x->is_gen && !y->is_gen) {
+    if (x->kind == JV_LIST && y->kind == JV_LIST && !x->is_gen && !y->is_gen && x->is_tuple == y->is_tuple &&
+        x->u.list->view == JVIEW_NONE && y->u.list->view == JVIEW_NONE) {
         const jlist_t *a = x->u.list, *b = y->u.list;
         for (size_t i = 0; i < a->n && i < b->n; i++) {
             if (jv_equal(a->items[i], b->items[i]))
@@ -592,7 +620,7 @@ static bool json_val(jbuf_t *b, const jv_t *v, const jjson_opts_t *o, int level,
         return true;
     case JV_STR: json_str(b, v->u.str.s, v->u.str.n, o->ensure_ascii); return true;
     case JV_LIST: {
-        if (v->is_gen)
+        if (v->is_gen || v->u.list->view != JVIEW_NONE)
             break;
         const jlist_t *l = v->u.list;
         if (l->n == 0) {
@@ -654,6 +682,10 @@ static bool json_val(jbuf_t *b, const jv_t *v, const jjson_opts_t *o, int level,
     default: break;
     }
     snprintf(msg, msgn, "Object of type %s is not JSON serializable", jv_type_name(v));
+    if (v->kind == JV_LIST && v->u.list->view != JVIEW_NONE) {
+        static const char *const names[] = {"", "dict_items", "dict_keys", "dict_values", "range"};
+        snprintf(msg, msgn, "Object of type %s is not JSON serializable", names[v->u.list->view]);
+    }
     return false;
 }
 

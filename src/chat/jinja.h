@@ -71,7 +71,7 @@ struct jv {
         struct { const char *s; size_t n; } str; /* NUL-terminated too */
         jlist_t *list;
         jdict_t *dict;
-        const jnode_t *macro;
+        struct { const jnode_t *node; void *scope; } macro; /* closure: defining scope */
         int func;
         struct { jv_t *self; const char *name; } method;
     } u;

@@ -2,8 +2,9 @@
  *
  * Scoping follows Jinja2: a for loop body gets a fresh scope per iteration
  * (assignments inside do not leak out), if blocks do not create scopes, and
- * a macro body sees its parameters, then the template's top-level variables,
- * then the render context and the globals (resolved at call time).
+ * a macro body sees its parameters, then the scopes around its definition
+ * (a closure), then the render context and the globals, resolved at call
+ * time.
  * Guards: output size, macro nesting depth and a step budget (loop iterations
  * plus calls) turn runaway templates into errors, never hangs or crashes. */
 #include "chat/jinja.h"
@@ -297,9 +298,10 @@ jv_t *jctx_iterate(jctx_t *c, jv_t *v)
 
 /* ---- calls ------------------------------------------------------------ */
 
-static jv_t *call_macro(jctx_t *c, const jnode_t *m, jv_t **args, size_t nargs, const char **kwn,
+static jv_t *call_macro(jctx_t *c, jv_t *fn, jv_t **args, size_t nargs, const char **kwn,
                         jv_t **kwv, size_t nkw, jv_t *caller)
 {
+    const jnode_t *m = fn->u.macro.node;
     if (c->depth >= c->lim->max_depth) {
         jctx_fail(c, "macro calls nested too deeply (limit %zu)", c->lim->max_depth);
         return NULL;
@@ -308,7 +310,7 @@ static jv_t *call_macro(jctx_t *c, const jnode_t *m, jv_t **args, size_t nargs, 
         jctx_fail(c, "macro '%s' takes not more than %zu argument(s)", m->s ? m->s : "caller", m->nnames);
         return NULL;
     }
-    jscope_t *s = scope_new(c, c->root);
+    jscope_t *s = scope_new(c, fn->u.macro.scope);
     if (!s)
         return oom(c);
     for (size_t k = 0; k < nkw; k++) {
@@ -360,7 +362,7 @@ jv_t *jctx_call(jctx_t *c, jv_t *fn, jv_t **args, size_t nargs, const char **kwn
     if (!jctx_step(c))
         return NULL;
     switch (fn->kind) {
-    case JV_MACRO: return call_macro(c, fn->u.macro, args, nargs, kwn, kwv, nkw, NULL);
+    case JV_MACRO: return call_macro(c, fn, args, nargs, kwn, kwv, nkw, NULL);
     case JV_FUNC: return jinja_call_func(c, fn->u.func, args, nargs, kwn, kwv, nkw);
     case JV_METHOD:
         return jinja_call_method(c, fn->u.method.self, fn->u.method.name, args, nargs, kwn, kwv, nkw);
@@ -410,7 +412,7 @@ static jv_t *eval_call(jctx_t *c, jscope_t *s, const jnode_t *n, jv_t *caller)
         }
         if (!jctx_step(c))
             return NULL;
-        return call_macro(c, fn->u.macro, av.args, av.nargs, av.kwn, av.kwv, av.nkw, caller);
+        return call_macro(c, fn, av.args, av.nargs, av.kwn, av.kwv, av.nkw, caller);
     }
     return jctx_call(c, fn, av.args, av.nargs, av.kwn, av.kwv, av.nkw);
 }
@@ -955,13 +957,15 @@ static jres_t exec_stmt(jctx_t *c, jscope_t *s, const jnode_t *n)
     case JN_MACRO:
         if (!(v = jv_new(c->a, JV_MACRO)))
             return oom(c), JR_ERR;
-        v->u.macro = n;
+        v->u.macro.node = n;
+        v->u.macro.scope = s;
         return jv_dict_set(c->a, s->vars, n->s, n->slen, v) ? JR_OK : (oom(c), JR_ERR);
     case JN_CALL_BLOCK: {
         jv_t *caller = jv_new(c->a, JV_MACRO);
         if (!caller)
             return oom(c), JR_ERR;
-        caller->u.macro = n;
+        caller->u.macro.node = n;
+        caller->u.macro.scope = s;
         if (!(v = eval_call(c, s, n->a, caller)))
             return JR_ERR;
         if (!(v = jv_stringify(c->a, v, c->lim->max_output)))

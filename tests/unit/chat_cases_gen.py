@@ -57,6 +57,8 @@ CASES = [
     "{%- macro f() -%}\n  body\n{%- endmacro -%}\n[{{ f() }}]",
     "{% macro f() %}{{ later() }}{% endmacro %}{% macro later() %}L{% endmacro %}{{ f() }}",
     "{% set v = f2() if false else 'x' %}{{ v }}",
+    "{% for i in range(2) %}{% macro m() %}<{{ i }}>{% endmacro %}{{ m() }}{% endfor %}",
+    "{%- if true -%}\n  {%+ endif +%}{% if true -%}{% for i in range(2) +%}{% macro m() -%}{{- i -}}{%- endmacro %}{{ m() }}{% endfor %}{% endif %}",
     # set
     "{% set x %}a{{ 1 }}b{% endset %}[{{ x }}]",
     "{% set x | upper %}abc{% endset %}{{ x }}",

@@ -270,33 +270,6 @@ static bool affix(const jv_t *s, const jv_t *x, bool end)
     return !memcmp(s->u.str.s + off, x->u.str.s, x->u.str.n);
 }
 
-/* case: 0 lower, 1 upper, 2 title, 3 capitalize (ASCII letters only). */
-jv_t *jinja_str_case(jctx_t *c, jv_t *s, int mode)
-{
-    char *p = jarena_strndup(jctx_arena(c), s->u.str.s, s->u.str.n);
-    if (!p)
-        return oom(c);
-    bool prev_alpha = false;
-    for (size_t i = 0; i < s->u.str.n; i++) {
-        char ch = p[i];
-        bool alpha = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
-        bool up;
-        bool sep = ch == '-' || ch == '(' || ch == '{' || ch == '[' || ch == '<' || ch == ' ' || (ch >= 9 && ch <= 13);
-        switch (mode) {
-        case 0: up = false; break;
-        case 1: up = true; break;
-        case 2: up = !prev_alpha; break;
-        case 4: up = i == 0 || prev_alpha; break; /* prev_alpha = "previous char was a separator" */
-        default: up = i == 0; break;
-        }
-        if (alpha)
-            p[i] = up ? (char)(ch & ~0x20) : (char)(ch | 0x20);
-        prev_alpha = mode == 4 ? sep : alpha || ((unsigned char)ch >= 0x80);
-    }
-    jv_t *r = jv_str_own(jctx_arena(c), p, s->u.str.n);
-    return r ? r : oom(c);
-}
-
 static jv_t *str_format(jctx_t *c, jv_t *s, jv_t **args, size_t nargs)
 {
     jbuf_t b = {0};

@@ -942,7 +942,10 @@ static jres_t exec_stmt(jctx_t *c, jscope_t *s, const jnode_t *n)
     }
     case JN_SET_BLOCK:
     case JN_FILTER_BLOCK: {
-        jres_t r = render_to_string(c, s, &n->list, &v);
+        jscope_t *bs = scope_new(c, s); /* the block body is a scope of its own */
+        if (!bs)
+            return oom(c), JR_ERR;
+        jres_t r = render_to_string(c, bs, &n->list, &v);
         if (r != JR_OK)
             return r;
         if (n->a && !(v = eval_filter(c, s, n->a, v)))

@@ -369,6 +369,86 @@ jv_t *jinja_escape(jctx_t *c, jv_t *v)
     return r ? r : oom(c);
 }
 
+/* center(width=80), wordcount, truncate(length=255, killwords=False,
+ * end='...', leeway=5) as Jinja2 defines them (code points, not bytes). */
+static jv_t *text_filter(jctx_t *c, const char *name, jv_t *v, jv_t **args, size_t nargs, const char **kwn,
+                         jv_t **kwv, size_t nkw)
+{
+    jarena_t *a = jctx_arena(c);
+    jv_t *s = str_of(c, v);
+    if (!s)
+        return NULL;
+    const char *p = s->u.str.s;
+    size_t n = s->u.str.n, cps = jutf8_len(p, n), l;
+    if (name[0] == 'w') { /* len(re.findall(r"\w+", s)) for ASCII word chars and non-ASCII letters */
+        int64_t words = 0;
+        bool in = false;
+        for (size_t i = 0; i < n; i++) {
+            unsigned char ch = (unsigned char)p[i];
+            bool w = ch >= 0x80 || ch == '_' || (ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z');
+            if (w && !in)
+                words++;
+            in = w;
+        }
+        return jv_int(a, words);
+    }
+    int64_t width;
+    jv_t *w = arg(args, nargs, kwn, kwv, nkw, 0, name[0] == 'c' ? "width" : "length");
+    width = name[0] == 'c' ? 80 : 255;
+    if (w && !as_int(w, &width)) {
+        jctx_fail(c, "%s: width must be an integer", name);
+        return NULL;
+    }
+    jbuf_t b = {0};
+    b.limit = jctx_limit(c);
+    if (name[0] == 'c') { /* str.center: extra space goes right when odd... as CPython */
+        if (width > (int64_t)cps && width < 100000) {
+            size_t pad = (size_t)width - cps, left = pad / 2 + (pad & (size_t)width & 1);
+            for (size_t i = 0; i < left; i++)
+                jbuf_put(&b, " ", 1);
+            jbuf_put(&b, p, n);
+            for (size_t i = 0; i < pad - left; i++)
+                jbuf_put(&b, " ", 1);
+        } else
+            jbuf_put(&b, p, n);
+    } else {
+        jv_t *kw = arg(args, nargs, kwn, kwv, nkw, 1, "killwords");
+        jv_t *end = arg(args, nargs, kwn, kwv, nkw, 2, "end");
+        jv_t *lw = arg(args, nargs, kwn, kwv, nkw, 3, "leeway");
+        int64_t leeway = 5;
+        if (lw && !as_int(lw, &leeway))
+            leeway = 5;
+        if (end && !(end = str_of(c, end)))
+            return NULL;
+        const char *es = end ? end->u.str.s : "...";
+        size_t en = end ? end->u.str.n : 3, ecp = jutf8_len(es, en);
+        if (width < (int64_t)ecp) {
+            jctx_fail(c, "expected length >= %zu, got %lld", ecp, (long long)width);
+            return NULL;
+        }
+        if ((int64_t)cps <= width + leeway)
+            jbuf_put(&b, p, n);
+        else {
+            size_t cut = jutf8_offset(p, n, (size_t)(width - (int64_t)ecp));
+            if (!(kw && jv_truthy(kw))) { /* s[:length - len(end)].rsplit(" ", 1)[0] */
+                size_t k = cut;
+                while (k > 0 && p[k - 1] != ' ')
+                    k--;
+                if (k > 0)
+                    cut = k - 1;
+            }
+            jbuf_put(&b, p, cut);
+            jbuf_put(&b, es, en);
+        }
+    }
+    (void)l;
+    jv_t *r = b.overflow ? NULL : jv_str(a, b.buf ? b.buf : "", b.len);
+    free(b.buf);
+    if (!r)
+        jctx_fail(c, "string too large");
+    return r;
+}
+
 /* Sort key: the attribute (if any), lower-cased when not case-sensitive. */
 static jv_t *sort_key(jctx_t *c, jv_t *x, jv_t *attr, bool sens)
 {
@@ -602,6 +682,10 @@ jv_t *jinja_filter(jctx_t *c, const char *name, jv_t *v, jv_t **args, size_t nar
         jv_t *cs = arg(args, nargs, kwn, kwv, nkw, 0, "case_sensitive");
         jv_t *attr = arg(args, nargs, kwn, kwv, nkw, 1, "attribute");
         bool sens = cs && jv_truthy(cs);
+        if (!jv_is_iterable(v)) {
+            jv_t *g = gen(c);
+            return g ? lazy_error(c, g, v) : NULL;
+        }
         jv_t *it = jctx_iterate(c, v);
         jv_t *g = gen(c), *keys = jv_list(a);
         if (!it || !g || !keys)
@@ -612,6 +696,10 @@ jv_t *jinja_filter(jctx_t *c, const char *name, jv_t *v, jv_t **args, size_t nar
                 return NULL;
             if (!sens && k->kind == JV_STR && !(k = jinja_str_case(c, k, 0)))
                 return NULL;
+            if (k->kind == JV_DICT || k->kind == JV_NS || (k->kind == JV_LIST && !k->is_tuple)) {
+                jctx_fail(c, "unhashable type: '%s'", jv_type_name(k));
+                return NULL;
+            }
             bool seen = false;
             for (size_t j = 0; j < keys->u.list->n && !seen; j++)
                 seen = jv_equal(keys->u.list->items[j], k);
@@ -700,6 +788,8 @@ jv_t *jinja_filter(jctx_t *c, const char *name, jv_t *v, jv_t **args, size_t nar
     }
     if (!strcmp(name, "sort") || !strcmp(name, "dictsort") || !strcmp(name, "min") || !strcmp(name, "max"))
         return sort_like(c, name, v, args, nargs, kwn, kwv, nkw);
+    if (!strcmp(name, "center") || !strcmp(name, "wordcount") || !strcmp(name, "truncate"))
+        return text_filter(c, name, v, args, nargs, kwn, kwv, nkw);
     if (!strcmp(name, "reverse")) {
         if (v->kind == JV_STR) {
             jv_t *st = jv_int(a, -1);

@@ -59,6 +59,9 @@ CASES = [
     "{% set v = f2() if false else 'x' %}{{ v }}",
     "{% for i in range(2) %}{% macro m() %}<{{ i }}>{% endmacro %}{{ m() }}{% endfor %}",
     "{%- if true -%}\n  {%+ endif +%}{% if true -%}{% for i in range(2) +%}{% macro m() -%}{{- i -}}{%- endmacro %}{{ m() }}{% endfor %}{% endif %}",
+    "{% filter upper %}{% set x = 1 %}{% endfilter %}{{ x is defined }} {% set y %}{% set x = 1 %}{% endset %}{{ x is defined }}",
+    "[{{ 'ab'|center(7) }}] [{{ 'abc'|center(6) }}] {{ 'one two, three_x é'|wordcount }} {{ 'hello big world'|truncate(9, leeway=0) }} {{ 'hello big world'|truncate(9, true, leeway=0) }} {{ 'short'|truncate(3, end='', leeway=2) }}",
+    "{{ [{'a': 1}]|unique|list }}",
     # set
     "{% set x %}a{{ 1 }}b{% endset %}[{{ x }}]",
     "{% set x | upper %}abc{% endset %}{{ x }}",

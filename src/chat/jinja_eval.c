@@ -622,7 +622,6 @@ static int contains(jctx_t *c, jv_t *container, jv_t *x)
                 return 1;
         return 0;
     case JV_DICT:
-    case JV_NS:
         if (x->kind == JV_DICT || (x->kind == JV_LIST && !x->is_tuple) || x->kind == JV_NS) {
             jctx_fail(c, "unhashable type: '%s'", jv_type_name(x));
             return -1;

@@ -239,7 +239,7 @@ static jv_t *select_like(jctx_t *c, const char *name, jv_t *v, jv_t **args, size
         return NULL;
     if (!jv_truthy(v))
         return g;
-    if (!jv_is_iterable(v) && v->kind != JV_NS)
+    if (!jv_is_iterable(v))
         return lazy_error(c, g, v);
     jv_t *it = jctx_iterate(c, v);
     if (!it)
@@ -291,7 +291,7 @@ static jv_t *do_map(jctx_t *c, jv_t *v, jv_t **args, size_t nargs, const char **
     }
     if (!jv_truthy(v))
         return g;
-    if (!jv_is_iterable(v) && v->kind != JV_NS)
+    if (!jv_is_iterable(v))
         return lazy_error(c, g, v);
     jv_t *it = jctx_iterate(c, v);
     if (!it)
@@ -375,6 +375,12 @@ static jv_t *text_filter(jctx_t *c, const char *name, jv_t *v, jv_t **args, size
                          jv_t **kwv, size_t nkw)
 {
     jarena_t *a = jctx_arena(c);
+    if (name[0] == 't' && v->kind == JV_UNDEF)
+        return v;
+    if (name[0] == 't' && v->kind != JV_STR) { /* do_truncate starts with len(s) */
+        jctx_fail(c, "object of type '%s' has no len()", jv_type_name(v));
+        return NULL;
+    }
     jv_t *s = str_of(c, v);
     if (!s)
         return NULL;

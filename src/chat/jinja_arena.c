@@ -47,7 +47,12 @@ void *jarena_alloc(jarena_t *a, size_t n)
         n = 16;
     jchunk_t *c = a->head;
     if (!c || c->cap - c->used < n) {
-        size_t cap = n > 65536 ? n : 65536;
+        /* chunks grow geometrically (4 KiB .. 1 MiB): small renders touch
+         * little fresh memory, big ones make few allocations */
+        size_t want = c ? c->cap * 2 : 4096;
+        if (want > ((size_t)1 << 20))
+            want = (size_t)1 << 20;
+        size_t cap = n > want ? n : want;
         if (a->budget && a->total + cap > a->budget)
             return NULL;
         c = malloc(sizeof *c + cap);

@@ -794,6 +794,42 @@ jv_t *jinja_filter(jctx_t *c, const char *name, jv_t *v, jv_t **args, size_t nar
     }
     if (!strcmp(name, "sort") || !strcmp(name, "dictsort") || !strcmp(name, "min") || !strcmp(name, "max"))
         return sort_like(c, name, v, args, nargs, kwn, kwv, nkw);
+    if (!strcmp(name, "attr")) {
+        jv_t *n = arg(args, nargs, kwn, kwv, nkw, 0, "name");
+        if (!n || n->kind != JV_STR) {
+            jctx_fail(c, "attr needs an attribute name");
+            return NULL;
+        }
+        if (v->kind == JV_UNDEF)
+            return v;
+        if (v->kind == JV_DICT && !jinja_has_method(v, n->u.str.s))
+            return jv_undef(a); /* getattr() only: no fallback to dict items */
+        return jctx_getattr(c, v, n->u.str.s, n->u.str.n);
+    }
+    if (!strcmp(name, "batch")) {
+        jv_t *cnt = arg(args, nargs, kwn, kwv, nkw, 0, "linecount");
+        jv_t *fill = arg(args, nargs, kwn, kwv, nkw, 1, "fill_with");
+        int64_t k;
+        if (!cnt || !as_int(cnt, &k) || k <= 0) {
+            jctx_fail(c, "batch needs a positive count");
+            return NULL;
+        }
+        jv_t *it = jctx_iterate(c, v), *g = gen(c), *cur = NULL;
+        if (!it || !g)
+            return NULL;
+        for (size_t i = 0; i < it->u.list->n; i++) {
+            if (!cur && (!(cur = jv_list(a)) || !jv_list_push(a, g, cur)))
+                return oom(c);
+            if (!jv_list_push(a, cur, it->u.list->items[i]))
+                return oom(c);
+            if ((int64_t)cur->u.list->n == k)
+                cur = NULL;
+        }
+        while (cur && fill && fill->kind != JV_NONE && (int64_t)cur->u.list->n < k)
+            if (!jv_list_push(a, cur, fill))
+                return oom(c);
+        return g;
+    }
     if (!strcmp(name, "center") || !strcmp(name, "wordcount") || !strcmp(name, "truncate"))
         return text_filter(c, name, v, args, nargs, kwn, kwv, nkw);
     if (!strcmp(name, "reverse")) {

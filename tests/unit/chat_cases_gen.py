@@ -62,6 +62,10 @@ CASES = [
     "{% filter upper %}{% set x = 1 %}{% endfilter %}{{ x is defined }} {% set y %}{% set x = 1 %}{% endset %}{{ x is defined }}",
     "[{{ 'ab'|center(7) }}] [{{ 'abc'|center(6) }}] {{ 'one two, three_x é'|wordcount }} {{ 'hello big world'|truncate(9, leeway=0) }} {{ 'hello big world'|truncate(9, true, leeway=0) }} {{ 'short'|truncate(3, end='', leeway=2) }}",
     "{{ [{'a': 1}]|unique|list }}",
+    "{% if false %}{{ x|nosuchfilter }}{% endif %}ok",
+    "{% if false %}{{ x is nosuchtest }}{% endif %}ok",
+    "{% if false %}{{ x|groupby('a') }}{% endif %}ok",
+    "{{ user|attr('name') }} {{ range(7)|batch(3)|list }} {{ range(5)|batch(2, 'x')|list }}",
     # set
     "{% set x %}a{{ 1 }}b{% endset %}[{{ x }}]",
     "{% set x | upper %}abc{% endset %}{{ x }}",

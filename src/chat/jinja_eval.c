@@ -617,6 +617,10 @@ static int contains(jctx_t *c, jv_t *container, jv_t *x)
                 return 1;
         return 0;
     case JV_LIST:
+        if (container->u.list->gen_error) {
+            jctx_fail(c, "%s", container->u.list->gen_error);
+            return -1;
+        }
         for (size_t i = 0; i < container->u.list->n; i++)
             if (jv_equal(container->u.list->items[i], x))
                 return 1;

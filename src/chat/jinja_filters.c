@@ -91,8 +91,7 @@ static size_t len_of(jctx_t *c, jv_t *v, bool *ok)
         if (!v->is_gen)
             return v->u.list->n;
         break;
-    case JV_DICT:
-    case JV_NS: return v->u.dict->n;
+    case JV_DICT: return v->u.dict->n;
     default: break;
     }
     *ok = false;
@@ -314,6 +313,10 @@ static jv_t *do_map(jctx_t *c, jv_t *v, jv_t **args, size_t nargs, const char **
 static jv_t *to_number(jctx_t *c, jv_t *v, bool want_float, jv_t *def)
 {
     jarena_t *a = jctx_arena(c);
+    if (v->kind == JV_UNDEF) { /* int(Undefined) raises UndefinedError, not caught by do_int */
+        jctx_fail(c, "an undefined value cannot be converted to a number");
+        return NULL;
+    }
     if (v->kind == JV_INT || v->kind == JV_BOOL)
         return want_float ? jv_float(a, (double)(v->kind == JV_INT ? v->u.i : v->u.b))
                           : jv_int(a, v->kind == JV_INT ? v->u.i : v->u.b);
@@ -843,7 +846,7 @@ jv_t *jinja_filter(jctx_t *c, const char *name, jv_t *v, jv_t **args, size_t nar
         for (size_t i = it->u.list->n; i > 0; i--)
             if (!jv_list_push(a, l, it->u.list->items[i - 1]))
                 return oom(c);
-        l->is_gen = true; /* reversed() is an iterator: truthy, no len() */
+        l->is_gen = !v->is_gen; /* reversed(list) is an iterator; a generator becomes a list */
         return l;
     }
     jctx_fail(c, "No filter named '%s'.", name);

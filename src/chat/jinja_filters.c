@@ -380,8 +380,20 @@ static jv_t *text_filter(jctx_t *c, const char *name, jv_t *v, jv_t **args, size
     jarena_t *a = jctx_arena(c);
     if (name[0] == 't' && v->kind == JV_UNDEF)
         return v;
-    if (name[0] == 't' && v->kind != JV_STR) { /* do_truncate starts with len(s) */
-        jctx_fail(c, "object of type '%s' has no len()", jv_type_name(v));
+    if (name[0] == 't' && v->kind != JV_STR) { /* do_truncate: `if len(s) <= length + leeway: return s` */
+        bool ok;
+        size_t len = len_of(c, v, &ok);
+        jv_t *lv = arg(args, nargs, kwn, kwv, nkw, 0, "length"), *lw = arg(args, nargs, kwn, kwv, nkw, 3, "leeway");
+        int64_t length = 255, leeway = 5;
+        if (lv)
+            as_int(lv, &length);
+        if (lw)
+            as_int(lw, &leeway);
+        if (!ok)
+            return NULL;
+        if ((int64_t)len <= length + leeway)
+            return v;
+        jctx_fail(c, "cannot truncate a %s", jv_type_name(v));
         return NULL;
     }
     jv_t *s = str_of(c, v);

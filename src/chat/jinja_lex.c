@@ -252,6 +252,90 @@ static bool lex_tag(lexer_t *L, const char *src, size_t n, size_t *pos, char end
     }
 }
 
+/* Does the tag body at p read `[ws] word [ws] ('-%}' | '+%}' | '%}')`? On
+ * success *end is the position after the closing delimiter (after the
+ * whitespace a '-' strips) and *esign its sign. */
+static bool is_word_tag(const char *src, size_t n, size_t p, const char *word, size_t *end, char *esign)
+{
+    size_t wl = strlen(word);
+    while (p < n && is_ws(src[p]))
+        p++;
+    if (p + wl > n || memcmp(src + p, word, wl))
+        return false;
+    p += wl;
+    if (p < n && (isalnum((unsigned char)src[p]) || src[p] == '_'))
+        return false;
+    while (p < n && is_ws(src[p]))
+        p++;
+    *esign = 0;
+    if (p + 2 < n && (src[p] == '-' || src[p] == '+') && src[p + 1] == '%' && src[p + 2] == '}') {
+        *esign = src[p];
+        p += 3;
+        if (*esign == '-')
+            while (p < n && is_ws(src[p]))
+                p++;
+        *end = p;
+        return true;
+    }
+    if (p + 1 < n && src[p] == '%' && src[p + 1] == '}') {
+        *end = p + 2;
+        return true;
+    }
+    return false;
+}
+
+static bool is_raw(const char *src, size_t n, size_t p, const char *word, size_t *end)
+{
+    char es;
+    return is_word_tag(src, n, p, word, end, &es) && es != '+';
+}
+
+static size_t count_nl(const char *s, size_t n);
+
+/* The body of a raw block starting at `from`, up to its {% endraw %}:
+ * Jinja2 applies whitespace control and lstrip_blocks before endraw and
+ * trim_blocks after it (not after {% raw %}). */
+static bool lex_raw(lexer_t *L, const char *src, size_t n, size_t from, size_t *pos, bool *line_starting)
+{
+    for (size_t q = from; q + 1 < n; q++) {
+        if (src[q] != '{' || src[q + 1] != '%')
+            continue;
+        size_t p = q + 2, end;
+        char sign = (p < n && (src[p] == '-' || src[p] == '+')) ? src[p] : 0, esign;
+        if (sign)
+            p++;
+        if (!is_word_tag(src, n, p, "endraw", &end, &esign))
+            continue;
+        size_t tlen = q - from;
+        if (sign == '-') {
+            while (tlen > 0 && is_ws(src[from + tlen - 1]))
+                tlen--;
+        } else if (sign != '+') { /* lstrip_blocks before {% endraw %} */
+            size_t l = tlen;
+            while (l > 0 && src[from + l - 1] != '\n')
+                l--;
+            bool allws = l < tlen;
+            for (size_t k = l; k < tlen; k++)
+                if (!is_ws(src[from + k]))
+                    allws = false;
+            if (allws)
+                tlen = l;
+        }
+        if (tlen && !push(L, JT_DATA, src + from, tlen))
+            return fail(L, "out of memory");
+        L->line += (int)count_nl(src + from, end - from);
+        *line_starting = esign == '-' && end > from && src[end - 1] == '\n';
+        if (esign == 0 && end < n && src[end] == '\n') { /* trim_blocks */
+            end++;
+            L->line++;
+            *line_starting = true;
+        }
+        *pos = end;
+        return true;
+    }
+    return fail(L, "missing end of raw directive");
+}
+
 static size_t count_nl(const char *s, size_t n)
 {
     size_t c = 0;
@@ -318,6 +402,16 @@ bool jinja_lex(jarena_t *a, const char *src0, size_t n0, jtoks_t *out, char *err
         if (sign)
             p++;
         char endsign = 0;
+        size_t raw_end;
+        if (kind == '%' && is_raw(src, n, p, "raw", &raw_end)) {
+            /* {% raw %}...{% endraw %}: the body is data, verbatim */
+            if (!lex_raw(&L, src, n, raw_end, &p, &line_starting))
+                return false;
+            pos = p;
+            if (pos >= n)
+                break;
+            continue;
+        }
         if (kind == '#') {
             size_t q = p;
             while (q + 1 < n && !(src[q] == '#' && src[q + 1] == '}'))

@@ -66,6 +66,11 @@ CASES = [
     "{% if false %}{{ x is nosuchtest }}{% endif %}ok",
     "{% if false %}{{ x|groupby('a') }}{% endif %}ok",
     "{{ user|attr('name') }} {{ range(7)|batch(3)|list }} {{ range(5)|batch(2, 'x')|list }}",
+    "a{% raw %}{{ x }}{% if %}{% endraw %}b",
+    "  {% raw %}\n  {{ x }}\n  {% endraw %}\nc",
+    "a {%- raw -%}  {{ y }}  {%- endraw -%} b",
+    "{% raw %}x{%+ endraw +%}\ny",
+    "{% raw %}never closed",
     # set
     "{% set x %}a{{ 1 }}b{% endset %}[{{ x }}]",
     "{% set x | upper %}abc{% endset %}{{ x }}",

@@ -155,6 +155,9 @@ json_object *chat_template_context(json_object *request, const char *bos_token, 
     json_object_object_add(ctx, "messages", json_object_get(messages));
     json_object_object_get_ex(request, "tools", &tools);
     json_object_object_add(ctx, "tools", tools ? json_object_get(tools) : NULL);
+    json_object *docs = NULL;
+    json_object_object_get_ex(request, "documents", &docs);
+    json_object_object_add(ctx, "documents", docs ? json_object_get(docs) : NULL);
     bool gp = true;
     if (json_object_object_get_ex(request, "add_generation_prompt", &agp))
         gp = json_object_get_boolean(agp);

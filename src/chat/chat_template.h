@@ -16,6 +16,23 @@
  * order. A variable that must be *undefined* (e.g. a missing bos_token) is
  * simply absent from the object.
  *
+ * Supported Jinja2: {{ }}, {% %}, {# #}, whitespace control and raw blocks;
+ * if/elif/else, for (else, loop filter, unpacking, loop.* incl. previtem/
+ * nextitem/cycle), break/continue, set (incl. tuple, block set with filters,
+ * namespace attributes), macros (defaults, keyword arguments, closures,
+ * call blocks with caller()), filter blocks, {% generation %}; all Python
+ * operators incl. chained comparisons, `%` string formatting, slicing;
+ * the filters and tests chat templates use (see jinja_filters.c), str and
+ * dict methods (jinja_builtins.c). Values behave like Python's (str()/repr(),
+ * == across numbers, dict views, generators from map/select are lazy and
+ * refused by tojson/length). Not supported: include/extends/import, recursive
+ * loops, the filters groupby/slice/pprint/urlize/wordwrap/xmlattr/
+ * filesizeformat/striptags/random/urlencode (they fail when evaluated), and
+ * case mapping beyond Latin, Greek and Cyrillic.
+ *
+ * Clock: strftime_now formats the injected time (opts.now) or the current
+ * time, in the local time zone, like transformers' datetime.now().
+ *
  * Errors: template syntax errors, runtime errors and raise_exception() all
  * return LF_ERR_INVALID. For raise_exception the message is exactly the
  * template's own message and chat_render_result_t.raised is set. Runaway
@@ -69,8 +86,8 @@ lf_code_t chat_template_render_string(const char *src, json_object *context, con
 extern const char chat_template_chatml[];
 
 /* Builds the render context of an OpenAI chat request the way transformers
- * does: messages, tools (null when absent), add_generation_prompt (default
- * true), bos_token / eos_token when not NULL, then the members of
+ * does: messages, tools and documents (null when absent), add_generation_prompt
+ * (default true), bos_token / eos_token when not NULL, then the members of
  * request.chat_template_kwargs (they may override the others). Returns a new
  * json object (caller puts it) or NULL with err set (LF_ERR_INVALID when
  * messages is missing or not an array). */

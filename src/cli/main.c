@@ -13,6 +13,7 @@ typedef struct {
 /* Keep this table sorted by the order a new user meets the commands. */
 static const command_t commands[] = {
     {"help", NULL, "list the subcommands"},
+    {"tokenize", cmd_tokenize, "print the token ids of a text"},
 };
 
 static int print_help(FILE *out)

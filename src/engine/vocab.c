@@ -81,14 +81,6 @@ static bool build_text_index(vocab_t *v)
 
 static int32_t find_cstr(const vocab_t *v, const char *s) { return vocab_find(v, s, strlen(s)); }
 
-static bool text_in(const vocab_tok_t *t, const char *const *list)
-{
-    for (; *list; list++)
-        if (strlen(*list) == t->len && memcmp(*list, t->text, t->len) == 0)
-            return true;
-    return false;
-}
-
 /* Token-text lists of llama.cpp's special-token auto-detection. */
 static const char *const eot_texts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
                                         "<|endoftext|>", "<EOT>",
@@ -107,18 +99,22 @@ static const char *const fim_sep_texts[] = {"<|file_sep|>", "<|file_separator|>"
 static const char *const eog_texts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
                                         "<|endoftext|>", "<|eom_id|>", "<EOT>", NULL};
 
-/* Finds the first token whose text is in list (by id order) and makes it a
- * control token; *id is left alone if already set. */
+/* Finds the lowest id whose text is in list and makes it a control token;
+ * *id is left alone if already set. */
 static void detect_special(vocab_t *v, int32_t *id, const char *const *list)
 {
     if (*id >= 0)
         return;
-    for (int32_t i = 0; i < v->n_tokens; i++)
-        if (text_in(&v->toks[i], list)) {
-            *id = i;
-            v->toks[i].attr |= VOCAB_ATTR_CONTROL;
-            return;
-        }
+    int32_t best = -1;
+    for (; *list; list++) {
+        int32_t t = find_cstr(v, *list);
+        if (t >= 0 && (best < 0 || t < best))
+            best = t;
+    }
+    if (best >= 0) {
+        *id = best;
+        v->toks[best].attr |= VOCAB_ATTR_CONTROL;
+    }
 }
 
 static void read_special_id(const gguf_file_t *f, const char *key, int32_t n, int32_t *id)
@@ -259,11 +255,13 @@ static lf_code_t load_specials(vocab_t *v, const gguf_file_t *f, lf_err_t *err)
     for (size_t i = 0; i < sizeof eog_ids / sizeof eog_ids[0]; i++)
         if (eog_ids[i] >= 0)
             v->toks[eog_ids[i]].eog = true;
-    for (int32_t i = 0; i < n; i++)
-        if (text_in(&v->toks[i], eog_texts)) {
+    for (const char *const *e = eog_texts; *e; e++) {
+        int32_t i = find_cstr(v, *e);
+        if (i >= 0) {
             v->toks[i].eog = true;
             v->toks[i].attr |= VOCAB_ATTR_CONTROL;
         }
+    }
 
     /* special-token cache: longest text first */
     size_t ns = 0;
@@ -537,11 +535,29 @@ static bool partition(const vocab_t *v, const char *text, size_t len, bool parse
 {
     frags_t cur = {0}, next = {0};
     frags_push(&cur, -1, 0, len);
+    /* Which byte pairs occur in the text: most special tokens can be
+     * skipped without a search (vocabularies carry thousands of them). */
+    uint64_t *pairs = calloc(65536 / 64, sizeof *pairs);
+    if (!pairs) {
+        free(cur.f);
+        return false;
+    }
+    for (size_t i = 0; i + 1 < len; i++) {
+        unsigned p = (unsigned)(unsigned char)text[i] << 8 | (unsigned char)text[i + 1];
+        pairs[p >> 6] |= 1ULL << (p & 63);
+    }
     for (size_t si = 0; si < v->n_special && !cur.oom; si++) {
         int32_t id = v->special[si];
         const vocab_tok_t *t = &v->toks[id];
         if (!parse_special && (t->attr & (VOCAB_ATTR_CONTROL | VOCAB_ATTR_UNKNOWN)))
             continue;
+        if (t->len > len)
+            continue;
+        if (t->len >= 2) {
+            unsigned p = (unsigned)(unsigned char)t->text[0] << 8 | (unsigned char)t->text[1];
+            if (!(pairs[p >> 6] & (1ULL << (p & 63))))
+                continue;
+        }
         bool any = false;
         for (size_t k = 0; k < cur.n && !any; k++)
             if (cur.f[k].token < 0 && cur.f[k].len >= t->len &&
@@ -587,6 +603,7 @@ static bool partition(const vocab_t *v, const char *text, size_t len, bool parse
         next = tmp;
     }
     free(next.f);
+    free(pairs);
     *out = cur;
     return !cur.oom;
 }

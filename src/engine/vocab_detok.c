@@ -4,7 +4,8 @@
  * complete, valid UTF-8 characters are written out, a possibly-incomplete
  * tail (a valid prefix of a character, at most 3 bytes) is kept in
  * d->pending, and bytes that can never start or continue a valid character
- * are written as U+FFFD, so the output is always valid UTF-8.
+ * are written as U+FFFD (one per byte; a truncated character left at flush
+ * is one U+FFFD), so the output is always valid UTF-8.
  */
 #include "engine/vocab_impl.h"
 
@@ -70,7 +71,11 @@ static size_t drain(vocab_detok_t *d, const unsigned char *buf, size_t n, bool f
         }
         const char *src;
         size_t sl;
-        if (l <= 0) {
+        if (l == 0) { /* final: a truncated character is one U+FFFD */
+            src = replacement;
+            sl = 3;
+            i = n;
+        } else if (l < 0) {
             src = replacement;
             sl = 3;
             i += 1;

@@ -184,6 +184,8 @@ static lf_code_t load_tokens(vocab_t *v, const gguf_file_t *f, lf_err_t *err)
         t->text = p;
         t->len = (uint32_t)tk->strs[i].len;
         p += t->len + 1;
+        if (t->len > v->max_token_len)
+            v->max_token_len = t->len;
         if (sc) {
             if (sc->arr_type == GGUF_VT_FLOAT32)
                 memcpy(&t->score, (const char *)sc->data + 4 * (size_t)i, 4);
@@ -217,6 +219,8 @@ static lf_code_t load_specials(vocab_t *v, const gguf_file_t *f, lf_err_t *err)
 {
     int32_t n = v->n_tokens;
     int32_t fim_pre = -1, fim_suf = -1, fim_mid = -1, fim_pad = -1, fim_rep = -1, fim_sep = -1;
+    if (v->type == VOCAB_TYPE_WPM)
+        read_special_id(f, "tokenizer.ggml.cls_token_id", n, &v->bos);
     read_special_id(f, "tokenizer.ggml.bos_token_id", n, &v->bos);
     read_special_id(f, "tokenizer.ggml.eos_token_id", n, &v->eos);
     read_special_id(f, "tokenizer.ggml.eot_token_id", n, &v->eot);
@@ -329,7 +333,6 @@ static lf_code_t load_type(vocab_t *v, const gguf_file_t *f, lf_err_t *err)
         v->bos = 101, v->eos = -1, v->unk = 100, v->sep = 102, v->pad = 0;
         v->add_bos = true;
         v->pre_used = "default";
-        return lf_err_set(err, LF_ERR_UNSUPPORTED, "WordPiece (\"bert\") vocabularies are not supported yet");
     } else {
         char buf[64];
         size_t l = model.len < 63 ? (size_t)model.len : 63;
@@ -667,11 +670,15 @@ lf_code_t vocab_tokenize(const vocab_t *v, const char *text, size_t len, bool ad
         for (size_t i = 0; i < fr.n; i++) {
             if (fr.f[i].token >= 0)
                 vocab_out_push(&out, fr.f[i].token);
+            else if (v->type == VOCAB_TYPE_WPM)
+                vocab_wpm_tokenize(v, text + fr.f[i].off, fr.f[i].len, &out);
             else
                 vocab_bpe_tokenize(v, text + fr.f[i].off, fr.f[i].len, &out);
         }
         if (add_special && v->add_eos && v->eos >= 0)
             vocab_out_push(&out, v->eos);
+        if (add_special && v->type == VOCAB_TYPE_WPM && v->sep >= 0)
+            vocab_out_push(&out, v->sep); /* BERT: [CLS] ... [SEP] */
     }
     free(fr.f);
     if (out.oom) {
@@ -702,7 +709,7 @@ int vocab_token_to_piece(const vocab_t *v, int32_t id, bool special, char *buf, 
         return 0;
     if (attr & (VOCAB_ATTR_UNKNOWN | VOCAB_ATTR_CONTROL | VOCAB_ATTR_USER_DEFINED))
         return copy_out(buf, cap, t->text, t->len);
-    if (v->type == VOCAB_TYPE_SPM) {
+    if (v->type != VOCAB_TYPE_BPE) { /* SPM and WPM: U+2581 is a space */
         if (attr & VOCAB_ATTR_NORMAL) {
             size_t n = 0;
             for (size_t i = 0; i < t->len;) {

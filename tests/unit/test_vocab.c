@@ -218,6 +218,23 @@ static void test_bpe_rules(void)
     }
 }
 
+static void test_wpm(void)
+{
+    vocab_t *v = load_golden("bert-bge");
+    if (!tap_ok(v != NULL, "bert-bge vocab loads"))
+        return;
+    int32_t a[32], b[32];
+    size_t na = tok(v, "Hello, World!", true, false, a, 32);
+    tap_ok(vocab_type(v) == VOCAB_TYPE_WPM && na >= 4 && a[0] == 101 && a[na - 1] == 102,
+           "WordPiece with add_special is [CLS] ... [SEP]");
+    size_t nb = tok(v, "h\xc3\xa9llo, world!", true, false, b, 32);
+    tap_ok(na == nb && memcmp(a, b, na * sizeof *a) == 0, "case folded, accents stripped: 'héllo' == 'Hello'");
+    char buf[64];
+    int n = vocab_token_to_piece(v, a[1], false, buf, sizeof buf);
+    tap_ok(n == 6 && memcmp(buf, " hello", 6) == 0, "word-initial piece renders with a leading space");
+    vocab_free(v);
+}
+
 static void test_synthetic(void)
 {
     static const char *toks[] = {"a", "b", "ab", "\xc4\xa0", "\xc4\xa0" "ab", "1", "<|endoftext|>"};
@@ -266,6 +283,7 @@ int main(void)
     test_detok_emoji();
     test_control_and_bos();
     test_bpe_rules();
+    test_wpm();
     test_synthetic();
     return tap_done();
 }

@@ -240,10 +240,15 @@ static lf_code_t load_specials(vocab_t *v, const gguf_file_t *f, lf_err_t *err)
         v->add_bos = b;
     if (gguf_get_bool(f, "tokenizer.ggml.add_eos_token", &b))
         v->add_eos = b;
-    if (v->add_bos && v->bos < 0)
-        return lf_err_set(err, LF_ERR_FORMAT, "tokenizer.ggml.add_bos_token is true but there is no BOS token");
-    if (v->add_eos && v->eos < 0)
-        return lf_err_set(err, LF_ERR_FORMAT, "tokenizer.ggml.add_eos_token is true but there is no EOS token");
+    /* llama.cpp refuses such files; we warn and add nothing */
+    if (v->add_bos && v->bos < 0) {
+        fprintf(stderr, "warning: tokenizer.ggml.add_bos_token is true but there is no BOS token\n");
+        v->add_bos = false;
+    }
+    if (v->add_eos && v->eos < 0) {
+        fprintf(stderr, "warning: tokenizer.ggml.add_eos_token is true but there is no EOS token\n");
+        v->add_eos = false;
+    }
 
     /* text-based detection (also promotes the tokens to CONTROL) */
     detect_special(v, &v->eot, eot_texts);
@@ -688,83 +693,4 @@ lf_code_t vocab_tokenize(const vocab_t *v, const char *text, size_t len, bool ad
     *ids = out.ids;
     *n = out.n;
     return LF_OK;
-}
-
-/* ---- detokenize ---------------------------------------------------------- */
-
-static int copy_out(char *buf, size_t cap, const char *s, size_t n)
-{
-    if (buf && cap)
-        memcpy(buf, s, n < cap ? n : cap);
-    return (int)n;
-}
-
-int vocab_token_to_piece(const vocab_t *v, int32_t id, bool special, char *buf, size_t cap)
-{
-    if (!v || id < 0 || id >= v->n_tokens)
-        return -1;
-    const vocab_tok_t *t = &v->toks[id];
-    uint32_t attr = t->attr;
-    if (!special && (attr & (VOCAB_ATTR_UNKNOWN | VOCAB_ATTR_CONTROL)))
-        return 0;
-    if (attr & (VOCAB_ATTR_UNKNOWN | VOCAB_ATTR_CONTROL | VOCAB_ATTR_USER_DEFINED))
-        return copy_out(buf, cap, t->text, t->len);
-    if (v->type != VOCAB_TYPE_BPE) { /* SPM and WPM: U+2581 is a space */
-        if (attr & VOCAB_ATTR_NORMAL) {
-            size_t n = 0;
-            for (size_t i = 0; i < t->len;) {
-                if (i + 3 <= t->len && memcmp(t->text + i, "\xe2\x96\x81", 3) == 0) {
-                    if (buf && n < cap)
-                        buf[n] = ' ';
-                    n++;
-                    i += 3;
-                } else {
-                    if (buf && n < cap)
-                        buf[n] = t->text[i];
-                    n++;
-                    i++;
-                }
-            }
-            return (int)n;
-        }
-        if (attr & VOCAB_ATTR_BYTE) {
-            if (t->len < 6)
-                return 0;
-            char hex[3] = {t->text[3], t->text[4], 0};
-            char c = (char)strtol(hex, NULL, 16);
-            return copy_out(buf, cap, &c, 1);
-        }
-        return 0;
-    }
-    if (v->type == VOCAB_TYPE_BPE && (attr & VOCAB_ATTR_NORMAL)) {
-        /* byte-level: each code point of the text stands for one byte */
-        size_t n = 0;
-        const unsigned char *s = (const unsigned char *)t->text;
-        for (size_t i = 0; i < t->len;) {
-            uint32_t cpt = s[i];
-            size_t l = vocab_utf8_len(s[i]);
-            if (l > t->len - i)
-                l = t->len - i;
-            if (l == 2)
-                cpt = ((s[i] & 0x1fu) << 6) | (s[i + 1] & 0x3fu);
-            else if (l == 3)
-                cpt = ((s[i] & 0x0fu) << 12) | ((s[i + 1] & 0x3fu) << 6) | (s[i + 2] & 0x3fu);
-            else if (l == 4)
-                cpt = ((s[i] & 0x07u) << 18) | ((s[i + 1] & 0x3fu) << 12) | ((s[i + 2] & 0x3fu) << 6) |
-                      (s[i + 3] & 0x3fu);
-            int b = vocab_bpe_cpt_to_byte(cpt);
-            if (b >= 0) {
-                if (buf && n < cap)
-                    buf[n] = (char)b;
-                n++;
-            } else {
-                for (size_t k = 0; k < l; k++, n++)
-                    if (buf && n < cap)
-                        buf[n] = (char)s[i + k];
-            }
-            i += l;
-        }
-        return (int)n;
-    }
-    return 0;
 }

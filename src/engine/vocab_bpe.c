@@ -301,9 +301,8 @@ static void seg_push(bpe_state_t *st, size_t a, size_t n)
     st->n_seg2++;
 }
 
-static void split_one(const vocab_t *v, bpe_state_t *st, pcre2_code *re, pcre2_match_data *md)
+static void split_one(bpe_state_t *st, pcre2_code *re, pcre2_match_data *md)
 {
-    (void)v;
     st->n_seg2 = 0;
     for (size_t k = 0; k < st->n_seg && !st->oom; k++) {
         size_t c0 = st->seg[2 * k], cn = st->seg[2 * k + 1];
@@ -531,7 +530,7 @@ void vocab_bpe_tokenize(const vocab_t *v, const char *text, size_t len, vocab_ou
             st.oom = true;
             break;
         }
-        split_one(v, &st, v->re[r], md);
+        split_one(&st, v->re[r], md);
         pcre2_match_data_free(md);
     }
     for (size_t k = 0; k < st.n_seg && !st.oom && !out->oom; k++) {

@@ -15,7 +15,7 @@ uint32_t unicode_nfd_first(uint32_t c);
 uint32_t unicode_to_lower(uint32_t c);
 bool unicode_is_punct(uint32_t c);   /* general category P* */
 bool unicode_is_symbol(uint32_t c);  /* general category S* */
-bool unicode_is_control(uint32_t c); /* Cc, Cf, Co, Cs */
+bool unicode_is_control(uint32_t c); /* C* incl. unassigned (regex \p{C}) */
 /* llama.cpp's whitespace set (Python's regex \s). */
 bool unicode_is_space(uint32_t c);
 

@@ -1,6 +1,7 @@
 /* test_vocab.c - unit tests of the vocab module: incremental detokenization,
  * control-token rendering, BOS/EOS and EOG rules, pieces, the pre-tokenizer
  * fallback and load errors (on small GGUF files written here). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,6 +236,51 @@ static void test_wpm(void)
     vocab_free(v);
 }
 
+/* One vocab shared by several threads gives the same ids as one thread. */
+typedef struct {
+    const vocab_t *v;
+    const char *text;
+    int32_t *ids;
+    size_t n;
+} job_t;
+
+static void *tokenize_job(void *arg)
+{
+    job_t *j = arg;
+    for (int rep = 0; rep < 20; rep++) {
+        free(j->ids);
+        j->ids = NULL;
+        if (vocab_tokenize(j->v, j->text, strlen(j->text), true, true, &j->ids, &j->n, NULL) != LF_OK)
+            j->n = (size_t)-1;
+    }
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    vocab_t *v = load_model("tinyqwen2-f16");
+    if (!tap_ok(v != NULL, "tinyqwen2 loads (threads)"))
+        return;
+    const char *text = "Hello world<|endoftext|>  1234567 caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80\n\tx";
+    job_t ref = {v, text, NULL, 0};
+    tokenize_job(&ref);
+    job_t jobs[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (job_t){v, text, NULL, 0};
+        pthread_create(&th[i], NULL, tokenize_job, &jobs[i]);
+    }
+    bool same = ref.n > 0 && ref.n != (size_t)-1;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        same = same && jobs[i].n == ref.n && memcmp(jobs[i].ids, ref.ids, ref.n * sizeof *ref.ids) == 0;
+        free(jobs[i].ids);
+    }
+    tap_ok(same, "4 threads sharing one vocab get the single-thread ids (%zu tokens)", ref.n);
+    free(ref.ids);
+    vocab_free(v);
+}
+
 static void test_synthetic(void)
 {
     static const char *toks[] = {"a", "b", "ab", "\xc4\xa0", "\xc4\xa0" "ab", "1", "<|endoftext|>"};
@@ -284,6 +330,7 @@ int main(void)
     test_control_and_bos();
     test_bpe_rules();
     test_wpm();
+    test_threads();
     test_synthetic();
     return tap_done();
 }

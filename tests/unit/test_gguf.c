@@ -16,6 +16,8 @@ typedef struct {
 
 static void put(buf_t *b, const void *src, size_t n)
 {
+    if (!n)
+        return;
     if (b->n + n > b->cap) {
         b->cap = (b->n + n) * 2 + 64;
         b->p = realloc(b->p, b->cap);

@@ -298,6 +298,33 @@ static void test_synthetic(void)
     if (p)
         unlink(p);
 
+    /* every known pre-tokenizer compiles and is used under its own name */
+    static const char *pres[] = {"default", "llama3", "llama-v3", "llama-bpe", "falcon3", "dbrx", "smaug-bpe",
+                                 "deepseek-llm", "deepseek-v3", "deepseek-coder", "falcon", "starcoder",
+                                 "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b", "gpt-2",
+                                 "phi-2", "roberta-bpe", "mpt", "olmo", "jais", "qwen2", "deepseek-r1-qwen",
+                                 "megrez", "stablelm2", "poro-chat", "bloom", "gpt3-finnish", "chatglm-bpe",
+                                 "viking", "tekken", "gpt-4o", "llama4", "chameleon"};
+    int good = 0;
+    for (size_t i = 0; i < sizeof pres / sizeof pres[0]; i++) {
+        p = write_vocab("gpt2", pres[i], toks, 7, merges, 2);
+        vocab_t *pv = p ? load(p) : NULL;
+        int32_t *ids = NULL;
+        size_t nids = 0;
+        const char *txt = "Hello, World! It's 2024-01-02 \xe6\x97\xa5\xe6\x9c\xac  \n\t ab ab";
+        if (pv && strcmp(vocab_pre_name(pv), pres[i]) == 0 &&
+            vocab_tokenize(pv, txt, strlen(txt), false, false, &ids, &nids, NULL) == LF_OK && nids > 0)
+            good++;
+        else
+            tap_diag("pre-tokenizer '%s' failed", pres[i]);
+        free(ids);
+        vocab_free(pv);
+        if (p)
+            unlink(p);
+    }
+    tap_ok(good == (int)(sizeof pres / sizeof pres[0]), "all %d known pre-tokenizers compile and run (%d ok)",
+           (int)(sizeof pres / sizeof pres[0]), good);
+
     struct {
         const char *model;
         bool merges;

@@ -501,8 +501,7 @@ static void step_content(toolcall_t *tc, unsigned char c)
     }
     tc->tag[tc->tag_len++] = (char)c;
     if (tc->tag_len == strlen(open) && memcmp(tc->tag, open, tc->tag_len) == 0) {
-        tc->ws_pending.len = 0;
-        tc->raw.len = 0;
+        tc->raw.len = 0; /* ws_pending stays: dropped only if a call commits */
         buf_add(tc, &tc->raw, tc->tag, tc->tag_len);
         tc->tag_len = 0;
         tc->st = ST_OPEN;

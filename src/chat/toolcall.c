@@ -81,7 +81,9 @@ struct toolcall {
     role_t next_role;
     bool in_name, name_done, name_seen;
     buf_t name_raw;
-    bool in_args, args_started, args_done;
+    bool in_args, args_started, args_done, args_seen;
+    bool in_args_str; /* arguments given as a JSON string holding the object */
+    buf_t args_str;
     buf_t cur_args;
     bool committed;
     size_t args_emitted;
@@ -247,7 +249,9 @@ static void obj_start(toolcall_t *tc)
     tc->next_role = ROLE_OTHER;
     tc->in_name = tc->name_done = tc->name_seen = false;
     tc->name_raw.len = 0;
-    tc->in_args = tc->args_started = tc->args_done = false;
+    tc->in_args = tc->args_started = tc->args_done = tc->args_seen = false;
+    tc->in_args_str = false;
+    tc->args_str.len = 0;
     tc->cur_args.len = 0;
     tc->committed = false;
     tc->args_emitted = 0;
@@ -257,6 +261,46 @@ static void obj_start(toolcall_t *tc)
 static bool key_is(const buf_t *k, const char *s)
 {
     return k->len == strlen(s) && memcmp(k->p, s, k->len) == 0;
+}
+
+/* "arguments": "{\"a\": 1}" (an object serialised into a string, as some
+ * fine-tunes write it): decodes the string and takes the object inside,
+ * compacted like any arguments. False if the string holds no object. The
+ * call then commits when the string closes, not when it starts. */
+static bool args_from_string(toolcall_t *tc)
+{
+    if (tc->nomem || !tc->args_str.p)
+        return false;
+    json_object *o = json_tokener_parse(tc->args_str.p);
+    bool ok = o && json_object_is_type(o, json_type_string);
+    if (ok) {
+        const char *t = json_object_get_string(o);
+        size_t n = (size_t)json_object_get_string_len(o);
+        tcscan_t sc;
+        tcscan_init(&sc);
+        tcscan_res_t r = TCSCAN_R_WS;
+        size_t i = 0;
+        while (i < n && r != TCSCAN_R_END) {
+            unsigned char c = (unsigned char)t[i++];
+            if (sc.depth == 0 && sc.st == TCSCAN_VALUE && !is_ws(c) && c != '{')
+                break;
+            r = tcscan_byte(&sc, c);
+            if (r == TCSCAN_R_ERR)
+                break;
+            if (r != TCSCAN_R_WS)
+                buf_addc(tc, &tc->cur_args, (char)c);
+        }
+        while (i < n && is_ws((unsigned char)t[i]))
+            i++;
+        ok = r == TCSCAN_R_END && i == n;
+    }
+    json_object_put(o);
+    if (!ok) {
+        tc->cur_args.len = 0;
+        return false;
+    }
+    tc->args_started = tc->args_done = true;
+    return true;
 }
 
 /* Feeds one byte of the call object (from its '{' on). */
@@ -281,7 +325,7 @@ static obj_res_t obj_byte(toolcall_t *tc, unsigned char c)
             if (key_is(&tc->key, "name"))
                 role = tc->name_seen ? ROLE_OTHER : ROLE_NAME;
             else if (key_is(&tc->key, "arguments") || key_is(&tc->key, "parameters"))
-                role = tc->args_started ? ROLE_OTHER : ROLE_ARGS;
+                role = tc->args_seen ? ROLE_OTHER : ROLE_ARGS;
             else if (tc->cfg.format == TOOLCALL_FORMAT_LLAMA3_JSON && !tc->committed &&
                      !key_is(&tc->key, "type"))
                 return OBJ_FAIL_CONSUMED; /* not a call object: content */
@@ -298,16 +342,29 @@ static obj_res_t obj_byte(toolcall_t *tc, unsigned char c)
             tc->name_seen = tc->in_name = true;
             buf_addc(tc, &tc->name_raw, (char)c);
         } else if (role == ROLE_ARGS) {
-            if (c != '{')
+            tc->args_seen = true;
+            if (c == '"') {
+                tc->in_args_str = true;
+                buf_addc(tc, &tc->args_str, (char)c);
+            } else if (c == '{') {
+                tc->args_started = tc->in_args = true;
+                buf_addc(tc, &tc->cur_args, (char)c);
+            } else {
                 return OBJ_FAIL_CONSUMED;
-            tc->args_started = tc->in_args = true;
-            buf_addc(tc, &tc->cur_args, (char)c);
+            }
         }
     } else if (tc->in_name) {
         buf_addc(tc, &tc->name_raw, (char)c);
         if (s->depth == 1 && s->st == TCSCAN_AFTER) {
             tc->in_name = false;
             tc->name_done = true;
+        }
+    } else if (tc->in_args_str) {
+        buf_addc(tc, &tc->args_str, (char)c);
+        if (s->depth == 1 && s->st == TCSCAN_AFTER) {
+            tc->in_args_str = false;
+            if (!args_from_string(tc))
+                return OBJ_FAIL_CONSUMED;
         }
     } else if (tc->in_args) {
         if (r != TCSCAN_R_WS)
@@ -460,7 +517,7 @@ static void step_obj(toolcall_t *tc, unsigned char c)
         return;
     }
     if (r == OBJ_DONE && !tc->committed) {
-        bool ok = tc->name_done && !tc->args_started &&
+        bool ok = tc->name_done && !tc->args_seen &&
                   tc->cfg.format != TOOLCALL_FORMAT_LLAMA3_JSON;
         if (ok) {
             buf_add(tc, &tc->cur_args, "{}", 2);
@@ -640,6 +697,7 @@ void toolcall_free(toolcall_t *tc)
     buf_free(&tc->key);
     buf_free(&tc->name_raw);
     buf_free(&tc->cur_args);
+    buf_free(&tc->args_str);
     buf_free(&tc->evtext);
     free(tc->evs);
     free(tc->out);

@@ -35,8 +35,11 @@
  *                object after [TOOL_CALLS] is accepted too); text before and
  *                after is content.
  *   In every format the arguments key may be "arguments" or "parameters",
- *   its value must be a JSON object, other keys are ignored (hermes,
- *   mistral), and hermes/mistral accept a missing arguments key as "{}".
+ *   its value must be a JSON object, or a JSON string whose text is an
+ *   object (some fine-tunes write "arguments": "{\"a\": 1}"; the object
+ *   inside is used, and that call is announced when the string closes);
+ *   other keys are ignored (hermes, mistral), and hermes/mistral accept a
+ *   missing arguments key as "{}".
  *
  * Arguments string: the model's own JSON text of the arguments object with
  * the whitespace outside strings removed (compact), validated with json-c

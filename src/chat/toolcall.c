@@ -22,6 +22,7 @@
 #define HERMES_CLOSE "</tool_call>"
 #define MISTRAL_OPEN "[TOOL_CALLS]"
 #define PYTHON_TAG "<|python_tag|>"
+#define MISTRAL_ARGS "[ARGS]"
 
 typedef struct {
     char *p; /* NUL-terminated when not NULL */
@@ -47,6 +48,7 @@ typedef enum {
     ST_OPEN,      /* after the opening markup: whitespace, then '{' or '[' */
     ST_ARR,       /* mistral: after '[' or ',': '{' (or ']') */
     ST_ARR_AFTER, /* mistral: after an element: ',' or ']' */
+    ST_M_NAME,    /* mistral v11: [TOOL_CALLS]name[ARGS]{...}: the name */
     ST_OBJ,       /* inside a call object */
     ST_DONE       /* finished: content */
 } state_t;
@@ -88,6 +90,9 @@ struct toolcall {
     bool committed;
     size_t args_emitted;
     bool arr_mode; /* mistral: inside [ ... ] */
+    bool bare;     /* mistral v11: the object is the arguments itself */
+    buf_t m_name;  /* mistral v11: the name, as a JSON string literal */
+    size_t m_pos;  /* mistral v11: bytes of [ARGS] matched */
 
     call_t *calls;
     size_t ncalls, cap_calls;
@@ -255,7 +260,20 @@ static void obj_start(toolcall_t *tc)
     tc->cur_args.len = 0;
     tc->committed = false;
     tc->args_emitted = 0;
+    tc->bare = false;
     tc->st = ST_OBJ;
+}
+
+/* mistral v11: the name is known, the object that follows is the arguments. */
+static void obj_start_bare(toolcall_t *tc)
+{
+    obj_start(tc);
+    tc->bare = true;
+    tc->arr_mode = false;
+    buf_add(tc, &tc->name_raw, tc->m_name.p, tc->m_name.len);
+    buf_addc(tc, &tc->name_raw, '"');
+    tc->name_seen = tc->name_done = true;
+    tc->args_seen = true;
 }
 
 static bool key_is(const buf_t *k, const char *s)
@@ -314,6 +332,15 @@ static obj_res_t obj_byte(toolcall_t *tc, unsigned char c)
         return OBJ_FAIL;
     if (pre_depth == 0 && r != TCSCAN_R_WS && c != '{')
         return OBJ_FAIL; /* a call is an object */
+    if (tc->bare) {
+        if (r != TCSCAN_R_WS) {
+            buf_addc(tc, &tc->cur_args, (char)c);
+            tc->args_started = true;
+        }
+        if (r == TCSCAN_R_END)
+            tc->args_done = true;
+        return r == TCSCAN_R_END ? OBJ_DONE : OBJ_MORE;
+    }
 
     if (pre_depth == 1 && (pre_st == TCSCAN_KEY_OR_END || pre_st == TCSCAN_KEY) && c == '"') {
         tc->in_key = true;
@@ -602,6 +629,13 @@ static void step_l3_start(toolcall_t *tc, unsigned char c)
     step(tc, c);
 }
 
+/* Characters of a mistral v11 function name (before [ARGS]). */
+static bool is_name_char(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
+}
+
 static void step(toolcall_t *tc, unsigned char c)
 {
     switch (tc->st) {
@@ -623,6 +657,35 @@ static void step(toolcall_t *tc, unsigned char c)
             tc->arr_mode = false;
             obj_start(tc);
             step_obj(tc, c);
+        } else if (tc->cfg.format == TOOLCALL_FORMAT_MISTRAL && is_name_char(c)) {
+            buf_addc(tc, &tc->raw, (char)c);
+            tc->m_name.len = 0;
+            buf_addc(tc, &tc->m_name, '"');
+            buf_addc(tc, &tc->m_name, (char)c);
+            tc->m_pos = 0;
+            tc->st = ST_M_NAME;
+        } else {
+            not_a_call(tc);
+            step(tc, c);
+        }
+        return;
+    case ST_M_NAME:
+        if (tc->m_pos == sizeof MISTRAL_ARGS - 1) { /* after [ARGS] */
+            if (is_ws(c)) {
+                buf_addc(tc, &tc->raw, (char)c);
+            } else if (c == '{') {
+                obj_start_bare(tc);
+                step_obj(tc, c);
+            } else {
+                not_a_call(tc);
+                step(tc, c);
+            }
+        } else if (tc->m_pos == 0 && is_name_char(c)) {
+            buf_addc(tc, &tc->raw, (char)c);
+            buf_addc(tc, &tc->m_name, (char)c);
+        } else if (c == (unsigned char)MISTRAL_ARGS[tc->m_pos]) {
+            buf_addc(tc, &tc->raw, (char)c);
+            tc->m_pos++;
         } else {
             not_a_call(tc);
             step(tc, c);
@@ -698,6 +761,7 @@ void toolcall_free(toolcall_t *tc)
     buf_free(&tc->name_raw);
     buf_free(&tc->cur_args);
     buf_free(&tc->args_str);
+    buf_free(&tc->m_name);
     buf_free(&tc->evtext);
     free(tc->evs);
     free(tc->out);
@@ -772,6 +836,7 @@ lf_code_t toolcall_finish(toolcall_t *tc, toolcall_out_t *out, lf_err_t *err)
         break;
     case ST_OPEN:
     case ST_ARR:
+    case ST_M_NAME:
         release_raw(tc);
         break;
     default:

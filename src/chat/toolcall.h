@@ -32,8 +32,11 @@
  *                does not start (after whitespace) with "<|python_tag|>" or
  *                "{" is all content.
  *   mistral      [TOOL_CALLS][{"name": N, "arguments": {...}}, ...] (a bare
- *                object after [TOOL_CALLS] is accepted too); text before and
- *                after is content.
+ *                object after [TOOL_CALLS] is accepted too), and the v11
+ *                tokenizer form [TOOL_CALLS]N[ARGS]{...} (N made of
+ *                [A-Za-z0-9_.-], one call per [TOOL_CALLS]); text before and
+ *                after is content. [TOOL_CALLS] and [ARGS] are control
+ *                tokens: the detokenizer must render them for this parser.
  *   In every format the arguments key may be "arguments" or "parameters",
  *   its value must be a JSON object, or a JSON string whose text is an
  *   object (some fine-tunes write "arguments": "{\"a\": 1}"; the object

@@ -29,7 +29,7 @@ static const char *const frags[] = {
     "\"name\"", "\"arguments\"", "\"parameters\"", "\"type\"", "\"f\"", "\"g\\u0041\"", "1",
     "-2.5", "true", "null", " ", "\n", "x", "hello", "\xc3\xa9", "\xf0\x9f\x98\x80",
     "{\"name\": \"f\", \"arguments\": {", "{\"name\":\"g\",\"parameters\":{\"a\":", "}}",
-    "\"</tool_call>\"", "\"]\"", "\"a b\"",
+    "\"</tool_call>\"", "\"]\"", "\"a b\"", "[ARGS]", "fn",
 };
 #define NFRAGS (sizeof frags / sizeof frags[0])
 
@@ -72,6 +72,17 @@ static size_t call_text(toolcall_format_t fmt, char *buf, size_t cap)
     size_t len = 0;
     buf[0] = '\0';
     int ncalls = 1 + (int)rnd(3);
+    if (fmt == TOOLCALL_FORMAT_MISTRAL && rnd(3) == 0) { /* v11: name[ARGS]{...} */
+        for (int c = 0; c < ncalls; c++) {
+            add(buf, &len, cap, c ? "[TOOL_CALLS]fn_2[ARGS]" : "[TOOL_CALLS]get.x[ARGS]");
+            add(buf, &len, cap, rnd(2) ? "{\"k\": " : "{}");
+            if (buf[len - 1] == ' ') {
+                add(buf, &len, cap, values[rnd(NVALUES)]);
+                add(buf, &len, cap, "}");
+            }
+        }
+        goto damage;
+    }
     if (rnd(3) == 0 && fmt != TOOLCALL_FORMAT_LLAMA3_JSON)
         add(buf, &len, cap, "Sure. ");
     if (fmt == TOOLCALL_FORMAT_MISTRAL)
@@ -100,6 +111,7 @@ static size_t call_text(toolcall_format_t fmt, char *buf, size_t cap)
         add(buf, &len, cap, "]");
     if (rnd(3) == 0 && fmt != TOOLCALL_FORMAT_LLAMA3_JSON)
         add(buf, &len, cap, " Done.");
+damage:
     switch (rnd(4)) {
     case 0: { /* insert a fragment */
         const char *f = frags[rnd(NFRAGS)];

@@ -910,6 +910,12 @@ toolcall_format_t toolcall_format_detect(const char *tmpl, size_t len)
         return TOOLCALL_FORMAT_HERMES;
     if (contains(tmpl, len, MISTRAL_OPEN))
         return TOOLCALL_FORMAT_MISTRAL;
+    /* Formats we do not parse, whose templates would otherwise look like
+     * Llama 3.1's: functionary v3.1 (<function=...>) and v3.2 (>>>name),
+     * firefunction v2 (functools[...]). */
+    if (contains(tmpl, len, "<function=") || contains(tmpl, len, ">>>") ||
+        contains(tmpl, len, "functools"))
+        return TOOLCALL_FORMAT_NONE;
     if (contains(tmpl, len, PYTHON_TAG))
         return TOOLCALL_FORMAT_LLAMA3_JSON;
     if (contains(tmpl, len, "<|start_header_id|>") && contains(tmpl, len, "parameters"))

@@ -166,6 +166,8 @@ toolcall_t *toolcall_parse(const toolcall_config_t *cfg, const char *text, size_
 /* Format for a chat template text, documented rules, first match wins:
  *   "<tool_call>"                          -> HERMES (Hermes, Qwen2.5/3)
  *   "[TOOL_CALLS]"                         -> MISTRAL
+ *   "<function=", ">>>" or "functools"     -> NONE (functionary v3.1/v3.2,
+ *                                            firefunction v2: other formats)
  *   "<|python_tag|>"                       -> LLAMA3_JSON
  *   "<|start_header_id|>" and "parameters" -> LLAMA3_JSON (Llama 3.1+
  *                                            JSON tool prompt)

@@ -73,9 +73,18 @@
  * rng callback when given, else from an internal splitmix64 seeded with
  * cfg.seed (so a seeded request gives reproducible ids).
  *
+ * Typical use (one choice): text -> reasoning_push (reasoning.h) -> its
+ * content segments -> toolcall_push -> events to SSE chunks; at the end
+ * reasoning_finish, toolcall_push of its content, toolcall_finish. When
+ * toolcall_count() > 0 the choice's finish_reason is "tool_calls" (unless
+ * the server decides "length"); message.content is toolcall_content()
+ * (JSON null when NULL).
+ *
  * Ownership and threads: one toolcall_t per choice of one request; not
- * thread-safe. Event texts point into the parser and are valid until the
- * next push/finish/free; call views stay valid until free.
+ * thread-safe. Event texts, ids and names point into the parser and are
+ * valid until the next push/finish/free; so are the call views of
+ * toolcall_get (after finish: until free). Text held back before a commit
+ * grows with the output (bounded by max_tokens); nothing else is.
  */
 #ifndef LF_TOOLCALL_H
 #define LF_TOOLCALL_H
@@ -149,7 +158,8 @@ lf_code_t toolcall_push(toolcall_t *tc, const char *piece, size_t len,
  * open call. Errors as push. */
 lf_code_t toolcall_finish(toolcall_t *tc, toolcall_out_t *out, lf_err_t *err);
 
-/* Calls so far (all of them after finish). */
+/* Calls announced so far (all of them after finish; arguments and
+ * complete are final only after finish). */
 size_t toolcall_count(const toolcall_t *tc);
 /* Fills *call for call i < toolcall_count(); returns false otherwise. */
 bool toolcall_get(const toolcall_t *tc, size_t i, toolcall_call_t *call);

@@ -106,21 +106,29 @@ static bool is_prefix(const char *s, size_t n, const char *tag)
 
 static void step(reasoning_t *rp, char c);
 
-/* Adds c to the held tail while looking for tag; returns true when the tag
- * is complete (the hold is then cleared). Bytes that can no longer start the
- * tag are emitted as kind. */
-static bool match_tag(reasoning_t *rp, char c, const char *tag, reasoning_seg_kind_t kind)
+static bool is_tag(const char *s, size_t n, const char *tag)
+{
+    return tag && n == strlen(tag) && memcmp(s, tag, n) == 0;
+}
+
+/* Adds c to the held tail while looking for tag (or tag2, may be NULL);
+ * returns 1 or 2 when that tag is complete (the hold is then cleared), else
+ * 0. Bytes that can no longer start a tag are emitted as kind. */
+static int match_tag(reasoning_t *rp, char c, const char *tag, const char *tag2,
+                     reasoning_seg_kind_t kind)
 {
     rp->hold[rp->hold_len++] = c;
-    if (rp->hold_len == strlen(tag) && memcmp(rp->hold, tag, rp->hold_len) == 0) {
+    int which = is_tag(rp->hold, rp->hold_len, tag) ? 1 : is_tag(rp->hold, rp->hold_len, tag2) ? 2 : 0;
+    if (which) {
         rp->hold_len = 0;
-        return true;
+        return which;
     }
-    while (rp->hold_len > 0 && !is_prefix(rp->hold, rp->hold_len, tag)) {
+    while (rp->hold_len > 0 && !is_prefix(rp->hold, rp->hold_len, tag) &&
+           !(tag2 && is_prefix(rp->hold, rp->hold_len, tag2))) {
         emit(rp, kind, rp->hold[0]);
         memmove(rp->hold, rp->hold + 1, --rp->hold_len);
     }
-    return false;
+    return 0;
 }
 
 static void step(reasoning_t *rp, char c)
@@ -130,13 +138,18 @@ static void step(reasoning_t *rp, char c)
         emit(rp, REASONING_SEG_CONTENT, c);
         break;
     case ST_PRE:
-        if (match_tag(rp, c, TAG_OPEN, REASONING_SEG_CONTENT)) {
+        switch (match_tag(rp, c, TAG_OPEN, TAG_CLOSE, REASONING_SEG_CONTENT)) {
+        case 1:
             rp->st = ST_IN;
             rp->touched = true;
+            break;
+        case 2: /* orphan </think>: the block we did not see is over */
+            rp->st = ST_POST;
+            break;
         }
         break;
     case ST_IN:
-        if (match_tag(rp, c, TAG_CLOSE, REASONING_SEG_REASONING))
+        if (match_tag(rp, c, TAG_CLOSE, NULL, REASONING_SEG_REASONING))
             rp->st = ST_POST;
         break;
     case ST_START_IN: {

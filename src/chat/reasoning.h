@@ -19,6 +19,9 @@
  *       with starts_in_reasoning (the generation prompt already opened
  *       "<think>": DeepSeek-R1 distills, QwQ);
  *     - in content, "<think>" opens the reasoning block (the tag is dropped);
+ *       an orphan "</think>" before any block is dropped too and ends the
+ *       search (the model thought without the opening tag, which a stream
+ *       cannot take back: the text before it stays content);
  *       when starting inside, a "<think>" at the very start of the output is
  *       a redundant re-open and is dropped too;
  *     - in the reasoning, "</think>" closes it (dropped);

@@ -51,7 +51,7 @@ static const rcase_t cases[] = {
     {"mode none keeps tags", REASONING_MODE_NONE, false,
      {"<think>", "x", "</think>"}, NULL, "<think>x</think>", 0},
     {"stray close tag in content (not inside)", REASONING_MODE_QWEN3, false,
-     {"a", "</think>", "b"}, NULL, "a</think>b", 0},
+     {"a", "</think>", "b<think>"}, NULL, "ab<think>", 0},
     {"inside start: close right away", REASONING_MODE_DEEPSEEK_R1, true,
      {"</think>", "x"}, NULL, "x", 1},
     {"inside start: '<' then close", REASONING_MODE_DEEPSEEK_R1, true,

@@ -396,8 +396,58 @@ static void test_detect(void)
     toolcall_free(NULL);
 }
 
+/* When things are released: per piece, the kinds of the events emitted. */
+typedef struct {
+    const char *piece;
+    const char *kinds; /* one letter per event: C content, S start, A args */
+} tstep_t;
+
+static void test_timing(const char *title, toolcall_format_t fmt, const tstep_t *steps)
+{
+    toolcall_config_t cfg = {fmt, NULL, NULL, 1};
+    toolcall_t *p = toolcall_create(&cfg, NULL);
+    bool ok = true;
+    for (int i = 0; steps[i].piece; i++) {
+        toolcall_out_t o;
+        char got[16] = "";
+        if (steps[i].piece[0])
+            toolcall_push(p, steps[i].piece, strlen(steps[i].piece), &o, NULL);
+        else
+            toolcall_finish(p, &o, NULL);
+        for (size_t k = 0; k < o.n && k < sizeof got - 1; k++)
+            got[k] = "CSA"[o.events[k].kind];
+        if (strcmp(got, steps[i].kinds)) {
+            tap_diag("step %d [%s]: events %s want %s", i, steps[i].piece, got, steps[i].kinds);
+            ok = false;
+        }
+    }
+    tap_ok(ok, "timing: %s", title);
+    toolcall_free(p);
+}
+
 int main(void)
 {
+    test_timing("hermes announces at the arguments' '{' and streams them", H,
+                (const tstep_t[]){{"Hi", "C"},
+                                  {" <tool_", ""},
+                                  {"call>{\"name\": \"f\", ", ""},
+                                  {"\"arguments\": {\"a", "SA"},
+                                  {"\": 1", "A"},
+                                  {"}}", "A"},
+                                  {"</tool_call>", ""},
+                                  {"", ""},
+                                  {NULL, NULL}});
+    test_timing("llama3 JSON answer released when its key rules out a call", L,
+                (const tstep_t[]){{"{\"name\": \"Ann\", ", ""},
+                                  {"\"ag", ""},
+                                  {"e\": 3}", "C"},
+                                  {"", ""},
+                                  {NULL, NULL}});
+    test_timing("trailing whitespace held until finish", H,
+                (const tstep_t[]){{"a ", "C"}, {"\n", ""}, {"", "C"}, {NULL, NULL}});
+    test_timing("mistral v11 announces at '{'", M,
+                (const tstep_t[]){{"[TOOL_CALLS]f", ""}, {"[ARGS]", ""}, {"{", "SA"}, {"}", "A"},
+                                  {"", ""}, {NULL, NULL}});
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i]);
     test_ids();

@@ -7,145 +7,14 @@
  *     object / between calls);
  *   - raw: the bytes held since the opening markup of a call that is not
  *     committed yet; released verbatim as content if it is not a call;
- *   - the call object parser: a JSON scanner plus a little bookkeeping of the
- *     top-level keys, to find the name, and to stream the arguments object
- *     (whitespace outside strings dropped) as soon as the name is known.
+ *   - the call object parser (toolcall_obj.c): a JSON scanner plus a little
+ *     bookkeeping of the top-level keys, to find the name, and to stream the
+ *     arguments object (whitespace outside strings dropped) as soon as the
+ *     name is known.
  */
-#include "chat/toolcall.h"
-#include "chat/toolcall_scan.h"
+#include "chat/toolcall_impl.h"
 
-#include <json-c/json.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define HERMES_OPEN "<tool_call>"
-#define HERMES_CLOSE "</tool_call>"
-#define MISTRAL_OPEN "[TOOL_CALLS]"
-#define PYTHON_TAG "<|python_tag|>"
-#define MISTRAL_ARGS "[ARGS]"
-
-typedef struct {
-    char *p; /* NUL-terminated when not NULL */
-    size_t len, cap;
-} buf_t;
-
-typedef struct {
-    char id[TOOLCALL_ID_LEN + 1];
-    char *name;
-    buf_t args;
-    bool complete;
-} call_t;
-
-typedef struct {
-    toolcall_ev_kind_t kind;
-    int32_t index;
-    size_t off, len;
-} ev_rec_t;
-
-typedef enum {
-    ST_CONTENT,   /* content; hermes/mistral look for the opening markup */
-    ST_L3_START,  /* llama3_json: message start or between calls */
-    ST_OPEN,      /* after the opening markup: whitespace, then '{' or '[' */
-    ST_ARR,       /* mistral: after '[' or ',': '{' (or ']') */
-    ST_ARR_AFTER, /* mistral: after an element: ',' or ']' */
-    ST_M_NAME,    /* mistral v11: [TOOL_CALLS]name[ARGS]{...}: the name */
-    ST_OBJ,       /* inside a call object */
-    ST_DONE       /* finished: content */
-} state_t;
-
-typedef enum { ROLE_OTHER, ROLE_NAME, ROLE_ARGS } role_t;
-
-typedef enum {
-    OBJ_MORE,         /* byte consumed, object goes on */
-    OBJ_DONE,         /* byte consumed, object closed */
-    OBJ_FAIL,         /* byte NOT consumed: syntax error at it */
-    OBJ_FAIL_CONSUMED /* byte consumed, but this is not a call */
-} obj_res_t;
-
-struct toolcall {
-    toolcall_config_t cfg;
-    uint64_t rng_state;
-    state_t st;
-
-    buf_t content;    /* every content byte released (the result) */
-    buf_t ws_pending; /* trailing whitespace of content, not decided yet */
-    bool after_call;  /* no content byte since the last call: drop spaces */
-
-    char tag[16]; /* ST_CONTENT: possible start of a markup tag */
-    size_t tag_len;
-    size_t pt_pos; /* ST_L3_START: bytes of <|python_tag|> matched */
-    buf_t raw;     /* held since the opening markup, pre-commit */
-
-    /* call object parser */
-    tcscan_t scan;
-    buf_t key;
-    bool in_key;
-    role_t next_role;
-    bool in_name, name_done, name_seen;
-    buf_t name_raw;
-    bool in_args, args_started, args_done, args_seen;
-    bool in_args_str; /* arguments given as a JSON string holding the object */
-    buf_t args_str;
-    buf_t cur_args;
-    bool committed;
-    size_t args_emitted;
-    bool arr_mode; /* mistral: inside [ ... ] */
-    bool bare;     /* mistral v11: the object is the arguments itself */
-    buf_t m_name;  /* mistral v11: the name, as a JSON string literal */
-    size_t m_pos;  /* mistral v11: bytes of [ARGS] matched */
-
-    call_t *calls;
-    size_t ncalls, cap_calls;
-
-    buf_t evtext;
-    ev_rec_t *evs;
-    size_t nev, cap_ev;
-    toolcall_event_t *out;
-    size_t cap_out;
-
-    bool nomem;
-};
-
-/* ---- small helpers ---------------------------------------------------- */
-
-static void buf_add(toolcall_t *tc, buf_t *b, const char *s, size_t n)
-{
-    if (tc->nomem)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t ncap = b->cap ? b->cap : 64;
-        while (ncap < b->len + n + 1)
-            ncap *= 2;
-        char *np = realloc(b->p, ncap);
-        if (!np) {
-            tc->nomem = true;
-            return;
-        }
-        b->p = np;
-        b->cap = ncap;
-    }
-    if (n)
-        memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void buf_addc(toolcall_t *tc, buf_t *b, char c)
-{
-    buf_add(tc, b, &c, 1);
-}
-
-static void buf_free(buf_t *b)
-{
-    free(b->p);
-    b->p = NULL;
-    b->len = b->cap = 0;
-}
-
-static bool is_ws(unsigned char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
+/* ---- ids -------------------------------------------------------------- */
 
 static uint64_t splitmix64(void *ctx)
 {
@@ -244,204 +113,9 @@ static void release_raw(toolcall_t *tc)
     tc->raw.len = 0;
 }
 
-/* ---- call object ------------------------------------------------------ */
-
-static void obj_start(toolcall_t *tc)
-{
-    tcscan_init(&tc->scan);
-    tc->key.len = 0;
-    tc->in_key = false;
-    tc->next_role = ROLE_OTHER;
-    tc->in_name = tc->name_done = tc->name_seen = false;
-    tc->name_raw.len = 0;
-    tc->in_args = tc->args_started = tc->args_done = tc->args_seen = false;
-    tc->in_args_str = false;
-    tc->args_str.len = 0;
-    tc->cur_args.len = 0;
-    tc->committed = false;
-    tc->args_emitted = 0;
-    tc->bare = false;
-    tc->st = ST_OBJ;
-}
-
-/* mistral v11: the name is known, the object that follows is the arguments. */
-static void obj_start_bare(toolcall_t *tc)
-{
-    obj_start(tc);
-    tc->bare = true;
-    tc->arr_mode = false;
-    buf_add(tc, &tc->name_raw, tc->m_name.p, tc->m_name.len);
-    buf_addc(tc, &tc->name_raw, '"');
-    tc->name_seen = tc->name_done = true;
-    tc->args_seen = true;
-}
-
-static bool key_is(const buf_t *k, const char *s)
-{
-    return k->len == strlen(s) && memcmp(k->p, s, k->len) == 0;
-}
-
-/* "arguments": "{\"a\": 1}" (an object serialised into a string, as some
- * fine-tunes write it): decodes the string and takes the object inside,
- * compacted like any arguments. False if the string holds no object. The
- * call then commits when the string closes, not when it starts. */
-static bool args_from_string(toolcall_t *tc)
-{
-    if (tc->nomem || !tc->args_str.p)
-        return false;
-    json_object *o = json_tokener_parse(tc->args_str.p);
-    bool ok = o && json_object_is_type(o, json_type_string);
-    if (ok) {
-        const char *t = json_object_get_string(o);
-        size_t n = (size_t)json_object_get_string_len(o);
-        tcscan_t sc;
-        tcscan_init(&sc);
-        tcscan_res_t r = TCSCAN_R_WS;
-        size_t i = 0;
-        while (i < n && r != TCSCAN_R_END) {
-            unsigned char c = (unsigned char)t[i++];
-            if (sc.depth == 0 && sc.st == TCSCAN_VALUE && !is_ws(c) && c != '{')
-                break;
-            r = tcscan_byte(&sc, c);
-            if (r == TCSCAN_R_ERR)
-                break;
-            if (r != TCSCAN_R_WS)
-                buf_addc(tc, &tc->cur_args, (char)c);
-        }
-        while (i < n && is_ws((unsigned char)t[i]))
-            i++;
-        ok = r == TCSCAN_R_END && i == n;
-    }
-    json_object_put(o);
-    if (!ok) {
-        tc->cur_args.len = 0;
-        return false;
-    }
-    tc->args_started = tc->args_done = true;
-    return true;
-}
-
-/* Feeds one byte of the call object (from its '{' on). */
-static obj_res_t obj_byte(toolcall_t *tc, unsigned char c)
-{
-    tcscan_t *s = &tc->scan;
-    int pre_depth = s->depth;
-    tcscan_state_t pre_st = s->st;
-    tcscan_res_t r = tcscan_byte(s, c);
-    if (r == TCSCAN_R_ERR || r == TCSCAN_R_END_BEFORE)
-        return OBJ_FAIL;
-    if (pre_depth == 0 && r != TCSCAN_R_WS && c != '{')
-        return OBJ_FAIL; /* a call is an object */
-    if (tc->bare) {
-        if (r != TCSCAN_R_WS) {
-            buf_addc(tc, &tc->cur_args, (char)c);
-            tc->args_started = true;
-        }
-        if (r == TCSCAN_R_END)
-            tc->args_done = true;
-        return r == TCSCAN_R_END ? OBJ_DONE : OBJ_MORE;
-    }
-
-    if (pre_depth == 1 && (pre_st == TCSCAN_KEY_OR_END || pre_st == TCSCAN_KEY) && c == '"') {
-        tc->in_key = true;
-        tc->key.len = 0;
-    } else if (tc->in_key) {
-        if (pre_st == TCSCAN_STR && s->st == TCSCAN_COLON) {
-            tc->in_key = false;
-            role_t role = ROLE_OTHER;
-            if (key_is(&tc->key, "name"))
-                role = tc->name_seen ? ROLE_OTHER : ROLE_NAME;
-            else if (key_is(&tc->key, "arguments") || key_is(&tc->key, "parameters"))
-                role = tc->args_seen ? ROLE_OTHER : ROLE_ARGS;
-            else if (tc->cfg.format == TOOLCALL_FORMAT_LLAMA3_JSON && !tc->committed &&
-                     !key_is(&tc->key, "type"))
-                return OBJ_FAIL_CONSUMED; /* not a call object: content */
-            tc->next_role = role;
-        } else {
-            buf_addc(tc, &tc->key, (char)c);
-        }
-    } else if (pre_depth == 1 && pre_st == TCSCAN_VALUE && r != TCSCAN_R_WS) {
-        role_t role = tc->next_role;
-        tc->next_role = ROLE_OTHER;
-        if (role == ROLE_NAME) {
-            if (c != '"')
-                return OBJ_FAIL_CONSUMED;
-            tc->name_seen = tc->in_name = true;
-            buf_addc(tc, &tc->name_raw, (char)c);
-        } else if (role == ROLE_ARGS) {
-            tc->args_seen = true;
-            if (c == '"') {
-                tc->in_args_str = true;
-                buf_addc(tc, &tc->args_str, (char)c);
-            } else if (c == '{') {
-                tc->args_started = tc->in_args = true;
-                buf_addc(tc, &tc->cur_args, (char)c);
-            } else {
-                return OBJ_FAIL_CONSUMED;
-            }
-        }
-    } else if (tc->in_name) {
-        buf_addc(tc, &tc->name_raw, (char)c);
-        if (s->depth == 1 && s->st == TCSCAN_AFTER) {
-            tc->in_name = false;
-            tc->name_done = true;
-        }
-    } else if (tc->in_args_str) {
-        buf_addc(tc, &tc->args_str, (char)c);
-        if (s->depth == 1 && s->st == TCSCAN_AFTER) {
-            tc->in_args_str = false;
-            if (!args_from_string(tc))
-                return OBJ_FAIL_CONSUMED;
-        }
-    } else if (tc->in_args) {
-        if (r != TCSCAN_R_WS)
-            buf_addc(tc, &tc->cur_args, (char)c);
-        if (s->depth == 1) {
-            tc->in_args = false;
-            tc->args_done = true;
-        }
-    }
-    return r == TCSCAN_R_END ? OBJ_DONE : OBJ_MORE;
-}
-
-/* Decodes the JSON string literal of the name; NULL if not a non-empty
- * string (or out of memory). */
-static char *decode_name(toolcall_t *tc)
-{
-    if (tc->nomem || !tc->name_raw.p)
-        return NULL;
-    json_object *o = json_tokener_parse(tc->name_raw.p);
-    char *name = NULL;
-    if (o && json_object_is_type(o, json_type_string) && json_object_get_string_len(o) > 0) {
-        name = strdup(json_object_get_string(o));
-        if (!name)
-            tc->nomem = true;
-    }
-    json_object_put(o);
-    return name;
-}
-
-static bool args_valid(const buf_t *a)
-{
-    if (!a->p || a->len == 0)
-        return false;
-    json_tokener *tok = json_tokener_new_ex(TCSCAN_MAX_DEPTH + 1);
-    if (!tok)
-        return false;
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-    json_object *o = json_tokener_parse_ex(tok, a->p, (int)a->len);
-    bool ok = o && json_tokener_get_error(tok) == json_tokener_success &&
-              json_tokener_get_parse_end(tok) == a->len && json_object_is_type(o, json_type_object);
-    json_object_put(o);
-    json_tokener_free(tok);
-    return ok;
-}
-
-/* Announces the current call. Returns false (nothing emitted) when the name
- * is not usable: then it is not a call. */
 static bool commit(toolcall_t *tc)
 {
-    char *name = decode_name(tc);
+    char *name = tcobj_decode_name(tc);
     if (!name)
         return false;
     if (tc->ncalls == tc->cap_calls) {
@@ -488,7 +162,7 @@ static void close_call(toolcall_t *tc)
     call_t *call = &tc->calls[tc->ncalls - 1];
     if (!call->args.p)
         buf_add(tc, &call->args, "", 0);
-    call->complete = tc->args_done && args_valid(&call->args);
+    call->complete = tc->args_done && tcobj_args_valid(&call->args);
     tc->committed = false;
     tc->after_call = true;
 }
@@ -523,7 +197,7 @@ static void step(toolcall_t *tc, unsigned char c);
 
 static void step_obj(toolcall_t *tc, unsigned char c)
 {
-    obj_res_t r = obj_byte(tc, c);
+    obj_res_t r = tcobj_byte(tc, c);
     if (r == OBJ_FAIL || r == OBJ_FAIL_CONSUMED) {
         if (tc->committed) {
             close_call(tc);
@@ -616,7 +290,7 @@ static void step_l3_start(toolcall_t *tc, unsigned char c)
         buf_addc(tc, &tc->raw, (char)c);
         return;
     } else if (c == '{') {
-        obj_start(tc);
+        tcobj_start(tc);
         step_obj(tc, c);
         return;
     }
@@ -655,7 +329,7 @@ static void step(toolcall_t *tc, unsigned char c)
             tc->st = ST_ARR;
         } else if (c == '{') {
             tc->arr_mode = false;
-            obj_start(tc);
+            tcobj_start(tc);
             step_obj(tc, c);
         } else if (tc->cfg.format == TOOLCALL_FORMAT_MISTRAL && is_name_char(c)) {
             buf_addc(tc, &tc->raw, (char)c);
@@ -674,7 +348,7 @@ static void step(toolcall_t *tc, unsigned char c)
             if (is_ws(c)) {
                 buf_addc(tc, &tc->raw, (char)c);
             } else if (c == '{') {
-                obj_start_bare(tc);
+                tcobj_start_bare(tc);
                 step_obj(tc, c);
             } else {
                 not_a_call(tc);
@@ -695,7 +369,7 @@ static void step(toolcall_t *tc, unsigned char c)
         if (is_ws(c) || c == ',') {
             buf_addc(tc, &tc->raw, (char)c);
         } else if (c == '{') {
-            obj_start(tc);
+            tcobj_start(tc);
             step_obj(tc, c);
         } else if (c == ']') {
             tc->raw.len = 0; /* empty list / trailing comma: markup */

@@ -3,6 +3,7 @@
  * byte by byte; the streamed events must rebuild the expected calls and
  * content, agree with the non-streamed result, and never put markup in
  * content. */
+#include "chat/reasoning.h"
 #include "chat/toolcall.h"
 #include "tap.h"
 
@@ -425,8 +426,95 @@ static void test_timing(const char *title, toolcall_format_t fmt, const tstep_t 
     toolcall_free(p);
 }
 
+/* The server's chain for one choice: reasoning parser first, its content
+ * segments into the tool-call parser; collects what a client would see. */
+typedef struct {
+    reasoning_t *rp;
+    toolcall_t *tc;
+    char reasoning[1024], content[1024], args[1024];
+    int rtokens;
+} chain_t;
+
+static void chain_tool_events(chain_t *ch, const toolcall_out_t *to)
+{
+    for (size_t e = 0; e < to->n; e++) {
+        if (to->events[e].kind == TOOLCALL_EV_CONTENT)
+            strncat(ch->content, to->events[e].text, to->events[e].len);
+        else if (to->events[e].kind == TOOLCALL_EV_ARGS)
+            strncat(ch->args, to->events[e].text, to->events[e].len);
+    }
+}
+
+static void chain_segments(chain_t *ch, const reasoning_out_t *ro)
+{
+    for (int k = 0; k < ro->n; k++) {
+        if (ro->segs[k].kind == REASONING_SEG_REASONING) {
+            strncat(ch->reasoning, ro->segs[k].text, ro->segs[k].len);
+            continue;
+        }
+        toolcall_out_t to;
+        toolcall_push(ch->tc, ro->segs[k].text, ro->segs[k].len, &to, NULL);
+        chain_tool_events(ch, &to);
+    }
+}
+
+/* Feeds the pieces as listed (step 0) or in chunks of step bytes. */
+static int pipeline(const char *const *pieces, size_t step, chain_t *ch)
+{
+    memset(ch, 0, sizeof *ch);
+    ch->rp = reasoning_create(REASONING_MODE_QWEN3, false, NULL);
+    toolcall_config_t cfg = {H, NULL, NULL, 5};
+    ch->tc = toolcall_create(&cfg, NULL);
+    char text[1024] = "";
+    size_t bounds[MAXP + 1], nb = 0;
+    for (int i = 0; pieces[i]; i++) {
+        strcat(text, pieces[i]);
+        bounds[nb++] = strlen(text);
+    }
+    size_t n = strlen(text), off = 0, bi = 0;
+    reasoning_out_t ro;
+    while (off < n) {
+        size_t end = step ? (off + step < n ? off + step : n) : bounds[bi++];
+        reasoning_push(ch->rp, text + off, end - off, &ro, NULL);
+        ch->rtokens += ro.token_in_reasoning;
+        chain_segments(ch, &ro);
+        off = end;
+    }
+    reasoning_finish(ch->rp, &ro);
+    chain_segments(ch, &ro);
+    toolcall_out_t to;
+    toolcall_finish(ch->tc, &to, NULL);
+    chain_tool_events(ch, &to);
+    int ncalls = (int)toolcall_count(ch->tc);
+    reasoning_free(ch->rp);
+    toolcall_free(ch->tc);
+    return ncalls;
+}
+
+static void test_pipeline(void)
+{
+    static const char *const pieces[] = {
+        "<think>", "\nThe user wants", " the weather", " in M\xc3\xbcnchen.\n", "</think>", "\n\n",
+        "<tool_call>", "\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"M\xc3\xbcnchen\"}}",
+        "\n</tool_call>", NULL};
+    static chain_t ch;
+    bool ok = true;
+    for (size_t step = 0; step < 5; step++) {
+        int ncalls = pipeline(pieces, step, &ch);
+        bool good = !strcmp(ch.reasoning, "\nThe user wants the weather in M\xc3\xbcnchen.\n") &&
+                    ch.content[0] == '\0' && ncalls == 1 &&
+                    !strcmp(ch.args, "{\"city\":\"M\xc3\xbcnchen\"}") && (step || ch.rtokens == 5);
+        if (!good)
+            tap_diag("step %zu: r [%s] c [%s] a [%s] calls %d rt %d", step, ch.reasoning, ch.content,
+                     ch.args, ncalls, ch.rtokens);
+        ok = ok && good;
+    }
+    tap_ok(ok, "reasoning then hermes call: reasoning, no content, one call, 5 reasoning tokens");
+}
+
 int main(void)
 {
+    test_pipeline();
     test_timing("hermes announces at the arguments' '{' and streams them", H,
                 (const tstep_t[]){{"Hi", "C"},
                                   {" <tool_", ""},

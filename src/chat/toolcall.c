@@ -179,7 +179,7 @@ static void after_object(toolcall_t *tc, bool closed)
         tc->st = closed && tc->arr_mode ? ST_ARR_AFTER : ST_CONTENT;
         break;
     default:
-        tc->st = ST_CONTENT;
+        tc->st = closed ? ST_H_AFTER : ST_CONTENT;
         break;
     }
     tc->raw.len = 0;
@@ -393,6 +393,19 @@ static void step(toolcall_t *tc, unsigned char c)
             tc->st = ST_CONTENT; /* list not closed: the rest is content */
             step(tc, c);
         }
+        return;
+    case ST_H_AFTER:
+        /* Several objects inside one <tool_call> block (Qwen2.5 does this
+         * now and then): another '{' is another call. */
+        if (is_ws(c))
+            return;
+        if (c == '{') {
+            tcobj_start(tc);
+            step_obj(tc, c);
+            return;
+        }
+        tc->st = ST_CONTENT;
+        step(tc, c);
         return;
     case ST_OBJ:
         step_obj(tc, c);

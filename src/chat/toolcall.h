@@ -21,7 +21,9 @@
  *                number of them, text around them is content. A stray
  *                "</tool_call>" in content is dropped (markup never reaches
  *                content). A missing "</tool_call>" after a complete object
- *                is tolerated (generation often stops there).
+ *                is tolerated (generation often stops there). Several
+ *                objects inside one block (separated by whitespace) are
+ *                several calls.
  *   llama3_json  the whole message is the call(s): optional leading
  *                whitespace and "<|python_tag|>", then {"name": N,
  *                "parameters": {...}} objects separated by whitespace or ';'.

@@ -42,6 +42,7 @@ typedef enum {
     ST_ARR,       /* mistral: after '[' or ',': '{' (or ']') */
     ST_ARR_AFTER, /* mistral: after an element: ',' or ']' */
     ST_M_NAME,    /* mistral v11: [TOOL_CALLS]name[ARGS]{...}: the name */
+    ST_H_AFTER,   /* hermes: after an object, before </tool_call> */
     ST_OBJ,       /* inside a call object */
     ST_DONE       /* finished: content */
 } state_t;

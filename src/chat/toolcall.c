@@ -25,16 +25,21 @@ static uint64_t splitmix64(void *ctx)
     return z ^ (z >> 31);
 }
 
+/* "call_" + 24 alphanumerics; mistral: 9 alphanumerics, because Mistral's
+ * templates reject any other tool_call id when the call comes back in the
+ * conversation (vLLM makes the same choice). */
 static void make_id(toolcall_t *tc, char *id)
 {
     static const char alnum[] =
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    memcpy(id, "call_", 5);
-    for (int i = 0; i < 24; i++) {
+    bool mistral = tc->cfg.format == TOOLCALL_FORMAT_MISTRAL;
+    size_t pre = mistral ? 0 : 5, n = mistral ? TOOLCALL_ID_LEN_MISTRAL : 24;
+    memcpy(id, "call_", pre);
+    for (size_t i = 0; i < n; i++) {
         uint64_t r = tc->cfg.rng ? tc->cfg.rng(tc->cfg.rng_ctx) : splitmix64(&tc->rng_state);
-        id[5 + i] = alnum[r % 62];
+        id[pre + i] = alnum[r % 62];
     }
-    id[TOOLCALL_ID_LEN] = '\0';
+    id[pre + n] = '\0';
 }
 
 /* ---- events ----------------------------------------------------------- */

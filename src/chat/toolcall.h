@@ -71,9 +71,13 @@
  * other whitespace is kept, but trailing whitespace of content is held back
  * until the next non-space byte or finish decides it.
  *
- * Ids: "call_" + 24 characters of [A-Za-z0-9], drawn from the caller's
- * rng callback when given, else from an internal splitmix64 seeded with
- * cfg.seed (so a seeded request gives reproducible ids).
+ * Ids: "call_" + 24 characters of [A-Za-z0-9]; for mistral, 9 characters
+ * of [A-Za-z0-9] and no prefix, because Mistral's chat templates raise
+ * "Tool call IDs should be alphanumeric strings with length 9!" when the
+ * call comes back in the next request (vLLM does the same). Drawn from the
+ * caller's rng callback when given (one draw per character), else from an
+ * internal splitmix64 seeded with cfg.seed (a seeded request gives
+ * reproducible ids).
  *
  * Typical use (one choice): text -> reasoning_push (reasoning.h) -> its
  * content segments -> toolcall_push -> events to SSE chunks; at the end
@@ -124,7 +128,7 @@ typedef struct {
     int32_t index;    /* START/ARGS: call index (0, 1, ...); CONTENT: -1 */
     const char *text; /* CONTENT: text; ARGS: fragment; START: NULL */
     size_t len;
-    const char *id;   /* START: NUL-terminated "call_..."; else NULL */
+    const char *id;   /* START: NUL-terminated id (see "Ids"); else NULL */
     const char *name; /* START: NUL-terminated function name; else NULL */
 } toolcall_event_t;
 
@@ -134,7 +138,7 @@ typedef struct {
 } toolcall_out_t;
 
 typedef struct {
-    const char *id;        /* "call_" + 24 alphanumerics, NUL-terminated */
+    const char *id;        /* NUL-terminated, see "Ids" */
     const char *name;      /* decoded function name (JSON escapes applied) */
     const char *arguments; /* compact JSON text, NUL-terminated */
     size_t arguments_len;
@@ -143,7 +147,8 @@ typedef struct {
 
 typedef struct toolcall toolcall_t;
 
-#define TOOLCALL_ID_LEN 29 /* strlen("call_") + 24 */
+#define TOOLCALL_ID_LEN 29         /* strlen("call_") + 24 */
+#define TOOLCALL_ID_LEN_MISTRAL 9  /* mistral ids: 9 alphanumerics */
 
 /* Creates a parser. NULL + err: LF_ERR_INVALID (unknown format),
  * LF_ERR_NOMEM. */

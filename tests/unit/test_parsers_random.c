@@ -189,7 +189,7 @@ static bool summarize(toolcall_t *p, const rebuild_t *r, char *out, size_t cap)
     for (size_t i = 0; i < toolcall_count(p) && w > 0 && (size_t)w < cap; i++) {
         toolcall_call_t call;
         toolcall_get(p, i, &call);
-        w += snprintf(out + w, cap - (size_t)w, " %s:%s(%s)%d", call.id, call.name, call.arguments,
+        w += snprintf(out + w, cap - (size_t)w, " CALL %s:%s(%s)%d", call.id, call.name, call.arguments,
                       call.complete);
         if (i < 8)
             ok = ok && r->alen[i] == call.arguments_len && !memcmp(r->args[i], call.arguments, r->alen[i]);
@@ -237,7 +237,7 @@ static void test_toolcall(toolcall_format_t fmt, int iters)
                   run_tc(fmt, text, n, 2, s2, sizeof s2) && !strcmp(s0, s1) && !strcmp(s0, s2);
         if (!ok && bad++ < 3)
             tap_diag("text [%s]\n#  whole %s\n#  bytes %s\n#  rand  %s", text, s0, s1, s2);
-        with_calls += strstr(s0, " call_") != NULL;
+        with_calls += strstr(s0, " CALL ") != NULL;
     }
     tap_diag("%d of %d texts gave calls", with_calls, iters);
     tap_ok(bad == 0, "%s: %d random texts, any split gives the same result", toolcall_format_name(fmt),

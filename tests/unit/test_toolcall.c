@@ -172,11 +172,12 @@ static void bad(stream_t *s, const char *why)
     s->ok = false;
 }
 
-static bool id_ok(const char *id)
+static bool id_ok(const char *id, toolcall_format_t fmt)
 {
-    if (!id || strlen(id) != TOOLCALL_ID_LEN || strncmp(id, "call_", 5))
+    size_t pre = fmt == M ? 0 : 5, len = fmt == M ? TOOLCALL_ID_LEN_MISTRAL : TOOLCALL_ID_LEN;
+    if (!id || strlen(id) != len || strncmp(id, "call_", pre))
         return false;
-    for (int i = 5; i < TOOLCALL_ID_LEN; i++) {
+    for (size_t i = pre; i < len; i++) {
         char c = id[i];
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
             return false;
@@ -184,7 +185,7 @@ static bool id_ok(const char *id)
     return true;
 }
 
-static void take(stream_t *s, const toolcall_out_t *o)
+static void take(stream_t *s, const toolcall_out_t *o, toolcall_format_t fmt)
 {
     for (size_t i = 0; i < o->n; i++) {
         const toolcall_event_t *e = &o->events[i];
@@ -199,7 +200,7 @@ static void take(stream_t *s, const toolcall_out_t *o)
             s->content[s->clen] = '\0';
             break;
         case TOOLCALL_EV_START:
-            if (e->index != s->ncalls || s->ncalls == MAXC || !id_ok(e->id) || !e->name) {
+            if (e->index != s->ncalls || s->ncalls == MAXC || !id_ok(e->id, fmt) || !e->name) {
                 bad(s, "start event shape");
                 break;
             }
@@ -280,12 +281,12 @@ static bool run_cuts(const tcase_t *tc, const char *text, const size_t *cuts, in
         size_t end = i < ncuts ? cuts[i] : n;
         if (toolcall_push(p, text + prev, end - prev, &o, NULL) != LF_OK)
             bad(s, "push failed");
-        take(s, &o);
+        take(s, &o, tc->fmt);
         prev = end;
     }
     if (toolcall_finish(p, &o, NULL) != LF_OK)
         bad(s, "finish failed");
-    take(s, &o);
+    take(s, &o, tc->fmt);
     bool ok = check(tc, s, p);
     free(s);
     toolcall_free(p);
@@ -329,9 +330,9 @@ static void run_case(const tcase_t *tc)
     s->ok = true;
     toolcall_out_t o;
     toolcall_push(q, text, n, &o, NULL);
-    take(s, &o);
+    take(s, &o, tc->fmt);
     toolcall_finish(q, &o, NULL);
-    take(s, &o);
+    take(s, &o, tc->fmt);
     ok = p && check(tc, s, p);
     tap_ok(ok, "%s: toolcall_parse", tc->title);
     free(s);
@@ -360,7 +361,12 @@ static void test_ids(void)
     toolcall_get(a, 1, &w);
     tap_ok(!strcmp(x.id, y.id), "same seed, same ids");
     tap_ok(strcmp(x.id, z.id) != 0, "other seed, other ids");
-    tap_ok(strcmp(x.id, w.id) != 0 && id_ok(w.id), "ids differ between calls");
+    tap_ok(strcmp(x.id, w.id) != 0 && id_ok(w.id, H), "ids differ between calls");
+    const char *mt = "[TOOL_CALLS][{\"name\":\"a\",\"arguments\":{},\"id\":\"abcdefghi\"}]";
+    toolcall_config_t cm = {M, NULL, NULL, 7};
+    toolcall_t *m = toolcall_parse(&cm, mt, strlen(mt), NULL);
+    tap_ok(m && toolcall_get(m, 0, &x) && id_ok(x.id, M), "mistral ids are 9 alphanumerics");
+    toolcall_free(m);
     tap_ok(!toolcall_get(a, 2, &x), "get beyond count fails");
     toolcall_free(a);
     toolcall_free(b);

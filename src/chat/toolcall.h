@@ -89,8 +89,9 @@
  * Ownership and threads: one toolcall_t per choice of one request; not
  * thread-safe. Event texts, ids and names point into the parser and are
  * valid until the next push/finish/free; so are the call views of
- * toolcall_get (after finish: until free). Text held back before a commit
- * grows with the output (bounded by max_tokens); nothing else is.
+ * toolcall_get (after finish: until free). Memory grows with the output
+ * (content and arguments are kept for the result, text before a commit is
+ * held), so it is bounded by the request's max_tokens.
  */
 #ifndef LF_TOOLCALL_H
 #define LF_TOOLCALL_H

@@ -79,6 +79,24 @@ static jv_t *oom(jctx_t *c)
 
 static jv_t *nn(jctx_t *c, jv_t *v) { return v ? v : oom(c); }
 
+/* An undefined value that remembers why it is undefined, for the message
+ * of the error raised when it is used (as Jinja2's Undefined does). */
+static jv_t *undef_why(jctx_t *c, const char *fmt, const char *a, size_t an, const char *b)
+{
+    jv_t *u = jv_undef(c->a);
+    if (!u)
+        return oom(c);
+    char msg[200];
+    snprintf(msg, sizeof msg, fmt, (int)an, a, b ? b : "");
+    u->u.str.s = jarena_strndup(c->a, msg, strlen(msg));
+    return u;
+}
+
+static const char *undef_msg(const jv_t *v)
+{
+    return v->kind == JV_UNDEF && v->u.str.s ? v->u.str.s : "value is undefined";
+}
+
 #define CHK(x) do { if (!(x)) return NULL; } while (0)
 
 static jv_t *eval(jctx_t *c, jscope_t *s, const jnode_t *n);
@@ -96,7 +114,7 @@ static jv_t *lookup(jctx_t *c, jscope_t *s, const char *name, size_t n)
     jv_t *v = jv_dict_get(c->context, name, n);
     if (!v)
         v = jv_dict_get(c->globals, name, n);
-    return v ? v : jv_undef(c->a);
+    return v ? v : undef_why(c, "'%.*s' is undefined", name, n, NULL);
 }
 
 static jscope_t *scope_new(jctx_t *c, jscope_t *parent)
@@ -122,24 +140,28 @@ static jv_t *method_value(jctx_t *c, jv_t *obj, const char *name)
 
 jv_t *jctx_getattr(jctx_t *c, jv_t *obj, const char *name, size_t n)
 {
+    jv_t *v;
     switch (obj->kind) {
     case JV_UNDEF:
-        jctx_fail(c, "'%s' is undefined (attribute access on an undefined value)", name);
+        jctx_fail(c, "%s", undef_msg(obj));
         return NULL;
     case JV_DICT:
         if (jinja_has_method(obj, name))
             return method_value(c, obj, name);
         /* fall through */
-    case JV_NS: {
-        jv_t *v = jv_dict_get(obj, name, n);
-        return v ? v : jv_undef(c->a);
-    }
+    case JV_NS:
+        if ((v = jv_dict_get(obj, name, n)))
+            return v;
+        break;
     case JV_STR:
         if (jinja_has_method(obj, name))
             return method_value(c, obj, name);
-        return jv_undef(c->a);
-    default: return jv_undef(c->a);
+        break;
+    default: break;
     }
+    char what[64];
+    snprintf(what, sizeof what, "'%s object' has no attribute", jv_type_name(obj));
+    return undef_why(c, "%.*s '%s'", what, strlen(what), name);
 }
 
 static bool int_key(const jv_t *k, int64_t *i)
@@ -154,7 +176,7 @@ jv_t *jctx_getitem(jctx_t *c, jv_t *obj, jv_t *key)
     int64_t i;
     switch (obj->kind) {
     case JV_UNDEF:
-        jctx_fail(c, "subscript of an undefined value");
+        jctx_fail(c, "%s", undef_msg(obj));
         return NULL;
     case JV_DICT:
     case JV_NS:
@@ -176,7 +198,8 @@ jv_t *jctx_getitem(jctx_t *c, jv_t *obj, jv_t *key)
             if (i < 0)
                 i += n;
             if (i < 0 || i >= n)
-                return jv_undef(c->a);
+                return undef_why(c, "'%.*s object' has no element %s", jv_type_name(obj), strlen(jv_type_name(obj)),
+                                 "at that index");
             return obj->u.list->items[i];
         }
         if (key->kind == JV_STR)
@@ -366,7 +389,7 @@ jv_t *jctx_call(jctx_t *c, jv_t *fn, jv_t **args, size_t nargs, const char **kwn
     case JV_FUNC: return jinja_call_func(c, fn->u.func, args, nargs, kwn, kwv, nkw);
     case JV_METHOD:
         return jinja_call_method(c, fn->u.method.self, fn->u.method.name, args, nargs, kwn, kwv, nkw);
-    case JV_UNDEF: jctx_fail(c, "call of an undefined value"); return NULL;
+    case JV_UNDEF: jctx_fail(c, "%s", undef_msg(fn)); return NULL;
     default: jctx_fail(c, "'%s' object is not callable", jv_type_name(fn)); return NULL;
     }
 }
@@ -490,7 +513,7 @@ static jv_t *binop(jctx_t *c, int op, jv_t *x, jv_t *y)
         return concat_str(c, a->u.str.s, a->u.str.n, b->u.str.s, b->u.str.n);
     }
     if (x->kind == JV_UNDEF || y->kind == JV_UNDEF) {
-        jctx_fail(c, "undefined value used with operator '%s'", op_sym(op));
+        jctx_fail(c, "%s", undef_msg(x->kind == JV_UNDEF ? x : y));
         return NULL;
     }
     if (is_num(x) && is_num(y)) {
@@ -650,7 +673,11 @@ static int compare_op(jctx_t *c, int op, jv_t *x, jv_t *y)
         return k < 0 ? -1 : !k;
     }
     default:
-        if (x->kind == JV_UNDEF || y->kind == JV_UNDEF || jv_compare(x, y, &r) < 0) {
+        if (x->kind == JV_UNDEF || y->kind == JV_UNDEF) {
+            jctx_fail(c, "%s", undef_msg(x->kind == JV_UNDEF ? x : y));
+            return -1;
+        }
+        if (jv_compare(x, y, &r) < 0) {
             jctx_fail(c, "'%s' not supported between instances of '%s' and '%s'", op_sym(op),
                       jv_type_name(x), jv_type_name(y));
             return -1;
@@ -700,7 +727,7 @@ static jv_t *eval(jctx_t *c, jscope_t *s, const jnode_t *n)
         jv_t *b = NULL, *e = NULL, *st = NULL;
         CHK(x = eval(c, s, n->a));
         if (x->kind == JV_UNDEF) {
-            jctx_fail(c, "slice of an undefined value");
+            jctx_fail(c, "%s", undef_msg(x));
             return NULL;
         }
         if (n->b) CHK(b = eval(c, s, n->b));

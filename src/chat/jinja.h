@@ -260,6 +260,11 @@ jv_t *jinja_escape(jctx_t *c, jv_t *v);
  * a single value. NULL with an error set on a bad format. */
 jv_t *jinja_percent_format(jctx_t *c, jv_t *fmt, jv_t *args);
 
+/* Binary operators (jinja_ops.c): a jop_t applied to two values. binop
+ * returns NULL and compare_op -1 with an error set. */
+jv_t *jinja_binop(jctx_t *c, int op, jv_t *x, jv_t *y);
+int jinja_compare_op(jctx_t *c, int op, jv_t *x, jv_t *y);
+
 /* Python slicing of a list or string. */
 jv_t *jinja_slice(jctx_t *c, jv_t *obj, jv_t *start, jv_t *stop, jv_t *step);
 

@@ -1,12 +1,21 @@
 /* jinja.h - internal interfaces of the chat-template Jinja interpreter.
  *
  * Not a public header: only src/chat/ includes it (the public API is
- * chat_template.h). The interpreter has four stages, one file each:
- *   jinja_lex.c     source -> tokens (whitespace control, trim/lstrip_blocks)
+ * chat_template.h). The interpreter has three stages, one file each:
+ *   jinja_lex.c     source -> tokens (whitespace control, trim/lstrip_blocks,
+ *                   raw blocks)
  *   jinja_parse.c   tokens -> AST (jnode_t), allocated in the template arena
  *   jinja_eval.c    AST + context -> text, values allocated in a render arena
- *   jinja_filters.c / jinja_builtins.c   filters, tests, methods, globals
- * Values (jinja_value.c) and the arena (jinja_arena.c) are shared by all.
+ * and the Python semantics it relies on:
+ *   jinja_ops.c       binary operators, comparisons, `in`
+ *   jinja_filters.c   filters            jinja_tests.c    `is` tests
+ *   jinja_builtins.c  str/dict methods and the globals (range, namespace,
+ *                     raise_exception, strftime_now, dict)
+ *   jinja_format.c    `fmt % args`       jinja_case.c     upper/lower/title
+ *   jinja_value.c     the value model: str()/repr(), ==, ordering, json.dumps
+ *   jinja_arena.c     the bump allocator
+ * Undefined values carry in u.str.s (or NULL) the reason they are undefined,
+ * used as the message when they are used in a way that fails.
  *
  * Invariants: the AST is immutable after parsing, so one compiled template
  * may be rendered by several threads at once; every value lives in the arena

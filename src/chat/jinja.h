@@ -187,7 +187,7 @@ typedef struct {
 
 struct jnode {
     jnode_kind_t kind;
-    int op;     /* jop_t, or negation flag of a test */
+    int op;     /* jop_t; negation flag of a test; macro: 1 uses varargs, 2 kwargs */
     int line;
     const char *s; /* name, attribute, filter/test name, string constant */
     size_t slen;

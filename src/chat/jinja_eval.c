@@ -329,23 +329,33 @@ static jv_t *call_macro(jctx_t *c, jv_t *fn, jv_t **args, size_t nargs, const ch
         jctx_fail(c, "macro calls nested too deeply (limit %zu)", c->lim->max_depth);
         return NULL;
     }
-    if (nargs > m->nnames) {
+    if (nargs > m->nnames && !(m->op & 1)) {
         jctx_fail(c, "macro '%s' takes not more than %zu argument(s)", m->s ? m->s : "caller", m->nnames);
         return NULL;
     }
     jscope_t *s = scope_new(c, fn->u.macro.scope);
-    if (!s)
+    jv_t *varargs = jv_list(c->a), *kwargs = jv_dict(c->a, JV_DICT);
+    if (!s || !varargs || !kwargs)
         return oom(c);
+    varargs->is_tuple = true;
+    for (size_t i = m->nnames; i < nargs; i++)
+        if (!jv_list_push(c->a, varargs, args[i]))
+            return oom(c);
     for (size_t k = 0; k < nkw; k++) {
         bool found = false;
         for (size_t i = 0; i < m->nnames; i++)
             if (!strcmp(kwn[k], m->names[i]))
                 found = true;
-        if (!found) {
+        if (!found && !(m->op & 2)) {
             jctx_fail(c, "macro '%s' takes no keyword argument '%s'", m->s ? m->s : "caller", kwn[k]);
             return NULL;
         }
+        if (!found && !jv_dict_set(c->a, kwargs, kwn[k], strlen(kwn[k]), kwv[k]))
+            return oom(c);
     }
+    if (((m->op & 1) && !jv_dict_set(c->a, s->vars, "varargs", 7, varargs)) ||
+        ((m->op & 2) && !jv_dict_set(c->a, s->vars, "kwargs", 6, kwargs)))
+        return oom(c);
     for (size_t i = 0; i < m->nnames; i++) {
         jv_t *v = i < nargs ? args[i] : NULL;
         for (size_t k = 0; k < nkw && !v; k++)

@@ -734,6 +734,23 @@ static jnode_t *parse_set(parser_t *P)
     return expect_block_end(P) ? n : NULL;
 }
 
+/* Bit 1: the subtree reads `varargs`, bit 2: `kwargs` (Jinja2 lets a
+ * macro take extra arguments only when its body uses them). */
+static int uses_varargs(const jnode_t *n, int depth)
+{
+    if (!n || depth > 400)
+        return 0;
+    int r = 0;
+    if (n->kind == JN_NAME && n->s)
+        r |= (!strcmp(n->s, "varargs") ? 1 : 0) | (!strcmp(n->s, "kwargs") ? 2 : 0);
+    r |= uses_varargs(n->a, depth + 1) | uses_varargs(n->b, depth + 1) | uses_varargs(n->c, depth + 1);
+    for (size_t i = 0; i < n->list.n; i++)
+        r |= uses_varargs(n->list.v[i], depth + 1);
+    for (size_t i = 0; i < n->list2.n; i++)
+        r |= uses_varargs(n->list2.v[i], depth + 1);
+    return r;
+}
+
 static jnode_t *parse_macro(parser_t *P, jnode_kind_t kind)
 {
     jnode_t *n = node(P, kind);
@@ -774,6 +791,8 @@ static jnode_t *parse_macro(parser_t *P, jnode_kind_t kind)
     static const char *const ends_c[] = {"endcall", NULL};
     if (!expect_block_end(P) || !parse_body(P, &n->list, kind == JN_MACRO ? ends_m : ends_c))
         return NULL;
+    for (size_t i = 0; i < n->list.n; i++)
+        n->op |= uses_varargs(n->list.v[i], 0);
     adv(P);
     if (kind == JN_MACRO && cur(P)->kind == JT_NAME)
         adv(P); /* {% endmacro name %} */

@@ -71,6 +71,9 @@ CASES = [
     "a {%- raw -%}  {{ y }}  {%- endraw -%} b",
     "{% raw %}x{%+ endraw +%}\ny",
     "{% raw %}never closed",
+    "{% macro f(a) %}{{ a }}{{ varargs }}{{ kwargs }}{% endmacro %}{{ f(1, 2, 3, x=4) }}|{{ f(0) }}",
+    "{% macro f(a) %}{{ a }}{{ kwargs }}{% endmacro %}{{ f(1, 2) }}",
+    "{% macro f(a) %}{{ a }}{{ varargs }}{% endmacro %}{{ f(1, y=2) }}",
     # set
     "{% set x %}a{{ 1 }}b{% endset %}[{{ x }}]",
     "{% set x | upper %}abc{% endset %}{{ x }}",

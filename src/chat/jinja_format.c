@@ -26,6 +26,9 @@ jv_t *jinja_percent_format(jctx_t *c, jv_t *fmtv, jv_t *args)
     jv_t **items = &args;
     size_t nitems = 1;
     bool is_map = args->kind == JV_DICT || args->kind == JV_NS;
+    /* Python treats any non-tuple, non-str argument with __getitem__ (list,
+     * dict, Undefined) as a mapping: unused, it is no error */
+    bool getitem = is_map || args->kind == JV_UNDEF || (args->kind == JV_LIST && !args->is_tuple && !args->is_gen);
     if (args->kind == JV_LIST && args->is_tuple) {
         items = args->u.list->items;
         nitems = args->u.list->n;
@@ -81,9 +84,7 @@ jv_t *jinja_percent_format(jctx_t *c, jv_t *fmtv, jv_t *args)
             continue;
         }
         if (!v) {
-            if (is_map && args->kind != JV_LIST)
-                v = args;
-            else if (next < nitems)
+            if (next < nitems)
                 v = items[next++];
             else {
                 free(b.buf);
@@ -157,7 +158,7 @@ jv_t *jinja_percent_format(jctx_t *c, jv_t *fmtv, jv_t *args)
         }
         jbuf_puts(&b, out);
     }
-    if (next < nitems && !is_map) {
+    if (next < nitems && !getitem) {
         free(b.buf);
         jctx_fail(c, "not all arguments converted during string formatting");
         return NULL;

@@ -93,6 +93,8 @@ jv_t *jinja_binop(jctx_t *c, int op, jv_t *x, jv_t *y)
             return oom(c);
         return concat_str(c, a->u.str.s, a->u.str.n, b->u.str.s, b->u.str.n);
     }
+    if (op == JOP_MOD && x->kind == JV_STR)
+        return jinja_percent_format(c, x, y);
     if (x->kind == JV_UNDEF || y->kind == JV_UNDEF) {
         jctx_fail(c, "%s", undef_msg(x->kind == JV_UNDEF ? x : y));
         return NULL;
@@ -191,8 +193,6 @@ jv_t *jinja_binop(jctx_t *c, int op, jv_t *x, jv_t *y)
             return NULL;
         }
     }
-    if (op == JOP_MOD && x->kind == JV_STR)
-        return jinja_percent_format(c, x, y);
     if (op == JOP_MUL) {
         if ((x->kind == JV_STR || plain_list(x)) && is_int(y))
             return repeat(c, x, ival(y));

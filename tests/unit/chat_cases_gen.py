@@ -154,6 +154,9 @@ CASES = [
     "{{ '%s' % [1, 'a'] }} {{ '%r' % 'a' }} {{ '%x %o %e' % (255, 8, 12345.678) }}",
     "{{ '%s %s' % ('a',) }}",
     "{{ '%d' % 'x' }}",
+    "[{{ '' % undefined_thing }}][{{ '' % [1] }}][{{ '%s' % {'a': 1} }}][{{ '%s' % undefined_thing }}]",
+    "{{ '%s %s' % [1] }}",
+    "{{ '' % 'x' }}",
     # errors (Jinja2 raises)
     "{{ raise_exception('boom') }}",
     "{% if true %}{{ raise_exception('nested ' ~ 1) }}{% endif %}",

@@ -369,6 +369,13 @@ static bool repr_str(jbuf_t *b, const char *s, size_t n)
     return jbuf_put(b, &q, 1);
 }
 
+/* Nesting guard for the recursive walks below: templates can build lists
+ * nested thousands deep ({% set ns.x = [ns.x] %} in a loop). Beyond the
+ * limit repr prints "...", == says false and ordering fails. Per thread,
+ * since renders run concurrently. */
+#define JV_MAX_NEST 200
+static _Thread_local int jv_nest;
+
 static bool put_seq(jbuf_t *b, const jv_t *v)
 {
     const jlist_t *l = v->u.list;
@@ -383,7 +390,19 @@ static bool put_seq(jbuf_t *b, const jv_t *v)
     return jbuf_puts(b, v->is_tuple ? ")" : "]");
 }
 
+static bool repr_inner(jbuf_t *b, const jv_t *v);
+
 bool jv_repr(jbuf_t *b, const jv_t *v)
+{
+    if (jv_nest >= JV_MAX_NEST)
+        return jbuf_puts(b, "...");
+    jv_nest++;
+    bool r = repr_inner(b, v);
+    jv_nest--;
+    return r;
+}
+
+static bool repr_inner(jbuf_t *b, const jv_t *v)
 {
     switch (v->kind) {
     case JV_STR: return repr_str(b, v->u.str.s, v->u.str.n);
@@ -482,7 +501,19 @@ static double num_f(const jv_t *v)
 
 static int64_t num_i(const jv_t *v) { return v->kind == JV_INT ? v->u.i : (int64_t)v->u.b; }
 
+static bool equal_inner(const jv_t *x, const jv_t *y);
+
 bool jv_equal(const jv_t *x, const jv_t *y)
+{
+    if (jv_nest >= JV_MAX_NEST)
+        return false;
+    jv_nest++;
+    bool r = equal_inner(x, y);
+    jv_nest--;
+    return r;
+}
+
+static bool equal_inner(const jv_t *x, const jv_t *y)
 {
     if (is_num(x) && is_num(y)) {
         if (x->kind == JV_FLOAT || y->kind == JV_FLOAT)
@@ -518,7 +549,19 @@ bool jv_equal(const jv_t *x, const jv_t *y)
     }
 }
 
+static int compare_inner(const jv_t *x, const jv_t *y, int *res);
+
 int jv_compare(const jv_t *x, const jv_t *y, int *res)
+{
+    if (jv_nest >= JV_MAX_NEST)
+        return -1;
+    jv_nest++;
+    int r = compare_inner(x, y, res);
+    jv_nest--;
+    return r;
+}
+
+static int compare_inner(const jv_t *x, const jv_t *y, int *res)
 {
     if (is_num(x) && is_num(y)) {
         if (x->kind == JV_FLOAT || y->kind == JV_FLOAT) {

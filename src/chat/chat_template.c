@@ -90,7 +90,7 @@ lf_code_t chat_template_render(const chat_template_t *t, json_object *context, c
     jrender_limits_t lim = {
         .max_output = o.max_output ? o.max_output : (size_t)4 << 20,
         .max_depth = o.max_depth ? o.max_depth : 64,
-        .max_steps = o.max_steps ? o.max_steps : 1000000,
+        .max_steps = o.max_steps ? o.max_steps : 20000000,
         .arena_budget = o.max_memory ? o.max_memory : (size_t)256 << 20,
         .now = o.now ? o.now : (time_t)-1,
     };

@@ -57,7 +57,8 @@ typedef struct chat_template chat_template_t;
 typedef struct {
     size_t max_output;   /* bytes of rendered text (default 4 MiB) */
     size_t max_depth;    /* macro call nesting (default 64) */
-    uint64_t max_steps;  /* loop iterations + calls (default 1,000,000) */
+    uint64_t max_steps;  /* work budget: loop iterations, calls and elements
+                            scanned by filters/`in` (default 20,000,000) */
     size_t max_memory;   /* bytes of working memory (default 256 MiB) */
     time_t now;          /* strftime_now clock; 0 = the real current time */
 } chat_render_opts_t;

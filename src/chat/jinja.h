@@ -228,6 +228,10 @@ jarena_t *jctx_arena(jctx_t *c);
 bool jctx_fail(jctx_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool jctx_raise(jctx_t *c, const char *msg, size_t n);
 bool jctx_step(jctx_t *c);
+/* Charges `units` of work (elements scanned) to the step budget; false with
+ * an error once it is exhausted. Every O(n) primitive pays, so nested scans
+ * of big lists end in an error instead of a hang. */
+bool jctx_charge(jctx_t *c, uint64_t units);
 time_t jctx_now(jctx_t *c);
 size_t jctx_limit(jctx_t *c);
 jv_t *jctx_call(jctx_t *c, jv_t *fn, jv_t **args, size_t nargs, const char **kwn, jv_t **kwv, size_t nkw);

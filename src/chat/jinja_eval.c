@@ -61,9 +61,12 @@ bool jctx_raise(jctx_t *c, const char *msg, size_t n)
     return false;
 }
 
-bool jctx_step(jctx_t *c)
+bool jctx_step(jctx_t *c) { return jctx_charge(c, 1); }
+
+bool jctx_charge(jctx_t *c, uint64_t units)
 {
-    if (++c->steps > c->lim->max_steps)
+    c->steps += units;
+    if (c->steps > c->lim->max_steps)
         return jctx_fail(c, "template exceeded its evaluation budget (%llu steps)",
                          (unsigned long long)c->lim->max_steps);
     return true;
@@ -287,6 +290,9 @@ jv_t *jinja_slice(jctx_t *c, jv_t *obj, jv_t *start, jv_t *stop, jv_t *step)
 jv_t *jctx_iterate(jctx_t *c, jv_t *v)
 {
     jv_t *r;
+    if ((v->kind == JV_LIST && !jctx_charge(c, v->u.list->n)) || (v->kind == JV_DICT && !jctx_charge(c, v->u.dict->n)) ||
+        (v->kind == JV_STR && !jctx_charge(c, v->u.str.n / 8)))
+        return NULL;
     switch (v->kind) {
     case JV_LIST:
         if (v->u.list->gen_error) {

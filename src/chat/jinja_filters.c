@@ -722,6 +722,8 @@ jv_t *jinja_filter(jctx_t *c, const char *name, jv_t *v, jv_t **args, size_t nar
                 return NULL;
             }
             bool seen = false;
+            if (!jctx_charge(c, keys->u.list->n))
+                return NULL;
             for (size_t j = 0; j < keys->u.list->n && !seen; j++)
                 seen = jv_equal(keys->u.list->items[j], k);
             if (!seen && (!jv_list_push(a, keys, k) || !jv_list_push(a, g, x)))

@@ -206,6 +206,10 @@ jv_t *jinja_binop(jctx_t *c, int op, jv_t *x, jv_t *y)
 /* Python `x in container`: 1/0, -1 on error. */
 static int contains(jctx_t *c, jv_t *container, jv_t *x)
 {
+    if (container->kind == JV_LIST && !jctx_charge(c, container->u.list->n))
+        return -1;
+    if (container->kind == JV_STR && !jctx_charge(c, container->u.str.n / 8))
+        return -1;
     switch (container->kind) {
     case JV_STR:
         if (x->kind != JV_STR) {

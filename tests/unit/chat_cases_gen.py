@@ -188,6 +188,8 @@ CASES = [
     (GUARD, "{{ " + "(" * 1000 + "1" + ")" * 1000 + " }}"),
     (GUARD, "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s|length }}"),
     (GUARD, "{{ range(1000000000)|length }}"),
+    (GUARD, "{% set big = range(100000)|list %}{% for i in range(100000) %}{% if -1 in big %}x{% endif %}{% endfor %}"),
+    (GUARD, "{{ range(100000)|unique|list|length }}"),
     (GUARD, "{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x == ns.x }}{{ ns.x }}{{ ns.x|tojson }}"),
     (GUARD, "{% if true %}" * 300 + "x" + "{% endif %}" * 300),
 ]

@@ -26,16 +26,19 @@
  * dict methods (jinja_builtins.c). Values behave like Python's (str()/repr(),
  * == across numbers, dict views, generators from map/select are lazy and
  * refused by tojson/length). Not supported: include/extends/import, recursive
- * loops, the filters groupby/slice/pprint/urlize/wordwrap/xmlattr/
- * filesizeformat/striptags/random/urlencode (they fail when evaluated), and
- * case mapping beyond Latin, Greek and Cyrillic.
+ * loops, dict/list mutation (the sandbox forbids it), the filters groupby/
+ * slice/pprint/urlize/wordwrap/xmlattr/filesizeformat/striptags/random/
+ * urlencode (they fail when evaluated), and case mapping beyond Latin,
+ * Greek and Cyrillic. Message content given as a list of parts is passed
+ * through as is (transformers does the same); templates that expect a
+ * string then fail or print the list.
  *
  * Clock: strftime_now formats the injected time (opts.now) or the current
  * time, in the local time zone, like transformers' datetime.now().
  *
  * Errors: template syntax errors, runtime errors and raise_exception() all
  * return LF_ERR_INVALID. For raise_exception the message is exactly the
- * template's own message and chat_render_result_t.raised is set. Runaway
+ * template's own message and the `raised` out-parameter is set. Runaway
  * templates (huge output, deep macro recursion, endless loops) fail with
  * LF_ERR_INVALID too; rendering never crashes or hangs.
  */

@@ -110,12 +110,15 @@ jv_t *jinja_call_func(jctx_t *c, int func, jv_t **args, size_t nargs, const char
 
 static const char *const str_methods[] = {
     "strip", "lstrip", "rstrip", "split", "startswith", "endswith", "replace", "upper", "lower", "title",
-    "capitalize", "format", "join", "find", "count", "splitlines", "isdigit", "isalpha", "isspace", NULL};
+    "capitalize", "format", "join", "find", "count", "splitlines", "isdigit", "isalpha", "isspace", "rsplit", NULL};
 static const char *const dict_methods[] = {"items", "keys", "values", "get", NULL};
+static const char *const list_methods[] = {"index", "count", NULL}; /* the non-mutating ones */
 
 bool jinja_has_method(const jv_t *obj, const char *name)
 {
     const char *const *m = obj->kind == JV_STR ? str_methods : obj->kind == JV_DICT ? dict_methods : NULL;
+    if (obj->kind == JV_LIST && !obj->is_gen && obj->u.list->view == JVIEW_NONE)
+        m = list_methods;
     for (; m && *m; m++)
         if (!strcmp(*m, name))
             return true;
@@ -262,6 +265,80 @@ static jv_t *str_split(jctx_t *c, jv_t *s, jv_t *sep, int64_t maxsplit)
     }
 }
 
+/* Python str.rsplit(sep, maxsplit) with maxsplit >= 0. */
+static jv_t *str_rsplit(jctx_t *c, jv_t *s, jv_t *sep, int64_t maxsplit)
+{
+    jarena_t *a = jctx_arena(c);
+    const char *p = s->u.str.s;
+    size_t n = s->u.str.n;
+    jv_t *parts[256];
+    size_t np = 0;
+    jv_t *r = jv_list(a);
+    if (!r)
+        return oom(c);
+    if (maxsplit > 255)
+        return str_split(c, s, sep, -1); /* more splits than we track: same as no limit if they run out */
+    if (!sep || sep->kind == JV_NONE) {
+        size_t e = n, l;
+        for (;;) {
+            while (e > 0) { /* skip trailing whitespace */
+                size_t k = e - 1;
+                while (k > 0 && ((unsigned char)p[k] & 0xC0) == 0x80)
+                    k--;
+                if (!jv_is_pyspace(p + k, e - k, &l))
+                    break;
+                e = k;
+            }
+            if (e == 0)
+                break;
+            size_t b = e;
+            if ((int64_t)np < maxsplit)
+                while (b > 0) {
+                    size_t k = b - 1;
+                    while (k > 0 && ((unsigned char)p[k] & 0xC0) == 0x80)
+                        k--;
+                    if (jv_is_pyspace(p + k, b - k, &l))
+                        break;
+                    b = k;
+                }
+            else
+                b = 0;
+            if (!(parts[np++] = jv_str(a, p + b, e - b)))
+                return oom(c);
+            e = b;
+            if (b == 0)
+                break;
+        }
+    } else {
+        if (sep->kind != JV_STR || sep->u.str.n == 0) {
+            jctx_fail(c, "empty or non-string separator");
+            return NULL;
+        }
+        size_t e = n, sl = sep->u.str.n;
+        for (;;) {
+            size_t f = (size_t)-1;
+            if ((int64_t)np < maxsplit)
+                for (size_t k = e; k >= sl; k--)
+                    if (!memcmp(p + k - sl, sep->u.str.s, sl)) {
+                        f = k - sl;
+                        break;
+                    }
+            if (f == (size_t)-1) {
+                if (!(parts[np++] = jv_str(a, p, e)))
+                    return oom(c);
+                break;
+            }
+            if (!(parts[np++] = jv_str(a, p + f + sl, e - f - sl)))
+                return oom(c);
+            e = f;
+        }
+    }
+    for (size_t i = np; i > 0; i--)
+        if (!jv_list_push(a, r, parts[i - 1]))
+            return oom(c);
+    return r;
+}
+
 static bool affix(const jv_t *s, const jv_t *x, bool end)
 {
     if (x->kind != JV_STR || x->u.str.n > s->u.str.n)
@@ -270,7 +347,7 @@ static bool affix(const jv_t *s, const jv_t *x, bool end)
     return !memcmp(s->u.str.s + off, x->u.str.s, x->u.str.n);
 }
 
-static jv_t *str_format(jctx_t *c, jv_t *s, jv_t **args, size_t nargs)
+static jv_t *str_format(jctx_t *c, jv_t *s, jv_t **args, size_t nargs, const char **kwn, jv_t **kwv, size_t nkw)
 {
     jbuf_t b = {0};
     b.limit = jctx_limit(c);
@@ -284,12 +361,24 @@ static jv_t *str_format(jctx_t *c, jv_t *s, jv_t **args, size_t nargs)
         while (j < n && p[j] != '}')
             j++;
         if (j >= n) { free(b.buf); jctx_fail(c, "Single '{' encountered in format string"); return NULL; }
+        jv_t *v = NULL;
         if (j == i + 1)
             idx = auto_idx++;
-        else
+        else if (p[i + 1] >= '0' && p[i + 1] <= '9')
             idx = (size_t)strtoul(p + i + 1, NULL, 10);
-        if (idx >= nargs) { free(b.buf); jctx_fail(c, "Replacement index %zu out of range", idx); return NULL; }
-        jv_to_str(&b, args[idx]);
+        else { /* {name} from keyword arguments */
+            idx = (size_t)-1;
+            for (size_t k = 0; k < nkw && !v; k++)
+                if (strlen(kwn[k]) == j - i - 1 && !memcmp(kwn[k], p + i + 1, j - i - 1))
+                    v = kwv[k];
+            if (!v) {
+                free(b.buf);
+                jctx_fail(c, "KeyError: '%.*s'", (int)(j - i - 1), p + i + 1);
+                return NULL;
+            }
+        }
+        if (!v && idx >= nargs) { free(b.buf); jctx_fail(c, "Replacement index %zu out of range", idx); return NULL; }
+        jv_to_str(&b, v ? v : args[idx]);
         i = j;
     }
     jv_t *r = b.overflow ? NULL : jv_str(jctx_arena(c), b.buf ? b.buf : "", b.len);
@@ -301,13 +390,44 @@ jv_t *jinja_call_method(jctx_t *c, jv_t *self, const char *name, jv_t **args, si
                         jv_t **kwv, size_t nkw)
 {
     jarena_t *a = jctx_arena(c);
-    (void)kwn;
-    (void)kwv;
-    if (nkw) {
-        jctx_fail(c, "%s() takes no keyword arguments here", name);
+    bool split = self->kind == JV_STR && (!strcmp(name, "split") || !strcmp(name, "rsplit"));
+    if (nkw && !split && !(self->kind == JV_STR && !strcmp(name, "format"))) {
+        jctx_fail(c, "%s() takes no keyword arguments", name);
         return NULL;
     }
     jv_t *arg0 = nargs > 0 ? args[0] : NULL, *arg1 = nargs > 1 ? args[1] : NULL;
+    if (split) { /* sep= and maxsplit= may be given by keyword */
+        for (size_t k = 0; k < nkw; k++) {
+            if (!strcmp(kwn[k], "sep"))
+                arg0 = kwv[k];
+            else if (!strcmp(kwn[k], "maxsplit"))
+                arg1 = kwv[k];
+            else {
+                jctx_fail(c, "%s() got an unexpected keyword argument '%s'", name, kwn[k]);
+                return NULL;
+            }
+        }
+    }
+    if (self->kind == JV_LIST) { /* list.index(x) / list.count(x) */
+        if (!arg0) {
+            jctx_fail(c, "%s() takes exactly one argument", name);
+            return NULL;
+        }
+        int64_t cnt = 0;
+        if (!jctx_charge(c, self->u.list->n))
+            return NULL;
+        for (size_t i = 0; i < self->u.list->n; i++)
+            if (jv_equal(self->u.list->items[i], arg0)) {
+                if (name[0] == 'i')
+                    return jv_int(a, (int64_t)i);
+                cnt++;
+            }
+        if (name[0] == 'i') {
+            jctx_fail(c, "x not in list");
+            return NULL;
+        }
+        return jv_int(a, cnt);
+    }
     if (self->kind == JV_DICT && !strcmp(name, "cycle")) { /* loop.cycle(a, b, ...) */
         jv_t *i0 = jv_dict_get(self, "index0", 6);
         if (!nargs || !i0 || i0->kind != JV_INT) {
@@ -353,13 +473,15 @@ jv_t *jinja_call_method(jctx_t *c, jv_t *self, const char *name, jv_t **args, si
         }
         return jinja_str_strip(c, self, arg0, name[0] == 's' ? 3 : name[0] == 'l' ? 1 : 2);
     }
-    if (!strcmp(name, "split")) {
+    if (split) {
         int64_t maxsplit = -1;
         if (arg1 && !to_int(arg1, &maxsplit)) {
             jctx_fail(c, "maxsplit must be an integer");
             return NULL;
         }
-        return str_split(c, self, arg0, maxsplit);
+        if (name[0] == 'r' && maxsplit >= 0)
+            return str_rsplit(c, self, arg0, maxsplit);
+        return str_split(c, self, arg0, maxsplit); /* rsplit without a limit splits alike */
     }
     if (!strcmp(name, "startswith") || !strcmp(name, "endswith")) {
         bool end = name[0] == 'e';
@@ -394,7 +516,7 @@ jv_t *jinja_call_method(jctx_t *c, jv_t *self, const char *name, jv_t **args, si
         jv_t *low = jinja_str_case(c, self, 0);
         return low ? jinja_str_case(c, low, 3) : NULL;
     }
-    if (!strcmp(name, "format")) return str_format(c, self, args, nargs);
+    if (!strcmp(name, "format")) return str_format(c, self, args, nargs, kwn, kwv, nkw);
     if (!strcmp(name, "join")) {
         jv_t *it = arg0 ? jctx_iterate(c, arg0) : NULL;
         if (!it) {

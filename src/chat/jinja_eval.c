@@ -157,6 +157,7 @@ jv_t *jctx_getattr(jctx_t *c, jv_t *obj, const char *name, size_t n)
             return v;
         break;
     case JV_STR:
+    case JV_LIST:
         if (jinja_has_method(obj, name))
             return method_value(c, obj, name);
         break;

@@ -71,8 +71,14 @@ int jinja_test(jctx_t *c, const char *name, jv_t *v, jv_t **args, size_t nargs)
         }
         if (o->kind == JV_DICT)
             return v->kind == JV_STR && jv_dict_get(o, v->u.str.s, v->u.str.n) != NULL;
-        if (o->kind == JV_STR && v->kind == JV_STR)
-            return strstr(o->u.str.s, v->u.str.s) != NULL;
+        if (o->kind == JV_STR && v->kind == JV_STR) {
+            if (v->u.str.n > o->u.str.n)
+                return 0;
+            for (size_t i = 0; i + v->u.str.n <= o->u.str.n; i++)
+                if (!memcmp(o->u.str.s + i, v->u.str.s, v->u.str.n))
+                    return 1;
+            return 0;
+        }
         jctx_fail(c, "test 'in' needs a container");
         return -1;
     }

@@ -157,6 +157,10 @@ CASES = [
     "[{{ '' % undefined_thing }}][{{ '' % [1] }}][{{ '%s' % {'a': 1} }}][{{ '%s' % undefined_thing }}]",
     "{{ '%s %s' % [1] }}",
     "{{ '' % 'x' }}",
+    "{{ 'a b c'.split(maxsplit=1) }} {{ 'a,b,c'.split(sep=',') }} {{ 'a,b,c'.rsplit(',', 1) }} {{ ' a  b c '.rsplit(None, 1) }} {{ 'a,b'.rsplit(',') }} {{ 'x'.rsplit(',', 2) }} {{ ',a,'.rsplit(',', 5) }}",
+    "{{ '{a}-{b}-{0}'.format('z', a=1, b='x') }} {{ [1, 2, 1].count(1) }} {{ ['a', 'b'].index('b') }} {{ ('a', 'b').index('a') }}",
+    "{{ ['a'].index('zz') }}",
+    "{{ 'a'.upper(x=1) }}",
     # errors (Jinja2 raises)
     "{{ raise_exception('boom') }}",
     "{% if true %}{{ raise_exception('nested ' ~ 1) }}{% endif %}",

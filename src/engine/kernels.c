@@ -190,6 +190,31 @@ void kern_quantize_act(qtype_t wtype, const float *x, int64_t k, int64_t n_tok, 
 }
 
 typedef struct {
+    qtype_t wtype;
+    const float *x;
+    int64_t k, n_tok;
+    void *act;
+} kern_qa_job_t;
+
+static void kern_qa_worker(void *arg, int ith, int nth)
+{
+    const kern_qa_job_t *j = arg;
+    int64_t t0 = j->n_tok * ith / nth, t1 = j->n_tok * (ith + 1) / nth;
+    size_t rs = qtype_row_size(qtype_info(j->wtype)->vec_dot_type, j->k);
+    kern_quantize_act(j->wtype, j->x + t0 * j->k, j->k, t1 - t0, (uint8_t *)j->act + (size_t)t0 * rs);
+}
+
+void kern_quantize_act_pool(tpool_t *pool, qtype_t wtype, const float *x, int64_t k, int64_t n_tok,
+                            void *act)
+{
+    kern_qa_job_t job = {wtype, x, k, n_tok, act};
+    if (n_tok < 2 * tpool_size(pool))
+        kern_quantize_act(wtype, x, k, n_tok, act);
+    else
+        tpool_run(pool, kern_qa_worker, &job);
+}
+
+typedef struct {
     kern_dot_fn_t fn;
     kern_tile_fn_t tile; /* NULL: one row at a time with fn */
     const uint8_t *W;

@@ -67,6 +67,11 @@ size_t kern_act_size(qtype_t wtype, int64_t k, int64_t n_tok);
  * vec_dot_type in act (kern_act_size bytes). */
 void kern_quantize_act(qtype_t wtype, const float *x, int64_t k, int64_t n_tok, void *act);
 
+/* Same as kern_quantize_act (same bytes), with the token rows split across
+ * the pool's threads (pool may be NULL). For prefill batches. */
+void kern_quantize_act_pool(tpool_t *pool, qtype_t wtype, const float *x, int64_t k, int64_t n_tok,
+                            void *act);
+
 /* out[t * n_rows + r] = dot(W row r, act row t) for r < n_rows, t < n_tok.
  * W: n_rows rows of k weights of wtype (qtype_row_size(wtype, k) bytes
  * each); act: from kern_quantize_act. Rows are split across the pool's

@@ -40,13 +40,6 @@ KB float k_hsum8(__m256 x)
     return _mm_cvtss_f32(r);
 }
 
-KB float k_hsum4(__m128 r)
-{
-    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-    r = _mm_add_ss(r, _mm_movehdup_ps(r));
-    return _mm_cvtss_f32(r);
-}
-
 /* Sum of groups of four u8 * s8 products into 8 int32 (exact under the
  * saturation rule in the file comment). */
 KB __m256i k_dot_u8s8(__m256i u, __m256i s)
@@ -354,26 +347,14 @@ KB void k_scales_k4(const uint8_t *q, uint8_t sc[16])
     }
 }
 
-/* sum_j mins[j] * (bsums[2j] + bsums[2j+1]) as 4 int32 lanes. */
-KB __m128i k_mins_prod(const block_q8_K *y, __m128i mins16)
-{
-    __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
-    __m128i pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-    return _mm_madd_epi16(mins16, pairs);
-}
-
 /* Q4_K (qh == NULL) and Q5_K share this body. */
 KB void k_q45_k(int64_t n, const uint8_t *xb, size_t bsize, int has_qh, const void *act,
                 size_t act_stride, float *out, size_t out_stride, const int nt)
 {
     const int64_t nb = n / QK_K;
     const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
-    __m256 acc[KERN_NT_MAX];
-    __m128 accm[KERN_NT_MAX];
-    K_FOR_T(t) {
-        acc[t] = _mm256_setzero_ps();
-        accm[t] = _mm_setzero_ps();
-    }
+    __m256 acc[KERN_NT_MAX], accm[KERN_NT_MAX];
+    K_FOR_T(t) acc[t] = accm[t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         const uint8_t *blk = xb + (size_t)i * bsize;
         uint16_t d16, dmin16;
@@ -385,7 +366,10 @@ KB void k_q45_k(int64_t n, const uint8_t *xb, size_t bsize, int has_qh, const vo
         uint8_t sc[16];
         k_scales_k4(scales, sc);
         const float dx = k_h2f(d16), dmx = k_h2f(dmin16);
-        const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sc + 8)));
+        /* each min twice: one vpmaddwd against the 16 bsums gives
+         * sum_j mins[j] * (bsums[2j] + bsums[2j+1]) */
+        const __m128i m8 = _mm_loadl_epi64((const __m128i *)(sc + 8));
+        const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
         const __m256i hbits = has_qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
         __m256i sumi[KERN_NT_MAX];
         K_FOR_T(t)
@@ -412,12 +396,12 @@ KB void k_q45_k(int64_t n, const uint8_t *xb, size_t bsize, int has_qh, const vo
         K_FOR_T(t) {
             const block_q8_K *y = K_ACT(block_q8_K, t, i);
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * y->d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-            __m128i pm = k_mins_prod(y, mins16);
-            accm[t] = _mm_fmadd_ps(_mm_set1_ps(dmx * y->d), _mm_cvtepi32_ps(pm), accm[t]);
+            __m256i pm = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y->bsums), mins16);
+            accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(dmx * y->d), _mm256_cvtepi32_ps(pm), accm[t]);
         }
     }
     K_FOR_T(t)
-        out[(size_t)t * out_stride] = k_hsum8(acc[t]) - k_hsum4(accm[t]);
+        out[(size_t)t * out_stride] = k_hsum8(acc[t]) - k_hsum8(accm[t]);
 }
 
 KB void k_q4_k(int64_t n, const void *w, const void *act, size_t act_stride, float *out,

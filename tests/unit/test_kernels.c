@@ -145,6 +145,11 @@ static void test_matmul(kern_isa_t isa, tpool_t *pool2)
         fill_weights(c, W, n_rows, k);
         fill_floats(x, k * T);
         kern_quantize_act(c->t, x, k, T, A);
+        uint8_t *A2 = malloc(ars * T);
+        kern_quantize_act_pool(pool2, c->t, x, k, T, A2);
+        tap_ok(!memcmp(A, A2, ars * T), "%s quantize_act_pool for %s equals the serial bytes", kern_isa_name(isa),
+               qtype_name(c->t));
+        free(A2);
 
         kern_matmul(NULL, c->t, W, n_rows, k, A, T, o16a);
         kern_matmul(pool2, c->t, W, n_rows, k, A, T, o16b);

@@ -96,7 +96,7 @@ static void bench_one(tpool_t *pool, qtype_t t, int64_t n_rows, int64_t k, int b
             pre = t1 - t0;
     }
     double q0 = now();
-    kern_quantize_act(t, x, k, T, act);
+    kern_quantize_act_pool(pool, t, x, k, T, act);
     double qt = now() - q0;
     printf("%-5s %5lldx%-5lld decode %8.1f us %6.2f GB/s %6.2f GFLOP/s | prefill512 %8.2f ms %7.2f GFLOP/s"
            " (act quantize %.2f ms)\n",

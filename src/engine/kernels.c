@@ -4,12 +4,13 @@
  * level; types without a SIMD kernel at that level use the level below,
  * ending at the scalar reference quant_vec_dot_ref.
  *
- * Matmul tiling: each thread owns a contiguous range of weight rows. It
- * walks them in chunks of KERN_ROW_CHUNK rows (they stay in L2) and, for
- * each group of up to KERN_NT_MAX tokens (their activations stay in L1),
- * runs the multi-token kernel on every row of the chunk, so a weight block
- * is decoded once per token group instead of once per token. Which tokens
- * share a group never changes a result: see kernels_impl.h.
+ * Matmul tiling: each thread owns a contiguous range of weight rows. Tokens
+ * are taken in blocks whose activations fit in L2; within a block the rows
+ * are walked in chunks of about KERN_CHUNK_W_BYTES (L1), and for each group
+ * of up to KERN_NT_MAX tokens the multi-token kernel runs on every row (or
+ * tile of rows) of the chunk, so a weight block is decoded once per token
+ * group instead of once per token. Which tokens or rows share a group never
+ * changes a result: see kernels_impl.h.
  *
  * BLAS: cblas_sgemm on W dequantized to f32 was measured against these
  * kernels (tests/bench/bench_kernels.c, see the module report): it is not
@@ -26,7 +27,13 @@
 #include "engine/kernels_impl.h"
 #include "engine/quant.h"
 
-#define KERN_ROW_CHUNK 16
+/* Cache blocking of the matmul (see kern_mm_worker). */
+#ifndef KERN_CHUNK_W_BYTES
+#define KERN_CHUNK_W_BYTES (16 * 1024) /* weight rows walked per token group: L1 */
+#endif
+#ifndef KERN_BLOCK_ACT_BYTES
+#define KERN_BLOCK_ACT_BYTES (256 * 1024) /* activation rows per token block: L2 */
+#endif
 
 static kern_dot_fn_t kern_tab[QTYPE_COUNT];
 static kern_tile_fn_t kern_tiles[QTYPE_COUNT];
@@ -230,22 +237,29 @@ static void kern_mm_worker(void *arg, int ith, int nth)
 {
     const kern_mm_job_t *j = arg;
     int64_t r0 = j->n_rows * ith / nth, r1 = j->n_rows * (ith + 1) / nth;
-    for (int64_t rc = r0; rc < r1; rc += KERN_ROW_CHUNK) {
-        int64_t rce = rc + KERN_ROW_CHUNK < r1 ? rc + KERN_ROW_CHUNK : r1;
-        for (int64_t t0 = 0; t0 < j->n_tok; t0 += KERN_NT_MAX) {
-            int nt = j->n_tok - t0 < KERN_NT_MAX ? (int)(j->n_tok - t0) : KERN_NT_MAX;
-            const uint8_t *a = j->act + (size_t)t0 * j->act_stride;
-            float *o = j->out + t0 * j->n_rows;
-            if (j->tile) {
-                for (int64_t r = rc; r < rce; r += KERN_NR_MAX) {
-                    int nr = rce - r < KERN_NR_MAX ? (int)(rce - r) : KERN_NR_MAX;
-                    j->tile(j->k, j->W + (size_t)r * j->w_stride, j->w_stride, nr, a, j->act_stride, nt,
-                            o + r, (size_t)j->n_rows);
+    int64_t chunk = (int64_t)(KERN_CHUNK_W_BYTES / (j->w_stride ? j->w_stride : 1));
+    chunk = chunk < KERN_NR_MAX ? KERN_NR_MAX : chunk / KERN_NR_MAX * KERN_NR_MAX;
+    int64_t tblock = (int64_t)(KERN_BLOCK_ACT_BYTES / (j->act_stride ? j->act_stride : 1));
+    tblock = tblock < KERN_NT_MAX ? KERN_NT_MAX : tblock / KERN_NT_MAX * KERN_NT_MAX;
+    for (int64_t tb = 0; tb < j->n_tok; tb += tblock) {
+        int64_t tbe = tb + tblock < j->n_tok ? tb + tblock : j->n_tok;
+        for (int64_t rc = r0; rc < r1; rc += chunk) {
+            int64_t rce = rc + chunk < r1 ? rc + chunk : r1;
+            for (int64_t t0 = tb; t0 < tbe; t0 += KERN_NT_MAX) {
+                int nt = tbe - t0 < KERN_NT_MAX ? (int)(tbe - t0) : KERN_NT_MAX;
+                const uint8_t *a = j->act + (size_t)t0 * j->act_stride;
+                float *o = j->out + t0 * j->n_rows;
+                if (j->tile) {
+                    for (int64_t r = rc; r < rce; r += KERN_NR_MAX) {
+                        int nr = rce - r < KERN_NR_MAX ? (int)(rce - r) : KERN_NR_MAX;
+                        j->tile(j->k, j->W + (size_t)r * j->w_stride, j->w_stride, nr, a, j->act_stride,
+                                nt, o + r, (size_t)j->n_rows);
+                    }
+                } else {
+                    for (int64_t r = rc; r < rce; r++)
+                        j->fn(j->k, j->W + (size_t)r * j->w_stride, a, j->act_stride, nt, o + r,
+                              (size_t)j->n_rows);
                 }
-            } else {
-                for (int64_t r = rc; r < rce; r++)
-                    j->fn(j->k, j->W + (size_t)r * j->w_stride, a, j->act_stride, nt, o + r,
-                          (size_t)j->n_rows);
             }
         }
     }

@@ -61,6 +61,16 @@ KB __m256i k_madd_acc(__m256i acc, __m256i s16, __m256i p16)
 #endif
 }
 
+/* From 16 int16 scales, the vector with scale 2g in lanes 0..7 and scale
+ * 2g+1 in lanes 8..15 (the two 16-groups covered by one 32-byte load). */
+KB __m256i k_scale_pair(__m256i sc16, int g)
+{
+    __m256i v = _mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(g));
+    const __m256i m = _mm256_set_epi8(3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2,
+                                      1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0);
+    return _mm256_shuffle_epi8(v, m);
+}
+
 /* 32 nibbles -> 32 bytes: low nibbles in bytes 0..15, high in 16..31. */
 KB __m256i k_nibbles32(const uint8_t *p)
 {
@@ -434,7 +444,6 @@ KB void k_q6_k(int64_t n, const void *w, const void *act, size_t act_stride, flo
             sumi[t] = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             const uint8_t *ql = x[i].ql + 64 * h, *qh = x[i].qh + 32 * h;
-            const int8_t *s = x[i].scales + 8 * h;
             __m256i b1 = _mm256_loadu_si256((const __m256i *)ql);
             __m256i b2 = _mm256_loadu_si256((const __m256i *)(ql + 32));
             __m256i bh = _mm256_loadu_si256((const __m256i *)qh);
@@ -449,7 +458,7 @@ KB void k_q6_k(int64_t n, const void *w, const void *act, size_t act_stride, flo
                                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 6), m2), 4));
             __m256i scv[4];
             for (int m = 0; m < 4; m++)
-                scv[m] = _mm256_set_m128i(_mm_set1_epi16(s[2 * m + 1]), _mm_set1_epi16(s[2 * m]));
+                scv[m] = k_scale_pair(sc16, 4 * h + m);
             K_FOR_T(t) {
                 const block_q8_K *y = K_ACT(block_q8_K, t, i);
                 for (int m = 0; m < 4; m++) {
@@ -483,16 +492,14 @@ KB void k_q2_k(int64_t n, const void *w, const void *act, size_t act_stride, flo
         const float dx = k_h2f(x[i].d), dmx = k_h2f(x[i].dmin);
         const __m128i sc8 = _mm_loadu_si128((const __m128i *)x[i].scales);
         const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0xF)));
-        uint8_t sc[16];
-        for (int g = 0; g < 16; g++)
-            sc[g] = x[i].scales[g] & 0xF;
+        const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(sc8, _mm_set1_epi8(0xF)));
         __m256i sumi[KERN_NT_MAX];
         K_FOR_T(t) sumi[t] = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             const __m256i bits = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
             for (int j = 0; j < 4; j++) {
                 __m256i q = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * j), m3);
-                __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[8 * h + 2 * j + 1]), _mm_set1_epi16(sc[8 * h + 2 * j]));
+                __m256i scv = k_scale_pair(sc16, 4 * h + j);
                 K_FOR_T(t) {
                     const block_q8_K *y = K_ACT(block_q8_K, t, i);
                     __m256i yv = _mm256_loadu_si256((const __m256i *)(y->qs + 128 * h + 32 * j));
@@ -544,7 +551,7 @@ KB void k_q3_k(int64_t n, const void *w, const void *act, size_t act_stride, flo
                 __m256i lo = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * j), m3);
                 __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + j), one);
                 __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hb, 2));
-                __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[8 * h + 2 * j + 1]), _mm_set1_epi16(sc[8 * h + 2 * j]));
+                __m256i scv = k_scale_pair(sc16, 4 * h + j);
                 K_FOR_T(t) {
                     const block_q8_K *y = K_ACT(block_q8_K, t, i);
                     __m256i yv = _mm256_loadu_si256((const __m256i *)(y->qs + 128 * h + 32 * j));

@@ -288,7 +288,7 @@ void kern_matmul(tpool_t *pool, qtype_t wtype, const void *W, int64_t n_rows, in
         .out = out,
     };
     int nth = tpool_size(pool);
-    if (nth > 1 && n_rows * n_tok * k < 4096) /* too small to be worth a wake-up */
+    if (nth > 1 && n_rows * n_tok * k < 32768) /* a few microseconds: not worth a wake-up */
         kern_mm_worker(&job, 0, 1);
     else
         tpool_run(pool, kern_mm_worker, &job);

@@ -170,54 +170,81 @@ KB void k_q5_0(int64_t n, const void *w, const void *act, size_t act_stride, flo
  * subtracted up front by seeding the accumulator with -128 * sum(w)
  * (integer, exact). Scales: dw * da per (row, token) as a vector multiply,
  * then one fma, the same operations for every tile shape. */
+/* One step of k_q8_0_tile over blocks i and i+1 (two == 0: block i and
+ * zeros with scale 0, for an odd last block). */
+KB void k_q8_0_tile_step(const void *w, size_t w_stride, const void *act, size_t act_stride, int64_t i,
+                         __m256 acc[KERN_NR_MAX][KERN_NT_MAX], const int nr, const int nt, const int two)
+{
+    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    __m256i au0[KERN_NT_MAX], au1[KERN_NT_MAX];
+    __m256 da[KERN_NT_MAX];
+    K_FOR_T(t) {
+        const block_q8_0 *y = K_ACT(block_q8_0, t, i);
+        au0[t] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y[0].qs), bias);
+        au1[t] = two ? _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y[1].qs), bias)
+                     : _mm256_setzero_si256();
+        __m128i h = _mm_unpacklo_epi32(_mm_set1_epi16((short)y[0].d), _mm_set1_epi16(two ? (short)y[1].d : 0));
+        da[t] = _mm256_cvtph_ps(h);
+    }
+    _Pragma("GCC unroll 4") for (int r = 0; r < nr; r++) {
+        const block_q8_0 *x = (const block_q8_0 *)((const uint8_t *)w + (size_t)r * w_stride) + i;
+        __m256i qx0 = _mm256_loadu_si256((const __m256i *)x[0].qs);
+        __m256i qx1 = two ? _mm256_loadu_si256((const __m256i *)x[1].qs) : _mm256_setzero_si256();
+        __m256i cw0 = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                       _mm256_dpbusd_epi32(_mm256_setzero_si256(), bias, qx0));
+        __m256i cw1 = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                       _mm256_dpbusd_epi32(_mm256_setzero_si256(), bias, qx1));
+        __m128i h = _mm_unpacklo_epi32(_mm_set1_epi16((short)x[0].d), _mm_set1_epi16(two ? (short)x[1].d : 0));
+        __m256 dw = _mm256_cvtph_ps(h);
+        K_FOR_T(t) {
+            __m256i p0 = _mm256_dpbusd_epi32(cw0, au0[t], qx0);
+            __m256i p1 = _mm256_dpbusd_epi32(cw1, au1[t], qx1);
+            __m256 p = _mm256_cvtepi32_ps(_mm256_hadd_epi32(p0, p1));
+            acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da[t]), p, acc[r][t]);
+        }
+    }
+}
+
+/* Q8_0 tile: two blocks per step; vphaddd folds the two blocks' int32
+ * vectors into one (4 lanes each), so the float work (convert, scale, fma)
+ * is paid once per two blocks; the scale vector follows vphaddd's lane
+ * order. */
 KB void k_q8_0_tile(int64_t n, const void *w, size_t w_stride, const void *act, size_t act_stride,
                     float *out, size_t out_stride, const int nr, const int nt)
 {
     const int64_t nb = n / QK8_0;
-    const __m256i bias = _mm256_set1_epi8((char)0x80);
     __m256 acc[KERN_NR_MAX][KERN_NT_MAX];
     for (int r = 0; r < nr; r++)
         K_FOR_T(t) acc[r][t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-        __m256i au[KERN_NT_MAX];
-        __m256 da[KERN_NT_MAX];
-        K_FOR_T(t) {
-            const block_q8_0 *y = K_ACT(block_q8_0, t, i);
-            au[t] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y->qs), bias);
-            da[t] = _mm256_cvtph_ps(_mm_set1_epi16((short)y->d));
-        }
-        _Pragma("GCC unroll 4") for (int r = 0; r < nr; r++) {
-            const block_q8_0 *x = (const block_q8_0 *)((const uint8_t *)w + (size_t)r * w_stride) + i;
-            __m256i qx = _mm256_loadu_si256((const __m256i *)x->qs);
-            __m256i cw = _mm256_sub_epi32(_mm256_setzero_si256(),
-                                          _mm256_dpbusd_epi32(_mm256_setzero_si256(), bias, qx));
-            __m256 dw = _mm256_cvtph_ps(_mm_set1_epi16((short)x->d));
-            K_FOR_T(t) {
-                __m256 p = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(cw, au[t], qx));
-                acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da[t]), p, acc[r][t]);
-            }
-        }
-    }
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2)
+        k_q8_0_tile_step(w, w_stride, act, act_stride, i, acc, nr, nt, 1);
+    if (i < nb)
+        k_q8_0_tile_step(w, w_stride, act, act_stride, i, acc, nr, nt, 0);
     for (int r = 0; r < nr; r++)
         K_FOR_T(t) out[r + (size_t)t * out_stride] = k_hsum8(acc[r][t]);
 }
 
-#define K_TILE_NT(body, nr)                                                                   \
-    switch (nt) {                                                                             \
-    case 1: body(n, w, w_stride, act, act_stride, out, out_stride, nr, 1); break;             \
-    case 2: body(n, w, w_stride, act, act_stride, out, out_stride, nr, 2); break;             \
-    case 3: body(n, w, w_stride, act, act_stride, out, out_stride, nr, 3); break;             \
-    default: body(n, w, w_stride, act, act_stride, out, out_stride, nr, 4); break;            \
-    }
-
+/* Register budget (32 ymm with AVX-512VL): two blocks per step for 4 rows
+ * x 2 tokens fit without spills, so 3-4 tokens are done as 2 + 1..2. */
 static void KNAME(tile_q8_0_)(int64_t n, const void *w, size_t w_stride, int nr, const void *act,
                               size_t act_stride, int nt, float *out, size_t out_stride)
 {
-    switch (nr) {
-    case 1: K_TILE_NT(k_q8_0_tile, 1) break;
-    case 2: K_TILE_NT(k_q8_0_tile, 2) break;
-    case 3: K_TILE_NT(k_q8_0_tile, 3) break;
-    default: K_TILE_NT(k_q8_0_tile, 4) break;
+    while (nt > 0) {
+        int nt2 = nt < 2 ? nt : 2;
+#define K_TILE_NR(nrc)                                                                             \
+    (nt2 == 1 ? k_q8_0_tile(n, w, w_stride, act, act_stride, out, out_stride, nrc, 1)              \
+              : k_q8_0_tile(n, w, w_stride, act, act_stride, out, out_stride, nrc, 2))
+        switch (nr) {
+        case 1: K_TILE_NR(1); break;
+        case 2: K_TILE_NR(2); break;
+        case 3: K_TILE_NR(3); break;
+        default: K_TILE_NR(4); break;
+        }
+#undef K_TILE_NR
+        act = (const uint8_t *)act + (size_t)nt2 * act_stride;
+        out += (size_t)nt2 * out_stride;
+        nt -= nt2;
     }
 }
 

@@ -12,11 +12,20 @@
  * group instead of once per token. Which tokens or rows share a group never
  * changes a result: see kernels_impl.h.
  *
- * BLAS: cblas_sgemm on W dequantized to f32 was measured against these
- * kernels (tests/bench/bench_kernels.c, see the module report): it is not
- * used, because sgemm's blocking makes a (row, token) value depend on the
- * batch shape (batch invariance) and it was not faster here; see the note
- * near kern_matmul.
+ * BLAS (measured, not used): tests/bench/bench_kernels with "blas" times
+ * OpenBLAS 0.3 cblas_sgemm on W dequantized to f32 against kern_matmul for
+ * a 512-token prefill. On this machine (2 vCPU Cascade Lake, heavily shared
+ * during the measurement, best of runs, one thread): 768x768 sgemm alone
+ * 8.8-9.4 ms (~66 GFLOP/s), 11.3-12 ms with the dequantization (~51); our
+ * Q8_0 VNNI tiles 12-21 ms (29-49 GFLOP/s), Q4_K 15-25 ms. So a cached
+ * f32 copy of W with sgemm can be faster for big prefill batches, but it is
+ * not used: its (row, token) values come from f32 activations while decode
+ * uses Q8 activations (prefill and decode of the same token would differ),
+ * OpenBLAS picks different kernels (gemv / small-matrix / edge tiles) by
+ * shape, so results depend on the batch (no batch invariance), they drift
+ * from ggml's numerics (our goldens), and the f32 copy costs 4-8x the weight
+ * memory. llama.cpp's BLAS build was also 1.6-2.5x slower in pp512 than
+ * its own kernels on the reference machine (shared/models/BENCH-llama.cpp.md).
  */
 #include "engine/kernels.h"
 
@@ -265,10 +274,7 @@ static void kern_mm_worker(void *arg, int ith, int nth)
     }
 }
 
-/* Not BLAS: dequantizing W and calling cblas_sgemm gives (row, token)
- * values whose summation order depends on OpenBLAS's blocking of the
- * batch, which breaks batch invariance, and measured slower than the
- * tiled int8 kernels for Q8_0/Q4_K (numbers in the kernels report). */
+/* No BLAS path: see the file comment. */
 void kern_matmul(tpool_t *pool, qtype_t wtype, const void *W, int64_t n_rows, int64_t k,
                  const void *act, int64_t n_tok, float *out)
 {

@@ -18,8 +18,11 @@
  * row and token. The tiled kernels keep one independent accumulator chain
  * per token with the same operation sequence as the single-token kernel.
  *
- * No function here allocates. Lengths (k, n) must be multiples of the
- * type's block size; callers validate shapes when loading the model.
+ * No function here allocates. Preconditions (programmer errors, not
+ * checked): wtype satisfies kern_supports(); lengths (k, n) are multiples
+ * of the type's block size (callers validate shapes when loading the
+ * model); activation rows come from kern_quantize_act (the AVX2 Q4_0/Q5_0/
+ * Q8_0 kernels rely on its int8 range [-127, 127], as ggml's do).
  */
 #ifndef LF_KERNELS_H
 #define LF_KERNELS_H

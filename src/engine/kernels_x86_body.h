@@ -8,6 +8,9 @@
  * [-127, 127] as our quantizers produce). With KERN_VNNI the int8 pair
  * sums of the 32-block types use vpdpbusd (no intermediate saturation).
  *
+ * With KERN_VNNI, Q8_0 also has a rows x tokens tile (k_q8_0_tile) that
+ * is the Q8_0 dot kernel of that level (single rows are a 1-row tile).
+ *
  * Batch invariance: every kernel is written once as an always-inline body
  * taking a compile-time nt; the weight block is decoded once and then, per
  * token, the same sequence of operations runs on that token's own

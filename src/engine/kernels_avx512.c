@@ -4,6 +4,7 @@
  * file only; kernels.c calls these after checking the CPU. */
 #if defined(__x86_64__) || defined(__i386__)
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")
+#define KERN_NT_NATIVE 8
 #define KERN_VNNI 1
 #define KERN_SUFFIX avx512
 #include "engine/kernels_x86_body.h"

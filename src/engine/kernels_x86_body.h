@@ -28,7 +28,7 @@
 #define KCAT(a, b) KCAT2(a, b)
 #define KNAME(x) KCAT(x, KERN_SUFFIX)
 /* Token loops must be unrolled so per-token accumulators live in registers. */
-#define K_FOR_T(t) _Pragma("GCC unroll 4") for (int t = 0; t < nt; t++)
+#define K_FOR_T(t) _Pragma("GCC unroll 8") for (int t = 0; t < nt; t++)
 
 KB float k_h2f(uint16_t h)
 {
@@ -602,15 +602,36 @@ KB void k_q3_k(int64_t n, const void *w, const void *act, size_t act_stride, flo
 
 /* ---- exported wrappers: one switch per type fixes nt at compile time --- */
 
+/* Up to KERN_NT_NATIVE tokens per pass (what fits the register file: 16
+ * ymm with AVX2, 32 with AVX-512VL); larger groups are split, which does
+ * not change any token's operations. */
+#if KERN_NT_NATIVE > 4
+#define K_NT_CASES_HI(body)                                                                  \
+    case 5: body(n, w, act, act_stride, out, out_stride, 5); break;                          \
+    case 6: body(n, w, act, act_stride, out, out_stride, 6); break;                          \
+    case 7: body(n, w, act, act_stride, out, out_stride, 7); break;                          \
+    case 8: body(n, w, act, act_stride, out, out_stride, 8); break;
+#else
+#define K_NT_CASES_HI(body)
+#endif
+
 #define K_EXPORT(name, body)                                                                   \
     static void KNAME(name)(int64_t n, const void *w, const void *act, size_t act_stride, int nt, \
                             float *out, size_t out_stride)                                     \
     {                                                                                          \
-        switch (nt) {                                                                          \
-        case 1: body(n, w, act, act_stride, out, out_stride, 1); break;                        \
-        case 2: body(n, w, act, act_stride, out, out_stride, 2); break;                        \
-        case 3: body(n, w, act, act_stride, out, out_stride, 3); break;                        \
-        default: body(n, w, act, act_stride, out, out_stride, 4); break;                       \
+        while (nt > 0) {                                                                       \
+            int c = nt < KERN_NT_NATIVE ? nt : KERN_NT_NATIVE;                                 \
+            switch (c) {                                                                       \
+            case 1: body(n, w, act, act_stride, out, out_stride, 1); break;                    \
+            case 2: body(n, w, act, act_stride, out, out_stride, 2); break;                    \
+            case 3: body(n, w, act, act_stride, out, out_stride, 3); break;                    \
+            case 4: body(n, w, act, act_stride, out, out_stride, 4); break;                    \
+            K_NT_CASES_HI(body)                                                                \
+            default: break;                                                                    \
+            }                                                                                  \
+            act = (const uint8_t *)act + (size_t)c * act_stride;                               \
+            out += (size_t)c * out_stride;                                                     \
+            nt -= c;                                                                           \
         }                                                                                      \
     }
 

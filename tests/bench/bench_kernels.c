@@ -139,6 +139,7 @@ int main(int argc, char **argv)
     }
     if (nth == 1)
         bench_clock = CLOCK_THREAD_CPUTIME_ID;
+    openblas_set_num_threads(nth); /* same thread count as ours */
     printf("isa %s, %d threads\n", kern_isa_name(kern_isa()), nth);
     for (size_t i = 0; i < sizeof all_types / sizeof all_types[0]; i++) {
         qtype_t t = all_types[i];

@@ -477,23 +477,17 @@ KB void k_q6_k(int64_t n, const void *w, const void *act, size_t act_stride, flo
             __m256i b1 = _mm256_loadu_si256((const __m256i *)ql);
             __m256i b2 = _mm256_loadu_si256((const __m256i *)(ql + 32));
             __m256i bh = _mm256_loadu_si256((const __m256i *)qh);
-            __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(b1, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(bh, m2), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(b2, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 2), m2), 4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 4), m2), 4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 6), m2), 4));
-            __m256i scv[4];
-            for (int m = 0; m < 4; m++)
-                scv[m] = k_scale_pair(sc16, 4 * h + m);
-            K_FOR_T(t) {
-                const block_q8_K *y = K_ACT(block_q8_K, t, i);
-                for (int m = 0; m < 4; m++) {
+            /* one 32-value chunk at a time keeps few registers live
+             * next to the per-token accumulators */
+            for (int m = 0; m < 4; m++) {
+                __m256i lo = _mm256_and_si256(m & 2 ? _mm256_srli_epi16(m & 1 ? b2 : b1, 4) : (m & 1 ? b2 : b1), m4);
+                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bh, 2 * m), m2);
+                __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+                __m256i scv = k_scale_pair(sc16, 4 * h + m);
+                K_FOR_T(t) {
+                    const block_q8_K *y = K_ACT(block_q8_K, t, i);
                     __m256i yv = _mm256_loadu_si256((const __m256i *)(y->qs + 128 * h + 32 * m));
-                    sumi[t] = k_madd_acc(sumi[t], scv[m], _mm256_maddubs_epi16(q[m], yv));
+                    sumi[t] = k_madd_acc(sumi[t], scv, _mm256_maddubs_epi16(q, yv));
                 }
             }
         }

@@ -8,7 +8,8 @@
  * [-127, 127] as our quantizers produce). With KERN_VNNI the int8 pair
  * sums of the 32-block types use vpdpbusd (no intermediate saturation).
  *
- * With KERN_VNNI, Q8_0 also has a rows x tokens tile (k_q8_0_tile) that
+ * With KERN_VNNI, Q8_0 also has a rows x tokens tile (k_q8_0_tile_z: four
+ * blocks per step in 512-bit registers, k_q8_0_tile_step for the tail) that
  * is the Q8_0 dot kernel of that level (single rows are a 1-row tile).
  *
  * Batch invariance: every kernel is written once as an always-inline body
@@ -228,6 +229,82 @@ KB void k_q8_0_tile(int64_t n, const void *w, size_t w_stride, const void *act, 
         K_FOR_T(t) out[r + (size_t)t * out_stride] = k_hsum8(acc[r][t]);
 }
 
+/* 16 floats [s0 x4, s1 x4, s2 x4, s3 x4] from four fp16 scales. */
+KB __m512 k_scale16(uint16_t h0, uint16_t h1, uint16_t h2, uint16_t h3)
+{
+    uint64_t packed = (uint64_t)h0 | (uint64_t)h1 << 16 | (uint64_t)h2 << 32 | (uint64_t)h3 << 48;
+    __m128 f4 = _mm_cvtph_ps(_mm_cvtsi64_si128((long long)packed));
+    const __m512i idx = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+    return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(f4));
+}
+
+KB __m512i k_load2_q8(const block_q8_0 *b)
+{
+    __m512i v = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b[0].qs));
+    return _mm512_inserti64x4(v, _mm256_loadu_si256((const __m256i *)b[1].qs), 1);
+}
+
+/* Four blocks per step in 512-bit registers (two blocks per register);
+ * the two int32 vectors are folded to 4 lanes per block with two
+ * vpermt2d + one add, then one convert / scale / fma per four blocks. */
+KB void k_q8_0_zstep(const void *w, size_t w_stride, const void *act, size_t act_stride, int64_t i,
+                     __m512 acc[KERN_NR_MAX][KERN_NT_MAX], const int nr, const int nt)
+{
+    const __m512i bias = _mm512_set1_epi8((char)0x80);
+    const __m512i ie = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i io = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    __m512i a01[KERN_NT_MAX], a23[KERN_NT_MAX];
+    __m512 da[KERN_NT_MAX];
+    K_FOR_T(t) {
+        const block_q8_0 *y = K_ACT(block_q8_0, t, i);
+        a01[t] = _mm512_xor_si512(k_load2_q8(y), bias);
+        a23[t] = _mm512_xor_si512(k_load2_q8(y + 2), bias);
+        da[t] = k_scale16(y[0].d, y[1].d, y[2].d, y[3].d);
+    }
+    _Pragma("GCC unroll 4") for (int r = 0; r < nr; r++) {
+        const block_q8_0 *x = (const block_q8_0 *)((const uint8_t *)w + (size_t)r * w_stride) + i;
+        __m512i w01 = k_load2_q8(x), w23 = k_load2_q8(x + 2);
+        __m512i cw01 = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                        _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, w01));
+        __m512i cw23 = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                        _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, w23));
+        __m512 dw = k_scale16(x[0].d, x[1].d, x[2].d, x[3].d);
+        K_FOR_T(t) {
+            __m512i p01 = _mm512_dpbusd_epi32(cw01, a01[t], w01);
+            __m512i p23 = _mm512_dpbusd_epi32(cw23, a23[t], w23);
+            __m512i f = _mm512_add_epi32(_mm512_permutex2var_epi32(p01, ie, p23),
+                                         _mm512_permutex2var_epi32(p01, io, p23));
+            acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da[t]), _mm512_cvtepi32_ps(f), acc[r][t]);
+        }
+    }
+}
+
+KB void k_q8_0_tile_z(int64_t n, const void *w, size_t w_stride, const void *act, size_t act_stride,
+                      float *out, size_t out_stride, const int nr, const int nt)
+{
+    const int64_t nb = n / QK8_0;
+    __m512 accz[KERN_NR_MAX][KERN_NT_MAX];
+    __m256 acc[KERN_NR_MAX][KERN_NT_MAX];
+    for (int r = 0; r < nr; r++)
+        K_FOR_T(t) {
+            accz[r][t] = _mm512_setzero_ps();
+            acc[r][t] = _mm256_setzero_ps();
+        }
+    int64_t i = 0;
+    for (; i + 3 < nb; i += 4)
+        k_q8_0_zstep(w, w_stride, act, act_stride, i, accz, nr, nt);
+    for (; i + 1 < nb; i += 2)
+        k_q8_0_tile_step(w, w_stride, act, act_stride, i, acc, nr, nt, 1);
+    if (i < nb)
+        k_q8_0_tile_step(w, w_stride, act, act_stride, i, acc, nr, nt, 0);
+    for (int r = 0; r < nr; r++)
+        K_FOR_T(t) out[r + (size_t)t * out_stride] = _mm512_reduce_add_ps(accz[r][t]) + k_hsum8(acc[r][t]);
+}
+
+#ifndef K_Q8_0_TILE
+#define K_Q8_0_TILE k_q8_0_tile_z
+#endif
+
 /* Register budget (32 ymm with AVX-512VL): two blocks per step for 4 rows
  * x 2 tokens fit without spills, so 3-4 tokens are done as 2 + 1..2. */
 static void KNAME(tile_q8_0_)(int64_t n, const void *w, size_t w_stride, int nr, const void *act,
@@ -236,8 +313,8 @@ static void KNAME(tile_q8_0_)(int64_t n, const void *w, size_t w_stride, int nr,
     while (nt > 0) {
         int nt2 = nt < 2 ? nt : 2;
 #define K_TILE_NR(nrc)                                                                             \
-    (nt2 == 1 ? k_q8_0_tile(n, w, w_stride, act, act_stride, out, out_stride, nrc, 1)              \
-              : k_q8_0_tile(n, w, w_stride, act, act_stride, out, out_stride, nrc, 2))
+    (nt2 == 1 ? K_Q8_0_TILE(n, w, w_stride, act, act_stride, out, out_stride, nrc, 1)              \
+              : K_Q8_0_TILE(n, w, w_stride, act, act_stride, out, out_stride, nrc, 2))
         switch (nr) {
         case 1: K_TILE_NR(1); break;
         case 2: K_TILE_NR(2); break;

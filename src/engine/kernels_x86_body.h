@@ -451,19 +451,6 @@ KB void k_bf16(int64_t n, const void *w, const void *act, size_t act_stride, flo
 
 /* ---- K-quants against Q8_K ------------------------------------------- */
 
-/* 6-bit scales and mins of Q4_K/Q5_K: sc[0..7] scales, sc[8..15] mins. */
-KB void k_scales_k4(const uint8_t *q, uint8_t sc[16])
-{
-    for (int j = 0; j < 4; j++) {
-        sc[j] = q[j] & 63;
-        sc[8 + j] = q[j + 4] & 63;
-    }
-    for (int j = 4; j < 8; j++) {
-        sc[j] = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-        sc[8 + j] = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-    }
-}
-
 /* Q4_K (qh == NULL) and Q5_K share this body. */
 KB void k_q45_k(int64_t n, const uint8_t *xb, size_t bsize, int has_qh, const void *act,
                 size_t act_stride, float *out, size_t out_stride, const int nt)
@@ -480,12 +467,22 @@ KB void k_q45_k(int64_t n, const uint8_t *xb, size_t bsize, int has_qh, const vo
         const uint8_t *scales = blk + 4;
         const uint8_t *qh = has_qh ? blk + 16 : NULL;
         const uint8_t *qs = has_qh ? blk + 48 : blk + 16;
-        uint8_t sc[16];
-        k_scales_k4(scales, sc);
+        /* ggml's unpacking of the 6-bit scales and mins: bytes 0..7 of u
+         * are the scales, 8..15 the mins */
+        uint32_t u[4];
+        memcpy(u, scales, 12);
+        const uint32_t km1 = 0x3f3f3f3f, km2 = 0x0f0f0f0f, km3 = 0x03030303;
+        u[3] = ((u[2] >> 4) & km2) | (((u[1] >> 6) & km3) << 4);
+        const uint32_t uaux = u[1] & km1;
+        u[1] = (u[2] & km2) | (((u[0] >> 6) & km3) << 4);
+        u[2] = uaux;
+        u[0] &= km1;
+        const __m128i sm = _mm_loadu_si128((const __m128i *)u);
+        const __m256i sc256 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
         const float dx = k_h2f(d16), dmx = k_h2f(dmin16);
         /* each min twice: one vpmaddwd against the 16 bsums gives
          * sum_j mins[j] * (bsums[2j] + bsums[2j+1]) */
-        const __m128i m8 = _mm_loadl_epi64((const __m128i *)(sc + 8));
+        const __m128i m8 = _mm_srli_si128(sm, 8);
         const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
         const __m256i hbits = has_qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
         __m256i sumi[KERN_NT_MAX];
@@ -501,7 +498,8 @@ KB void k_q45_k(int64_t n, const uint8_t *xb, size_t bsize, int has_qh, const vo
                 ql = _mm256_or_si256(ql, _mm256_slli_epi16(b0, 4));
                 qhh = _mm256_or_si256(qhh, _mm256_slli_epi16(b1, 4));
             }
-            const __m256i s0 = _mm256_set1_epi16(sc[2 * j]), s1 = _mm256_set1_epi16(sc[2 * j + 1]);
+            const __m256i s0 = _mm256_shuffle_epi8(sc256, _mm256_set1_epi16((short)((4 * j + 1) << 8 | 4 * j)));
+            const __m256i s1 = _mm256_shuffle_epi8(sc256, _mm256_set1_epi16((short)((4 * j + 3) << 8 | (4 * j + 2))));
             K_FOR_T(t) {
                 const block_q8_K *y = K_ACT(block_q8_K, t, i);
                 __m256i y0 = _mm256_loadu_si256((const __m256i *)(y->qs + 64 * j));

@@ -1,6 +1,7 @@
 /* kernels_x86_body.h - x86 SIMD dot kernels, included by kernels_avx2.c and
  * kernels_avx512.c, which set the target ISA (#pragma GCC target) and
- * KERN_VNNI / KERN_SUFFIX before including it. Not a public header.
+ * KERN_VNNI, KERN_NT_NATIVE (tokens per pass) and KERN_SUFFIX before
+ * including it. Not a public header.
  *
  * Each kernel follows ggml's per-block integer arithmetic, so block sums
  * are exact: vpmaddubsw is only applied where the int16 pair sums cannot

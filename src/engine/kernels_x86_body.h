@@ -670,6 +670,164 @@ KB void k_q3_k(int64_t n, const void *w, const void *act, size_t act_stride, flo
     K_FOR_T(t) out[(size_t)t * out_stride] = k_hsum8(acc[t]);
 }
 
+#if KERN_VNNI
+/* ---- K-quant tiles (VNNI level): nr weight rows x nt tokens ------------
+ * The activation loads of a step are shared by the nr rows and the
+ * unpacked weights by the nt tokens; with several rows the integer chains
+ * of different rows are independent (decode no longer waits on one
+ * vpdpwssd chain). Integer sums are exact, so their order is free; the
+ * float operations per (row, token) are those of k_q45_k / k_q6_k, in the
+ * same order, whatever nr and nt (a single row is a 1-row tile). */
+
+/* Q4_K / Q5_K scales and mins of one super-block (ggml's unpacking). */
+KB __m128i k_q45_scales(const uint8_t *scales)
+{
+    uint32_t u[4];
+    memcpy(u, scales, 12);
+    const uint32_t km1 = 0x3f3f3f3f, km2 = 0x0f0f0f0f, km3 = 0x03030303;
+    u[3] = ((u[2] >> 4) & km2) | (((u[1] >> 6) & km3) << 4);
+    const uint32_t uaux = u[1] & km1;
+    u[1] = (u[2] & km2) | (((u[0] >> 6) & km3) << 4);
+    u[2] = uaux;
+    u[0] &= km1;
+    return _mm_loadu_si128((const __m128i *)u);
+}
+
+KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize, const int has_qh,
+                     const void *act, size_t act_stride, float *out, size_t out_stride, const int nr,
+                     const int nt)
+{
+    const int64_t nb = n / QK_K;
+    const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
+    __m256 acc[KERN_NR_MAX][KERN_NT_MAX], accm[KERN_NR_MAX][KERN_NT_MAX];
+    for (int r = 0; r < nr; r++)
+        K_FOR_T(t) acc[r][t] = accm[r][t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        __m256i sc256[KERN_NR_MAX];
+        float dx[KERN_NR_MAX];
+        _Pragma("GCC unroll 4") for (int r = 0; r < nr; r++) {
+            const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bsize;
+            uint16_t d16, dmin16;
+            memcpy(&d16, blk, 2);
+            memcpy(&dmin16, blk + 2, 2);
+            const __m128i sm = k_q45_scales(blk + 4);
+            sc256[r] = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+            dx[r] = k_h2f(d16);
+            const float dmx = k_h2f(dmin16);
+            /* the min part first (its own accumulator chain) */
+            const __m128i m8 = _mm_srli_si128(sm, 8);
+            const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+            K_FOR_T(t) {
+                const block_q8_K *y = K_ACT(block_q8_K, t, i);
+                __m256i pm = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y->bsums), mins16);
+                accm[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dmx * y->d), _mm256_cvtepi32_ps(pm), accm[r][t]);
+            }
+        }
+        __m256i sumi[KERN_NR_MAX][KERN_NT_MAX];
+        for (int r = 0; r < nr; r++)
+            K_FOR_T(t) sumi[r][t] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
+            __m256i y0[KERN_NT_MAX], y1[KERN_NT_MAX];
+            K_FOR_T(t) {
+                const block_q8_K *y = K_ACT(block_q8_K, t, i);
+                y0[t] = _mm256_loadu_si256((const __m256i *)(y->qs + 64 * j));
+                y1[t] = _mm256_loadu_si256((const __m256i *)(y->qs + 64 * j + 32));
+            }
+            _Pragma("GCC unroll 4") for (int r = 0; r < nr; r++) {
+                const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bsize;
+                const uint8_t *qs = blk + (has_qh ? 48 : 16);
+                __m256i bits = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
+                __m256i ql = _mm256_and_si256(bits, m4);
+                __m256i qhh = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+                if (has_qh) {
+                    const __m256i hbits = _mm256_loadu_si256((const __m256i *)(blk + 16));
+                    __m256i b0 = _mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j), one);
+                    __m256i b1 = _mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j + 1), one);
+                    ql = _mm256_or_si256(ql, _mm256_slli_epi16(b0, 4));
+                    qhh = _mm256_or_si256(qhh, _mm256_slli_epi16(b1, 4));
+                }
+                const __m256i s0 = _mm256_shuffle_epi8(sc256[r], _mm256_set1_epi16((short)((4 * j + 1) << 8 | 4 * j)));
+                const __m256i s1 =
+                    _mm256_shuffle_epi8(sc256[r], _mm256_set1_epi16((short)((4 * j + 3) << 8 | (4 * j + 2))));
+                K_FOR_T(t) {
+                    sumi[r][t] = _mm256_dpwssd_epi32(sumi[r][t], s0, _mm256_maddubs_epi16(ql, y0[t]));
+                    sumi[r][t] = _mm256_dpwssd_epi32(sumi[r][t], s1, _mm256_maddubs_epi16(qhh, y1[t]));
+                }
+            }
+        }
+        for (int r = 0; r < nr; r++)
+            K_FOR_T(t) {
+                const block_q8_K *y = K_ACT(block_q8_K, t, i);
+                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dx[r] * y->d), _mm256_cvtepi32_ps(sumi[r][t]), acc[r][t]);
+            }
+    }
+    for (int r = 0; r < nr; r++)
+        K_FOR_T(t) out[r + (size_t)t * out_stride] = k_hsum8(acc[r][t]) - k_hsum8(accm[r][t]);
+}
+
+KB void k_q4_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, size_t act_stride, float *out,
+                    size_t out_stride, const int nr, const int nt)
+{
+    k_q45_k_tile(n, w, w_stride, sizeof(block_q4_K), 0, act, act_stride, out, out_stride, nr, nt);
+}
+
+KB void k_q5_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, size_t act_stride, float *out,
+                    size_t out_stride, const int nr, const int nt)
+{
+    k_q45_k_tile(n, w, w_stride, sizeof(block_q5_K), 1, act, act_stride, out, out_stride, nr, nt);
+}
+
+KB void k_q6_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, size_t act_stride, float *out,
+                    size_t out_stride, const int nr, const int nt)
+{
+    const int64_t nb = n / QK_K;
+    const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3);
+    __m256 acc[KERN_NR_MAX][KERN_NT_MAX];
+    for (int r = 0; r < nr; r++)
+        K_FOR_T(t) acc[r][t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        __m256i sumi[KERN_NR_MAX][KERN_NT_MAX], sc16[KERN_NR_MAX];
+        for (int r = 0; r < nr; r++) {
+            const block_q6_K *x = (const block_q6_K *)((const uint8_t *)w + (size_t)r * w_stride) + i;
+            sc16[r] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+            K_FOR_T(t) sumi[r][t] = _mm256_setzero_si256();
+        }
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+            _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++) {
+                __m256i yv[KERN_NT_MAX];
+                K_FOR_T(t) {
+                    const block_q8_K *y = K_ACT(block_q8_K, t, i);
+                    yv[t] = _mm256_loadu_si256((const __m256i *)(y->qs + 128 * h + 32 * m));
+                }
+                _Pragma("GCC unroll 4") for (int r = 0; r < nr; r++) {
+                    const block_q6_K *x = (const block_q6_K *)((const uint8_t *)w + (size_t)r * w_stride) + i;
+                    __m256i b = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * h + 32 * (m & 1)));
+                    __m256i bh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * h));
+                    __m256i lo = _mm256_and_si256(m & 2 ? _mm256_srli_epi16(b, 4) : b, m4);
+                    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bh, 2 * m), m2);
+                    __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+                    const __m256i scv = k_scale_pair(sc16[r], 4 * h + m);
+                    K_FOR_T(t) sumi[r][t] = _mm256_dpwssd_epi32(sumi[r][t], scv, _mm256_maddubs_epi16(q, yv[t]));
+                }
+            }
+        }
+        _Pragma("GCC unroll 4") for (int r = 0; r < nr; r++) {
+            const block_q6_K *x = (const block_q6_K *)((const uint8_t *)w + (size_t)r * w_stride) + i;
+            const float dx = k_h2f(x->d);
+            K_FOR_T(t) {
+                const block_q8_K *y = K_ACT(block_q8_K, t, i);
+                __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
+                __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16[r]), 5); /* 32 * sc * bsum */
+                __m256i tot = _mm256_sub_epi32(sumi[r][t], off);
+                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * y->d), _mm256_cvtepi32_ps(tot), acc[r][t]);
+            }
+        }
+    }
+    for (int r = 0; r < nr; r++)
+        K_FOR_T(t) out[r + (size_t)t * out_stride] = k_hsum8(acc[r][t]);
+}
+#endif
+
 /* ---- exported wrappers: one switch per type fixes nt at compile time --- */
 
 /* Up to KERN_NT_NATIVE tokens per pass (what fits the register file: 16
@@ -719,6 +877,48 @@ K_EXPORT(dot_q6_k_, k_q6_k)
 K_EXPORT(dot_q2_k_, k_q2_k)
 K_EXPORT(dot_q3_k_, k_q3_k)
 
+#if KERN_VNNI
+/* K-quant tile entry points: tokens in groups of K_KT_NT (the rows x
+ * tokens accumulators then fit the 32 registers), rows 1..4. */
+#ifndef K_KT_NT
+#define K_KT_NT 2
+#endif
+#define K_TILE_EXPORT(name, body)                                                                      \
+    static void KNAME(tile_##name)(int64_t n, const void *w, size_t w_stride, int nr, const void *act,  \
+                                   size_t act_stride, int nt, float *out, size_t out_stride)           \
+    {                                                                                                  \
+        while (nt > 0) {                                                                               \
+            int c = nt < K_KT_NT ? nt : K_KT_NT;                                                       \
+            if (c == 1) {                                                                              \
+                switch (nr) {                                                                          \
+                case 1: body(n, w, w_stride, act, act_stride, out, out_stride, 1, 1); break;           \
+                case 2: body(n, w, w_stride, act, act_stride, out, out_stride, 2, 1); break;           \
+                case 3: body(n, w, w_stride, act, act_stride, out, out_stride, 3, 1); break;           \
+                default: body(n, w, w_stride, act, act_stride, out, out_stride, 4, 1); break;          \
+                }                                                                                      \
+            } else {                                                                                   \
+                switch (nr) {                                                                          \
+                case 1: body(n, w, w_stride, act, act_stride, out, out_stride, 1, K_KT_NT); break;     \
+                case 2: body(n, w, w_stride, act, act_stride, out, out_stride, 2, K_KT_NT); break;     \
+                case 3: body(n, w, w_stride, act, act_stride, out, out_stride, 3, K_KT_NT); break;     \
+                default: body(n, w, w_stride, act, act_stride, out, out_stride, 4, K_KT_NT); break;    \
+                }                                                                                      \
+            }                                                                                          \
+            act = (const uint8_t *)act + (size_t)c * act_stride;                                       \
+            out += (size_t)c * out_stride;                                                             \
+            nt -= c;                                                                                   \
+        }                                                                                              \
+    }                                                                                                  \
+    static void KNAME(dot1_##name)(int64_t n, const void *w, const void *act, size_t act_stride, int nt, \
+                                   float *out, size_t out_stride)                                      \
+    {                                                                                                  \
+        KNAME(tile_##name)(n, w, 0, 1, act, act_stride, nt, out, out_stride);                          \
+    }
+K_TILE_EXPORT(q4_k_, k_q4_k_tile)
+K_TILE_EXPORT(q5_k_, k_q5_k_tile)
+K_TILE_EXPORT(q6_k_, k_q6_k_tile)
+#endif
+
 void KNAME(kern_fill_)(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYPE_COUNT])
 {
     tab[QTYPE_Q8_0] = KNAME(dot_q8_0_);
@@ -737,6 +937,12 @@ void KNAME(kern_fill_)(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYP
 #if KERN_VNNI
     tab[QTYPE_Q8_0] = KNAME(dot_q8_0_tile1_);
     tiles[QTYPE_Q8_0] = KNAME(tile_q8_0_);
+    tab[QTYPE_Q4_K] = KNAME(dot1_q4_k_);
+    tiles[QTYPE_Q4_K] = KNAME(tile_q4_k_);
+    tab[QTYPE_Q5_K] = KNAME(dot1_q5_k_);
+    tiles[QTYPE_Q5_K] = KNAME(tile_q5_k_);
+    tab[QTYPE_Q6_K] = KNAME(dot1_q6_k_);
+    tiles[QTYPE_Q6_K] = KNAME(tile_q6_k_);
 #else
     (void)tiles;
 #endif

@@ -5,7 +5,8 @@
  * also times OpenBLAS cblas_sgemm on W dequantized to f32 (dequantization
  * excluded and included) for the prefill shape.
  *
- * usage: bench_kernels [threads=2] [types=q8_0,q4_K,...|all] [blas]
+ * usage: bench_kernels [threads=2] [types=q8_0,q4_K,...|all] [blas|stream]
+ * (stream: decode of 32000x768 and 2048x768 matrices from DRAM, GB/s)
  * The ISA level follows LLM_FCGI_ISA. Keep runs short: the machine is shared.
  */
 #include "engine/kernels.h"
@@ -127,11 +128,45 @@ static void bench_one(tpool_t *pool, qtype_t t, int64_t n_rows, int64_t k, int b
     free(W), free(x), free(act), free(out);
 }
 
+/* Single-token decode with the weights streaming from DRAM: enough copies
+ * of the matrix to exceed the last-level cache are walked in turn. */
+static void bench_stream(tpool_t *pool, qtype_t t, int64_t n_rows, int64_t k)
+{
+    size_t wsz = qtype_row_size(t, k) * (size_t)n_rows;
+    int copies = (int)((size_t)160 * 1024 * 1024 / wsz) + 1;
+    uint8_t *W = malloc(wsz * (size_t)copies);
+    float *x = malloc(sizeof(float) * (size_t)k);
+    void *act = malloc(kern_act_size(t, k, 1));
+    float *out = malloc(sizeof(float) * (size_t)n_rows);
+    fill(t, W, wsz);
+    for (int c = 1; c < copies; c++)
+        memcpy(W + (size_t)c * wsz, W, wsz);
+    for (int64_t i = 0; i < k; i++)
+        x[i] = (float)(rnd8() - 128) / 64.0f;
+    kern_quantize_act(t, x, k, 1, act);
+    double best = 1e9, total = 0;
+    int runs = 0;
+    double start = now();
+    for (int r = 0; r < 20000 && now() - start < 0.5; r++) {
+        double t0 = now();
+        kern_matmul(pool, t, W + (size_t)(r % copies) * wsz, n_rows, k, act, 1, out);
+        double d = now() - t0;
+        total += d, runs++;
+        if (d < best)
+            best = d;
+    }
+    printf("%-5s %5lldx%-5lld stream decode best %8.1f us %6.2f GB/s, mean %6.2f GB/s (%d copies)\n",
+           qtype_name(t), (long long)n_rows, (long long)k, best * 1e6, (double)wsz / best / 1e9,
+           (double)wsz * runs / total / 1e9, copies);
+    free(W), free(x), free(act), free(out);
+}
+
 int main(int argc, char **argv)
 {
     int nth = argc > 1 ? atoi(argv[1]) : 2;
     const char *types = argc > 2 ? argv[2] : "all";
     int blas = argc > 3 && !strcmp(argv[3], "blas");
+    int stream = argc > 3 && !strcmp(argv[3], "stream");
     tpool_t *pool = NULL;
     if (tpool_create(nth, &pool, NULL) != LF_OK) {
         fprintf(stderr, "bad thread count\n");
@@ -150,6 +185,11 @@ int main(int argc, char **argv)
             snprintf(key, sizeof key, ",%s,", qtype_name(t));
             if (!strstr(buf, key))
                 continue;
+        }
+        if (stream) {
+            bench_stream(pool, t, 32000, 768);
+            bench_stream(pool, t, 2048, 768);
+            continue;
         }
         bench_one(pool, t, 768, 768, blas);
         bench_one(pool, t, 2048, 768, blas);

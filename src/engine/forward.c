@@ -169,16 +169,26 @@ static void rms_norm(const float *x, const float *w, float *y, int64_t n, float 
         y[i] = (x[i] * scale) * w[i];
 }
 
-/* out[t][r] = W x[t] (+ bias), activations converted as ggml does. */
+/* out[i][t][r] = W[i] x[t] (+ bias[i]) for n (<= 3) matrices on the same
+ * x, activations converted as ggml does, in one pool run (kernels.h). */
+static void linear_n(fwd_t *f, int n, const model_tensor_t *const *W, const float *const *bias, const float *x,
+                     int64_t n_tok, float *const *out)
+{
+    kern_mm_t jobs[3];
+    for (int i = 0; i < n; i++)
+        jobs[i] = (kern_mm_t){W[i]->type, W[i]->data, W[i]->n_out, W[i]->n_in, NULL, out[i]};
+    kern_linear_multi(f->pool, n, jobs, x, n_tok, f->act);
+    for (int i = 0; i < n; i++)
+        if (bias[i])
+            for (int64_t t = 0; t < n_tok; t++)
+                for (int64_t r = 0; r < W[i]->n_out; r++)
+                    out[i][t * W[i]->n_out + r] += bias[i][r];
+}
+
 static void linear(fwd_t *f, const model_tensor_t *W, const float *bias, const float *x, int64_t n_tok,
                    float *out)
 {
-    kern_quantize_act(W->type, x, W->n_in, n_tok, f->act);
-    kern_matmul(f->pool, W->type, W->data, W->n_out, W->n_in, f->act, n_tok, out);
-    if (bias)
-        for (int64_t t = 0; t < n_tok; t++)
-            for (int64_t r = 0; r < W->n_out; r++)
-                out[t * W->n_out + r] += bias[r];
+    linear_n(f, 1, &W, &bias, x, n_tok, &out);
 }
 
 /* Rotates the first n_rot dims of each head of vec (n_heads heads). */
@@ -284,9 +294,8 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
         const model_layer_t *L = &w->layers[l];
         for (int32_t i = 0; i < n; i++)
             rms_norm(f->x + i * E, L->attn_norm, f->xn + i * E, E, hp->rms_eps);
-        linear(f, &L->wq, L->bq, f->xn, n, f->q);
-        linear(f, &L->wk, L->bk, f->xn, n, f->k);
-        linear(f, &L->wv, L->bv, f->xn, n, f->v);
+        linear_n(f, 3, (const model_tensor_t *[]){&L->wq, &L->wk, &L->wv}, (const float *[]){L->bq, L->bk, L->bv},
+                 f->xn, n, (float *[]){f->q, f->k, f->v});
         for (int32_t i = 0; i < n; i++) {
             rope(hp, w->rope_freqs, f->q + i * QD, hp->n_head, toks[i].pos);
             rope(hp, w->rope_freqs, f->k + i * KVD, hp->n_head_kv, toks[i].pos);
@@ -300,8 +309,8 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
 
         for (int32_t i = 0; i < n; i++)
             rms_norm(f->x + i * E, L->ffn_norm, f->xn + i * E, E, hp->rms_eps);
-        linear(f, &L->w_gate, NULL, f->xn, n, f->ff_a);
-        linear(f, &L->w_up, NULL, f->xn, n, f->ff_b);
+        linear_n(f, 2, (const model_tensor_t *[]){&L->w_gate, &L->w_up}, (const float *[]){NULL, NULL}, f->xn, n,
+                 (float *[]){f->ff_a, f->ff_b});
         for (int64_t j = 0; j < n * FF; j++) {
             const float g = f->ff_a[j];
             f->ff_a[j] = (g / (1.0f + expf(-g))) * f->ff_b[j];

@@ -242,10 +242,9 @@ typedef struct {
     float *out;
 } kern_mm_job_t;
 
-static void kern_mm_worker(void *arg, int ith, int nth)
+/* Rows [r0, r1) of job j, all its tokens, with the cache blocking. */
+static void kern_mm_range(const kern_mm_job_t *j, int64_t r0, int64_t r1)
 {
-    const kern_mm_job_t *j = arg;
-    int64_t r0 = j->n_rows * ith / nth, r1 = j->n_rows * (ith + 1) / nth;
     int64_t chunk = (int64_t)(KERN_CHUNK_W_BYTES / (j->w_stride ? j->w_stride : 1));
     chunk = chunk < KERN_NR_MAX ? KERN_NR_MAX : chunk / KERN_NR_MAX * KERN_NR_MAX;
     int64_t tblock = (int64_t)(KERN_BLOCK_ACT_BYTES / (j->act_stride ? j->act_stride : 1));
@@ -274,14 +273,16 @@ static void kern_mm_worker(void *arg, int ith, int nth)
     }
 }
 
-/* No BLAS path: see the file comment. */
-void kern_matmul(tpool_t *pool, qtype_t wtype, const void *W, int64_t n_rows, int64_t k,
-                 const void *act, int64_t n_tok, float *out)
+static void kern_mm_worker(void *arg, int ith, int nth)
 {
-    pthread_once(&kern_once, kern_init);
-    if (n_rows <= 0 || n_tok <= 0)
-        return;
-    kern_mm_job_t job = {
+    const kern_mm_job_t *j = arg;
+    kern_mm_range(j, j->n_rows * ith / nth, j->n_rows * (ith + 1) / nth);
+}
+
+static void kern_mm_job_init(kern_mm_job_t *job, qtype_t wtype, const void *W, int64_t n_rows, int64_t k,
+                             const void *act, int64_t n_tok, float *out)
+{
+    *job = (kern_mm_job_t){
         .fn = kern_tab[wtype],
         .tile = kern_tiles[wtype],
         .W = W,
@@ -293,9 +294,88 @@ void kern_matmul(tpool_t *pool, qtype_t wtype, const void *W, int64_t n_rows, in
         .n_tok = n_tok,
         .out = out,
     };
+}
+
+/* No BLAS path: see the file comment. */
+void kern_matmul(tpool_t *pool, qtype_t wtype, const void *W, int64_t n_rows, int64_t k,
+                 const void *act, int64_t n_tok, float *out)
+{
+    pthread_once(&kern_once, kern_init);
+    if (n_rows <= 0 || n_tok <= 0)
+        return;
+    kern_mm_job_t job;
+    kern_mm_job_init(&job, wtype, W, n_rows, k, act, n_tok, out);
     int nth = tpool_size(pool);
     if (nth > 1 && n_rows * n_tok * k < 32768) /* a few microseconds: not worth a wake-up */
         kern_mm_worker(&job, 0, 1);
     else
         tpool_run(pool, kern_mm_worker, &job);
+}
+
+/* Several products in one pool run: the rows of all jobs, concatenated in
+ * order, are split into one contiguous range per thread. */
+typedef struct {
+    kern_mm_job_t job[KERN_MULTI_MAX];
+    int n;
+    int64_t total_rows;
+} kern_multi_t;
+
+static void kern_multi_worker(void *arg, int ith, int nth)
+{
+    const kern_multi_t *m = arg;
+    int64_t g0 = m->total_rows * ith / nth, g1 = m->total_rows * (ith + 1) / nth, base = 0;
+    for (int i = 0; i < m->n && base < g1; i++) {
+        const kern_mm_job_t *j = &m->job[i];
+        int64_t r0 = g0 - base, r1 = g1 - base;
+        r0 = r0 < 0 ? 0 : r0;
+        r1 = r1 > j->n_rows ? j->n_rows : r1;
+        if (r0 < r1)
+            kern_mm_range(j, r0, r1);
+        base += j->n_rows;
+    }
+}
+
+void kern_matmul_multi(tpool_t *pool, int n, const kern_mm_t *jobs, int64_t n_tok)
+{
+    pthread_once(&kern_once, kern_init);
+    while (n > 0 && n_tok > 0) {
+        int c = n < KERN_MULTI_MAX ? n : KERN_MULTI_MAX;
+        kern_multi_t m = {.n = 0, .total_rows = 0};
+        int64_t work = 0;
+        for (int i = 0; i < c; i++) {
+            if (jobs[i].n_rows <= 0)
+                continue;
+            kern_mm_job_init(&m.job[m.n++], jobs[i].wtype, jobs[i].W, jobs[i].n_rows, jobs[i].k, jobs[i].act,
+                             n_tok, jobs[i].out);
+            m.total_rows += jobs[i].n_rows;
+            work += jobs[i].n_rows * n_tok * jobs[i].k;
+        }
+        if (m.n) {
+            if (tpool_size(pool) > 1 && work < 32768) /* as kern_matmul */
+                kern_multi_worker(&m, 0, 1);
+            else
+                tpool_run(pool, kern_multi_worker, &m);
+        }
+        jobs += c;
+        n -= c;
+    }
+}
+
+void kern_linear_multi(tpool_t *pool, int n, kern_mm_t *jobs, const float *x, int64_t n_tok, void *act)
+{
+    pthread_once(&kern_once, kern_init);
+    /* one pass per group of consecutive jobs sharing a vec_dot_type (the
+     * usual case: all of them), each group quantizing x once */
+    int i = 0;
+    while (i < n) {
+        qtype_t vt = qtype_info(jobs[i].wtype)->vec_dot_type;
+        int e = i + 1;
+        while (e < n && qtype_info(jobs[e].wtype)->vec_dot_type == vt)
+            e++;
+        kern_quantize_act_pool(pool, jobs[i].wtype, x, jobs[i].k, n_tok, act);
+        for (int g = i; g < e; g++)
+            jobs[g].act = act;
+        kern_matmul_multi(pool, e - i, jobs + i, n_tok);
+        i = e;
+    }
 }

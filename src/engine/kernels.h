@@ -82,4 +82,32 @@ void kern_quantize_act_pool(tpool_t *pool, qtype_t wtype, const float *x, int64_
 void kern_matmul(tpool_t *pool, qtype_t wtype, const void *W, int64_t n_rows, int64_t k,
                  const void *act, int64_t n_tok, float *out);
 
+/* One matrix product of a batch: out[t * n_rows + r] = dot(W row r, act
+ * row t), as kern_matmul (act is ignored by kern_linear_multi, which sets
+ * it). */
+typedef struct {
+    qtype_t wtype;
+    const void *W;   /* n_rows rows of k weights of wtype */
+    int64_t n_rows, k;
+    const void *act; /* n_tok rows from kern_quantize_act(wtype, ., k, ...) */
+    float *out;      /* n_tok x n_rows floats */
+} kern_mm_t;
+
+/* Most jobs one pool run takes; more are done in further runs. */
+#define KERN_MULTI_MAX 8
+
+/* Runs n products over n_tok tokens in one tpool_run (per KERN_MULTI_MAX
+ * jobs): the rows of all jobs are split across the threads together, so
+ * Q/K/V or gate/up cost one synchronisation instead of three or two. Every
+ * value is bitwise what kern_matmul gives for that job. */
+void kern_matmul_multi(tpool_t *pool, int n, const kern_mm_t *jobs, int64_t n_tok);
+
+/* Products of several matrices with the same float activations x (n_tok
+ * rows of k floats; every job has this k): x is converted once per run of
+ * consecutive jobs sharing a vec_dot_type (through the pool when n_tok is
+ * large) into act (at least max over jobs of kern_act_size(wtype, k,
+ * n_tok) bytes), jobs[i].act is set, then kern_matmul_multi runs. Values
+ * equal kern_quantize_act + kern_matmul per job, bit for bit. */
+void kern_linear_multi(tpool_t *pool, int n, kern_mm_t *jobs, const float *x, int64_t n_tok, void *act);
+
 #endif

@@ -220,6 +220,80 @@ static void test_matmul_blocks(kern_isa_t isa, tpool_t *pool2)
     }
 }
 
+/* kern_matmul_multi / kern_linear_multi: each job's output equals
+ * kern_quantize_act + kern_matmul bit for bit, for jobs of mixed types and
+ * vec_dot_types (one run per group), odd row counts and 1/2 threads. */
+static const struct {
+    int n;
+    qtype_t t[4];
+    int64_t rows[4];
+    int64_t n_tok;
+} multi_cases[] = {
+    {3, {QTYPE_Q4_K, QTYPE_Q4_K, QTYPE_Q6_K}, {37, 13, 13}, 1},   /* q, k, v of a Q4_K_M layer */
+    {3, {QTYPE_Q4_K, QTYPE_Q4_K, QTYPE_Q6_K}, {37, 13, 13}, 11},
+    {2, {QTYPE_Q8_0, QTYPE_Q8_0}, {50, 50}, 5},                   /* gate, up */
+    {4, {QTYPE_Q8_0, QTYPE_Q4_K, QTYPE_Q4_1, QTYPE_F16}, {9, 17, 5, 3}, 6}, /* four groups */
+    {1, {QTYPE_Q5_K}, {1}, 3},
+};
+
+static void test_multi(kern_isa_t isa, tpool_t *pool2)
+{
+    const int64_t k = 512;
+    for (size_t ci = 0; ci < sizeof multi_cases / sizeof multi_cases[0]; ci++) {
+        const int n = multi_cases[ci].n;
+        const int64_t T = multi_cases[ci].n_tok;
+        float *x = malloc(sizeof(float) * (size_t)(k * T));
+        fill_floats(x, k * T);
+        kern_mm_t jobs[4];
+        uint8_t *W[4];
+        float *ref[4], *o1[4], *o2[4];
+        size_t amax = 0;
+        for (int i = 0; i < n; i++) {
+            const wtype_case_t *c = NULL;
+            for (size_t wi = 0; wi < N_WTYPES; wi++)
+                if (wtypes[wi].t == multi_cases[ci].t[i])
+                    c = &wtypes[wi];
+            int64_t rows = multi_cases[ci].rows[i];
+            W[i] = malloc(qtype_row_size(c->t, k) * (size_t)rows);
+            fill_weights(c, W[i], rows, k);
+            size_t as = kern_act_size(c->t, k, T);
+            amax = as > amax ? as : amax;
+            ref[i] = malloc(sizeof(float) * (size_t)(rows * T));
+            o1[i] = malloc(sizeof(float) * (size_t)(rows * T));
+            o2[i] = malloc(sizeof(float) * (size_t)(rows * T));
+            jobs[i] = (kern_mm_t){c->t, W[i], rows, k, NULL, NULL};
+        }
+        void *act = malloc(amax);
+        for (int i = 0; i < n; i++) {
+            kern_quantize_act(jobs[i].wtype, x, k, T, act);
+            kern_matmul(NULL, jobs[i].wtype, W[i], jobs[i].n_rows, k, act, T, ref[i]);
+        }
+        for (int i = 0; i < n; i++)
+            jobs[i].out = o1[i];
+        kern_linear_multi(NULL, n, jobs, x, T, act);
+        for (int i = 0; i < n; i++)
+            jobs[i].out = o2[i];
+        kern_linear_multi(pool2, n, jobs, x, T, act);
+        int ok = 1;
+        for (int i = 0; i < n; i++) {
+            size_t sz = sizeof(float) * (size_t)(jobs[i].n_rows * T);
+            ok &= !memcmp(ref[i], o1[i], sz) && !memcmp(ref[i], o2[i], sz);
+        }
+        /* kern_matmul_multi on the act of the last group */
+        int last = n - 1;
+        kern_mm_t one = jobs[last];
+        one.out = o1[last];
+        memset(o1[last], 0, sizeof(float) * (size_t)(one.n_rows * T));
+        kern_matmul_multi(pool2, 1, &one, T);
+        ok &= !memcmp(ref[last], o1[last], sizeof(float) * (size_t)(one.n_rows * T));
+        tap_ok(ok, "%s linear_multi case %zu (%d jobs, %lld tokens) equals matmul per job, 1 and 2 threads",
+               kern_isa_name(isa), ci, n, (long long)T);
+        for (int i = 0; i < n; i++)
+            free(W[i]), free(ref[i]), free(o1[i]), free(o2[i]);
+        free(act), free(x);
+    }
+}
+
 int main(void)
 {
     tpool_t *pool2 = NULL;
@@ -238,6 +312,7 @@ int main(void)
         test_vec_dot((kern_isa_t)isa);
         test_matmul((kern_isa_t)isa, pool2);
         test_matmul_blocks((kern_isa_t)isa, pool2);
+        test_multi((kern_isa_t)isa, pool2);
     }
     tap_ok(kern_isa_set((kern_isa_t)99) == max, "isa request capped at cpu max");
     tpool_free(pool2);

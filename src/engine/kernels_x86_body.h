@@ -710,12 +710,11 @@ KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize,
                      const int nt)
 {
     const int64_t nb = n / QK_K;
-    const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
     __m256 acc[KERN_NR_MAX][KERN_NT_MAX], accm[KERN_NR_MAX][KERN_NT_MAX];
     for (int r = 0; r < nr; r++)
         K_FOR_T(t) acc[r][t] = accm[r][t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
-        __m256i sc256[KERN_NR_MAX];
+        __m512i scz[KERN_NR_MAX];
         float dx[KERN_NR_MAX];
         _Pragma("GCC unroll 4") for (int r = 0; r < nr; r++) {
             const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bsize;
@@ -728,7 +727,7 @@ KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize,
             memcpy(&d16, blk, 2);
             memcpy(&dmin16, blk + 2, 2);
             const __m128i sm = k_q45_scales(blk + 4);
-            sc256[r] = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+            scz[r] = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sm));
             dx[r] = k_h2f(d16);
             const float dmx = k_h2f(dmin16);
             /* the min part first (its own accumulator chain) */
@@ -740,38 +739,57 @@ KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize,
                 accm[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dmx * y->d), _mm256_cvtepi32_ps(pm), accm[r][t]);
             }
         }
-        __m256i sumi[KERN_NR_MAX][KERN_NT_MAX];
+        /* 512-bit integer part: one register holds a 32-byte chunk's low
+         * nibbles (lower half) and high nibbles (upper half), against the
+         * 64 contiguous activations they multiply */
+        const __m512i m4z = _mm512_set1_epi8(0xF), onez = _mm512_set1_epi8(1);
+        __m512i sumz[KERN_NR_MAX][KERN_NT_MAX];
         for (int r = 0; r < nr; r++)
-            K_FOR_T(t) sumi[r][t] = _mm256_setzero_si256();
+            K_FOR_T(t) sumz[r][t] = _mm512_setzero_si512();
         _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
-            __m256i y0[KERN_NT_MAX], y1[KERN_NT_MAX];
+            __m512i yz[KERN_NT_MAX];
             K_FOR_T(t) {
                 const block_q8_K *y = K_ACT(block_q8_K, t, i);
-                y0[t] = _mm256_loadu_si256((const __m256i *)(y->qs + 64 * j));
-                y1[t] = _mm256_loadu_si256((const __m256i *)(y->qs + 64 * j + 32));
+                yz[t] = _mm512_loadu_si512((const void *)(y->qs + 64 * j));
             }
+            /* words 0..15 take scale 2j, 16..31 scale 2j+1 */
+            const __m512i sidx = _mm512_set_epi32(
+                (4 * j + 3) << 24 | (4 * j + 2) << 16 | (4 * j + 3) << 8 | (4 * j + 2),
+                (4 * j + 3) << 24 | (4 * j + 2) << 16 | (4 * j + 3) << 8 | (4 * j + 2),
+                (4 * j + 3) << 24 | (4 * j + 2) << 16 | (4 * j + 3) << 8 | (4 * j + 2),
+                (4 * j + 3) << 24 | (4 * j + 2) << 16 | (4 * j + 3) << 8 | (4 * j + 2),
+                (4 * j + 3) << 24 | (4 * j + 2) << 16 | (4 * j + 3) << 8 | (4 * j + 2),
+                (4 * j + 3) << 24 | (4 * j + 2) << 16 | (4 * j + 3) << 8 | (4 * j + 2),
+                (4 * j + 3) << 24 | (4 * j + 2) << 16 | (4 * j + 3) << 8 | (4 * j + 2),
+                (4 * j + 3) << 24 | (4 * j + 2) << 16 | (4 * j + 3) << 8 | (4 * j + 2),
+                (4 * j + 1) << 24 | (4 * j) << 16 | (4 * j + 1) << 8 | (4 * j),
+                (4 * j + 1) << 24 | (4 * j) << 16 | (4 * j + 1) << 8 | (4 * j),
+                (4 * j + 1) << 24 | (4 * j) << 16 | (4 * j + 1) << 8 | (4 * j),
+                (4 * j + 1) << 24 | (4 * j) << 16 | (4 * j + 1) << 8 | (4 * j),
+                (4 * j + 1) << 24 | (4 * j) << 16 | (4 * j + 1) << 8 | (4 * j),
+                (4 * j + 1) << 24 | (4 * j) << 16 | (4 * j + 1) << 8 | (4 * j),
+                (4 * j + 1) << 24 | (4 * j) << 16 | (4 * j + 1) << 8 | (4 * j),
+                (4 * j + 1) << 24 | (4 * j) << 16 | (4 * j + 1) << 8 | (4 * j));
             _Pragma("GCC unroll 4") for (int r = 0; r < nr; r++) {
                 const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bsize;
                 const uint8_t *qs = blk + (has_qh ? 48 : 16);
-                __m256i bits = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
-                __m256i ql = _mm256_and_si256(bits, m4);
-                __m256i qhh = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+                __m512i bz = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * j)));
+                bz = _mm512_mask_srli_epi16(bz, (__mmask32)0xFFFF0000u, bz, 4);
+                __m512i q = _mm512_and_si512(bz, m4z);
                 if (has_qh) {
-                    const __m256i hbits = _mm256_loadu_si256((const __m256i *)(blk + 16));
-                    __m256i b0 = _mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j), one);
-                    __m256i b1 = _mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j + 1), one);
-                    ql = _mm256_or_si256(ql, _mm256_slli_epi16(b0, 4));
-                    qhh = _mm256_or_si256(qhh, _mm256_slli_epi16(b1, 4));
+                    __m512i hz = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 16)));
+                    hz = _mm512_srli_epi16(hz, 2 * j);
+                    hz = _mm512_mask_srli_epi16(hz, (__mmask32)0xFFFF0000u, hz, 1);
+                    q = _mm512_or_si512(q, _mm512_slli_epi16(_mm512_and_si512(hz, onez), 4));
                 }
-                const __m256i s0 = _mm256_shuffle_epi8(sc256[r], _mm256_set1_epi16((short)((4 * j + 1) << 8 | 4 * j)));
-                const __m256i s1 =
-                    _mm256_shuffle_epi8(sc256[r], _mm256_set1_epi16((short)((4 * j + 3) << 8 | (4 * j + 2))));
-                K_FOR_T(t) {
-                    sumi[r][t] = _mm256_dpwssd_epi32(sumi[r][t], s0, _mm256_maddubs_epi16(ql, y0[t]));
-                    sumi[r][t] = _mm256_dpwssd_epi32(sumi[r][t], s1, _mm256_maddubs_epi16(qhh, y1[t]));
-                }
+                const __m512i sz = _mm512_shuffle_epi8(scz[r], sidx);
+                K_FOR_T(t) sumz[r][t] = _mm512_dpwssd_epi32(sumz[r][t], sz, _mm512_maddubs_epi16(q, yz[t]));
             }
         }
+        __m256i sumi[KERN_NR_MAX][KERN_NT_MAX];
+        for (int r = 0; r < nr; r++)
+            K_FOR_T(t) sumi[r][t] = _mm256_add_epi32(_mm512_castsi512_si256(sumz[r][t]),
+                                                     _mm512_extracti64x4_epi64(sumz[r][t], 1));
         for (int r = 0; r < nr; r++)
             K_FOR_T(t) {
                 const block_q8_K *y = K_ACT(block_q8_K, t, i);

@@ -31,6 +31,7 @@
 #define KNAME(x) KCAT(x, KERN_SUFFIX)
 /* Token loops must be unrolled so per-token accumulators live in registers. */
 #define K_FOR_T(t) _Pragma("GCC unroll 8") for (int t = 0; t < nt; t++)
+#define K_FOR_R(r) _Pragma("GCC unroll 4") for (int r = 0; r < nr; r++)
 
 /* Software prefetch distance (bytes ahead in the same row): with rows of a
  * few hundred bytes this reaches the next tile's rows. Single-token decode
@@ -710,13 +711,14 @@ KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize,
                      const int nt)
 {
     const int64_t nb = n / QK_K;
-    __m256 acc[KERN_NR_MAX][KERN_NT_MAX], accm[KERN_NR_MAX][KERN_NT_MAX];
-    for (int r = 0; r < nr; r++)
-        K_FOR_T(t) acc[r][t] = accm[r][t] = _mm256_setzero_ps();
+    __m256 acc[KERN_NR_MAX][KERN_NT_MAX];
+    K_FOR_R(r)
+        K_FOR_T(t) acc[r][t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         __m512i scz[KERN_NR_MAX];
-        float dx[KERN_NR_MAX];
-        _Pragma("GCC unroll 4") for (int r = 0; r < nr; r++) {
+        __m256i mins16[KERN_NR_MAX];
+        __m256 dd[KERN_NR_MAX];
+        K_FOR_R(r) {
             const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bsize;
 #if K_PF_DIST > 0
             _mm_prefetch((const char *)blk + K_PF_DIST, _MM_HINT_T0);
@@ -728,23 +730,21 @@ KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize,
             memcpy(&dmin16, blk + 2, 2);
             const __m128i sm = k_q45_scales(blk + 4);
             scz[r] = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sm));
-            dx[r] = k_h2f(d16);
-            const float dmx = k_h2f(dmin16);
-            /* the min part first (its own accumulator chain) */
             const __m128i m8 = _mm_srli_si128(sm, 8);
-            const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
-            K_FOR_T(t) {
-                const block_q8_K *y = K_ACT(block_q8_K, t, i);
-                __m256i pm = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y->bsums), mins16);
-                accm[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dmx * y->d), _mm256_cvtepi32_ps(pm), accm[r][t]);
-            }
+            mins16[r] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+            /* [d, d, -dmin, -dmin] twice, following vphaddd's lane order
+             * below (negating an fp16 is exact) */
+            const uint16_t nm16 = (uint16_t)(dmin16 ^ 0x8000u);
+            const uint64_t packed = (uint64_t)d16 | (uint64_t)d16 << 16 | (uint64_t)nm16 << 32 | (uint64_t)nm16 << 48;
+            const __m128 d4 = _mm_cvtph_ps(_mm_cvtsi64_si128((long long)packed));
+            dd[r] = _mm256_set_m128(d4, d4);
         }
         /* 512-bit integer part: one register holds a 32-byte chunk's low
          * nibbles (lower half) and high nibbles (upper half), against the
          * 64 contiguous activations they multiply */
         const __m512i m4z = _mm512_set1_epi8(0xF), onez = _mm512_set1_epi8(1);
         __m512i sumz[KERN_NR_MAX][KERN_NT_MAX];
-        for (int r = 0; r < nr; r++)
+        K_FOR_R(r)
             K_FOR_T(t) sumz[r][t] = _mm512_setzero_si512();
         _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
             __m512i yz[KERN_NT_MAX];
@@ -770,7 +770,7 @@ KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize,
                 (4 * j + 1) << 24 | (4 * j) << 16 | (4 * j + 1) << 8 | (4 * j),
                 (4 * j + 1) << 24 | (4 * j) << 16 | (4 * j + 1) << 8 | (4 * j),
                 (4 * j + 1) << 24 | (4 * j) << 16 | (4 * j + 1) << 8 | (4 * j));
-            _Pragma("GCC unroll 4") for (int r = 0; r < nr; r++) {
+            K_FOR_R(r) {
                 const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bsize;
                 const uint8_t *qs = blk + (has_qh ? 48 : 16);
                 __m512i bz = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * j)));
@@ -787,17 +787,24 @@ KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize,
             }
         }
         __m256i sumi[KERN_NR_MAX][KERN_NT_MAX];
-        for (int r = 0; r < nr; r++)
+        K_FOR_R(r)
             K_FOR_T(t) sumi[r][t] = _mm256_add_epi32(_mm512_castsi512_si256(sumz[r][t]),
                                                      _mm512_extracti64x4_epi64(sumz[r][t], 1));
-        for (int r = 0; r < nr; r++)
-            K_FOR_T(t) {
-                const block_q8_K *y = K_ACT(block_q8_K, t, i);
-                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dx[r] * y->d), _mm256_cvtepi32_ps(sumi[r][t]), acc[r][t]);
+        /* one float step per (row, token): vphaddd packs the scale sums
+         * (lanes 0-1, 4-5) and the min sums (lanes 2-3, 6-7) exactly, then
+         * acc += [d, d, -dmin, -dmin] * y.d * sums */
+        K_FOR_T(t) {
+            const block_q8_K *y = K_ACT(block_q8_K, t, i);
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
+            const __m256 yd = _mm256_set1_ps(y->d);
+            K_FOR_R(r) {
+                __m256i h = _mm256_hadd_epi32(sumi[r][t], _mm256_madd_epi16(bs, mins16[r]));
+                acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dd[r], yd), _mm256_cvtepi32_ps(h), acc[r][t]);
             }
+        }
     }
-    for (int r = 0; r < nr; r++)
-        K_FOR_T(t) out[r + (size_t)t * out_stride] = k_hsum8(acc[r][t]) - k_hsum8(accm[r][t]);
+    K_FOR_R(r)
+        K_FOR_T(t) out[r + (size_t)t * out_stride] = k_hsum8(acc[r][t]);
 }
 
 KB void k_q4_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, size_t act_stride, float *out,
@@ -818,11 +825,11 @@ KB void k_q6_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, 
     const int64_t nb = n / QK_K;
     const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3);
     __m256 acc[KERN_NR_MAX][KERN_NT_MAX];
-    for (int r = 0; r < nr; r++)
+    K_FOR_R(r)
         K_FOR_T(t) acc[r][t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         __m256i sumi[KERN_NR_MAX][KERN_NT_MAX], sc16[KERN_NR_MAX];
-        for (int r = 0; r < nr; r++) {
+        K_FOR_R(r) {
             const block_q6_K *x = (const block_q6_K *)((const uint8_t *)w + (size_t)r * w_stride) + i;
 #if K_PF_DIST > 0
             _mm_prefetch((const char *)x + K_PF_DIST, _MM_HINT_T0);
@@ -840,7 +847,7 @@ KB void k_q6_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, 
                     const block_q8_K *y = K_ACT(block_q8_K, t, i);
                     yv[t] = _mm256_loadu_si256((const __m256i *)(y->qs + 128 * h + 32 * m));
                 }
-                _Pragma("GCC unroll 4") for (int r = 0; r < nr; r++) {
+                K_FOR_R(r) {
                     const block_q6_K *x = (const block_q6_K *)((const uint8_t *)w + (size_t)r * w_stride) + i;
                     __m256i b = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * h + 32 * (m & 1)));
                     __m256i bh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * h));
@@ -852,7 +859,7 @@ KB void k_q6_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, 
                 }
             }
         }
-        _Pragma("GCC unroll 4") for (int r = 0; r < nr; r++) {
+        K_FOR_R(r) {
             const block_q6_K *x = (const block_q6_K *)((const uint8_t *)w + (size_t)r * w_stride) + i;
             const float dx = k_h2f(x->d);
             K_FOR_T(t) {
@@ -864,7 +871,7 @@ KB void k_q6_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, 
             }
         }
     }
-    for (int r = 0; r < nr; r++)
+    K_FOR_R(r)
         K_FOR_T(t) out[r + (size_t)t * out_stride] = k_hsum8(acc[r][t]);
 }
 #endif

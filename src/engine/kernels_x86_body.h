@@ -711,13 +711,12 @@ KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize,
                      const int nt)
 {
     const int64_t nb = n / QK_K;
-    __m256 acc[KERN_NR_MAX][KERN_NT_MAX];
+    __m256 acc[KERN_NR_MAX][KERN_NT_MAX], accm[KERN_NR_MAX][KERN_NT_MAX];
     K_FOR_R(r)
-        K_FOR_T(t) acc[r][t] = _mm256_setzero_ps();
+        K_FOR_T(t) acc[r][t] = accm[r][t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         __m512i scz[KERN_NR_MAX];
-        __m256i mins16[KERN_NR_MAX];
-        __m256 dd[KERN_NR_MAX];
+        float dx[KERN_NR_MAX];
         K_FOR_R(r) {
             const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bsize;
 #if K_PF_DIST > 0
@@ -730,14 +729,16 @@ KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize,
             memcpy(&dmin16, blk + 2, 2);
             const __m128i sm = k_q45_scales(blk + 4);
             scz[r] = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sm));
+            dx[r] = k_h2f(d16);
+            const float dmx = k_h2f(dmin16);
+            /* the min part first (its own accumulator chain) */
             const __m128i m8 = _mm_srli_si128(sm, 8);
-            mins16[r] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
-            /* [d, d, -dmin, -dmin] twice, following vphaddd's lane order
-             * below (negating an fp16 is exact) */
-            const uint16_t nm16 = (uint16_t)(dmin16 ^ 0x8000u);
-            const uint64_t packed = (uint64_t)d16 | (uint64_t)d16 << 16 | (uint64_t)nm16 << 32 | (uint64_t)nm16 << 48;
-            const __m128 d4 = _mm_cvtph_ps(_mm_cvtsi64_si128((long long)packed));
-            dd[r] = _mm256_set_m128(d4, d4);
+            const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+            K_FOR_T(t) {
+                const block_q8_K *y = K_ACT(block_q8_K, t, i);
+                __m256i pm = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y->bsums), mins16);
+                accm[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dmx * y->d), _mm256_cvtepi32_ps(pm), accm[r][t]);
+            }
         }
         /* 512-bit integer part: one register holds a 32-byte chunk's low
          * nibbles (lower half) and high nibbles (upper half), against the
@@ -790,21 +791,14 @@ KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize,
         K_FOR_R(r)
             K_FOR_T(t) sumi[r][t] = _mm256_add_epi32(_mm512_castsi512_si256(sumz[r][t]),
                                                      _mm512_extracti64x4_epi64(sumz[r][t], 1));
-        /* one float step per (row, token): vphaddd packs the scale sums
-         * (lanes 0-1, 4-5) and the min sums (lanes 2-3, 6-7) exactly, then
-         * acc += [d, d, -dmin, -dmin] * y.d * sums */
-        K_FOR_T(t) {
-            const block_q8_K *y = K_ACT(block_q8_K, t, i);
-            const __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
-            const __m256 yd = _mm256_set1_ps(y->d);
-            K_FOR_R(r) {
-                __m256i h = _mm256_hadd_epi32(sumi[r][t], _mm256_madd_epi16(bs, mins16[r]));
-                acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dd[r], yd), _mm256_cvtepi32_ps(h), acc[r][t]);
+        K_FOR_R(r)
+            K_FOR_T(t) {
+                const block_q8_K *y = K_ACT(block_q8_K, t, i);
+                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dx[r] * y->d), _mm256_cvtepi32_ps(sumi[r][t]), acc[r][t]);
             }
-        }
     }
     K_FOR_R(r)
-        K_FOR_T(t) out[r + (size_t)t * out_stride] = k_hsum8(acc[r][t]);
+        K_FOR_T(t) out[r + (size_t)t * out_stride] = k_hsum8(acc[r][t]) - k_hsum8(accm[r][t]);
 }
 
 KB void k_q4_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, size_t act_stride, float *out,

@@ -818,12 +818,16 @@ KB void k_q6_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, 
                     size_t out_stride, const int nr, const int nt)
 {
     const int64_t nb = n / QK_K;
-    const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3);
     __m256 acc[KERN_NR_MAX][KERN_NT_MAX];
     K_FOR_R(r)
         K_FOR_T(t) acc[r][t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
-        __m256i sumi[KERN_NR_MAX][KERN_NT_MAX], sc16[KERN_NR_MAX];
+        /* 512-bit integer part: chunks m = 2p and 2p + 1 in one register
+         * (64 contiguous ql bytes, qh shifted by 2m per half), against 64
+         * contiguous activations; scales per 128-bit lane by vpshufb */
+        const __m512i m4z = _mm512_set1_epi8(0xF), m2z = _mm512_set1_epi8(3);
+        __m512i sumz[KERN_NR_MAX][KERN_NT_MAX];
+        __m256i sc16[KERN_NR_MAX];
         K_FOR_R(r) {
             const block_q6_K *x = (const block_q6_K *)((const uint8_t *)w + (size_t)r * w_stride) + i;
 #if K_PF_DIST > 0
@@ -833,27 +837,41 @@ KB void k_q6_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, 
             _mm_prefetch((const char *)x + K_PF_DIST + 192, _MM_HINT_T0);
 #endif
             sc16[r] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
-            K_FOR_T(t) sumi[r][t] = _mm256_setzero_si256();
+            K_FOR_T(t) sumz[r][t] = _mm512_setzero_si512();
         }
         _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
-            _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++) {
-                __m256i yv[KERN_NT_MAX];
+            _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++) {
+                __m512i yz[KERN_NT_MAX];
                 K_FOR_T(t) {
                     const block_q8_K *y = K_ACT(block_q8_K, t, i);
-                    yv[t] = _mm256_loadu_si256((const __m256i *)(y->qs + 128 * h + 32 * m));
+                    yz[t] = _mm512_loadu_si512((const void *)(y->qs + 128 * h + 64 * p));
                 }
+#define K_B0(L) (2 * (4 * p + (L)))
+#define K_DW(L) ((K_B0(L) + 1) << 24 | K_B0(L) << 16 | (K_B0(L) + 1) << 8 | K_B0(L))
+                const __m512i sidx = _mm512_set_epi32(K_DW(3), K_DW(3), K_DW(3), K_DW(3), K_DW(2), K_DW(2), K_DW(2),
+                                                      K_DW(2), K_DW(1), K_DW(1), K_DW(1), K_DW(1), K_DW(0), K_DW(0),
+                                                      K_DW(0), K_DW(0));
+#undef K_DW
+#undef K_B0
                 K_FOR_R(r) {
                     const block_q6_K *x = (const block_q6_K *)((const uint8_t *)w + (size_t)r * w_stride) + i;
-                    __m256i b = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * h + 32 * (m & 1)));
-                    __m256i bh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * h));
-                    __m256i lo = _mm256_and_si256(m & 2 ? _mm256_srli_epi16(b, 4) : b, m4);
-                    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bh, 2 * m), m2);
-                    __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
-                    const __m256i scv = k_scale_pair(sc16[r], 4 * h + m);
-                    K_FOR_T(t) sumi[r][t] = _mm256_dpwssd_epi32(sumi[r][t], scv, _mm256_maddubs_epi16(q, yv[t]));
+                    __m512i b = _mm512_loadu_si512((const void *)(x->ql + 64 * h));
+                    __m512i hz = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x->qh + 32 * h)));
+                    hz = _mm512_srli_epi16(hz, 4 * p);
+                    hz = _mm512_mask_srli_epi16(hz, (__mmask32)0xFFFF0000u, hz, 2);
+                    __m512i lo = _mm512_and_si512(p ? _mm512_srli_epi16(b, 4) : b, m4z);
+                    __m512i q = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(hz, m2z), 4));
+                    const __m512i sc8 = _mm512_broadcast_i32x4(h ? _mm256_extracti128_si256(sc16[r], 1)
+                                                                 : _mm256_castsi256_si128(sc16[r]));
+                    const __m512i scv = _mm512_shuffle_epi8(sc8, sidx);
+                    K_FOR_T(t) sumz[r][t] = _mm512_dpwssd_epi32(sumz[r][t], scv, _mm512_maddubs_epi16(q, yz[t]));
                 }
             }
         }
+        __m256i sumi[KERN_NR_MAX][KERN_NT_MAX];
+        K_FOR_R(r)
+            K_FOR_T(t) sumi[r][t] = _mm256_add_epi32(_mm512_castsi512_si256(sumz[r][t]),
+                                                     _mm512_extracti64x4_epi64(sumz[r][t], 1));
         K_FOR_R(r) {
             const block_q6_K *x = (const block_q6_K *)((const uint8_t *)w + (size_t)r * w_stride) + i;
             const float dx = k_h2f(x->d);

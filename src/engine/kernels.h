@@ -37,7 +37,7 @@
 typedef enum {
     KERN_ISA_SCALAR = 0,
     KERN_ISA_AVX2 = 1,   /* AVX2 + FMA + F16C */
-    KERN_ISA_AVX512 = 2  /* + AVX-512 F/BW/VL/VNNI (256-bit VNNI dot products) */
+    KERN_ISA_AVX512 = 2  /* + AVX-512 F/BW/VL/VNNI (256/512-bit VNNI tiles) */
 } kern_isa_t;
 
 /* The ISA level in use (the first call detects it; reads LLM_FCGI_ISA). */

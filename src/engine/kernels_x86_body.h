@@ -11,7 +11,11 @@
  *
  * With KERN_VNNI, Q8_0 also has a rows x tokens tile (k_q8_0_tile_z: four
  * blocks per step in 512-bit registers, k_q8_0_tile_step for the tail) that
- * is the Q8_0 dot kernel of that level (single rows are a 1-row tile).
+ * is the Q8_0 dot kernel of that level (single rows are a 1-row tile), and
+ * so do Q4_K, Q5_K and Q6_K (k_q45_k_tile, k_q6_k_tile: 512-bit integer
+ * sums, up to 4 rows x 4 tokens per pass, software prefetch; their float
+ * operations are those of the 256-bit kernels, so results equal the AVX2
+ * level's bit for bit).
  *
  * Batch invariance: every kernel is written once as an always-inline body
  * taking a compile-time nt; the weight block is decoded once and then, per

@@ -12,7 +12,15 @@ TOP_SRCDIR=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 
 ok() { # ok COND_STATUS NAME
     E2E_N=$((E2E_N + 1))
-    if [ "$1" -eq 0 ]; then echo "ok $E2E_N - $2"; else echo "not ok $E2E_N - $2"; E2E_FAILED=$((E2E_FAILED + 1)); fi
+    if [ "$1" -eq 0 ]; then echo "ok - $2"; else echo "not ok - $2"; E2E_FAILED=$((E2E_FAILED + 1)); fi
+}
+# run_node SCRIPT: runs a node TAP producer (bounded), folds its lines in
+run_node() {
+    timeout "${NODE_TIMEOUT:-180}" node "$@" >"$E2E_TMP/node.tap" 2>&1
+    cat "$E2E_TMP/node.tap"
+    E2E_N=$((E2E_N + $(grep -cE '^(not )?ok' "$E2E_TMP/node.tap")))
+    E2E_FAILED=$((E2E_FAILED + $(grep -c '^not ok' "$E2E_TMP/node.tap")))
+    if ! grep -qE '^(not )?ok' "$E2E_TMP/node.tap"; then ok 1 "node $1 produced no results"; fi
 }
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 diag() { echo "# $*"; }
@@ -28,6 +36,15 @@ trap 'exit 1' INT TERM HUP
 
 free_port() {
     node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+
+# stop_server: SIGTERM to both; sets LLM_STATUS to llm-fcgi's exit status
+stop_server() {
+    kill -TERM "$LLM_PID" 2>/dev/null
+    i=0
+    while kill -0 "$LLM_PID" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    wait "$LLM_PID" 2>/dev/null; LLM_STATUS=$?
+    kill "$NGINX_PID" 2>/dev/null; wait "$NGINX_PID" 2>/dev/null
 }
 
 # start_server BINARY ARGS... : llm-fcgi on $E2E_TMP/llm.sock, nginx on $PORT

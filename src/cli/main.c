@@ -14,6 +14,10 @@ typedef struct {
 static const command_t commands[] = {
     {"serve", cmd_serve, "serve the OpenAI-compatible API over FastCGI (behind nginx)"},
     {"help", NULL, "list the subcommands"},
+    {"info", cmd_info, "describe a GGUF model (architecture, vocabulary, tensors, KV memory)"},
+    {"tokenize", cmd_tokenize, "print the token ids of a text"},
+    {"generate", cmd_generate, "generate a completion of a prompt on the command line"},
+    {"bench", cmd_bench, "measure prompt-processing and generation speed"},
 };
 
 static int print_help(FILE *out)

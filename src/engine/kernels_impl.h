@@ -1,0 +1,28 @@
+/* kernels_impl.h - internal interface between the kernel dispatcher
+ * (kernels.c) and the per-ISA kernel files (kernels_avx2.c, ...).
+ *
+ * A dot kernel multiplies one weight row by nt (1..KERN_NT_MAX) activation
+ * rows: out[t * out_stride] = dot(w, act + t * act_stride) for t < nt. Each
+ * token has its own accumulator chain whose float operations do not depend
+ * on nt, which is what makes kern_matmul batch invariant.
+ */
+#ifndef LF_KERNELS_IMPL_H
+#define LF_KERNELS_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/qtype.h"
+
+#define KERN_NT_MAX 4
+
+typedef void (*kern_dot_fn_t)(int64_t n, const void *w, const void *act, size_t act_stride, int nt,
+                              float *out, size_t out_stride);
+
+/* Fill tab[wtype] for the weight types the ISA file implements; entries it
+ * does not know are left untouched (the caller pre-fills with the level
+ * below). Only call when the CPU supports the ISA. */
+void kern_fill_avx2(kern_dot_fn_t tab[QTYPE_COUNT]);
+void kern_fill_avx512(kern_dot_fn_t tab[QTYPE_COUNT]);
+
+#endif

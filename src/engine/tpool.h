@@ -1,0 +1,40 @@
+/* tpool.h - a small fixed thread pool for the compute kernels.
+ *
+ * A pool of n threads: the calling thread participates as thread 0 and
+ * n - 1 workers are created once. tpool_run(pool, fn, arg) calls
+ * fn(arg, ith, nth) exactly once for every ith in [0, nth) and returns when
+ * all calls have finished; nth == tpool_size(pool). Workers spin only very
+ * briefly (a few microseconds) after a job and then sleep on a condition
+ * variable, so an idle pool costs no CPU (the HTTP threads share the cores).
+ * tpool_run performs no allocation. One tpool_run at a time per pool (the
+ * scheduler thread owns the pool); fn must not call tpool_run on the same
+ * pool.
+ *
+ * Ownership: tpool_create returns a pool the caller frees with
+ * tpool_free (which accepts NULL and joins the workers).
+ */
+#ifndef LF_TPOOL_H
+#define LF_TPOOL_H
+
+#include "common/status.h"
+
+typedef struct tpool tpool_t;
+
+typedef void (*tpool_fn_t)(void *arg, int ith, int nth);
+
+/* Creates a pool of n_threads (>= 1; the caller counts as one) in *out.
+ * Fails with LF_ERR_INVALID for n_threads < 1 or > 256, LF_ERR_NOMEM or
+ * LF_ERR_INTERNAL if memory or threads cannot be had. */
+lf_code_t tpool_create(int n_threads, tpool_t **out, lf_err_t *err);
+
+/* Joins the workers and frees the pool; NULL is allowed. */
+void tpool_free(tpool_t *pool);
+
+/* Number of threads (including the caller); 1 for a NULL pool. */
+int tpool_size(const tpool_t *pool);
+
+/* Runs fn(arg, ith, nth) for every ith on its own thread, the caller doing
+ * ith = 0; returns when all are done. A NULL pool runs fn(arg, 0, 1). */
+void tpool_run(tpool_t *pool, tpool_fn_t fn, void *arg);
+
+#endif

@@ -16,7 +16,6 @@
 #include <time.h>
 
 #include "engine/forward.h"
-#include "engine/sched_sample.h"
 #include "engine/vocab.h"
 
 struct sched_chan {
@@ -44,7 +43,7 @@ typedef struct job {
     int32_t n_past;       /* positions in the KV cache */
     int32_t n_gen;
     int32_t last;         /* last sampled token (decode input) */
-    sched_rng_t rng;
+    sampler_t *smp;
     int32_t logit_j;      /* index into fwd_logits for this step, -1 none */
 } job_t;
 
@@ -176,6 +175,15 @@ void sched_chan_free(sched_chan_t *ch)
 
 /* ---- jobs ---- */
 
+static void job_free(job_t *j)
+{
+    if (!j)
+        return;
+    sampler_free(j->smp);
+    free(j->prompt);
+    free(j);
+}
+
 static void job_finish(sched_t *s, job_t *j, sched_finish_t why, lf_code_t code)
 {
     sched_event_t ev = {.kind = SCHED_EV_DONE, .index = j->index, .finish = why,
@@ -187,8 +195,7 @@ static void job_finish(sched_t *s, job_t *j, sched_finish_t why, lf_code_t code)
         s->n_running--;
     }
     chan_unref(j->ch);
-    free(j->prompt);
-    free(j);
+    job_free(j);
 }
 
 static void admit(sched_t *s)
@@ -280,8 +287,12 @@ static void step_commit(sched_t *s, int32_t n_tok)
             job_finish(s, j, SCHED_FINISH_ERROR, LF_ERR_INTERNAL);
             continue;
         }
-        int32_t tok = sched_sample(logits, vocab_n_tokens(s->vocab), j->params.temperature, &j->rng,
-                                   j->params.ignore_eos ? s->vocab : NULL);
+        int32_t tok = -1;
+        lf_err_t serr;
+        if (sampler_sample(j->smp, logits, &tok, &serr) != LF_OK || sampler_accept(j->smp, tok, &serr) != LF_OK) {
+            job_finish(s, j, SCHED_FINISH_ERROR, serr.code);
+            continue;
+        }
         j->last = tok;
         j->n_gen++;
         s->st.gen_tokens++;
@@ -493,18 +504,29 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
     job_t **jobs = calloc((size_t)n, sizeof *jobs);
     if (!jobs)
         return lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+    int32_t eos = vocab_eos(s->vocab);
     for (int32_t i = 0; i < n; i++) {
+        sampler_params_t sp = params[i].sampling;
+        if (params[i].ignore_eos && eos >= 0) {
+            sp.banned = &eos;
+            sp.n_banned = 1;
+        }
+        lf_code_t rc = LF_ERR_NOMEM;
         jobs[i] = calloc(1, sizeof **jobs);
         if (jobs[i])
             jobs[i]->prompt = malloc(n_prompts[i] * sizeof(int32_t));
-        if (!jobs[i] || !jobs[i]->prompt) {
-            for (int32_t k = 0; k <= i; k++) {
-                if (jobs[k])
-                    free(jobs[k]->prompt);
-                free(jobs[k]);
-            }
+        if (jobs[i] && jobs[i]->prompt) {
+            jobs[i]->smp = sampler_create(&sp, n_vocab, params[i].entropy, err);
+            rc = jobs[i]->smp ? sampler_add_prompt(jobs[i]->smp, prompts[i], (int32_t)n_prompts[i], err)
+                              : (err ? err->code : LF_ERR_INVALID);
+        } else {
+            lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+        }
+        if (rc != LF_OK) {
+            for (int32_t k = 0; k <= i; k++)
+                job_free(jobs[k]);
             free(jobs);
-            return lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+            return err ? err->code : rc;
         }
         memcpy(jobs[i]->prompt, prompts[i], n_prompts[i] * sizeof(int32_t));
         jobs[i]->n_prompt = (int32_t)n_prompts[i];
@@ -513,7 +535,6 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
         jobs[i]->ch = ch;
         jobs[i]->state = JOB_WAITING;
         jobs[i]->slot = -1;
-        sched_rng_seed(&jobs[i]->rng, params[i].seed);
     }
     pthread_mutex_lock(&s->mu);
     /* jobs that find a free slot right away do not count as queued */
@@ -522,10 +543,8 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
         free_slots = 0;
     if (s->stop || s->n_waiting + n - free_slots > s->o.max_queue) {
         pthread_mutex_unlock(&s->mu);
-        for (int32_t i = 0; i < n; i++) {
-            free(jobs[i]->prompt);
-            free(jobs[i]);
-        }
+        for (int32_t i = 0; i < n; i++)
+            job_free(jobs[i]);
         free(jobs);
         return lf_err_set(err, LF_ERR_OVERLOAD, "The server is busy: too many requests waiting; retry later");
     }

@@ -33,6 +33,7 @@
 
 #include "common/status.h"
 #include "engine/model.h"
+#include "engine/sampler.h"
 
 typedef struct {
     int32_t n_parallel;   /* slots = sequences decoded together (>= 1) */
@@ -43,14 +44,15 @@ typedef struct {
     int32_t chan_cap;     /* events a channel holds (<= 0: 64) */
 } sched_opts_t;
 
-/* Sampling parameters of one job. Extended by the decoding-controls work
- * (top_p, top_k, penalties, logit bias, stop ids...): add fields here, zero
- * must keep meaning "off". */
+/* Parameters of one job. `sampling` is the whole sampler chain
+ * (engine/sampler.h: temperature, top-k/p, min-p, penalties, bias, seed);
+ * its arrays are copied by sched_submit. `entropy` seeds the job's RNG when
+ * sampling.has_seed is false. */
 typedef struct {
     int32_t max_tokens;   /* tokens to generate (>= 1) */
-    float temperature;    /* 0 = greedy */
-    uint64_t seed;        /* per-job RNG seed */
-    bool ignore_eos;
+    sampler_params_t sampling;
+    uint64_t entropy;
+    bool ignore_eos;      /* never stop on end-of-generation tokens */
 } sched_params_t;
 
 typedef enum {

@@ -300,8 +300,13 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
         char hex[17];
         memcpy(hex, r->id, 16);
         hex[16] = '\0';
-        uint64_t seed = gen->has_seed ? gen->seed : strtoull(hex, NULL, 16) + (uint64_t)i;
-        params[i] = (sched_params_t){.max_tokens = mt, .temperature = gen->temperature, .seed = seed};
+        uint64_t seed = strtoull(hex, NULL, 16) + (uint64_t)i;
+        params[i].max_tokens = mt;
+        sampler_params_default(&params[i].sampling);
+        params[i].sampling.temperature = gen->temperature;
+        params[i].sampling.has_seed = gen->has_seed;
+        params[i].sampling.seed = gen->seed;
+        params[i].entropy = seed;
         vocab_detok_init(&ch[i].detok, s->vocab, false);
         ch[i].n_prompt = (int32_t)n_prompts[i];
     }

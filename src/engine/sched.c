@@ -537,11 +537,8 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
         jobs[i]->slot = -1;
     }
     pthread_mutex_lock(&s->mu);
-    /* jobs that find a free slot right away do not count as queued */
-    int32_t free_slots = s->o.n_parallel - s->n_running - s->n_waiting;
-    if (free_slots < 0)
-        free_slots = 0;
-    if (s->stop || s->n_waiting + n - free_slots > s->o.max_queue) {
+    /* jobs that will find a free slot do not count as queued */
+    if (s->stop || s->n_running + s->n_waiting + n - s->o.n_parallel > s->o.max_queue) {
         pthread_mutex_unlock(&s->mu);
         for (int32_t i = 0; i < n; i++)
             job_free(jobs[i]);

@@ -42,24 +42,31 @@ stop_server
 ok $([ "$LLM_STATUS" = 0 ]; echo $?) "SIGTERM when idle: exit 0 (got $LLM_STATUS)"
 [ ! -e "$SOCK" ]; ok $? "socket removed on exit"
 
-# ---- phase 2: no auth, one slot, no queue, small body limit, slow engine
+# ---- phase 2: no auth, one slot, a queue of one, small body limit, slow engine
 export LLM_STUB_DELAY_MS=30
-E2E_NGINX_MAX_BODY=1m start_server "$STUB" serve -m stub.gguf --parallel 1 --max-queue 0 --max-body 2000 \
-    || { ok 1 "server 2 starts"; e2e_done; exit 1; }
+E2E_NGINX_MAX_BODY=1m start_server "$STUB" serve -m stub.gguf --parallel 1 --max-queue 1 --max-body 2000 \
+    --ping-interval 1 || { ok 1 "server 2 starts"; e2e_done; exit 1; }
 code=$(c -o /dev/null -w '%{http_code}' "$BASE/v1/models")
 ok $([ "$code" = 200 ]; echo $?) "auth off: no key needed"
 big=$(head -c 3000 /dev/zero | tr '\0' 'a')
 c -o "$E2E_TMP/b" -w '%{http_code}' -d "{\"prompt\":\"$big\"}" "$BASE/v1/completions" >"$E2E_TMP/code"
 [ "$(cat "$E2E_TMP/code")" = 413 ] && grep -q '"error"' "$E2E_TMP/b"; ok $? "body over --max-body -> 413 JSON"
 
-# a slow stream holds the only slot; the next request is refused with 429
+# a slow stream holds the only slot, a second one waits in the queue (and
+# gets ": ping" comments meanwhile), a third is refused with 429
 c -N -d '{"prompt":"Hi","max_tokens":60,"stream":true}' "$BASE/v1/completions" >"$E2E_TMP/long" &
 LONG=$!
-sleep 0.5
+sleep 0.3
+c -N -d '{"prompt":"Hi","max_tokens":3,"stream":true}' "$BASE/v1/completions" >"$E2E_TMP/queued" &
+QUEUED=$!
+sleep 0.3
 c -o "$E2E_TMP/q" -w '%{http_code}' -d '{"prompt":"x","max_tokens":2}' "$BASE/v1/completions" >"$E2E_TMP/code"
 [ "$(cat "$E2E_TMP/code")" = 429 ] && grep -q '"rate_limit_error"' "$E2E_TMP/q"; ok $? "full queue -> 429 JSON"
 wait $LONG
 tail -c 20 "$E2E_TMP/long" | grep -q 'data: \[DONE\]'; ok $? "the running stream is unaffected"
+wait $QUEUED
+head -n 1 "$E2E_TMP/queued" | grep -q '^: ping$' && tail -c 20 "$E2E_TMP/queued" | grep -q 'data: \[DONE\]'
+ok $? "a queued stream gets ': ping' comments while it waits, then its tokens"
 
 # a client that disconnects mid-stream frees its slot at once
 c -N -m 1 -d '{"prompt":"Hi","max_tokens":400,"stream":true}' "$BASE/v1/completions" >"$E2E_TMP/cut" 2>/dev/null

@@ -53,7 +53,7 @@ model=$(cd "$(dirname "$model")" && pwd)/$(basename "$model")
 run=$top/build/run
 mkdir -p "$run/tmp"
 sock=$run/llm-fcgi.sock
-sed -e "s|@PREFIX@|$run|g" -e "s|@SOCKET@|$sock|g" -e "s|@LISTEN@|127.0.0.1:$port|g" \
+sed -e "s|@PREFIX@|$run|g" -e "s|@UPSTREAM@|unix:$sock|g" -e "s|@LISTEN@|127.0.0.1:$port|g" \
     -e "s|@USER@|$(id -un)|g" -e "s|@GROUP@|$(id -gn)|g" -e "s|@MAX_BODY@|16m|g" \
     "$top/nginx/llm-fcgi-run.conf.in" >"$run/nginx.conf"
 

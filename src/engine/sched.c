@@ -401,6 +401,8 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
         return NULL;
     }
     s->o.n_ctx = fwd_n_ctx(s->fwd);
+    if (fwd_max_batch(s->fwd) > 0 && fwd_max_batch(s->fwd) < s->o.batch_tokens)
+        s->o.batch_tokens = fwd_max_batch(s->fwd);
     s->slots = calloc((size_t)s->o.n_parallel, sizeof *s->slots);
     s->batch = calloc((size_t)s->o.batch_tokens, sizeof *s->batch);
     s->batch_owner = calloc((size_t)s->o.batch_tokens + (size_t)s->o.n_parallel, sizeof *s->batch_owner);

@@ -193,10 +193,22 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *t, int32_t n, lf_err_t *err)
     }
     return LF_OK;
 }
+int32_t fwd_max_batch(const fwd_t *f) { return f->max_batch; }
+lf_code_t fwd_prefill(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n, bool want_logits, lf_err_t *err)
+{
+    for (int32_t i = 0; i < n; i++) {
+        fwd_tok_t t = {.token = tokens[i], .seq = seq, .pos = fwd_seq_len(f, seq), .logits = want_logits && i == n - 1};
+        lf_code_t rc = fwd_decode(f, &t, 1, err);
+        if (rc != LF_OK)
+            return rc;
+    }
+    return LF_OK;
+}
 const float *fwd_logits(const fwd_t *f, int32_t j)
 {
     return j >= 0 && j < f->n_logits ? f->logits + (size_t)j * STUB_NV : NULL;
 }
+int32_t fwd_seq_len(const fwd_t *f, int32_t seq);
 void fwd_seq_rm(fwd_t *f, int32_t seq)
 {
     if (seq >= 0 && seq < f->n_seq)

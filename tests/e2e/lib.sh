@@ -53,15 +53,26 @@ start_server() {
     "$@" --socket "$SOCK" >"$E2E_TMP/llm.out" 2>"$E2E_TMP/llm.log" &
     LLM_PID=$!
     E2E_PIDS="$E2E_PIDS $LLM_PID"
+    wait_socket "$SOCK" || return 1
+    start_nginx "unix:$SOCK"
+}
+
+# wait_socket PATH: until PATH is a socket or llm-fcgi died (30 s max)
+wait_socket() {
     i=0
-    while [ ! -S "$SOCK" ] && [ $i -lt 300 ]; do
+    while [ ! -S "$1" ] && [ $i -lt 300 ]; do
         kill -0 "$LLM_PID" 2>/dev/null || break
         sleep 0.1; i=$((i + 1))
     done
-    [ -S "$SOCK" ] || { diag "llm-fcgi did not start:"; sed 's/^/# /' "$E2E_TMP/llm.log"; return 1; }
+    [ -S "$1" ] || { diag "llm-fcgi did not start:"; sed 's/^/# /' "$E2E_TMP/llm.log"; return 1; }
+}
+
+# start_nginx UPSTREAM: nginx on a free port in front of UPSTREAM
+# ("unix:/path" or "127.0.0.1:9000"); sets BASE
+start_nginx() {
     PORT=$(free_port)
     mkdir -p "$E2E_TMP/nginx/tmp"
-    sed -e "s|@PREFIX@|$E2E_TMP/nginx|g" -e "s|@SOCKET@|$SOCK|g" -e "s|@LISTEN@|127.0.0.1:$PORT|g" \
+    sed -e "s|@PREFIX@|$E2E_TMP/nginx|g" -e "s|@UPSTREAM@|$1|g" -e "s|@LISTEN@|127.0.0.1:$PORT|g" \
         -e "s|@USER@|$(id -un)|g" -e "s|@GROUP@|$(id -gn)|g" -e "s|@MAX_BODY@|${E2E_NGINX_MAX_BODY:-16m}|g" \
         "$TOP_SRCDIR/nginx/llm-fcgi-run.conf.in" >"$E2E_TMP/nginx/nginx.conf"
     nginx -p "$E2E_TMP/nginx" -e "$E2E_TMP/nginx/error.log" -c "$E2E_TMP/nginx/nginx.conf" \

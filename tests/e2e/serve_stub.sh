@@ -97,4 +97,33 @@ ok $([ $st = 1 ] && grep -q 'cannot load model' "$E2E_TMP/load"; echo $?) "model
 timeout 10 "$STUB" serve 2>/dev/null; st=$?
 ok $([ $st = 2 ]; echo $?) "no model: usage error exit 2"
 timeout 10 "$STUB" serve --help | grep -q -- '--max-queue'; ok $? "--help lists the options"
+stop_server
+
+# ---- phase 3: TCP (with its warning) and spawn-fcgi (socket on fd 0)
+unset LLM_STUB_DELAY_MS
+TPORT=$(free_port)
+"$STUB" serve -m stub.gguf --listen "127.0.0.1:$TPORT" >/dev/null 2>"$E2E_TMP/llm.log" &
+LLM_PID=$!; E2E_PIDS="$E2E_PIDS $LLM_PID"
+sleep 0.5
+grep -q 'WARNING.*FastCGI' "$E2E_TMP/llm.log"; ok $? "--listen TCP prints a warning"
+if start_nginx "127.0.0.1:$TPORT"; then
+    out=$(c -d '{"prompt":"Hi","max_tokens":3}' "$BASE/v1/completions")
+    echo "$out" | grep -q '"text":"ce "'; ok $? "completion over TCP FastCGI"
+else
+    ok 1 "nginx in front of TCP FastCGI"
+fi
+stop_server
+if command -v spawn-fcgi >/dev/null; then
+    SOCK=$E2E_TMP/spawn.sock
+    spawn-fcgi -s "$SOCK" -M 0660 -n -- "$STUB" serve -m stub.gguf >/dev/null 2>"$E2E_TMP/llm.log" &
+    LLM_PID=$!; E2E_PIDS="$E2E_PIDS $LLM_PID"
+    if wait_socket "$SOCK" && start_nginx "unix:$SOCK"; then
+        out=$(c -d '{"prompt":"Hi","max_tokens":3}' "$BASE/v1/completions")
+        echo "$out" | grep -q '"text":"ce "'; ok $? "under spawn-fcgi (listening socket on fd 0)"
+    else
+        ok 1 "under spawn-fcgi (listening socket on fd 0)"
+    fi
+    stop_server
+    ok $([ "$LLM_STATUS" = 0 ]; echo $?) "spawn-fcgi: SIGTERM exit 0 (got $LLM_STATUS)"
+fi
 e2e_done

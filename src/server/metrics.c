@@ -99,8 +99,25 @@ static void hist_render(buf_t *b, const char *name, const char *help, const metr
             name, model, (unsigned long long)h->n);
 }
 
-char *metrics_render(metrics_t *m, const sched_stats_t *st, const char *model)
+/* Label values escape backslash, quote and newline (Prometheus text format). */
+static void label_escape(const char *in, char *out, size_t cap)
 {
+    size_t w = 0;
+    for (; *in && w + 3 < cap; in++) {
+        if (*in == '\\' || *in == '"' || *in == '\n') {
+            out[w++] = '\\';
+            out[w++] = *in == '\n' ? 'n' : *in;
+        } else {
+            out[w++] = *in;
+        }
+    }
+    out[w] = '\0';
+}
+
+char *metrics_render(metrics_t *m, const sched_stats_t *st, const char *model_name)
+{
+    char model[256];
+    label_escape(model_name, model, sizeof model);
     buf_t b = {0};
     bprintf(&b, "# HELP llm_requests_total HTTP requests answered, by status.\n"
                 "# TYPE llm_requests_total counter\n");

@@ -189,6 +189,19 @@ int main(void)
     tap_ok(r.status == 200 && strstr(m.buf, "llm_requests_total{model_name=\"m\",status=\"404\"} 2"),
            "metrics count requests by status");
 
+    metrics_t fresh;
+    metrics_init(&fresh);
+    metrics_ttft(&fresh, 0.003);
+    metrics_ttft(&fresh, 20.0);
+    sched_stats_t st;
+    sched_stats(s.sched, &st);
+    char *text = metrics_render(&fresh, &st, "a\"b");
+    metrics_destroy(&fresh);
+    tap_ok(text && strstr(text, "llm_time_to_first_token_seconds_bucket{model_name=\"a\\\"b\",le=\"0.005\"} 1\n") &&
+               strstr(text, "llm_time_to_first_token_seconds_bucket{model_name=\"a\\\"b\",le=\"+Inf\"} 2\n") &&
+               strstr(text, "llm_time_to_first_token_seconds_count{model_name=\"a\\\"b\"} 2\n"),
+           "histogram buckets are cumulative, labels escaped");
+    free(text);
     sched_free(s.sched);
     metrics_destroy(&s.metrics);
     model_free(s.model);

@@ -81,14 +81,6 @@ static bool build_text_index(vocab_t *v)
 
 static int32_t find_cstr(const vocab_t *v, const char *s) { return vocab_find(v, s, strlen(s)); }
 
-static bool text_in(const vocab_tok_t *t, const char *const *list)
-{
-    for (; *list; list++)
-        if (strlen(*list) == t->len && memcmp(*list, t->text, t->len) == 0)
-            return true;
-    return false;
-}
-
 /* Token-text lists of llama.cpp's special-token auto-detection. */
 static const char *const eot_texts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
                                         "<|endoftext|>", "<EOT>",
@@ -107,18 +99,22 @@ static const char *const fim_sep_texts[] = {"<|file_sep|>", "<|file_separator|>"
 static const char *const eog_texts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
                                         "<|endoftext|>", "<|eom_id|>", "<EOT>", NULL};
 
-/* Finds the first token whose text is in list (by id order) and makes it a
- * control token; *id is left alone if already set. */
+/* Finds the lowest id whose text is in list and makes it a control token;
+ * *id is left alone if already set. */
 static void detect_special(vocab_t *v, int32_t *id, const char *const *list)
 {
     if (*id >= 0)
         return;
-    for (int32_t i = 0; i < v->n_tokens; i++)
-        if (text_in(&v->toks[i], list)) {
-            *id = i;
-            v->toks[i].attr |= VOCAB_ATTR_CONTROL;
-            return;
-        }
+    int32_t best = -1;
+    for (; *list; list++) {
+        int32_t t = find_cstr(v, *list);
+        if (t >= 0 && (best < 0 || t < best))
+            best = t;
+    }
+    if (best >= 0) {
+        *id = best;
+        v->toks[best].attr |= VOCAB_ATTR_CONTROL;
+    }
 }
 
 static void read_special_id(const gguf_file_t *f, const char *key, int32_t n, int32_t *id)
@@ -188,6 +184,8 @@ static lf_code_t load_tokens(vocab_t *v, const gguf_file_t *f, lf_err_t *err)
         t->text = p;
         t->len = (uint32_t)tk->strs[i].len;
         p += t->len + 1;
+        if (t->len > v->max_token_len)
+            v->max_token_len = t->len;
         if (sc) {
             if (sc->arr_type == GGUF_VT_FLOAT32)
                 memcpy(&t->score, (const char *)sc->data + 4 * (size_t)i, 4);
@@ -221,6 +219,8 @@ static lf_code_t load_specials(vocab_t *v, const gguf_file_t *f, lf_err_t *err)
 {
     int32_t n = v->n_tokens;
     int32_t fim_pre = -1, fim_suf = -1, fim_mid = -1, fim_pad = -1, fim_rep = -1, fim_sep = -1;
+    if (v->type == VOCAB_TYPE_WPM)
+        read_special_id(f, "tokenizer.ggml.cls_token_id", n, &v->bos);
     read_special_id(f, "tokenizer.ggml.bos_token_id", n, &v->bos);
     read_special_id(f, "tokenizer.ggml.eos_token_id", n, &v->eos);
     read_special_id(f, "tokenizer.ggml.eot_token_id", n, &v->eot);
@@ -240,10 +240,15 @@ static lf_code_t load_specials(vocab_t *v, const gguf_file_t *f, lf_err_t *err)
         v->add_bos = b;
     if (gguf_get_bool(f, "tokenizer.ggml.add_eos_token", &b))
         v->add_eos = b;
-    if (v->add_bos && v->bos < 0)
-        return lf_err_set(err, LF_ERR_FORMAT, "tokenizer.ggml.add_bos_token is true but there is no BOS token");
-    if (v->add_eos && v->eos < 0)
-        return lf_err_set(err, LF_ERR_FORMAT, "tokenizer.ggml.add_eos_token is true but there is no EOS token");
+    /* llama.cpp refuses such files; we warn and add nothing */
+    if (v->add_bos && v->bos < 0) {
+        fprintf(stderr, "warning: tokenizer.ggml.add_bos_token is true but there is no BOS token\n");
+        v->add_bos = false;
+    }
+    if (v->add_eos && v->eos < 0) {
+        fprintf(stderr, "warning: tokenizer.ggml.add_eos_token is true but there is no EOS token\n");
+        v->add_eos = false;
+    }
 
     /* text-based detection (also promotes the tokens to CONTROL) */
     detect_special(v, &v->eot, eot_texts);
@@ -259,11 +264,13 @@ static lf_code_t load_specials(vocab_t *v, const gguf_file_t *f, lf_err_t *err)
     for (size_t i = 0; i < sizeof eog_ids / sizeof eog_ids[0]; i++)
         if (eog_ids[i] >= 0)
             v->toks[eog_ids[i]].eog = true;
-    for (int32_t i = 0; i < n; i++)
-        if (text_in(&v->toks[i], eog_texts)) {
+    for (const char *const *e = eog_texts; *e; e++) {
+        int32_t i = find_cstr(v, *e);
+        if (i >= 0) {
             v->toks[i].eog = true;
             v->toks[i].attr |= VOCAB_ATTR_CONTROL;
         }
+    }
 
     /* special-token cache: longest text first */
     size_t ns = 0;
@@ -331,7 +338,6 @@ static lf_code_t load_type(vocab_t *v, const gguf_file_t *f, lf_err_t *err)
         v->bos = 101, v->eos = -1, v->unk = 100, v->sep = 102, v->pad = 0;
         v->add_bos = true;
         v->pre_used = "default";
-        return lf_err_set(err, LF_ERR_UNSUPPORTED, "WordPiece (\"bert\") vocabularies are not supported yet");
     } else {
         char buf[64];
         size_t l = model.len < 63 ? (size_t)model.len : 63;
@@ -537,11 +543,29 @@ static bool partition(const vocab_t *v, const char *text, size_t len, bool parse
 {
     frags_t cur = {0}, next = {0};
     frags_push(&cur, -1, 0, len);
+    /* Which byte pairs occur in the text: most special tokens can be
+     * skipped without a search (vocabularies carry thousands of them). */
+    uint64_t *pairs = calloc(65536 / 64, sizeof *pairs);
+    if (!pairs) {
+        free(cur.f);
+        return false;
+    }
+    for (size_t i = 0; i + 1 < len; i++) {
+        unsigned p = (unsigned)(unsigned char)text[i] << 8 | (unsigned char)text[i + 1];
+        pairs[p >> 6] |= 1ULL << (p & 63);
+    }
     for (size_t si = 0; si < v->n_special && !cur.oom; si++) {
         int32_t id = v->special[si];
         const vocab_tok_t *t = &v->toks[id];
         if (!parse_special && (t->attr & (VOCAB_ATTR_CONTROL | VOCAB_ATTR_UNKNOWN)))
             continue;
+        if (t->len > len)
+            continue;
+        if (t->len >= 2) {
+            unsigned p = (unsigned)(unsigned char)t->text[0] << 8 | (unsigned char)t->text[1];
+            if (!(pairs[p >> 6] & (1ULL << (p & 63))))
+                continue;
+        }
         bool any = false;
         for (size_t k = 0; k < cur.n && !any; k++)
             if (cur.f[k].token < 0 && cur.f[k].len >= t->len &&
@@ -587,6 +611,7 @@ static bool partition(const vocab_t *v, const char *text, size_t len, bool parse
         next = tmp;
     }
     free(next.f);
+    free(pairs);
     *out = cur;
     return !cur.oom;
 }
@@ -650,11 +675,15 @@ lf_code_t vocab_tokenize(const vocab_t *v, const char *text, size_t len, bool ad
         for (size_t i = 0; i < fr.n; i++) {
             if (fr.f[i].token >= 0)
                 vocab_out_push(&out, fr.f[i].token);
+            else if (v->type == VOCAB_TYPE_WPM)
+                vocab_wpm_tokenize(v, text + fr.f[i].off, fr.f[i].len, &out);
             else
                 vocab_bpe_tokenize(v, text + fr.f[i].off, fr.f[i].len, &out);
         }
         if (add_special && v->add_eos && v->eos >= 0)
             vocab_out_push(&out, v->eos);
+        if (add_special && v->type == VOCAB_TYPE_WPM && v->sep >= 0)
+            vocab_out_push(&out, v->sep); /* BERT: [CLS] ... [SEP] */
     }
     free(fr.f);
     if (out.oom) {
@@ -664,83 +693,4 @@ lf_code_t vocab_tokenize(const vocab_t *v, const char *text, size_t len, bool ad
     *ids = out.ids;
     *n = out.n;
     return LF_OK;
-}
-
-/* ---- detokenize ---------------------------------------------------------- */
-
-static int copy_out(char *buf, size_t cap, const char *s, size_t n)
-{
-    if (buf && cap)
-        memcpy(buf, s, n < cap ? n : cap);
-    return (int)n;
-}
-
-int vocab_token_to_piece(const vocab_t *v, int32_t id, bool special, char *buf, size_t cap)
-{
-    if (!v || id < 0 || id >= v->n_tokens)
-        return -1;
-    const vocab_tok_t *t = &v->toks[id];
-    uint32_t attr = t->attr;
-    if (!special && (attr & (VOCAB_ATTR_UNKNOWN | VOCAB_ATTR_CONTROL)))
-        return 0;
-    if (attr & (VOCAB_ATTR_UNKNOWN | VOCAB_ATTR_CONTROL | VOCAB_ATTR_USER_DEFINED))
-        return copy_out(buf, cap, t->text, t->len);
-    if (v->type == VOCAB_TYPE_SPM) {
-        if (attr & VOCAB_ATTR_NORMAL) {
-            size_t n = 0;
-            for (size_t i = 0; i < t->len;) {
-                if (i + 3 <= t->len && memcmp(t->text + i, "\xe2\x96\x81", 3) == 0) {
-                    if (buf && n < cap)
-                        buf[n] = ' ';
-                    n++;
-                    i += 3;
-                } else {
-                    if (buf && n < cap)
-                        buf[n] = t->text[i];
-                    n++;
-                    i++;
-                }
-            }
-            return (int)n;
-        }
-        if (attr & VOCAB_ATTR_BYTE) {
-            if (t->len < 6)
-                return 0;
-            char hex[3] = {t->text[3], t->text[4], 0};
-            char c = (char)strtol(hex, NULL, 16);
-            return copy_out(buf, cap, &c, 1);
-        }
-        return 0;
-    }
-    if (v->type == VOCAB_TYPE_BPE && (attr & VOCAB_ATTR_NORMAL)) {
-        /* byte-level: each code point of the text stands for one byte */
-        size_t n = 0;
-        const unsigned char *s = (const unsigned char *)t->text;
-        for (size_t i = 0; i < t->len;) {
-            uint32_t cpt = s[i];
-            size_t l = vocab_utf8_len(s[i]);
-            if (l > t->len - i)
-                l = t->len - i;
-            if (l == 2)
-                cpt = ((s[i] & 0x1fu) << 6) | (s[i + 1] & 0x3fu);
-            else if (l == 3)
-                cpt = ((s[i] & 0x0fu) << 12) | ((s[i + 1] & 0x3fu) << 6) | (s[i + 2] & 0x3fu);
-            else if (l == 4)
-                cpt = ((s[i] & 0x07u) << 18) | ((s[i + 1] & 0x3fu) << 12) | ((s[i + 2] & 0x3fu) << 6) |
-                      (s[i + 3] & 0x3fu);
-            int b = vocab_bpe_cpt_to_byte(cpt);
-            if (b >= 0) {
-                if (buf && n < cap)
-                    buf[n] = (char)b;
-                n++;
-            } else {
-                for (size_t k = 0; k < l; k++, n++)
-                    if (buf && n < cap)
-                        buf[n] = (char)s[i + k];
-            }
-            i += l;
-        }
-        return (int)n;
-    }
-    return 0;
 }

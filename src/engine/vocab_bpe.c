@@ -12,6 +12,7 @@
  * The compiled regexes are shared (read-only); match data is per call.
  */
 #include "engine/vocab_impl.h"
+#include "engine/unicode_tables.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,7 +186,7 @@ lf_code_t vocab_bpe_init(vocab_t *v, lf_err_t *err)
 
 /* llama.cpp unicode_cpt_from_utf8 + its U+FFFD fallback: returns the code
  * point and advances *i; lenient (overlongs and surrogates pass). */
-static uint32_t decode_cpt(const unsigned char *s, size_t n, size_t *i)
+uint32_t vocab_utf8_decode(const unsigned char *s, size_t n, size_t *i)
 {
     size_t o = *i;
     unsigned char c = s[o];
@@ -214,7 +215,7 @@ static uint32_t decode_cpt(const unsigned char *s, size_t n, size_t *i)
     return 0xFFFD;
 }
 
-static size_t encode_cpt(uint32_t c, unsigned char *o)
+size_t vocab_utf8_encode(uint32_t c, unsigned char *o)
 {
     if (c < 0x80) {
         o[0] = (unsigned char)c;
@@ -236,14 +237,6 @@ static size_t encode_cpt(uint32_t c, unsigned char *o)
     o[2] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
     o[3] = (unsigned char)(0x80 | (c & 0x3F));
     return 4;
-}
-
-/* llama.cpp's whitespace set (unicode_cpt_flags is_whitespace). */
-static bool cpt_is_space(uint32_t c)
-{
-    return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
-           c == 0x3000;
 }
 
 /* ---- per-call state ------------------------------------------------------------ */
@@ -308,9 +301,8 @@ static void seg_push(bpe_state_t *st, size_t a, size_t n)
     st->n_seg2++;
 }
 
-static void split_one(const vocab_t *v, bpe_state_t *st, pcre2_code *re, pcre2_match_data *md)
+static void split_one(bpe_state_t *st, pcre2_code *re, pcre2_match_data *md)
 {
-    (void)v;
     st->n_seg2 = 0;
     for (size_t k = 0; k < st->n_seg && !st->oom; k++) {
         size_t c0 = st->seg[2 * k], cn = st->seg[2 * k + 1];
@@ -498,21 +490,21 @@ void vocab_bpe_tokenize(const vocab_t *v, const char *text, size_t len, vocab_ou
     }
     size_t tn = 0, sn = 0, nc = 0;
     for (size_t i = 0; i < len;) {
-        uint32_t c = decode_cpt(in, len, &i);
+        uint32_t c = vocab_utf8_decode(in, len, &i);
         if (c > 0x10FFFF)
             c = 0xFFFD;
         st.t_off[nc] = tn;
         st.s_off[nc] = sn;
         unsigned char buf[4];
-        size_t bl = encode_cpt(c, buf);
+        size_t bl = vocab_utf8_encode(c, buf);
         memcpy(st.t + tn, buf, bl);
         tn += bl;
         uint32_t sc = c;
         if (c >= 0xD800 && c <= 0xDFFF)
             sc = 0xFFFD; /* keep the regex subject valid UTF-8 */
-        else if (c > 0x7F && cpt_is_space(c))
+        else if (c > 0x7F && unicode_is_space(c))
             sc = 0x0B;
-        bl = encode_cpt(sc, buf);
+        bl = vocab_utf8_encode(sc, buf);
         for (size_t k = 0; k < bl; k++)
             st.s2c[sn + k] = nc;
         memcpy(st.s + sn, buf, bl);
@@ -538,7 +530,7 @@ void vocab_bpe_tokenize(const vocab_t *v, const char *text, size_t len, vocab_ou
             st.oom = true;
             break;
         }
-        split_one(v, &st, v->re[r], md);
+        split_one(&st, v->re[r], md);
         pcre2_match_data_free(md);
     }
     for (size_t k = 0; k < st.n_seg && !st.oom && !out->oom; k++) {

@@ -50,6 +50,7 @@ struct vocab {
     char *pre;         /* tokenizer.ggml.pre as given ("" if absent) */
     const char *pre_used; /* the pre-tokenizer actually applied */
     int32_t n_tokens;
+    uint32_t max_token_len;
     vocab_tok_t *toks;
     char *pool;
 
@@ -108,11 +109,19 @@ void vocab_out_push(vocab_out_t *o, int32_t id);
 /* vocab_spm.c */
 void vocab_spm_tokenize(const vocab_t *v, const char *text, size_t len, vocab_out_t *out);
 
+/* vocab_wpm.c: WordPiece over one raw-text fragment */
+void vocab_wpm_tokenize(const vocab_t *v, const char *text, size_t len, vocab_out_t *out);
+
 /* vocab_bpe.c */
 int32_t vocab_merge_rank(const vocab_t *v, const char *l, size_t ll, const char *r, size_t rl);
 /* Picks and compiles the pre-tokenizer regexes for v->pre. */
 lf_code_t vocab_bpe_init(vocab_t *v, lf_err_t *err);
 void vocab_bpe_tokenize(const vocab_t *v, const char *text, size_t len, vocab_out_t *out);
+/* llama.cpp's lenient UTF-8 decoding (overlongs and surrogates pass, a bad
+ * byte gives U+FFFD and advances by one); *i advances past the character. */
+uint32_t vocab_utf8_decode(const unsigned char *s, size_t n, size_t *i);
+/* Encodes c (<= 0x10FFFF) into o[0..4); returns the length. */
+size_t vocab_utf8_encode(uint32_t c, unsigned char *o);
 /* GPT-2 byte-level mapping: the byte a unicode code point stands for, or -1. */
 int vocab_bpe_cpt_to_byte(uint32_t cpt);
 

@@ -164,6 +164,57 @@ static void run_jsonl(const vocab_t *v, const char *path, const char *name, int 
     free(all);
 }
 
+/* greedy-<model>.jsonl: prompt_tokens = tokenize(prompt, add_special=true,
+ * parse_special=true), as llama-server's /tokenize and /completion do. */
+static void run_greedy_prompts(const char *gdir, const char *mdir, const char *model)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.gguf", mdir, model);
+    lf_err_t err;
+    gguf_file_t *f = gguf_open(path, &err);
+    vocab_t *v = f ? vocab_load(f, &err) : NULL;
+    gguf_close(f);
+    if (!v) {
+        tap_ok(0, "%s: load: %s", model, err.msg);
+        return;
+    }
+    snprintf(path, sizeof path, "%s/greedy-%s.jsonl", gdir, model);
+    size_t len;
+    char *all = slurp(path, &len);
+    if (!all) {
+        tap_ok(0, "read %s", path);
+        vocab_free(v);
+        return;
+    }
+    int rec = 0;
+    for (char *line = all; *line; rec++) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        json_object *o = json_tokener_parse(line), *jp = NULL, *jt = NULL;
+        if (o && json_object_object_get_ex(o, "prompt", &jp) && json_object_object_get_ex(o, "prompt_tokens", &jt)) {
+            int32_t *ids = NULL, want[4096];
+            size_t n = 0, nw = json_ids(jt, want, 4096);
+            lf_code_t rc = vocab_tokenize(v, json_object_get_string(jp), (size_t)json_object_get_string_len(jp),
+                                          true, true, &ids, &n, &err);
+            bool ok = rc == LF_OK && n == nw && (n == 0 || memcmp(ids, want, n * sizeof *ids) == 0);
+            tap_ok(ok, "greedy-%s prompt %d tokens (add_special, parse_special)", model, rec);
+            if (!ok) {
+                show_ids("want", want, nw);
+                show_ids("got ", ids, n);
+            }
+            free(ids);
+        } else if (*line)
+            tap_ok(0, "greedy-%s record %d parses", model, rec);
+        json_object_put(o);
+        if (!nl)
+            break;
+        line = nl + 1;
+    }
+    free(all);
+    vocab_free(v);
+}
+
 int main(void)
 {
     const char *gdir = tap_env_dir("LLM_GOLDEN_DIR", "../shared/golden");
@@ -206,5 +257,8 @@ int main(void)
         tap_diag("%s: %d/%d golden cases pass", name, pass, total);
         vocab_free(v);
     }
+    static const char *greedy[] = {"stories260K", "llama-2-tiny-random", "tinyqwen2-f16", "tiny256-f32"};
+    for (size_t k = 0; k < sizeof greedy / sizeof greedy[0]; k++)
+        run_greedy_prompts(gdir, mdir, greedy[k]);
     return tap_done();
 }

@@ -159,7 +159,7 @@ int cmd_generate(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     vocab_detok_t detok;
     vocab_detok_init(&detok, v, false);
-    char piece[512];
+    char piece[VOCAB_DETOK_MAX];
     json_object *text = json_object_new_string("");
     struct printbuf *pb = printbuf_new();
     bool failed = false;

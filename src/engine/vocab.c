@@ -648,6 +648,8 @@ lf_code_t vocab_tokenize(const vocab_t *v, const char *text, size_t len, bool ad
 {
     *ids = NULL;
     *n = 0;
+    if (!v || (!text && len > 0))
+        return lf_err_set(err, LF_ERR_INVALID, "vocab_tokenize: no vocabulary or no text");
     vocab_out_t out = {0};
     frags_t fr = {0};
     if (len > 0 && !partition(v, text, len, parse_special, &fr)) {

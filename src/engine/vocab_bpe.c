@@ -37,7 +37,8 @@ typedef struct {
 } pre_def_t;
 
 static const pre_def_t pre_defs[] = {
-    {"default", {"[\\p{P}\\$\\+<=>\\^~\\|`]+", RE_GPT2, "\\p{N}+", "[0-9][0-9][0-9]"}, false, false, false},
+    /* note: unlike falcon's, the default punctuation class has no backtick */
+    {"default", {"[\\p{P}\\$\\+<=>\\^~\\|]+", RE_GPT2, "\\p{N}+", "[0-9][0-9][0-9]"}, false, false, false},
     {"llama3|llama-v3|llama-bpe|falcon3", {RE_LLAMA3}, true, true, false},
     {"dbrx|smaug-bpe", {RE_LLAMA3}, false, false, false},
     {"deepseek-llm",
@@ -82,6 +83,15 @@ static const pre_def_t pre_defs[] = {
      {"[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])"
       "([^a-z]))+((?=[\\p{L}])([^A-Z]))*|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
      true, true, false},
+    /* newer than c392e509, cheap to have: llama.cpp's adaptation of the
+     * o200k pattern (case classes via lookaheads, as its std::regex needs) */
+    {"gpt-4o|llama4",
+     {"[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+"
+      "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?"
+      "|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*"
+      "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?"
+      "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+     false, false, false},
     {"chameleon",
      {"<sentinel:[0-9]+>", "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z", "([\\t\\n]|    |  )", "\\p{N}",
       "[\\p{P}!-/:-@\\[-`{-~]", RE_GPT2},

@@ -1,6 +1,7 @@
 /* test_vocab.c - unit tests of the vocab module: incremental detokenization,
  * control-token rendering, BOS/EOS and EOG rules, pieces, the pre-tokenizer
  * fallback and load errors (on small GGUF files written here). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,6 +236,51 @@ static void test_wpm(void)
     vocab_free(v);
 }
 
+/* One vocab shared by several threads gives the same ids as one thread. */
+typedef struct {
+    const vocab_t *v;
+    const char *text;
+    int32_t *ids;
+    size_t n;
+} job_t;
+
+static void *tokenize_job(void *arg)
+{
+    job_t *j = arg;
+    for (int rep = 0; rep < 20; rep++) {
+        free(j->ids);
+        j->ids = NULL;
+        if (vocab_tokenize(j->v, j->text, strlen(j->text), true, true, &j->ids, &j->n, NULL) != LF_OK)
+            j->n = (size_t)-1;
+    }
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    vocab_t *v = load_model("tinyqwen2-f16");
+    if (!tap_ok(v != NULL, "tinyqwen2 loads (threads)"))
+        return;
+    const char *text = "Hello world<|endoftext|>  1234567 caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80\n\tx";
+    job_t ref = {v, text, NULL, 0};
+    tokenize_job(&ref);
+    job_t jobs[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (job_t){v, text, NULL, 0};
+        pthread_create(&th[i], NULL, tokenize_job, &jobs[i]);
+    }
+    bool same = ref.n > 0 && ref.n != (size_t)-1;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        same = same && jobs[i].n == ref.n && memcmp(jobs[i].ids, ref.ids, ref.n * sizeof *ref.ids) == 0;
+        free(jobs[i].ids);
+    }
+    tap_ok(same, "4 threads sharing one vocab get the single-thread ids (%zu tokens)", ref.n);
+    free(ref.ids);
+    vocab_free(v);
+}
+
 static void test_synthetic(void)
 {
     static const char *toks[] = {"a", "b", "ab", "\xc4\xa0", "\xc4\xa0" "ab", "1", "<|endoftext|>"};
@@ -251,6 +297,33 @@ static void test_synthetic(void)
     }
     if (p)
         unlink(p);
+
+    /* every known pre-tokenizer compiles and is used under its own name */
+    static const char *pres[] = {"default", "llama3", "llama-v3", "llama-bpe", "falcon3", "dbrx", "smaug-bpe",
+                                 "deepseek-llm", "deepseek-v3", "deepseek-coder", "falcon", "starcoder",
+                                 "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b", "gpt-2",
+                                 "phi-2", "roberta-bpe", "mpt", "olmo", "jais", "qwen2", "deepseek-r1-qwen",
+                                 "megrez", "stablelm2", "poro-chat", "bloom", "gpt3-finnish", "chatglm-bpe",
+                                 "viking", "tekken", "gpt-4o", "llama4", "chameleon"};
+    int good = 0;
+    for (size_t i = 0; i < sizeof pres / sizeof pres[0]; i++) {
+        p = write_vocab("gpt2", pres[i], toks, 7, merges, 2);
+        vocab_t *pv = p ? load(p) : NULL;
+        int32_t *ids = NULL;
+        size_t nids = 0;
+        const char *txt = "Hello, World! It's 2024-01-02 \xe6\x97\xa5\xe6\x9c\xac  \n\t ab ab";
+        if (pv && strcmp(vocab_pre_name(pv), pres[i]) == 0 &&
+            vocab_tokenize(pv, txt, strlen(txt), false, false, &ids, &nids, NULL) == LF_OK && nids > 0)
+            good++;
+        else
+            tap_diag("pre-tokenizer '%s' failed", pres[i]);
+        free(ids);
+        vocab_free(pv);
+        if (p)
+            unlink(p);
+    }
+    tap_ok(good == (int)(sizeof pres / sizeof pres[0]), "all %d known pre-tokenizers compile and run (%d ok)",
+           (int)(sizeof pres / sizeof pres[0]), good);
 
     struct {
         const char *model;
@@ -284,6 +357,7 @@ int main(void)
     test_control_and_bos();
     test_bpe_rules();
     test_wpm();
+    test_threads();
     test_synthetic();
     return tap_done();
 }

@@ -16,6 +16,7 @@ export LLM_STUB_DELAY_MS=5
 start_server "$STUB" serve -m stub.gguf --served-model-name stub --served-model-name alias \
     --api-key sk-one --api-key sk-two --parallel 4 || { ok 1 "server starts"; e2e_done; exit 1; }
 ok 0 "nginx + llm-fcgi-stub start"
+[ "$(stat -c %a "$SOCK")" = 660 ]; ok $? "unix socket has mode 0660"
 
 BASE=$BASE API_KEY=sk-two MODEL=stub E2E_STUB=1 E2E_CONCURRENCY=1 run_node "$TOP_SRCDIR/tests/e2e/api.test.mjs"
 
@@ -126,4 +127,17 @@ if command -v spawn-fcgi >/dev/null; then
     stop_server
     ok $([ "$LLM_STATUS" = 0 ]; echo $?) "spawn-fcgi: SIGTERM exit 0 (got $LLM_STATUS)"
 fi
+
+# drain limit: a stream still running when --drain-timeout expires ends
+# with finish_reason "abort" and [DONE]; the process still exits 0
+export LLM_STUB_DELAY_MS=30
+start_server "$STUB" serve -m stub.gguf --drain-timeout 1 || ok 1 "server 4 starts"
+c -N -d '{"prompt":"Hi","max_tokens":400,"stream":true}' "$BASE/v1/completions" >"$E2E_TMP/drain" &
+D=$!
+sleep 0.5
+stop_server
+wait $D
+grep -q '"finish_reason":"abort"' "$E2E_TMP/drain" && tail -c 20 "$E2E_TMP/drain" | grep -q 'data: \[DONE\]'
+ok $? "drain timeout: the stream ends with finish_reason abort and [DONE]"
+ok $([ "$LLM_STATUS" = 0 ]; echo $?) "drain timeout: exit 0 (got $LLM_STATUS)"
 e2e_done

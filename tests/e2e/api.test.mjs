@@ -236,7 +236,7 @@ await check('errors', async () => {
 if (process.env.E2E_CONCURRENCY === '1') {
   await check('four concurrent streams', async () => {
     const run = async (i) => {
-      const s = await client.completions.create({ model: MODEL, prompt: `Stream ${i}`, max_tokens: 40, temperature: 0, stream: true });
+      const s = await client.completions.create({ model: MODEL, prompt: `Stream ${i}`, max_tokens: 200, temperature: 0, stream: true });
       const times = [];
       let text = '';
       for await (const ch of s) { times.push(performance.now()); text += ch.choices.map((x) => x.text).join(''); }

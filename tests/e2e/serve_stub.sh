@@ -78,6 +78,9 @@ gen=$(sed -n 's/^llm_generation_tokens_total{[^}]*} //p' "$E2E_TMP/m")
 ok $([ "${gen:-999}" -lt 200 ]; echo $?) "generation stopped early ($gen tokens of 400 asked + 60 before)"
 code=$(c -o /dev/null -w '%{http_code}' -d '{"prompt":"x","max_tokens":2}' "$BASE/v1/completions")
 ok $([ "$code" = 200 ]; echo $?) "server keeps serving after the disconnect"
+c -m 1 -d '{"prompt":"Hi","max_tokens":400}' "$BASE/v1/completions" >/dev/null 2>&1
+wait_metric llm_num_requests_running 0 && grep -q ' POST /v1/completions 499 .*client-gone' "$E2E_TMP/llm.log"
+ok $? "a non-streamed request whose client left is cancelled and logged as 499"
 
 # SIGTERM during a stream: the stream finishes, the process exits 0
 c -N -d '{"prompt":"Hi","max_tokens":30,"stream":true}' "$BASE/v1/completions" >"$E2E_TMP/term" &

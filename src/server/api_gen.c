@@ -384,7 +384,7 @@ void api_chat(srv_t *s, http_req_t *r)
     lf_err_t le = {0};
     if (!check_model(s, r, q.gen.model))
         goto out;
-    if (s->render(s->model, q.msgs, q.n_msgs, true, &prompt, &le) != LF_OK) {
+    if (s->render(s->render_ctx, &q, true, &prompt, &le) != LF_OK) {
         http_reply_err(r, &le, "messages", NULL);
         goto out;
     }

@@ -94,7 +94,7 @@ void api_tokenize(srv_t *s, http_req_t *r)
         goto out;
     const char *text = q.prompt;
     if (!text) {
-        if (s->render(s->model, q.chat.msgs, q.chat.n_msgs, q.add_generation_prompt, &rendered, &le) != LF_OK) {
+        if (s->render(s->render_ctx, &q.chat, q.add_generation_prompt, &rendered, &le) != LF_OK) {
             http_reply_err(r, &le, "messages", NULL);
             goto out;
         }

@@ -4,10 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-lf_code_t chat_render_chatml(const model_t *m, const chat_msg_t *msgs, size_t n,
-                             bool add_generation_prompt, char **out, lf_err_t *err)
+lf_code_t chat_render_chatml(void *ctx, const chat_req_t *req, bool add_generation_prompt, char **out,
+                             lf_err_t *err)
 {
-    (void)m;
+    (void)ctx;
+    const chat_msg_t *msgs = req->msgs;
+    size_t n = req->n_msgs;
     size_t cap = 64;
     for (size_t i = 0; i < n; i++)
         cap += strlen(msgs[i].content) + 48;

@@ -317,10 +317,10 @@ int req_chat_parse(const char *body, size_t len, chat_req_t *out, req_err_t *e)
     json_object *o = parse_object(body, len, e);
     if (!o)
         return -1;
+    out->raw = o;
     int rc = parse_messages(o, out, e);
     if (rc == 0)
         rc = parse_gen(o, &out->gen, e);
-    json_object_put(o);
     if (rc < 0)
         req_chat_free(out);
     return rc;
@@ -334,6 +334,7 @@ void req_chat_free(chat_req_t *r)
     }
     free(r->msgs);
     free(r->gen.model);
+    json_object_put(r->raw);
     memset(r, 0, sizeof *r);
 }
 
@@ -466,6 +467,7 @@ int req_tokenize_parse(const char *body, size_t len, tokenize_req_t *out, req_er
     if (rc == 0 && field(o, "messages")) {
         out->add_special = false;
         out->add_generation_prompt = true;
+        out->chat.raw = json_object_get(o);
         rc = parse_messages(o, &out->chat, e);
         if (rc == 0)
             rc = get_bool(o, "add_generation_prompt", &out->add_generation_prompt, e);

@@ -53,10 +53,16 @@ typedef struct {
     char *name;           /* NULL when absent */
 } chat_msg_t;
 
+struct json_object;
+
 typedef struct {
     req_gen_t gen;
     chat_msg_t *msgs;
     size_t n_msgs;
+    /* The whole parsed request body (owned; freed by req_chat_free), for
+     * renderers that need more than the typed messages: a Jinja chat
+     * template gets messages with tool_calls, tools, chat_template_kwargs. */
+    struct json_object *raw;
 } chat_req_t;
 
 typedef struct {

@@ -44,7 +44,8 @@ typedef struct {
     const vocab_t *vocab;
     sched_t *sched;
     metrics_t metrics;
-    chat_render_fn render;
+    chat_render_fn render;            /* chat prompt renderer (chat_render.h) */
+    void *render_ctx;
     time_t created;
 } srv_t;
 

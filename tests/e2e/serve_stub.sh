@@ -123,10 +123,12 @@ if command -v spawn-fcgi >/dev/null; then
     LLM_PID=$!; E2E_PIDS="$E2E_PIDS $LLM_PID"
     if wait_socket "$SOCK" && start_nginx "unix:$SOCK"; then
         out=$(c -d '{"prompt":"Hi","max_tokens":3}' "$BASE/v1/completions")
-        echo "$out" | grep -q '"text":"ce "'; ok $? "under spawn-fcgi (listening socket on fd 0)"
+        echo "$out" | grep -q '"text":"ce "'; st=$?
     else
-        ok 1 "under spawn-fcgi (listening socket on fd 0)"
+        st=1
     fi
+    ok $st "under spawn-fcgi (listening socket on fd 0)"
+    [ $st = 0 ] || { diag "reply: $out"; sed 's/^/# /' "$E2E_TMP/llm.log" "$E2E_TMP/nginx/error.log" | tail -n 20; }
     stop_server
     ok $([ "$LLM_STATUS" = 0 ]; echo $?) "spawn-fcgi: SIGTERM exit 0 (got $LLM_STATUS)"
 fi

@@ -123,12 +123,14 @@ int main(void)
     chat_msg_t msgs[] = {{CHAT_ROLE_DEVELOPER, "be nice", NULL}, {CHAT_ROLE_USER, "hi", NULL},
                          {CHAT_ROLE_ASSISTANT, "", NULL}, {CHAT_ROLE_TOOL, "42", NULL}};
     char *out = NULL;
-    tap_ok(chat_render_chatml(NULL, msgs, 4, true, &out, NULL) == LF_OK && out &&
+    chat_req_t cr = {.msgs = msgs, .n_msgs = 4};
+    tap_ok(chat_render_chatml(NULL, &cr, true, &out, NULL) == LF_OK && out &&
                !strcmp(out, "<|im_start|>system\nbe nice<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n"
                             "<|im_start|>assistant\n<|im_end|>\n<|im_start|>tool\n42<|im_end|>\n<|im_start|>assistant\n"),
            "ChatML: roles, developer as system, generation prompt");
     free(out);
-    tap_ok(chat_render_chatml(NULL, msgs + 1, 1, false, &out, NULL) == LF_OK && !strcmp(out, "<|im_start|>user\nhi<|im_end|>\n"),
+    cr = (chat_req_t){.msgs = msgs + 1, .n_msgs = 1};
+    tap_ok(chat_render_chatml(NULL, &cr, false, &out, NULL) == LF_OK && !strcmp(out, "<|im_start|>user\nhi<|im_end|>\n"),
            "ChatML without generation prompt");
     free(out);
 

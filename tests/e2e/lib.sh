@@ -81,7 +81,7 @@ start_nginx() {
     E2E_PIDS="$E2E_PIDS $NGINX_PID"
     BASE=http://127.0.0.1:$PORT
     i=0
-    while [ "$(curl -s -m 2 -o /dev/null -w "%{http_code}" "$BASE/health")" != 200 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    while [ "$(curl -s -m 2 -o /dev/null -w "%{http_code}" "$BASE/health")" != 200 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
     [ "$(curl -s -m 2 -o /dev/null -w "%{http_code}" "$BASE/health")" = 200 ] || { diag "nginx did not start:"; sed 's/^/# /' "$E2E_TMP/nginx/error.log" "$E2E_TMP/nginx/out.log"; return 1; }
     export BASE
 }

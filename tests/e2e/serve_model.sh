@@ -13,7 +13,7 @@ command -v node >/dev/null || skip_all "node not installed"
 [ -d "$TOP_SRCDIR/tests/e2e/node_modules/openai" ] || skip_all "run npm ci in tests/e2e"
 
 if ! start_server "$LLM_FCGI" serve -m "$MODEL_FILE" --served-model-name stories --api-key sk-real \
-        --parallel 4 --threads 1 --ctx-size 256; then
+        --parallel 4 --threads 1 --ctx-size 1024 --batch-tokens 128; then
     if grep -q 'cannot load model\|cannot start the engine' "$E2E_TMP/llm.log"; then
         skip_all "the engine cannot serve $MODEL_FILE yet: $(head -c 200 "$E2E_TMP/llm.log" | tr '\n' ' ')"
     fi
@@ -23,6 +23,14 @@ if ! start_server "$LLM_FCGI" serve -m "$MODEL_FILE" --served-model-name stories
 fi
 ok 0 "nginx + llm-fcgi start with stories260K"
 BASE=$BASE API_KEY=sk-real MODEL=stories E2E_CONCURRENCY=1 run_node "$TOP_SRCDIR/tests/e2e/api.test.mjs"
+# a prompt longer than one engine step (chunked prefill), streamed and not
+long=$(i=0; while [ $i -lt 60 ]; do printf 'Once upon a time there was a cat. '; i=$((i + 1)); done)
+a=$(c -H 'Authorization: Bearer sk-real' -d "{\"prompt\":\"$long\",\"max_tokens\":12,\"temperature\":0}" "$BASE/v1/completions")
+echo "$a" | grep -q '"prompt_tokens":[0-9]\{3\}'; ok $? "a 600-token prompt is prefilled in chunks"
+b=$(c -N -H 'Authorization: Bearer sk-real' -d "{\"prompt\":\"$long\",\"max_tokens\":12,\"temperature\":0,\"stream\":true}" "$BASE/v1/completions" \
+    | sed -n 's/^data: {.*"text":"\([^"]*\)".*/\1/p' | tr -d '\n')
+t=$(echo "$a" | sed -n 's/.*"text":"\([^"]*\)".*/\1/p')
+ok $([ -n "$t" ] && [ "$t" = "$b" ]; echo $?) "long prompt: streamed text equals non-streamed ('$t')"
 stop_server
 ok $([ "$LLM_STATUS" = 0 ]; echo $?) "SIGTERM: exit 0 (got $LLM_STATUS)"
 e2e_done

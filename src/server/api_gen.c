@@ -300,6 +300,16 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
                 goto out;
             }
         }
+        if ((int64_t)n_prompts[i] + mt > n_ctx) {
+            char msg[400];
+            snprintf(msg, sizeof msg,
+                     "This model's maximum context length is %d tokens. However, you requested %lld tokens "
+                     "(%zu in the %s, %d in the completion). Please reduce the length of the %s or completion.",
+                     n_ctx, (long long)n_prompts[i] + mt, n_prompts[i], chat ? "messages" : "prompt", mt,
+                     chat ? "messages" : "prompt");
+            http_reply_error(r, 400, msg, chat ? "messages" : "prompt", "context_length_exceeded", NULL);
+            goto out;
+        }
         /* unseeded requests draw their seed from the request's random id */
         char hex[17];
         memcpy(hex, r->id, 16);

@@ -7,7 +7,8 @@
  * byte STORY[p % len], except after '!' where it is EOS. STORY holds a
  * multi-byte character so streamed text crosses UTF-8 boundaries.
  * LLM_STUB_DELAY_MS slows every fwd_decode (disconnect/concurrency tests);
- * LLM_STUB_FAIL_LOAD=1 makes model_load fail.
+ * LLM_STUB_FAIL_LOAD=1 makes model_load fail; LLM_STUB_CHAT_TEMPLATE is the
+ * "model's" tokenizer.chat_template (none when unset).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,7 @@ void model_free(model_t *m) { free(m); }
 const model_hparams_t *model_hparams(const model_t *m) { return &m->hp; }
 const vocab_t *model_vocab(const model_t *m) { return &m->v; }
 const gguf_file_t *model_gguf(const model_t *m) { (void)m; return NULL; }
-const char *model_chat_template(const model_t *m) { (void)m; return NULL; }
+const char *model_chat_template(const model_t *m) { (void)m; return getenv("LLM_STUB_CHAT_TEMPLATE"); }
 
 vocab_type_t vocab_type(const vocab_t *v) { (void)v; return VOCAB_TYPE_SPM; }
 const char *vocab_pre_name(const vocab_t *v) { (void)v; return "default"; }

@@ -17,6 +17,7 @@ static const command_t commands[] = {
     {"info", cmd_info, "describe a GGUF model (architecture, vocabulary, tensors, KV memory)"},
     {"tokenize", cmd_tokenize, "print the token ids of a text"},
     {"generate", cmd_generate, "generate a completion of a prompt on the command line"},
+    {"chat-template", cmd_chat_template, "render a chat request's prompt with a model's chat template"},
     {"bench", cmd_bench, "measure prompt-processing and generation speed"},
 };
 

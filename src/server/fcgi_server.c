@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <uuid/uuid.h>
 
+#include "server/chat_render_tmpl.h"
 #include "server/server.h"
 
 typedef struct {
@@ -255,6 +256,14 @@ int srv_run(srv_config_t *cfg)
     }
     metrics_init(&s.metrics);
     s.cfg = *cfg;
+    /* the model's chat template, compiled once; ChatML when it has none */
+    char note[300] = "";
+    chat_tmpl_renderer_t *tmpl = chat_tmpl_renderer_create(s.model, note, sizeof note);
+    if (tmpl) {
+        s.render = chat_tmpl_render;
+        s.render_ctx = tmpl;
+        fprintf(stderr, "llm-fcgi: chat: %s\n", note);
+    }
 
     int fd = -1;
     bool unlink_path = false;
@@ -330,6 +339,7 @@ out:
         close(fd);
     sched_free(s.sched);
     metrics_destroy(&s.metrics);
+    chat_tmpl_renderer_free(tmpl);
     model_free(s.model);
     return status;
 }

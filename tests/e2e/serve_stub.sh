@@ -112,7 +112,9 @@ while ! grep -q 'serving' "$E2E_TMP/tcp.log" 2>/dev/null && [ $i -lt 100 ]; do s
 grep -q 'WARNING.*FastCGI' "$E2E_TMP/tcp.log"; ok $? "--listen TCP prints a warning"
 if start_nginx "127.0.0.1:$TPORT"; then
     out=$(c -d '{"prompt":"Hi","max_tokens":3}' "$BASE/v1/completions")
-    echo "$out" | grep -q '"text":"ce "'; ok $? "completion over TCP FastCGI"
+    echo "$out" | grep -q '"text":"ce "'; st=$?
+    ok $st "completion over TCP FastCGI"
+    [ $st = 0 ] || { diag "reply: $out"; sed 's/^/# /' "$E2E_TMP/tcp.log" "$E2E_TMP/nginx/error.log" | tail -n 20; }
 else
     ok 1 "nginx in front of TCP FastCGI"
 fi
@@ -141,6 +143,19 @@ out=$(c -H 'Authorization: Bearer sk-env' "$BASE/v1/models/envalias")
 ok $([ "$code" = 401 ] && echo "$out" | grep -q '"id":"envalias"'; echo $?) "LLM_API_KEY and LLM_SERVED_MODEL_NAME from the environment"
 code=$(c -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer sk-env' -d "{\"prompt\":\"$big\"}" "$BASE/v1/completions")
 ok $([ "$code" = 413 ]; echo $?) "LLM_MAX_BODY from the environment"
+stop_server
+
+# the model's chat template (the stub takes it from LLM_STUB_CHAT_TEMPLATE)
+LLM_STUB_CHAT_TEMPLATE="{% for m in messages %}{% if m.role == 'tool' %}{{ raise_exception('no tool turns here') }}{% endif %}[{{ m.role }}]{{ m.content }}{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}" \
+    start_server "$STUB" serve -m stub.gguf || ok 1 "server with a chat template starts"
+grep -q "chat: using the model's chat template" "$E2E_TMP/llm.log"; ok $? "the model's chat template is used (logged)"
+toks=$(c -d '{"messages":[{"role":"user","content":"hello"}]}' "$BASE/tokenize" | sed -n 's/.*"tokens":\(\[[0-9,]*\]\).*/\1/p')
+text=$(c -d "{\"tokens\":$toks}" "$BASE/detokenize")
+ok $([ "$text" = '{"prompt":"[user]hello[assistant]"}' ]; echo $?) "chat prompt rendered by the template ($text)"
+code=$(c -o "$E2E_TMP/t" -w '%{http_code}' -d '{"messages":[{"role":"tool","content":"x"}]}' "$BASE/v1/chat/completions")
+ok $([ "$code" = 400 ] && grep -q 'no tool turns here' "$E2E_TMP/t"; echo $?) "template raise_exception -> 400 with its message"
+code=$(c -o /dev/null -w '%{http_code}' -d '{"messages":[{"role":"user","content":"x"}],"max_tokens":2}' "$BASE/v1/chat/completions")
+ok $([ "$code" = 200 ]; echo $?) "chat through the template"
 stop_server
 
 # drain limit: a stream still running when --drain-timeout expires ends

@@ -1,6 +1,7 @@
 /* test_server_http.c - routing, Bearer auth, SSE framing and the request
  * pipeline (status, headers, OpenAI error bodies), over a memory "socket"
  * and the stub engine (tests/e2e/engine_stub.c). */
+#include "server/chat_render_tmpl.h"
 #include "server/server.h"
 #include "server/sse.h"
 #include "tap.h"
@@ -133,6 +134,51 @@ int main(void)
     tap_ok(chat_render_chatml(NULL, &cr, false, &out, NULL) == LF_OK && !strcmp(out, "<|im_start|>user\nhi<|im_end|>\n"),
            "ChatML without generation prompt");
     free(out);
+
+    /* ---- the model's chat template (stub: LLM_STUB_CHAT_TEMPLATE) ---- */
+    {
+        lf_err_t le;
+        model_t *tm = model_load("stub.gguf", &le);
+        char note[300];
+        const char *body = "{\"messages\":[{\"role\":\"system\",\"content\":\"s\"},{\"role\":\"user\",\"content\":\"hi\"}]}";
+        chat_req_t q;
+        req_err_t qe;
+        req_chat_parse(body, strlen(body), &q, &qe);
+        setenv("LLM_STUB_CHAT_TEMPLATE",
+               "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"
+               "{% if add_generation_prompt %}[assistant]{% endif %}", 1);
+        chat_tmpl_renderer_t *tr = chat_tmpl_renderer_create(tm, note, sizeof note);
+        tap_ok(tr && strstr(note, "model's chat template"), "template compiled: %s", note);
+        out = NULL;
+        tap_ok(chat_tmpl_render(tr, &q, true, &out, &le) == LF_OK && out && !strcmp(out, "<s>[system]s[user]hi[assistant]"),
+               "template renders messages, bos_token, generation prompt: %s", out ? out : le.msg);
+        free(out);
+        out = NULL;
+        tap_ok(chat_tmpl_render(tr, &q, false, &out, &le) == LF_OK && out && !strcmp(out, "<s>[system]s[user]hi"),
+               "add_generation_prompt false");
+        free(out);
+        chat_tmpl_renderer_free(tr);
+        setenv("LLM_STUB_CHAT_TEMPLATE", "{{ raise_exception('only user turns please') }}", 1);
+        tr = chat_tmpl_renderer_create(tm, note, sizeof note);
+        out = NULL;
+        tap_ok(chat_tmpl_render(tr, &q, true, &out, &le) == LF_ERR_INVALID && !out && strstr(le.msg, "only user turns please"),
+               "raise_exception -> invalid with the template's message: %s", le.msg);
+        chat_tmpl_renderer_free(tr);
+        setenv("LLM_STUB_CHAT_TEMPLATE", "{% for %}", 1);
+        tr = chat_tmpl_renderer_create(tm, note, sizeof note);
+        tap_ok(tr && strstr(note, "does not compile") && strstr(note, "ChatML"), "broken template: ChatML fallback (%s)", note);
+        out = NULL;
+        tap_ok(chat_tmpl_render(tr, &q, true, &out, &le) == LF_OK && out && !strncmp(out, "<|im_start|>system", 18),
+               "fallback renders ChatML");
+        free(out);
+        chat_tmpl_renderer_free(tr);
+        unsetenv("LLM_STUB_CHAT_TEMPLATE");
+        tr = chat_tmpl_renderer_create(tm, note, sizeof note);
+        tap_ok(tr && strstr(note, "no chat template"), "no template: ChatML (%s)", note);
+        chat_tmpl_renderer_free(tr);
+        req_chat_free(&q);
+        model_free(tm);
+    }
 
     /* ---- the pipeline over the stub engine ---- */
     srv_t s = {.render = chat_render_chatml};

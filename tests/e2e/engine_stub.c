@@ -190,7 +190,7 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *t, int32_t n, lf_err_t *err)
         float *l = f->logits + (size_t)f->n_logits++ * STUB_NV;
         memset(l, 0, STUB_NV * sizeof *l);
         int next = t[i].token == 3 + '!' ? 2 : 3 + (unsigned char)STORY[t[i].pos % (sizeof STORY - 1)];
-        l[next] = 10.0f;
+        l[next] = 30.0f; /* so peaked that temperature 1 still picks it */
     }
     return LF_OK;
 }

@@ -111,7 +111,7 @@ i=0
 while ! grep -q 'serving' "$E2E_TMP/tcp.log" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 grep -q 'WARNING.*FastCGI' "$E2E_TMP/tcp.log"; ok $? "--listen TCP prints a warning"
 if start_nginx "127.0.0.1:$TPORT"; then
-    out=$(c -d '{"prompt":"Hi","max_tokens":3}' "$BASE/v1/completions")
+    out=$(c -d '{"prompt":"Hi","max_tokens":3,"temperature":0}' "$BASE/v1/completions")
     echo "$out" | grep -q '"text":"ce "'; st=$?
     ok $st "completion over TCP FastCGI"
     [ $st = 0 ] || { diag "reply: $out"; sed 's/^/# /' "$E2E_TMP/tcp.log" "$E2E_TMP/nginx/error.log" | tail -n 20; }
@@ -124,7 +124,7 @@ if command -v spawn-fcgi >/dev/null; then
     spawn-fcgi -s "$SOCK" -M 0660 -n -- "$STUB" serve -m stub.gguf >/dev/null 2>"$E2E_TMP/llm.log" &
     LLM_PID=$!; E2E_PIDS="$E2E_PIDS $LLM_PID"
     if wait_socket "$SOCK" && start_nginx "unix:$SOCK"; then
-        out=$(c -d '{"prompt":"Hi","max_tokens":3}' "$BASE/v1/completions")
+        out=$(c -d '{"prompt":"Hi","max_tokens":3,"temperature":0}' "$BASE/v1/completions")
         echo "$out" | grep -q '"text":"ce "'; st=$?
     else
         st=1

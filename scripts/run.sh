@@ -60,6 +60,7 @@ sed -e "s|@PREFIX@|$run|g" -e "s|@UPSTREAM@|unix:$sock|g" -e "s|@LISTEN@|127.0.0
 llm_pid=; nginx_pid=; tail_pid=
 stop() {
     trap - INT TERM EXIT
+    set +e # processes may already be gone
     [ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null
     [ -n "$llm_pid" ] && kill -TERM "$llm_pid" 2>/dev/null
     [ -n "$llm_pid" ] && wait "$llm_pid" 2>/dev/null

@@ -284,6 +284,10 @@ int srv_run(srv_config_t *cfg)
         goto out;
 
     /* block the stop signals in every thread; main takes them with sigwait */
+    /* a launcher may have left SIGINT ignored (background jobs of a
+     * non-interactive shell): restore the defaults, then block for sigwait */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);

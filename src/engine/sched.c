@@ -25,6 +25,7 @@ struct sched_chan {
     int32_t cap, head, count;
     int32_t refs;        /* owner + jobs not yet retired */
     int32_t jobs_live;   /* jobs that have not sent DONE */
+    int32_t planned;     /* TOKEN events the current step will push */
     bool submitted;
     atomic_bool cancelled;
 };
@@ -99,14 +100,24 @@ static void chan_unref(sched_chan_t *ch)
     }
 }
 
-/* Room for one more event? DONE events always fit: see chan_push. */
-static bool chan_has_room(sched_chan_t *ch)
+/* Reserves room for one TOKEN event of this step; false when the channel
+ * is full. One slot per live job stays free for its DONE event, so DONE
+ * events always fit (see chan_push). Only the scheduler thread calls this. */
+static bool chan_reserve(sched_chan_t *ch)
 {
     pthread_mutex_lock(&ch->mu);
-    /* keep one slot per live job free for its DONE event */
-    bool ok = ch->count + ch->jobs_live < ch->cap;
+    bool ok = ch->count + ch->planned + ch->jobs_live < ch->cap;
+    if (ok)
+        ch->planned++;
     pthread_mutex_unlock(&ch->mu);
     return ok;
+}
+
+static void chan_unplan(sched_chan_t *ch)
+{
+    pthread_mutex_lock(&ch->mu);
+    ch->planned = 0;
+    pthread_mutex_unlock(&ch->mu);
 }
 
 static void chan_push(sched_chan_t *ch, const sched_event_t *ev)
@@ -234,7 +245,7 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
         job_t *j = s->slots[i];
         if (!j)
             continue;
-        if (j->state != JOB_DECODE || !chan_has_room(j->ch))
+        if (j->state != JOB_DECODE || !chan_reserve(j->ch))
             continue;
         s->batch[n++] = (fwd_tok_t){.token = j->last, .seq = i, .pos = j->n_past, .logits = true};
         j->logit_j = nl;
@@ -242,11 +253,14 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
     }
     for (int32_t i = 0; i < s->o.n_parallel && n < budget; i++) {
         job_t *j = s->slots[i];
-        if (!j || j->state != JOB_PREFILL || !chan_has_room(j->ch))
+        if (!j || j->state != JOB_PREFILL)
             continue;
         int32_t take = j->n_prompt - j->n_past;
         if (take > budget - n)
             take = budget - n;
+        /* the chunk that ends the prompt yields a token: it needs room */
+        if (j->n_past + take == j->n_prompt && !chan_reserve(j->ch))
+            continue;
         for (int32_t k = 0; k < take; k++) {
             int32_t pos = j->n_past + k;
             bool last = pos == j->n_prompt - 1;
@@ -353,6 +367,9 @@ static void *sched_main(void *arg)
         lf_code_t rc = fwd_decode(s->fwd, s->batch, n, &err);
         pthread_mutex_lock(&s->mu);
         s->st.steps++;
+        for (int32_t i = 0; i < s->o.n_parallel; i++)
+            if (s->slots[i])
+                chan_unplan(s->slots[i]->ch);
         if (rc != LF_OK) {
             /* fail every sequence that was in the batch; the cache is
              * unchanged, the others keep running */

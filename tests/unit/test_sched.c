@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* stub: byte b is token 3+b, EOS 2; after token at pos p comes STORY[p % len] */
 static const char STORY[] = "Once upon a time, a caf\xc3\xa9 cat sang. ";
@@ -133,6 +134,27 @@ int main(void)
     c[0] = sched_chan_create(s);
     tap_ok(sched_submit(s, c[0], pl, nl, &one, 1, &err) == LF_ERR_OVERLOAD, "submit after stop -> overload");
     sched_chan_free(c[0]);
+    sched_free(s);
+
+    /* a full channel shared by two jobs: the reader is late, both jobs
+     * still deliver every token and their DONE events */
+    unsetenv("LLM_STUB_DELAY_MS");
+    sched_opts_t o2 = {.n_parallel = 2, .n_ctx = 64, .max_queue = 2, .chan_cap = 7};
+    s = sched_create(m, &o2, &err);
+    ch = sched_chan_create(s);
+    sched_params_t p3[2] = {params(3), params(3)};
+    const int32_t *pp0[] = {p0, p0};
+    size_t npp0[] = {3, 3};
+    tap_ok(sched_submit(s, ch, pp0, npp0, p3, 2, &err) == LF_OK, "submit two jobs into a 7-event channel");
+    struct timespec ts = {0, 300 * 1000000L};
+    nanosleep(&ts, NULL);
+    memset(n, 0, sizeof n);
+    memset(done, 0, sizeof done);
+    int cnt = drain(ch, toks, n, done, 2);
+    tap_ok(cnt == 8 && done[0].kind == SCHED_EV_DONE && done[1].kind == SCHED_EV_DONE && n[0] == 3 && n[1] == 3 &&
+               done[0].finish == SCHED_FINISH_LENGTH && done[1].finish == SCHED_FINISH_LENGTH,
+           "late reader: every token and both DONE events arrive (%d events)", cnt);
+    sched_chan_free(ch);
     sched_free(s);
     model_free(m);
     return tap_done();

@@ -137,7 +137,7 @@ int main(void)
 
     /* ---- the model's chat template (stub: LLM_STUB_CHAT_TEMPLATE) ---- */
     {
-        lf_err_t le;
+        lf_err_t le = {0};
         model_t *tm = model_load("stub.gguf", &le);
         char note[300];
         const char *body = "{\"messages\":[{\"role\":\"system\",\"content\":\"s\"},{\"role\":\"user\",\"content\":\"hi\"}]}";
@@ -150,7 +150,8 @@ int main(void)
         chat_tmpl_renderer_t *tr = chat_tmpl_renderer_create(tm, note, sizeof note);
         tap_ok(tr && strstr(note, "model's chat template"), "template compiled: %s", note);
         out = NULL;
-        tap_ok(chat_tmpl_render(tr, &q, true, &out, &le) == LF_OK && out && !strcmp(out, "<s>[system]s[user]hi[assistant]"),
+        lf_code_t trc = chat_tmpl_render(tr, &q, true, &out, &le);
+        tap_ok(trc == LF_OK && out && !strcmp(out, "<s>[system]s[user]hi[assistant]"),
                "template renders messages, bos_token, generation prompt: %s", out ? out : le.msg);
         free(out);
         out = NULL;
@@ -161,7 +162,8 @@ int main(void)
         setenv("LLM_STUB_CHAT_TEMPLATE", "{{ raise_exception('only user turns please') }}", 1);
         tr = chat_tmpl_renderer_create(tm, note, sizeof note);
         out = NULL;
-        tap_ok(chat_tmpl_render(tr, &q, true, &out, &le) == LF_ERR_INVALID && !out && strstr(le.msg, "only user turns please"),
+        trc = chat_tmpl_render(tr, &q, true, &out, &le);
+        tap_ok(trc == LF_ERR_INVALID && !out && strstr(le.msg, "only user turns please"),
                "raise_exception -> invalid with the template's message: %s", le.msg);
         chat_tmpl_renderer_free(tr);
         setenv("LLM_STUB_CHAT_TEMPLATE", "{% for %}", 1);

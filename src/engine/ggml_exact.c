@@ -1,0 +1,384 @@
+/* ggml_exact.c - ggml's CPU float arithmetic, operation for operation
+ * (see ggml_exact.h for what is reproduced and why).
+ *
+ * Each kernel exists twice: a portable version written with fmaf exactly
+ * where the AVX-512 build of ggml fuses (explicit FMA intrinsics, or
+ * gcc's -ffp-contract=fast in scalar code), and an AVX-512 version with
+ * the same operations on 16 lanes. Operands of every add are combined in
+ * the same pairs as in ggml, so both give the same bits; the unit test
+ * tests/unit/test_ggml_exact.c checks that on random data.
+ */
+#include "engine/ggml_exact.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "engine/fp16.h"
+#include "engine/kernels.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define GX_X86 1
+#define GX_AVX512 __attribute__((target("avx512f,avx512dq,fma,f16c")))
+#endif
+
+static bool gx_portable_forced;
+
+bool gx_force_portable(bool on)
+{
+    bool prev = gx_portable_forced;
+    gx_portable_forced = on;
+    return prev;
+}
+
+bool gx_use_avx512(void)
+{
+#ifdef GX_X86
+    return !gx_portable_forced && kern_isa() >= KERN_ISA_AVX512;
+#else
+    return false;
+#endif
+}
+
+/* ---- portable versions ------------------------------------------------- */
+
+float gx_hsum16(const float v[16])
+{
+    float t3[8], t6[4];
+    for (int i = 0; i < 8; i++)
+        t3[i] = v[i + 8] + v[i];
+    for (int i = 0; i < 4; i++)
+        t6[i] = t3[i + 4] + t3[i];
+    const float a = t6[0] + t6[2];
+    const float b = t6[1] + t6[3];
+    return a + b;
+}
+
+/* Reduces ggml's four 16-lane accumulators (GGML_F32x16_REDUCE). */
+static float reduce4x16(float acc[4][16])
+{
+    for (int l = 0; l < 16; l++) {
+        acc[0][l] = acc[0][l] + acc[2][l];
+        acc[1][l] = acc[1][l] + acc[3][l];
+    }
+    for (int l = 0; l < 16; l++)
+        acc[0][l] = acc[0][l] + acc[1][l];
+    return gx_hsum16(acc[0]);
+}
+
+/* The n % 64 leftovers of ggml_vec_dot_f32 as gcc -O3 compiled them. */
+static float left_f32(const float *x, const float *y, int64_t n, float sumf)
+{
+    const int64_t nv = n & ~(int64_t)7;
+    int64_t i = 0;
+    for (; i < nv; i++) {
+        const float p = x[i] * y[i];
+        sumf = sumf + p;
+    }
+    for (; i < n; i++)
+        sumf = fmaf(x[i], y[i], sumf);
+    return sumf;
+}
+
+static float dot_f32_vec_c(const float *x, const float *y, int64_t n)
+{
+    const int64_t np = n & ~(int64_t)63;
+    float acc[4][16];
+    memset(acc, 0, sizeof acc);
+    for (int64_t i = 0; i < np; i += 64)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 16; l++)
+                acc[j][l] = fmaf(x[i + j * 16 + l], y[i + j * 16 + l], acc[j][l]);
+    const float sumf = reduce4x16(acc);
+    return left_f32(x + np, y + np, n - np, sumf);
+}
+
+static float dot_f32_tiny_c(const float *x, const float *y, int64_t n)
+{
+    float acc[16] = {0};
+    for (int64_t i = 0; i < n; i += 16)
+        for (int l = 0; l < 16; l++)
+            acc[l] = fmaf(x[i + l], y[i + l], acc[l]);
+    return gx_hsum16(acc);
+}
+
+static double left_f16(const uint16_t *x, const uint16_t *y, int64_t n, double sumf)
+{
+    for (int64_t i = 0; i < n; i++)
+        sumf += (double)(fp16_to_fp32(x[i]) * fp16_to_fp32(y[i]));
+    return sumf;
+}
+
+static float dot_f16_vec_c(const uint16_t *x, const uint16_t *y, int64_t n)
+{
+    const int64_t np = n & ~(int64_t)63;
+    float acc[4][16];
+    memset(acc, 0, sizeof acc);
+    for (int64_t i = 0; i < np; i += 64)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 16; l++)
+                acc[j][l] = fmaf(fp16_to_fp32(x[i + j * 16 + l]), fp16_to_fp32(y[i + j * 16 + l]), acc[j][l]);
+    double sumf = (double)reduce4x16(acc);
+    return (float)left_f16(x + np, y + np, n - np, sumf);
+}
+
+/* ggml_v_expf for one lane: range reduction n = round(x log2 e), a degree
+ * 5 polynomial for exp(b), then j * 2^n (vscalefps: one rounding). */
+static float expf1_c(float x)
+{
+    const float r = 0x1.8p23f;
+    const float z = fmaf(x, 0x1.715476p+0f, r);
+    const float n = z - r;
+    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    const float u = b * b;
+    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                         u, fmaf(0x1.ffffecp-1f, b, 1.0f));
+    if (isnan(n))
+        return n;
+    if (fabsf(n) > 192.0f)
+        return n <= 0.0f ? 0.0f : INFINITY;
+    return ldexpf(j, (int)n);
+}
+
+static void expf16_c(const float *in, float *out)
+{
+    for (int l = 0; l < 16; l++)
+        out[l] = expf1_c(in[l]);
+}
+
+static void silu_row_c(float *y, const float *x, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 15 < n; i += 16) {
+        float e[16], nx[16];
+        for (int l = 0; l < 16; l++)
+            nx[l] = 0.0f - x[i + l];
+        expf16_c(nx, e);
+        for (int l = 0; l < 16; l++)
+            y[i + l] = x[i + l] / (1.0f + e[l]);
+    }
+    for (; i < n; i++)
+        y[i] = x[i] / (1.0f + expf(-x[i]));
+}
+
+/* ---- AVX-512 versions ---------------------------------------------------- */
+
+#ifdef GX_X86
+GX_AVX512 static inline float hsum512(__m512 v)
+{
+    const __m256 lo = _mm512_castps512_ps256(v);
+    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+    const __m256 t3 = _mm256_add_ps(hi, lo);
+    const __m128 t6 = _mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3));
+    const __m128 t8 = _mm_add_ps(t6, _mm_shuffle_ps(t6, t6, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm_cvtss_f32(t8) + _mm_cvtss_f32(_mm_shuffle_ps(t8, t8, _MM_SHUFFLE(1, 1, 1, 1)));
+}
+
+GX_AVX512 static float dot_f32_vec_avx512(const float *x, const float *y, int64_t n)
+{
+    const int64_t np = n & ~(int64_t)63;
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (int64_t i = 0; i < np; i += 64) {
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), s0);
+        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(y + i + 16), s1);
+        s2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 32), _mm512_loadu_ps(y + i + 32), s2);
+        s3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 48), _mm512_loadu_ps(y + i + 48), s3);
+    }
+    s0 = _mm512_add_ps(s0, s2);
+    s1 = _mm512_add_ps(s1, s3);
+    s0 = _mm512_add_ps(s0, s1);
+    return left_f32(x + np, y + np, n - np, hsum512(s0));
+}
+
+GX_AVX512 static float dot_f32_tiny_avx512(const float *x, const float *y, int64_t n)
+{
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 16)
+        acc = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), acc);
+    return hsum512(acc);
+}
+
+GX_AVX512 static inline __m512 load_f16(const uint16_t *p)
+{
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+
+GX_AVX512 static float dot_f16_vec_avx512(const uint16_t *x, const uint16_t *y, int64_t n)
+{
+    const int64_t np = n & ~(int64_t)63;
+    if (np == 0)
+        return (float)left_f16(x, y, n, 0.0);
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (int64_t i = 0; i < np; i += 64) {
+        s0 = _mm512_fmadd_ps(load_f16(x + i), load_f16(y + i), s0);
+        s1 = _mm512_fmadd_ps(load_f16(x + i + 16), load_f16(y + i + 16), s1);
+        s2 = _mm512_fmadd_ps(load_f16(x + i + 32), load_f16(y + i + 32), s2);
+        s3 = _mm512_fmadd_ps(load_f16(x + i + 48), load_f16(y + i + 48), s3);
+    }
+    s0 = _mm512_add_ps(s0, s2);
+    s1 = _mm512_add_ps(s1, s3);
+    s0 = _mm512_add_ps(s0, s1);
+    return (float)left_f16(x + np, y + np, n - np, (double)hsum512(s0));
+}
+
+GX_AVX512 static __m512 expf_avx512(__m512 x)
+{
+    const __m512 r = _mm512_set1_ps(0x1.8p23f);
+    const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r);
+    const __m512 n = _mm512_sub_ps(z, r);
+    const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f),
+                                      _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+    const __mmask16 big = _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192.0f), _CMP_GT_OQ);
+    const __m512 u = _mm512_mul_ps(b, b);
+    const __m512 hi = _mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f));
+    const __m512 mid = _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f));
+    const __m512 lo = _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f));
+    const __m512 j = _mm512_fmadd_ps(_mm512_fmadd_ps(hi, u, mid), u, lo);
+    const __m512 res = _mm512_scalef_ps(j, n);
+    if (!big)
+        return res;
+    const __m512 zero = _mm512_setzero_ps();
+    const __m512 alt =
+        _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, zero, _CMP_LE_OQ), _mm512_set1_ps(INFINITY), zero);
+    return _mm512_mask_blend_ps(big, res, alt);
+}
+
+GX_AVX512 static void expf16_avx512(const float *in, float *out)
+{
+    _mm512_storeu_ps(out, expf_avx512(_mm512_loadu_ps(in)));
+}
+
+GX_AVX512 static void silu_row_avx512(float *y, const float *x, int64_t n)
+{
+    int64_t i = 0;
+    const __m512 one = _mm512_set1_ps(1.0f);
+    for (; i + 15 < n; i += 16) {
+        const __m512 v = _mm512_loadu_ps(x + i);
+        const __m512 e = expf_avx512(_mm512_sub_ps(_mm512_setzero_ps(), v));
+        _mm512_storeu_ps(y + i, _mm512_div_ps(v, _mm512_add_ps(one, e)));
+    }
+    for (; i < n; i++)
+        y[i] = x[i] / (1.0f + expf(-x[i]));
+}
+#endif
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+float gx_dot_f32_vec(const float *x, const float *y, int64_t n)
+{
+#ifdef GX_X86
+    if (gx_use_avx512())
+        return dot_f32_vec_avx512(x, y, n);
+#endif
+    return dot_f32_vec_c(x, y, n);
+}
+
+float gx_dot_f32_tiny(const float *x, const float *y, int64_t n)
+{
+#ifdef GX_X86
+    if (gx_use_avx512())
+        return dot_f32_tiny_avx512(x, y, n);
+#endif
+    return dot_f32_tiny_c(x, y, n);
+}
+
+float gx_dot_f16_vec(const uint16_t *x, const uint16_t *y, int64_t n)
+{
+#ifdef GX_X86
+    if (gx_use_avx512())
+        return dot_f16_vec_avx512(x, y, n);
+#endif
+    return dot_f16_vec_c(x, y, n);
+}
+
+void gx_expf16(const float *in, float *out)
+{
+#ifdef GX_X86
+    if (gx_use_avx512()) {
+        expf16_avx512(in, out);
+        return;
+    }
+#endif
+    expf16_c(in, out);
+}
+
+void gx_silu_row(float *y, const float *x, int64_t n)
+{
+#ifdef GX_X86
+    if (gx_use_avx512()) {
+        silu_row_avx512(y, x, n);
+        return;
+    }
+#endif
+    silu_row_c(y, x, n);
+}
+
+void gx_softmax_row(float *s, int64_t n)
+{
+    float max = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        max = s[i] > max ? s[i] : max;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i += 16) {
+        float in[16], e[16];
+        const int64_t m = n - i < 16 ? n - i : 16;
+        for (int64_t l = 0; l < 16; l++)
+            in[l] = l < m ? s[i + l] - max : -INFINITY;
+        gx_expf16(in, e);
+        memcpy(s + i, e, (size_t)m * sizeof(float));
+        sum += (double)gx_hsum16(e);
+    }
+    const float inv = (float)(1.0 / sum);
+    for (int64_t i = 0; i < n; i++)
+        s[i] *= inv;
+}
+
+/* ---- matrix product ------------------------------------------------------ */
+
+typedef struct {
+    const float *W, *x;
+    int64_t n_rows, k, n_tok;
+    const uint8_t *order;
+    float *out;
+} gx_mm_job_t;
+
+#define GX_ROW_CHUNK 16
+
+static void gx_mm_worker(void *arg, int ith, int nth)
+{
+    const gx_mm_job_t *j = arg;
+    const int64_t per = (j->n_rows + nth - 1) / nth;
+    const int64_t r0 = per * ith;
+    const int64_t r1 = r0 + per < j->n_rows ? r0 + per : j->n_rows;
+    const bool tiny_ok = j->k % 16 == 0;
+    const bool avx = gx_use_avx512();
+    for (int64_t rc = r0; rc < r1; rc += GX_ROW_CHUNK) {
+        const int64_t rend = rc + GX_ROW_CHUNK < r1 ? rc + GX_ROW_CHUNK : r1;
+        for (int64_t t = 0; t < j->n_tok; t++) {
+            const float *xt = j->x + t * j->k;
+            const bool tiny = tiny_ok && j->order && j->order[t] == GX_ORDER_TINY;
+            for (int64_t r = rc; r < rend; r++) {
+                const float *wr = j->W + r * j->k;
+                float v;
+#ifdef GX_X86
+                if (avx)
+                    v = tiny ? dot_f32_tiny_avx512(wr, xt, j->k) : dot_f32_vec_avx512(wr, xt, j->k);
+                else
+#endif
+                    v = tiny ? dot_f32_tiny_c(wr, xt, j->k) : dot_f32_vec_c(wr, xt, j->k);
+                j->out[t * j->n_rows + r] = v;
+            }
+        }
+    }
+    (void)avx;
+}
+
+void gx_matmul_f32(tpool_t *pool, const float *W, int64_t n_rows, int64_t k, const float *x, int64_t n_tok,
+                   const uint8_t *order, float *out)
+{
+    gx_mm_job_t job = {W, x, n_rows, k, n_tok, order, out};
+    if (pool && n_rows * k * n_tok >= 4096)
+        tpool_run(pool, gx_mm_worker, &job);
+    else
+        gx_mm_worker(&job, 0, 1);
+}

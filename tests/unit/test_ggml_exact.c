@@ -1,0 +1,221 @@
+/* test_ggml_exact.c - ggml_exact.h: the operation orders, and identical
+ * bits from the AVX-512 and the portable implementations.
+ *
+ * The order cases use inputs whose result changes with the order of the
+ * additions or with fusing a multiply into an add, so each pins one
+ * decision of ggml's build (see ggml_exact.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/fp16.h"
+#include "engine/ggml_exact.h"
+#include "engine/tpool.h"
+#include "tap.h"
+
+static int same_bits(float a, float b)
+{
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
+/* ---- fixed cases: each result depends on the order ------------------- */
+
+typedef struct {
+    const char *name;
+    int kind; /* 0 hsum16, 1 dot_f32_vec, 2 dot_f32_tiny */
+    int n;
+    int pos[4];
+    float xv[4], yv[4]; /* x[pos[i]] = xv[i], y[pos[i]] = yv[i]; rest x 0, y 1 */
+    float want;
+} order_case_t;
+
+#define P24 16777216.0f
+#define E12 (1.0f + 0x1p-12f)
+#define M11 (-(1.0f + 0x1p-11f))
+
+static const order_case_t order_cases[] = {
+    /* _mm512_reduce_add_ps pairs lane i with i + 8 first: 2^24 + 1 is lost,
+     * but 1 + 1 from lanes 4 and 12 survives */
+    {"hsum16 pairs lanes i, i+8, then i, i+4", 0, 16, {0, 4, 8, 12}, {P24, 1, 1, 1}, {0}, P24 + 2},
+    /* four accumulators (chunks 0..3 of 16) reduced 0+2, 1+3, then 0+1 */
+    {"vec_dot_f32: four accumulators, 0+2 and 1+3 first", 1, 64, {0, 16, 32, 48}, {P24, 1, 1, 1},
+     {1, 1, 1, 1}, P24 + 2},
+    /* tinyBLAS: one accumulator per lane over the chunks: every +1 is lost */
+    {"tinyBLAS: one 16-lane accumulator", 2, 64, {0, 16, 32, 48}, {P24, 1, 1, 1}, {1, 1, 1, 1}, P24},
+    /* leftovers: the last n % 8 are fused (exact product) */
+    {"vec_dot_f32: last n%8 leftovers fused", 1, 2, {0, 1, 0, 0}, {M11, E12, 0, 0}, {1, E12, 1, 1},
+     0x1p-24f},
+    /* the first multiple of 8 leftovers are rounded products */
+    {"vec_dot_f32: first 8k leftovers unfused", 1, 10, {0, 1, 0, 0}, {M11, E12, 0, 0}, {1, E12, 1, 1}, 0.0f},
+    {"vec_dot_f32: leftovers after 64 + 8", 1, 74, {70, 73, 0, 0}, {M11, E12, 0, 0}, {1, E12, 1, 1},
+     0x1p-24f},
+};
+
+static float run_order_case(const order_case_t *c)
+{
+    float x[128], y[128];
+    for (int i = 0; i < 128; i++) {
+        x[i] = 0.0f;
+        y[i] = 1.0f;
+    }
+    for (int i = 0; i < 4; i++) {
+        if (c->xv[i] == 0.0f && i > 0)
+            continue;
+        x[c->pos[i]] = c->xv[i];
+        if (c->kind != 0)
+            y[c->pos[i]] = c->yv[i];
+    }
+    switch (c->kind) {
+    case 0:
+        return gx_hsum16(x);
+    case 1:
+        return gx_dot_f32_vec(x, y, c->n);
+    default:
+        return gx_dot_f32_tiny(x, y, c->n);
+    }
+}
+
+/* ---- expf special values --------------------------------------------- */
+
+typedef struct {
+    float x;
+    int kind; /* 0 exact value want, 1 NaN, 2 within 2 ulp of expf */
+    float want;
+} exp_case_t;
+
+static const exp_case_t exp_cases[] = {
+    {-INFINITY, 0, 0.0f}, {0.0f, 0, 1.0f},   {-0.0f, 0, 1.0f},     {100.0f, 0, INFINITY}, {-200.0f, 0, 0.0f},
+    {300.0f, 0, INFINITY}, {NAN, 1, 0.0f},   {1.0f, 2, 0.0f},      {-1.0f, 2, 0.0f},      {-20.5f, 2, 0.0f},
+    {10.25f, 2, 0.0f},     {-87.0f, 2, 0.0f}, {0.001f, 2, 0.0f},
+};
+
+static int ulp_diff(float a, float b)
+{
+    int32_t ia, ib;
+    memcpy(&ia, &a, 4);
+    memcpy(&ib, &b, 4);
+    return abs(ia - ib);
+}
+
+static int check_exp_case(const exp_case_t *c)
+{
+    float in[16], out[16];
+    for (int l = 0; l < 16; l++)
+        in[l] = c->x;
+    gx_expf16(in, out);
+    if (c->kind == 1)
+        return isnan(out[3]);
+    if (c->kind == 0)
+        return same_bits(out[5], c->want) || (c->want == 0.0f && out[5] == 0.0f);
+    return ulp_diff(out[7], expf(c->x)) <= 2;
+}
+
+/* ---- random data: both implementations agree ------------------------ */
+
+static uint64_t rng = 88172645463325252ull;
+static float rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    float f = (float)(rng >> 40) / 16777216.0f * 2.0f - 1.0f;
+    return (rng & 3) ? f : f * 30.0f;
+}
+
+static int compare_paths(int iters)
+{
+    static float x[1024], y[1024], a[1024], b[1024];
+    static uint16_t hx[1024], hy[1024];
+    int bad = 0;
+    for (int it = 0; it < iters; it++) {
+        int n = 1 + (int)(rng % 700);
+        for (int i = 0; i < n; i++) {
+            x[i] = rnd();
+            y[i] = rnd();
+            hx[i] = fp16_from_fp32(x[i]);
+            hy[i] = fp16_from_fp32(y[i]);
+        }
+        float r[2][6];
+        for (int p = 0; p < 2; p++) {
+            gx_force_portable(p == 1);
+            r[p][0] = gx_dot_f32_vec(x, y, n);
+            r[p][1] = gx_dot_f32_tiny(x, y, n & ~15);
+            r[p][2] = gx_dot_f16_vec(hx, hy, n);
+            float *dst = p ? b : a;
+            gx_silu_row(dst, x, n);
+            r[p][3] = 0;
+            memcpy(dst + n, x, (size_t)n * sizeof(float));
+            gx_softmax_row(dst + n, n < 300 ? n : 300);
+            float e[16];
+            gx_expf16(x, e);
+            r[p][4] = e[it % 16];
+            r[p][5] = 0;
+        }
+        gx_force_portable(false);
+        for (int k = 0; k < 6; k++)
+            bad += !same_bits(r[0][k], r[1][k]);
+        int m = n < 300 ? n : 300;
+        bad += memcmp(a, b, (size_t)(n + m) * sizeof(float)) != 0;
+    }
+    return bad;
+}
+
+/* ---- matmul: per-token order, batch invariance ------------------------ */
+
+static int check_matmul(void)
+{
+    enum { R = 37, K = 80, T = 9 };
+    static float W[R * K], X[T * K], out[T * R], one[R];
+    static uint8_t order[T];
+    for (int i = 0; i < R * K; i++)
+        W[i] = rnd();
+    for (int i = 0; i < T * K; i++)
+        X[i] = rnd();
+    for (int t = 0; t < T; t++)
+        order[t] = (uint8_t)(t % 3 == 0 ? GX_ORDER_TINY : GX_ORDER_VEC);
+    tpool_t *pool = NULL;
+    lf_err_t err;
+    if (tpool_create(2, &pool, &err) != LF_OK)
+        return 0;
+    gx_matmul_f32(pool, W, R, K, X, T, order, out);
+    int ok = 1;
+    for (int t = 0; t < T; t++) {
+        gx_matmul_f32(NULL, W, R, K, X + t * K, 1, order + t, one);
+        for (int r = 0; r < R; r++) {
+            float want = order[t] == GX_ORDER_TINY ? gx_dot_f32_tiny(W + r * K, X + t * K, K)
+                                                   : gx_dot_f32_vec(W + r * K, X + t * K, K);
+            ok &= same_bits(out[t * R + r], want) && same_bits(one[r], want);
+        }
+    }
+    tpool_free(pool);
+    return ok;
+}
+
+int main(void)
+{
+    for (int p = 0; p < 2; p++) {
+        gx_force_portable(p == 1);
+        const char *impl = p ? "portable" : (gx_use_avx512() ? "avx512" : "portable (no AVX-512)");
+        for (size_t i = 0; i < sizeof order_cases / sizeof order_cases[0]; i++) {
+            float got = run_order_case(&order_cases[i]);
+            tap_ok(same_bits(got, order_cases[i].want), "%s: %s (got %a, want %a)", impl, order_cases[i].name,
+                   (double)got, (double)order_cases[i].want);
+        }
+        for (size_t i = 0; i < sizeof exp_cases / sizeof exp_cases[0]; i++)
+            tap_ok(check_exp_case(&exp_cases[i]), "%s: ggml_v_expf(%g)", impl, (double)exp_cases[i].x);
+    }
+    gx_force_portable(false);
+    tap_ok(compare_paths(3000) == 0, "AVX-512 and portable implementations give the same bits (%s)",
+           gx_use_avx512() ? "both ran" : "no AVX-512 here: portable twice");
+    tap_ok(check_matmul(), "gx_matmul_f32: per-token order, same bits alone and batched, 1 or 2 threads");
+    /* softmax: a row sums to ~1 and masked positions are never read */
+    float s[40];
+    for (int i = 0; i < 40; i++)
+        s[i] = i < 33 ? (float)i * 0.25f : NAN;
+    gx_softmax_row(s, 33);
+    double sum = 0;
+    for (int i = 0; i < 33; i++)
+        sum += s[i];
+    tap_ok(fabs(sum - 1.0) < 1e-5 && isnan(s[35]), "softmax row sums to 1 (%.7f), tail untouched", sum);
+    return tap_done();
+}

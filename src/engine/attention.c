@@ -65,17 +65,45 @@ ATTN_AVX512 static void fma_row_avx512(float *acc, float w, const uint16_t *v, i
 }
 #endif
 
-/* Sums of the 16 lane accumulators acc[l][d] (l < 16) per dim, in
- * _mm512_reduce_add_ps order. */
-static void hsum_lanes(float *const *acc, int hd, float *out)
+/* out[d] = the 16 lane accumulators acc[l * hd + d] (l < 16) summed in
+ * _mm512_reduce_add_ps's pairing (gx_hsum16), done row-wise so it
+ * vectorises over d. Destroys acc. */
+static void hsum_lanes(float *acc, int hd, float *out)
 {
+    const int64_t n8 = 8 * (int64_t)hd, n4 = 4 * (int64_t)hd;
+    for (int64_t i = 0; i < n8; i++)
+        acc[i] = acc[i + n8] + acc[i];
+    for (int64_t i = 0; i < n4; i++)
+        acc[i] = acc[i + n4] + acc[i];
     for (int d = 0; d < hd; d++) {
-        float v[16];
-        for (int l = 0; l < 16; l++)
-            v[l] = acc[l][d];
-        out[d] = gx_hsum16(v);
+        const float a = acc[d] + acc[2 * hd + d];
+        const float b = acc[hd + d] + acc[3 * hd + d];
+        out[d] = a + b;
     }
 }
+
+/* left[d] += (double)(w * v[d]): exact products summed in double. */
+static void left_row_c(double *left, float w, const uint16_t *v, int n)
+{
+    for (int d = 0; d < n; d++)
+        left[d] += (double)(w * fp16_to_fp32(v[d]));
+}
+
+#ifdef ATTN_X86
+ATTN_AVX512 static void left_row_avx512(double *left, float w, const uint16_t *v, int n)
+{
+    const __m512 vw = _mm512_set1_ps(w);
+    int d = 0;
+    for (; d + 16 <= n; d += 16) {
+        const __m512 pr = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(v + d))), vw);
+        const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(pr));
+        const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(pr), 1)));
+        _mm512_storeu_pd(left + d, _mm512_add_pd(_mm512_loadu_pd(left + d), lo));
+        _mm512_storeu_pd(left + d + 8, _mm512_add_pd(_mm512_loadu_pd(left + d + 8), hi));
+    }
+    left_row_c(left + d, w, v + d, n - d);
+}
+#endif
 
 static void attn_one(const attn_job_t *job, int32_t t, int32_t h, float *scratch)
 {
@@ -93,13 +121,11 @@ static void attn_one(const attn_job_t *job, int32_t t, int32_t h, float *scratch
     const float *q = job->q + ((int64_t)t * job->n_head + h) * hd;
     fp16_row_from_fp32(q, q16, hd);
     const uint16_t *kb = job->k_base[t] + (int64_t)kvh * hd;
-    for (int32_t p = 0; p < n_kv; p++)
-        scores[p] = gx_dot_f16_vec(kb + (int64_t)p * job->kv_dim, q16, hd) * job->scale;
+    gx_dot_f16_rows(kb, job->kv_dim, n_kv, q16, hd, job->scale, scores);
     gx_softmax_row(scores, n_kv);
 
     float *out = job->out + ((int64_t)t * job->n_head + h) * hd;
     const uint16_t *vb = job->v_base[t] + (int64_t)kvh * hd;
-    float *lanes[16];
 #ifdef ATTN_X86
     const bool avx = gx_use_avx512();
 #endif
@@ -119,9 +145,7 @@ static void attn_one(const attn_job_t *job, int32_t t, int32_t h, float *scratch
 #endif
             add_row_c(a, w, v, hd);
         }
-        for (int l = 0; l < 16; l++)
-            lanes[l] = acc + (int64_t)l * hd;
-        hsum_lanes(lanes, hd, out);
+        hsum_lanes(acc, hd, out);
         return;
     }
 
@@ -133,7 +157,8 @@ static void attn_one(const attn_job_t *job, int32_t t, int32_t h, float *scratch
     if (n_pad < 32)
         n_pad = 32;
     const int32_t np = (int32_t)(n_pad & ~(int64_t)63) < n_kv ? (int32_t)(n_pad & ~(int64_t)63) : n_kv;
-    memset(acc, 0, (size_t)64 * (size_t)hd * sizeof(float));
+    if (np > 0)
+        memset(acc, 0, (size_t)64 * (size_t)hd * sizeof(float));
     for (int32_t p = 0; p < np; p++) {
         float *a = acc + (int64_t)(p % 64) * hd;
         const uint16_t *v = vb + (int64_t)p * job->kv_dim;
@@ -147,22 +172,31 @@ static void attn_one(const attn_job_t *job, int32_t t, int32_t h, float *scratch
         add_row_c(a, w, v, hd);
     }
     /* GGML_F32x16_REDUCE: x0 + x2, x1 + x3, then x0 + x1 */
-    for (int64_t i = 0; i < 16 * (int64_t)hd; i++) {
-        acc[i] = acc[i] + acc[i + 32 * (int64_t)hd];
-        acc[i + 16 * (int64_t)hd] = acc[i + 16 * (int64_t)hd] + acc[i + 48 * (int64_t)hd];
+    if (np > 0) {
+        const int64_t n16 = 16 * (int64_t)hd;
+        for (int64_t i = 0; i < n16; i++) {
+            acc[i] = acc[i] + acc[i + 2 * n16];
+            acc[i + n16] = acc[i + n16] + acc[i + 3 * n16];
+        }
+        for (int64_t i = 0; i < n16; i++)
+            acc[i] = acc[i] + acc[i + n16];
+        hsum_lanes(acc, hd, out);
+        for (int d = 0; d < hd; d++)
+            left[d] = (double)out[d];
+    } else {
+        for (int d = 0; d < hd; d++)
+            left[d] = 0.0;
     }
-    for (int64_t i = 0; i < 16 * (int64_t)hd; i++)
-        acc[i] = acc[i] + acc[i + 16 * (int64_t)hd];
-    for (int l = 0; l < 16; l++)
-        lanes[l] = acc + (int64_t)l * hd;
-    hsum_lanes(lanes, hd, out);
-    for (int d = 0; d < hd; d++)
-        left[d] = (double)out[d];
     for (int32_t p = np; p < n_kv; p++) {
         const uint16_t *v = vb + (int64_t)p * job->kv_dim;
         const float w = fp16_to_fp32(p16[p]);
-        for (int d = 0; d < hd; d++)
-            left[d] += (double)(w * fp16_to_fp32(v[d]));
+#ifdef ATTN_X86
+        if (avx) {
+            left_row_avx512(left, w, v, hd);
+            continue;
+        }
+#endif
+        left_row_c(left, w, v, hd);
     }
     for (int d = 0; d < hd; d++)
         out[d] = (float)left[d];

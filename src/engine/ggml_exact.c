@@ -291,6 +291,20 @@ float gx_dot_f16_vec(const uint16_t *x, const uint16_t *y, int64_t n)
     return dot_f16_vec_c(x, y, n);
 }
 
+void gx_dot_f16_rows(const uint16_t *x, int64_t stride, int64_t n_rows, const uint16_t *y, int64_t n, float scale,
+                     float *out)
+{
+#ifdef GX_X86
+    if (gx_use_avx512()) {
+        for (int64_t p = 0; p < n_rows; p++)
+            out[p] = dot_f16_vec_avx512(x + p * stride, y, n) * scale;
+        return;
+    }
+#endif
+    for (int64_t p = 0; p < n_rows; p++)
+        out[p] = dot_f16_vec_c(x + p * stride, y, n) * scale;
+}
+
 void gx_expf16(const float *in, float *out)
 {
 #ifdef GX_X86

@@ -51,6 +51,9 @@ float gx_hsum16(const float v[16]);
 float gx_dot_f32_vec(const float *x, const float *y, int64_t n);
 float gx_dot_f32_tiny(const float *x, const float *y, int64_t n); /* n % 16 == 0 */
 float gx_dot_f16_vec(const uint16_t *x, const uint16_t *y, int64_t n);
+/* out[p] = gx_dot_f16_vec(x + p * stride, y, n) * scale for p < n_rows. */
+void gx_dot_f16_rows(const uint16_t *x, int64_t stride, int64_t n_rows, const uint16_t *y, int64_t n, float scale,
+                     float *out);
 
 /* out[16] = ggml_v_expf(in[16]) (in and out may alias). */
 void gx_expf16(const float *in, float *out);

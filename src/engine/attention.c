@@ -30,6 +30,7 @@
 #include <immintrin.h>
 #define ATTN_X86 1
 #define ATTN_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,fma,f16c")))
+#define ATTN_AVX2 __attribute__((target("avx2,fma,f16c")))
 #endif
 
 int64_t attn_scratch_floats(int32_t n_ctx, int32_t head_dim)
@@ -62,6 +63,17 @@ ATTN_AVX512 static void fma_row_avx512(float *acc, float w, const uint16_t *v, i
         const __m512 vv = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, v + d));
         _mm512_mask_storeu_ps(acc + d, m, _mm512_fmadd_ps(vv, vw, _mm512_maskz_loadu_ps(m, acc + d)));
     }
+}
+
+ATTN_AVX2 static void fma_row_avx2(float *acc, float w, const uint16_t *v, int n)
+{
+    const __m256 vw = _mm256_set1_ps(w);
+    int d = 0;
+    for (; d + 8 <= n; d += 8) {
+        const __m256 vv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + d)));
+        _mm256_storeu_ps(acc + d, _mm256_fmadd_ps(vv, vw, _mm256_loadu_ps(acc + d)));
+    }
+    add_row_c(acc + d, w, v + d, n - d);
 }
 #endif
 
@@ -103,6 +115,19 @@ ATTN_AVX512 static void left_row_avx512(double *left, float w, const uint16_t *v
     }
     left_row_c(left + d, w, v + d, n - d);
 }
+
+ATTN_AVX2 static void left_row_avx2(double *left, float w, const uint16_t *v, int n)
+{
+    const __m256 vw = _mm256_set1_ps(w);
+    int d = 0;
+    for (; d + 8 <= n; d += 8) {
+        const __m256 pr = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + d))), vw);
+        _mm256_storeu_pd(left + d, _mm256_add_pd(_mm256_loadu_pd(left + d), _mm256_cvtps_pd(_mm256_castps256_ps128(pr))));
+        _mm256_storeu_pd(left + d + 4,
+                         _mm256_add_pd(_mm256_loadu_pd(left + d + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(pr, 1))));
+    }
+    left_row_c(left + d, w, v + d, n - d);
+}
 #endif
 
 static void attn_one(const attn_job_t *job, int32_t t, int32_t h, float *scratch)
@@ -127,7 +152,7 @@ static void attn_one(const attn_job_t *job, int32_t t, int32_t h, float *scratch
     float *out = job->out + ((int64_t)t * job->n_head + h) * hd;
     const uint16_t *vb = job->v_base[t] + (int64_t)kvh * hd;
 #ifdef ATTN_X86
-    const bool avx = gx_use_avx512();
+    const int lv = gx_level();
 #endif
     fp16_row_from_fp32(scores, p16, n_kv);
     if (tiny) {
@@ -138,8 +163,12 @@ static void attn_one(const attn_job_t *job, int32_t t, int32_t h, float *scratch
             const uint16_t *v = vb + (int64_t)p * job->kv_dim;
 #ifdef ATTN_X86
             const float w = fp16_to_fp32(p16[p]);
-            if (avx) {
+            if (lv == GX_LEVEL_AVX512) {
                 fma_row_avx512(a, w, v, hd);
+                continue;
+            }
+            if (lv == GX_LEVEL_AVX2) {
+                fma_row_avx2(a, w, v, hd);
                 continue;
             }
 #endif
@@ -164,8 +193,12 @@ static void attn_one(const attn_job_t *job, int32_t t, int32_t h, float *scratch
         const uint16_t *v = vb + (int64_t)p * job->kv_dim;
         const float w = fp16_to_fp32(p16[p]);
 #ifdef ATTN_X86
-        if (avx) {
+        if (lv == GX_LEVEL_AVX512) {
             fma_row_avx512(a, w, v, hd);
+            continue;
+        }
+        if (lv == GX_LEVEL_AVX2) {
+            fma_row_avx2(a, w, v, hd);
             continue;
         }
 #endif
@@ -191,8 +224,12 @@ static void attn_one(const attn_job_t *job, int32_t t, int32_t h, float *scratch
         const uint16_t *v = vb + (int64_t)p * job->kv_dim;
         const float w = fp16_to_fp32(p16[p]);
 #ifdef ATTN_X86
-        if (avx) {
+        if (lv == GX_LEVEL_AVX512) {
             left_row_avx512(left, w, v, hd);
+            continue;
+        }
+        if (lv == GX_LEVEL_AVX2) {
+            left_row_avx2(left, w, v, hd);
             continue;
         }
 #endif

@@ -20,24 +20,32 @@
 #include <immintrin.h>
 #define GX_X86 1
 #define GX_AVX512 __attribute__((target("avx512f,avx512dq,fma,f16c")))
+#define GX_AVX2 __attribute__((target("avx2,fma,f16c")))
 #endif
 
-static bool gx_portable_forced;
+static int gx_cap = GX_LEVEL_AVX512;
 
-bool gx_force_portable(bool on)
+int gx_set_level(int level)
 {
-    bool prev = gx_portable_forced;
-    gx_portable_forced = on;
+    int prev = gx_cap;
+    gx_cap = level < GX_LEVEL_PORTABLE ? GX_LEVEL_PORTABLE : level > GX_LEVEL_AVX512 ? GX_LEVEL_AVX512 : level;
     return prev;
+}
+
+int gx_level(void)
+{
+#ifdef GX_X86
+    const kern_isa_t isa = kern_isa();
+    const int hw = isa >= KERN_ISA_AVX512 ? GX_LEVEL_AVX512 : isa >= KERN_ISA_AVX2 ? GX_LEVEL_AVX2 : GX_LEVEL_PORTABLE;
+    return hw < gx_cap ? hw : gx_cap;
+#else
+    return GX_LEVEL_PORTABLE;
+#endif
 }
 
 bool gx_use_avx512(void)
 {
-#ifdef GX_X86
-    return !gx_portable_forced && kern_isa() >= KERN_ISA_AVX512;
-#else
-    return false;
-#endif
+    return gx_level() == GX_LEVEL_AVX512;
 }
 
 /* ---- portable versions ------------------------------------------------- */
@@ -260,70 +268,193 @@ GX_AVX512 static void silu_row_avx512(float *y, const float *x, int64_t n)
     for (; i < n; i++)
         y[i] = x[i] / (1.0f + expf(-x[i]));
 }
+
+/* ---- AVX2 versions: 16 lanes as two 8-lane halves, same operations ----- */
+
+GX_AVX2 static inline float hsum256x2(__m256 lo, __m256 hi)
+{
+    const __m256 t3 = _mm256_add_ps(hi, lo);
+    const __m128 t6 = _mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3));
+    const __m128 t8 = _mm_add_ps(t6, _mm_shuffle_ps(t6, t6, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm_cvtss_f32(t8) + _mm_cvtss_f32(_mm_shuffle_ps(t8, t8, _MM_SHUFFLE(1, 1, 1, 1)));
+}
+
+GX_AVX2 static float dot_f32_vec_avx2(const float *x, const float *y, int64_t n)
+{
+    const int64_t np = n & ~(int64_t)63;
+    __m256 s[8];
+    for (int j = 0; j < 8; j++)
+        s[j] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < np; i += 64)
+        for (int j = 0; j < 8; j++)
+            s[j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8 * j), _mm256_loadu_ps(y + i + 8 * j), s[j]);
+    /* s[2j], s[2j+1]: low and high half of ggml's accumulator j */
+    for (int h = 0; h < 2; h++) {
+        s[h] = _mm256_add_ps(s[h], s[4 + h]);
+        s[2 + h] = _mm256_add_ps(s[2 + h], s[6 + h]);
+    }
+    for (int h = 0; h < 2; h++)
+        s[h] = _mm256_add_ps(s[h], s[2 + h]);
+    return left_f32(x + np, y + np, n - np, hsum256x2(s[0], s[1]));
+}
+
+GX_AVX2 static float dot_f32_tiny_avx2(const float *x, const float *y, int64_t n)
+{
+    __m256 lo = _mm256_setzero_ps(), hi = lo;
+    for (int64_t i = 0; i < n; i += 16) {
+        lo = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), lo);
+        hi = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), hi);
+    }
+    return hsum256x2(lo, hi);
+}
+
+GX_AVX2 static inline __m256 load8_f16(const uint16_t *p)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+GX_AVX2 static float dot_f16_vec_avx2(const uint16_t *x, const uint16_t *y, int64_t n)
+{
+    const int64_t np = n & ~(int64_t)63;
+    if (np == 0)
+        return (float)left_f16(x, y, n, 0.0);
+    __m256 s[8];
+    for (int j = 0; j < 8; j++)
+        s[j] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < np; i += 64)
+        for (int j = 0; j < 8; j++)
+            s[j] = _mm256_fmadd_ps(load8_f16(x + i + 8 * j), load8_f16(y + i + 8 * j), s[j]);
+    for (int h = 0; h < 2; h++) {
+        s[h] = _mm256_add_ps(s[h], s[4 + h]);
+        s[2 + h] = _mm256_add_ps(s[2 + h], s[6 + h]);
+    }
+    for (int h = 0; h < 2; h++)
+        s[h] = _mm256_add_ps(s[h], s[2 + h]);
+    return (float)left_f16(x + np, y + np, n - np, (double)hsum256x2(s[0], s[1]));
+}
+
+/* ggml_v_expf on 8 lanes. vscalefps(j, n) = j * 2^n rounded once is done
+ * as (j * 2^(n - n/2)) * 2^(n/2): the first product is exact (normal),
+ * the second rounds once, also into the subnormal range. */
+GX_AVX2 static __m256 pow2i_avx2(__m256i k)
+{
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23));
+}
+
+GX_AVX2 static __m256 expf_avx2(__m256 x)
+{
+    const __m256 r = _mm256_set1_ps(0x1.8p23f);
+    const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r);
+    const __m256 n = _mm256_sub_ps(z, r);
+    const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
+                                      _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+    const __m256 absn = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), n);
+    const __m256 big = _mm256_cmp_ps(absn, _mm256_set1_ps(192.0f), _CMP_GT_OQ);
+    const __m256 u = _mm256_mul_ps(b, b);
+    const __m256 hi = _mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f));
+    const __m256 mid = _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f));
+    const __m256 lo = _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), b, _mm256_set1_ps(1.0f));
+    const __m256 j = _mm256_fmadd_ps(_mm256_fmadd_ps(hi, u, mid), u, lo);
+    /* n is integral; clamp so the exponent arithmetic stays in range */
+    const __m256 nc = _mm256_min_ps(_mm256_max_ps(n, _mm256_set1_ps(-192.0f)), _mm256_set1_ps(192.0f));
+    const __m256i ni = _mm256_cvttps_epi32(nc);
+    const __m256i n2 = _mm256_srai_epi32(ni, 1);
+    const __m256i n1 = _mm256_sub_epi32(ni, n2);
+    __m256 res = _mm256_mul_ps(_mm256_mul_ps(j, pow2i_avx2(n1)), pow2i_avx2(n2));
+    /* NaN input: n is NaN, keep it */
+    res = _mm256_blendv_ps(res, n, _mm256_cmp_ps(n, n, _CMP_UNORD_Q));
+    if (_mm256_testz_ps(big, big))
+        return res;
+    const __m256 alt = _mm256_blendv_ps(_mm256_set1_ps(INFINITY), _mm256_setzero_ps(),
+                                        _mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_LE_OQ));
+    return _mm256_blendv_ps(res, alt, big);
+}
+
+GX_AVX2 static void expf16_avx2(const float *in, float *out)
+{
+    _mm256_storeu_ps(out, expf_avx2(_mm256_loadu_ps(in)));
+    _mm256_storeu_ps(out + 8, expf_avx2(_mm256_loadu_ps(in + 8)));
+}
+
+GX_AVX2 static void silu_row_avx2(float *y, const float *x, int64_t n)
+{
+    int64_t i = 0;
+    const __m256 one = _mm256_set1_ps(1.0f);
+    for (; i + 15 < n; i += 16)
+        for (int h = 0; h < 16; h += 8) {
+            const __m256 v = _mm256_loadu_ps(x + i + h);
+            const __m256 e = expf_avx2(_mm256_sub_ps(_mm256_setzero_ps(), v));
+            _mm256_storeu_ps(y + i + h, _mm256_div_ps(v, _mm256_add_ps(one, e)));
+        }
+    for (; i < n; i++)
+        y[i] = x[i] / (1.0f + expf(-x[i]));
+}
 #endif
 
 /* ---- dispatch ------------------------------------------------------------ */
 
+#ifdef GX_X86
+#define GX_PICK(fn, ...)                                    \
+    do {                                                    \
+        const int lv_ = gx_level();                         \
+        if (lv_ == GX_LEVEL_AVX512)                         \
+            return fn##_avx512(__VA_ARGS__);                \
+        if (lv_ == GX_LEVEL_AVX2)                           \
+            return fn##_avx2(__VA_ARGS__);                  \
+    } while (0)
+#else
+#define GX_PICK(fn, ...) \
+    do {                 \
+    } while (0)
+#endif
+
 float gx_dot_f32_vec(const float *x, const float *y, int64_t n)
 {
-#ifdef GX_X86
-    if (gx_use_avx512())
-        return dot_f32_vec_avx512(x, y, n);
-#endif
+    GX_PICK(dot_f32_vec, x, y, n);
     return dot_f32_vec_c(x, y, n);
 }
 
 float gx_dot_f32_tiny(const float *x, const float *y, int64_t n)
 {
-#ifdef GX_X86
-    if (gx_use_avx512())
-        return dot_f32_tiny_avx512(x, y, n);
-#endif
+    GX_PICK(dot_f32_tiny, x, y, n);
     return dot_f32_tiny_c(x, y, n);
 }
 
 float gx_dot_f16_vec(const uint16_t *x, const uint16_t *y, int64_t n)
 {
-#ifdef GX_X86
-    if (gx_use_avx512())
-        return dot_f16_vec_avx512(x, y, n);
-#endif
+    GX_PICK(dot_f16_vec, x, y, n);
     return dot_f16_vec_c(x, y, n);
 }
 
 void gx_dot_f16_rows(const uint16_t *x, int64_t stride, int64_t n_rows, const uint16_t *y, int64_t n, float scale,
                      float *out)
 {
+    const int lv = gx_level();
+    for (int64_t p = 0; p < n_rows; p++) {
+        const uint16_t *xr = x + p * stride;
+        float v;
 #ifdef GX_X86
-    if (gx_use_avx512()) {
-        for (int64_t p = 0; p < n_rows; p++)
-            out[p] = dot_f16_vec_avx512(x + p * stride, y, n) * scale;
-        return;
-    }
+        if (lv == GX_LEVEL_AVX512)
+            v = dot_f16_vec_avx512(xr, y, n);
+        else if (lv == GX_LEVEL_AVX2)
+            v = dot_f16_vec_avx2(xr, y, n);
+        else
 #endif
-    for (int64_t p = 0; p < n_rows; p++)
-        out[p] = dot_f16_vec_c(x + p * stride, y, n) * scale;
+            v = dot_f16_vec_c(xr, y, n);
+        out[p] = v * scale;
+    }
+    (void)lv;
 }
 
 void gx_expf16(const float *in, float *out)
 {
-#ifdef GX_X86
-    if (gx_use_avx512()) {
-        expf16_avx512(in, out);
-        return;
-    }
-#endif
+    GX_PICK(expf16, in, out);
     expf16_c(in, out);
 }
 
 void gx_silu_row(float *y, const float *x, int64_t n)
 {
-#ifdef GX_X86
-    if (gx_use_avx512()) {
-        silu_row_avx512(y, x, n);
-        return;
-    }
-#endif
+    GX_PICK(silu_row, y, x, n);
     silu_row_c(y, x, n);
 }
 
@@ -365,7 +496,7 @@ static void gx_mm_worker(void *arg, int ith, int nth)
     const int64_t r0 = per * ith;
     const int64_t r1 = r0 + per < j->n_rows ? r0 + per : j->n_rows;
     const bool tiny_ok = j->k % 16 == 0;
-    const bool avx = gx_use_avx512();
+    const int lv = gx_level();
     for (int64_t rc = r0; rc < r1; rc += GX_ROW_CHUNK) {
         const int64_t rend = rc + GX_ROW_CHUNK < r1 ? rc + GX_ROW_CHUNK : r1;
         for (int64_t t = 0; t < j->n_tok; t++) {
@@ -375,8 +506,10 @@ static void gx_mm_worker(void *arg, int ith, int nth)
                 const float *wr = j->W + r * j->k;
                 float v;
 #ifdef GX_X86
-                if (avx)
+                if (lv == GX_LEVEL_AVX512)
                     v = tiny ? dot_f32_tiny_avx512(wr, xt, j->k) : dot_f32_vec_avx512(wr, xt, j->k);
+                else if (lv == GX_LEVEL_AVX2)
+                    v = tiny ? dot_f32_tiny_avx2(wr, xt, j->k) : dot_f32_vec_avx2(wr, xt, j->k);
                 else
 #endif
                     v = tiny ? dot_f32_tiny_c(wr, xt, j->k) : dot_f32_vec_c(wr, xt, j->k);
@@ -384,7 +517,7 @@ static void gx_mm_worker(void *arg, int ith, int nth)
             }
         }
     }
-    (void)avx;
+    (void)lv;
 }
 
 void gx_matmul_f32(tpool_t *pool, const float *W, int64_t n_rows, int64_t k, const float *x, int64_t n_tok,

@@ -25,9 +25,10 @@
  *    x / (1 + expf(-x))) and ggml_vec_soft_max_f32 (16-lane blocks, each
  *    block's sum reduced in float and added in double).
  *
- * Every function has an AVX-512 implementation (used when the CPU has
- * AVX-512F and kern_isa() allows it) and a portable one using fmaf where
- * ggml fuses; both give identical bits on every input.
+ * Every function has an AVX-512 implementation, an AVX2+FMA+F16C one (16
+ * lanes as two halves) and a portable one using fmaf where ggml fuses; the
+ * level follows kern_isa() (LLM_FCGI_ISA caps it). All give identical bits
+ * on every input.
  *
  * Batch invariance: each value depends only on its own row and token.
  * Nothing here allocates; all functions are thread-safe.
@@ -72,10 +73,14 @@ void gx_softmax_row(float *s, int64_t n);
 void gx_matmul_f32(tpool_t *pool, const float *W, int64_t n_rows, int64_t k, const float *x, int64_t n_tok,
                    const uint8_t *order, float *out);
 
-/* True when the AVX-512 implementations are in use (for tests). */
+enum { GX_LEVEL_PORTABLE = 0, GX_LEVEL_AVX2 = 1, GX_LEVEL_AVX512 = 2 };
+
+/* The implementation level in use: min(kern_isa(), the cap below). */
+int gx_level(void);
 bool gx_use_avx512(void);
 
-/* Forces the portable implementations (tests); returns the previous value. */
-bool gx_force_portable(bool on);
+/* Caps the level (tests compare the levels); returns the previous cap.
+ * Not thread-safe against running kernels. */
+int gx_set_level(int level);
 
 #endif

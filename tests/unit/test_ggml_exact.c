@@ -110,7 +110,12 @@ static int check_exp_case(const exp_case_t *c)
     return ulp_diff(out[7], expf(c->x)) <= 2;
 }
 
-/* ---- random data: both implementations agree ------------------------ */
+/* ---- random data: every implementation level agrees ------------------ */
+
+static const char *level_name(int lv)
+{
+    return lv == GX_LEVEL_AVX512 ? "avx512" : lv == GX_LEVEL_AVX2 ? "avx2" : "portable";
+}
 
 static uint64_t rng = 88172645463325252ull;
 static float rnd(void)
@@ -122,22 +127,25 @@ static float rnd(void)
     return (rng & 3) ? f : f * 30.0f;
 }
 
-static int compare_paths(int iters)
+/* Runs the same random inputs at level lv and at the portable level. */
+static int compare_paths(int lv, int iters)
 {
-    static float x[1024], y[1024], a[1024], b[1024];
+    static float x[1024], y[1024], a[2048], b[2048];
     static uint16_t hx[1024], hy[1024];
     int bad = 0;
     for (int it = 0; it < iters; it++) {
         int n = 1 + (int)(rng % 700);
+        static const float special[16] = {-100.0f, -103.5f, -90.0f, -87.3f, 88.0f, 89.0f, -0.0f, 0.0f,
+                                          -150.0f, 150.0f, -1e-7f, 1e-7f, -30.0f, 30.0f, -95.5f, -126.0f};
         for (int i = 0; i < n; i++) {
-            x[i] = rnd();
+            x[i] = (it % 4 == 0 && i < 16) ? special[i] : rnd();
             y[i] = rnd();
             hx[i] = fp16_from_fp32(x[i]);
             hy[i] = fp16_from_fp32(y[i]);
         }
         float r[2][6];
         for (int p = 0; p < 2; p++) {
-            gx_force_portable(p == 1);
+            gx_set_level(p == 0 ? lv : GX_LEVEL_PORTABLE);
             r[p][0] = gx_dot_f32_vec(x, y, n);
             r[p][1] = gx_dot_f32_tiny(x, y, n & ~15);
             r[p][2] = gx_dot_f16_vec(hx, hy, n);
@@ -148,14 +156,16 @@ static int compare_paths(int iters)
             gx_softmax_row(dst + n, n < 300 ? n : 300);
             float e[16];
             gx_expf16(x, e);
-            r[p][4] = e[it % 16];
+            memcpy(dst + 2 * n + 300, e, sizeof e);
+            r[p][4] = 0;
             r[p][5] = 0;
         }
-        gx_force_portable(false);
+        gx_set_level(GX_LEVEL_AVX512);
         for (int k = 0; k < 6; k++)
             bad += !same_bits(r[0][k], r[1][k]);
         int m = n < 300 ? n : 300;
         bad += memcmp(a, b, (size_t)(n + m) * sizeof(float)) != 0;
+        bad += memcmp(a + 2 * n + 300, b + 2 * n + 300, 16 * sizeof(float)) != 0;
     }
     return bad;
 }
@@ -193,9 +203,10 @@ static int check_matmul(void)
 
 int main(void)
 {
-    for (int p = 0; p < 2; p++) {
-        gx_force_portable(p == 1);
-        const char *impl = p ? "portable" : (gx_use_avx512() ? "avx512" : "portable (no AVX-512)");
+    const int top = gx_level();
+    for (int lv = top; lv >= GX_LEVEL_PORTABLE; lv--) {
+        gx_set_level(lv);
+        const char *impl = level_name(gx_level());
         for (size_t i = 0; i < sizeof order_cases / sizeof order_cases[0]; i++) {
             float got = run_order_case(&order_cases[i]);
             tap_ok(same_bits(got, order_cases[i].want), "%s: %s (got %a, want %a)", impl, order_cases[i].name,
@@ -204,9 +215,11 @@ int main(void)
         for (size_t i = 0; i < sizeof exp_cases / sizeof exp_cases[0]; i++)
             tap_ok(check_exp_case(&exp_cases[i]), "%s: ggml_v_expf(%g)", impl, (double)exp_cases[i].x);
     }
-    gx_force_portable(false);
-    tap_ok(compare_paths(3000) == 0, "AVX-512 and portable implementations give the same bits (%s)",
-           gx_use_avx512() ? "both ran" : "no AVX-512 here: portable twice");
+    gx_set_level(GX_LEVEL_AVX512);
+    for (int lv = top; lv > GX_LEVEL_PORTABLE; lv--)
+        tap_ok(compare_paths(lv, 3000) == 0, "%s and portable implementations give the same bits", level_name(lv));
+    if (top == GX_LEVEL_PORTABLE)
+        tap_ok(compare_paths(GX_LEVEL_PORTABLE, 10) == 0, "no SIMD level on this CPU: portable only");
     tap_ok(check_matmul(), "gx_matmul_f32: per-token order, same bits alone and batched, 1 or 2 threads");
     /* softmax: a row sums to ~1 and masked positions are never read */
     float s[40];

@@ -174,12 +174,18 @@ static void rms_norm(const float *x, const float *w, float *y, int64_t n, float 
 }
 
 /* out[t][r] = W x[t] (+ bias), activations converted as ggml does. F32
- * weights take ggml's exact summation order, per token (order[t]). */
+ * and F16 weights take ggml's exact summation order, per token (order[t]);
+ * F16 activations are rounded to F16 first (F16's vec_dot_type). */
 static void linear(fwd_t *f, const model_tensor_t *W, const float *bias, const float *x, int64_t n_tok,
                    const uint8_t *order, float *out)
 {
     if (W->type == QTYPE_F32) {
         gx_matmul_f32(f->pool, W->data, W->n_out, W->n_in, x, n_tok, order, out);
+    } else if (W->type == QTYPE_F16) {
+        uint16_t *x16 = f->act;
+        for (int64_t t = 0; t < n_tok; t++)
+            fp16_row_from_fp32(x + t * W->n_in, x16 + t * W->n_in, W->n_in);
+        gx_matmul_f16(f->pool, W->data, W->n_out, W->n_in, x16, n_tok, order, out);
     } else {
         kern_quantize_act(W->type, x, W->n_in, n_tok, f->act);
         kern_matmul(f->pool, W->type, W->data, W->n_out, W->n_in, f->act, n_tok, out);

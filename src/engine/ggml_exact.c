@@ -110,6 +110,15 @@ static float dot_f32_tiny_c(const float *x, const float *y, int64_t n)
     return gx_hsum16(acc);
 }
 
+static float dot_f16_tiny_c(const uint16_t *x, const uint16_t *y, int64_t n)
+{
+    float acc[16] = {0};
+    for (int64_t i = 0; i < n; i += 16)
+        for (int l = 0; l < 16; l++)
+            acc[l] = acc[l] + fp16_to_fp32(x[i + l]) * fp16_to_fp32(y[i + l]); /* exact product */
+    return gx_hsum16(acc);
+}
+
 static double left_f16(const uint16_t *x, const uint16_t *y, int64_t n, double sumf)
 {
     for (int64_t i = 0; i < n; i++)
@@ -229,6 +238,14 @@ GX_AVX512 static float dot_f16_vec_avx512(const uint16_t *x, const uint16_t *y, 
     return (float)left_f16(x + np, y + np, n - np, (double)hsum512(s0));
 }
 
+GX_AVX512 static float dot_f16_tiny_avx512(const uint16_t *x, const uint16_t *y, int64_t n)
+{
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 16)
+        acc = _mm512_fmadd_ps(load_f16(x + i), load_f16(y + i), acc);
+    return hsum512(acc);
+}
+
 GX_AVX512 static __m512 expf_avx512(__m512 x)
 {
     const __m512 r = _mm512_set1_ps(0x1.8p23f);
@@ -333,6 +350,16 @@ GX_AVX2 static float dot_f16_vec_avx2(const uint16_t *x, const uint16_t *y, int6
     return (float)left_f16(x + np, y + np, n - np, (double)hsum256x2(s[0], s[1]));
 }
 
+GX_AVX2 static float dot_f16_tiny_avx2(const uint16_t *x, const uint16_t *y, int64_t n)
+{
+    __m256 lo = _mm256_setzero_ps(), hi = lo;
+    for (int64_t i = 0; i < n; i += 16) {
+        lo = _mm256_fmadd_ps(load8_f16(x + i), load8_f16(y + i), lo);
+        hi = _mm256_fmadd_ps(load8_f16(x + i + 8), load8_f16(y + i + 8), hi);
+    }
+    return hsum256x2(lo, hi);
+}
+
 /* ggml_v_expf on 8 lanes. vscalefps(j, n) = j * 2^n rounded once is done
  * as (j * 2^(n - n/2)) * 2^(n/2): the first product is exact (normal),
  * the second rounds once, also into the subnormal range. */
@@ -426,6 +453,12 @@ float gx_dot_f16_vec(const uint16_t *x, const uint16_t *y, int64_t n)
     return dot_f16_vec_c(x, y, n);
 }
 
+float gx_dot_f16_tiny(const uint16_t *x, const uint16_t *y, int64_t n)
+{
+    GX_PICK(dot_f16_tiny, x, y, n);
+    return dot_f16_tiny_c(x, y, n);
+}
+
 void gx_dot_f16_rows(const uint16_t *x, int64_t stride, int64_t n_rows, const uint16_t *y, int64_t n, float scale,
                      float *out)
 {
@@ -481,11 +514,45 @@ void gx_softmax_row(float *s, int64_t n)
 /* ---- matrix product ------------------------------------------------------ */
 
 typedef struct {
-    const float *W, *x;
+    const void *W, *x;
+    bool f16;
     int64_t n_rows, k, n_tok;
     const uint8_t *order;
     float *out;
 } gx_mm_job_t;
+
+typedef float (*gx_dot_fn_t)(const void *, const void *, int64_t);
+
+static float d32v_c(const void *a, const void *b, int64_t n) { return dot_f32_vec_c(a, b, n); }
+static float d32t_c(const void *a, const void *b, int64_t n) { return dot_f32_tiny_c(a, b, n); }
+static float d16v_c(const void *a, const void *b, int64_t n) { return dot_f16_vec_c(a, b, n); }
+static float d16t_c(const void *a, const void *b, int64_t n) { return dot_f16_tiny_c(a, b, n); }
+#ifdef GX_X86
+GX_AVX512 static float d32v_512(const void *a, const void *b, int64_t n) { return dot_f32_vec_avx512(a, b, n); }
+GX_AVX512 static float d32t_512(const void *a, const void *b, int64_t n) { return dot_f32_tiny_avx512(a, b, n); }
+GX_AVX512 static float d16v_512(const void *a, const void *b, int64_t n) { return dot_f16_vec_avx512(a, b, n); }
+GX_AVX512 static float d16t_512(const void *a, const void *b, int64_t n) { return dot_f16_tiny_avx512(a, b, n); }
+GX_AVX2 static float d32v_256(const void *a, const void *b, int64_t n) { return dot_f32_vec_avx2(a, b, n); }
+GX_AVX2 static float d32t_256(const void *a, const void *b, int64_t n) { return dot_f32_tiny_avx2(a, b, n); }
+GX_AVX2 static float d16v_256(const void *a, const void *b, int64_t n) { return dot_f16_vec_avx2(a, b, n); }
+GX_AVX2 static float d16t_256(const void *a, const void *b, int64_t n) { return dot_f16_tiny_avx2(a, b, n); }
+#endif
+
+/* [level][f16][tiny] */
+static gx_dot_fn_t gx_dot_pick(int lv, bool f16, bool tiny)
+{
+    static const gx_dot_fn_t c[2][2] = {{d32v_c, d32t_c}, {d16v_c, d16t_c}};
+#ifdef GX_X86
+    static const gx_dot_fn_t v512[2][2] = {{d32v_512, d32t_512}, {d16v_512, d16t_512}};
+    static const gx_dot_fn_t v256[2][2] = {{d32v_256, d32t_256}, {d16v_256, d16t_256}};
+    if (lv == GX_LEVEL_AVX512)
+        return v512[f16][tiny];
+    if (lv == GX_LEVEL_AVX2)
+        return v256[f16][tiny];
+#endif
+    (void)lv;
+    return c[f16][tiny];
+}
 
 #define GX_ROW_CHUNK 16
 
@@ -497,33 +564,34 @@ static void gx_mm_worker(void *arg, int ith, int nth)
     const int64_t r1 = r0 + per < j->n_rows ? r0 + per : j->n_rows;
     const bool tiny_ok = j->k % 16 == 0;
     const int lv = gx_level();
+    const size_t es = j->f16 ? sizeof(uint16_t) : sizeof(float);
+    const size_t row_bytes = (size_t)j->k * es;
     for (int64_t rc = r0; rc < r1; rc += GX_ROW_CHUNK) {
         const int64_t rend = rc + GX_ROW_CHUNK < r1 ? rc + GX_ROW_CHUNK : r1;
         for (int64_t t = 0; t < j->n_tok; t++) {
-            const float *xt = j->x + t * j->k;
+            const void *xt = (const uint8_t *)j->x + (size_t)t * row_bytes;
             const bool tiny = tiny_ok && j->order && j->order[t] == GX_ORDER_TINY;
-            for (int64_t r = rc; r < rend; r++) {
-                const float *wr = j->W + r * j->k;
-                float v;
-#ifdef GX_X86
-                if (lv == GX_LEVEL_AVX512)
-                    v = tiny ? dot_f32_tiny_avx512(wr, xt, j->k) : dot_f32_vec_avx512(wr, xt, j->k);
-                else if (lv == GX_LEVEL_AVX2)
-                    v = tiny ? dot_f32_tiny_avx2(wr, xt, j->k) : dot_f32_vec_avx2(wr, xt, j->k);
-                else
-#endif
-                    v = tiny ? dot_f32_tiny_c(wr, xt, j->k) : dot_f32_vec_c(wr, xt, j->k);
-                j->out[t * j->n_rows + r] = v;
-            }
+            const gx_dot_fn_t dot = gx_dot_pick(lv, j->f16, tiny);
+            for (int64_t r = rc; r < rend; r++)
+                j->out[t * j->n_rows + r] = dot((const uint8_t *)j->W + (size_t)r * row_bytes, xt, j->k);
         }
     }
-    (void)lv;
 }
 
 void gx_matmul_f32(tpool_t *pool, const float *W, int64_t n_rows, int64_t k, const float *x, int64_t n_tok,
                    const uint8_t *order, float *out)
 {
-    gx_mm_job_t job = {W, x, n_rows, k, n_tok, order, out};
+    gx_mm_job_t job = {W, x, false, n_rows, k, n_tok, order, out};
+    if (pool && n_rows * k * n_tok >= 4096)
+        tpool_run(pool, gx_mm_worker, &job);
+    else
+        gx_mm_worker(&job, 0, 1);
+}
+
+void gx_matmul_f16(tpool_t *pool, const uint16_t *W, int64_t n_rows, int64_t k, const uint16_t *x, int64_t n_tok,
+                   const uint8_t *order, float *out)
+{
+    gx_mm_job_t job = {W, x, true, n_rows, k, n_tok, order, out};
     if (pool && n_rows * k * n_tok >= 4096)
         tpool_run(pool, gx_mm_worker, &job);
     else

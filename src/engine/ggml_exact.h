@@ -19,7 +19,9 @@
  *    accumulator over k, k % 16 == 0, then the same 16-lane reduction):
  *    what ggml uses for F32 matrix products of batches of >= 2 tokens.
  *  - gx_dot_f16_vec: ggml_vec_dot_f16 (four 16-lane accumulators of exact
- *    F16 products, reduced as above, leftovers added in double).
+ *    F16 products, reduced as above, leftovers added in double), and
+ *    gx_dot_f16_tiny: tinyBLAS on F16 x F16 (one 16-lane accumulator):
+ *    ggml's orders for F16 weights and for K.q / V.softmax.
  *  - gx_expf16 / gx_silu_row / gx_softmax_row: ggml_v_expf (the AVX-512
  *    vscalefps variant), ggml_vec_silu_f32 (16-lane ggml_v_silu, leftovers
  *    x / (1 + expf(-x))) and ggml_vec_soft_max_f32 (16-lane blocks, each
@@ -52,6 +54,8 @@ float gx_hsum16(const float v[16]);
 float gx_dot_f32_vec(const float *x, const float *y, int64_t n);
 float gx_dot_f32_tiny(const float *x, const float *y, int64_t n); /* n % 16 == 0 */
 float gx_dot_f16_vec(const uint16_t *x, const uint16_t *y, int64_t n);
+/* llamafile's tinyBLAS<16> on F16 x F16 (n % 16 == 0). */
+float gx_dot_f16_tiny(const uint16_t *x, const uint16_t *y, int64_t n);
 /* out[p] = gx_dot_f16_vec(x + p * stride, y, n) * scale for p < n_rows. */
 void gx_dot_f16_rows(const uint16_t *x, int64_t stride, int64_t n_rows, const uint16_t *y, int64_t n, float scale,
                      float *out);
@@ -71,6 +75,13 @@ void gx_softmax_row(float *s, int64_t n);
  * (n_rows x k) and activations x (n_tok x k), in order[t] per token
  * (order NULL: all GX_ORDER_VEC). Rows are split over the pool. */
 void gx_matmul_f32(tpool_t *pool, const float *W, int64_t n_rows, int64_t k, const float *x, int64_t n_tok,
+                   const uint8_t *order, float *out);
+
+/* The same for F16 weights and activations already rounded to F16 (F16's
+ * vec_dot_type): ggml_vec_dot_f16 per token, or tinyBLAS F16 x F16 (the
+ * products are exact; one 16-lane accumulator) for GX_ORDER_TINY tokens
+ * when k % 16 == 0. */
+void gx_matmul_f16(tpool_t *pool, const uint16_t *W, int64_t n_rows, int64_t k, const uint16_t *x, int64_t n_tok,
                    const uint8_t *order, float *out);
 
 enum { GX_LEVEL_PORTABLE = 0, GX_LEVEL_AVX2 = 1, GX_LEVEL_AVX512 = 2 };

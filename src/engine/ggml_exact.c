@@ -220,11 +220,25 @@ GX_AVX512 static inline __m512 load_f16(const uint16_t *p)
     return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
 }
 
+/* left_f16 with the (exact) products formed 16 at a time; the double
+ * additions stay in order. */
+GX_AVX512 static double left_f16_avx512(const uint16_t *x, const uint16_t *y, int64_t n, double sumf)
+{
+    float pr[16];
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        _mm512_storeu_ps(pr, _mm512_mul_ps(load_f16(x + i), load_f16(y + i)));
+        for (int l = 0; l < 16; l++)
+            sumf += (double)pr[l];
+    }
+    return left_f16(x + i, y + i, n - i, sumf);
+}
+
 GX_AVX512 static float dot_f16_vec_avx512(const uint16_t *x, const uint16_t *y, int64_t n)
 {
     const int64_t np = n & ~(int64_t)63;
     if (np == 0)
-        return (float)left_f16(x, y, n, 0.0);
+        return (float)left_f16_avx512(x, y, n, 0.0);
     __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     for (int64_t i = 0; i < np; i += 64) {
         s0 = _mm512_fmadd_ps(load_f16(x + i), load_f16(y + i), s0);
@@ -235,7 +249,7 @@ GX_AVX512 static float dot_f16_vec_avx512(const uint16_t *x, const uint16_t *y, 
     s0 = _mm512_add_ps(s0, s2);
     s1 = _mm512_add_ps(s1, s3);
     s0 = _mm512_add_ps(s0, s1);
-    return (float)left_f16(x + np, y + np, n - np, (double)hsum512(s0));
+    return (float)left_f16_avx512(x + np, y + np, n - np, (double)hsum512(s0));
 }
 
 GX_AVX512 static float dot_f16_tiny_avx512(const uint16_t *x, const uint16_t *y, int64_t n)
@@ -244,6 +258,77 @@ GX_AVX512 static float dot_f16_tiny_avx512(const uint16_t *x, const uint16_t *y,
     for (int64_t i = 0; i < n; i += 16)
         acc = _mm512_fmadd_ps(load_f16(x + i), load_f16(y + i), acc);
     return hsum512(acc);
+}
+
+/* tinyBLAS order for one row and four tokens at once (the row is loaded
+ * once); each token's operations are those of the one-token kernel. */
+GX_AVX512 static void tiny4_avx512(const void *w, const void *x, size_t x_stride, bool f16, int64_t n, float *out,
+                                   size_t out_stride)
+{
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    if (f16) {
+        const uint16_t *wr = w, *x0 = x;
+        const uint16_t *x1 = x0 + x_stride, *x2 = x1 + x_stride, *x3 = x2 + x_stride;
+        for (int64_t i = 0; i < n; i += 16) {
+            const __m512 wv = load_f16(wr + i);
+            a0 = _mm512_fmadd_ps(wv, load_f16(x0 + i), a0);
+            a1 = _mm512_fmadd_ps(wv, load_f16(x1 + i), a1);
+            a2 = _mm512_fmadd_ps(wv, load_f16(x2 + i), a2);
+            a3 = _mm512_fmadd_ps(wv, load_f16(x3 + i), a3);
+        }
+    } else {
+        const float *wr = w, *x0 = x;
+        const float *x1 = x0 + x_stride, *x2 = x1 + x_stride, *x3 = x2 + x_stride;
+        for (int64_t i = 0; i < n; i += 16) {
+            const __m512 wv = _mm512_loadu_ps(wr + i);
+            a0 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x0 + i), a0);
+            a1 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x1 + i), a1);
+            a2 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x2 + i), a2);
+            a3 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x3 + i), a3);
+        }
+    }
+    out[0] = hsum512(a0);
+    out[out_stride] = hsum512(a1);
+    out[2 * out_stride] = hsum512(a2);
+    out[3 * out_stride] = hsum512(a3);
+}
+
+/* ggml_vec_dot order for four rows and one token at once (the token is
+ * loaded once); each row's operations are those of the one-row kernel. */
+GX_AVX512 static void vec4_avx512(const void *w, size_t w_stride, const void *x, bool f16, int64_t n, float *out)
+{
+    const int64_t np = n & ~(int64_t)63;
+    __m512 acc[4][4];
+    for (int r = 0; r < 4; r++)
+        for (int a = 0; a < 4; a++)
+            acc[r][a] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < np; i += 64)
+        for (int a = 0; a < 4; a++) {
+            if (f16) {
+                const __m512 xv = load_f16((const uint16_t *)x + i + 16 * a);
+                for (int r = 0; r < 4; r++)
+                    acc[r][a] = _mm512_fmadd_ps(load_f16((const uint16_t *)w + r * w_stride + i + 16 * a), xv,
+                                                acc[r][a]);
+            } else {
+                const __m512 xv = _mm512_loadu_ps((const float *)x + i + 16 * a);
+                for (int r = 0; r < 4; r++)
+                    acc[r][a] = _mm512_fmadd_ps(_mm512_loadu_ps((const float *)w + r * w_stride + i + 16 * a), xv,
+                                                acc[r][a]);
+            }
+        }
+    for (int r = 0; r < 4; r++) {
+        __m512 s0 = _mm512_add_ps(acc[r][0], acc[r][2]);
+        const __m512 s1 = _mm512_add_ps(acc[r][1], acc[r][3]);
+        s0 = _mm512_add_ps(s0, s1);
+        const float h = hsum512(s0);
+        if (np == n)
+            out[r] = h;
+        else if (f16)
+            out[r] = (float)left_f16_avx512((const uint16_t *)w + r * w_stride + np, (const uint16_t *)x + np,
+                                            n - np, (double)h);
+        else
+            out[r] = left_f32((const float *)w + r * w_stride + np, (const float *)x + np, n - np, h);
+    }
 }
 
 GX_AVX512 static __m512 expf_avx512(__m512 x)
@@ -330,11 +415,23 @@ GX_AVX2 static inline __m256 load8_f16(const uint16_t *p)
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 }
 
+GX_AVX2 static double left_f16_avx2(const uint16_t *x, const uint16_t *y, int64_t n, double sumf)
+{
+    float pr[8];
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        _mm256_storeu_ps(pr, _mm256_mul_ps(load8_f16(x + i), load8_f16(y + i)));
+        for (int l = 0; l < 8; l++)
+            sumf += (double)pr[l];
+    }
+    return left_f16(x + i, y + i, n - i, sumf);
+}
+
 GX_AVX2 static float dot_f16_vec_avx2(const uint16_t *x, const uint16_t *y, int64_t n)
 {
     const int64_t np = n & ~(int64_t)63;
     if (np == 0)
-        return (float)left_f16(x, y, n, 0.0);
+        return (float)left_f16_avx2(x, y, n, 0.0);
     __m256 s[8];
     for (int j = 0; j < 8; j++)
         s[j] = _mm256_setzero_ps();
@@ -347,7 +444,7 @@ GX_AVX2 static float dot_f16_vec_avx2(const uint16_t *x, const uint16_t *y, int6
     }
     for (int h = 0; h < 2; h++)
         s[h] = _mm256_add_ps(s[h], s[2 + h]);
-    return (float)left_f16(x + np, y + np, n - np, (double)hsum256x2(s[0], s[1]));
+    return (float)left_f16_avx2(x + np, y + np, n - np, (double)hsum256x2(s[0], s[1]));
 }
 
 GX_AVX2 static float dot_f16_tiny_avx2(const uint16_t *x, const uint16_t *y, int64_t n)
@@ -571,8 +668,28 @@ static void gx_mm_worker(void *arg, int ith, int nth)
         for (int64_t t = 0; t < j->n_tok; t++) {
             const void *xt = (const uint8_t *)j->x + (size_t)t * row_bytes;
             const bool tiny = tiny_ok && j->order && j->order[t] == GX_ORDER_TINY;
+#ifdef GX_X86
+            if (tiny && lv == GX_LEVEL_AVX512 && t + 3 < j->n_tok && j->order[t + 1] == GX_ORDER_TINY &&
+                j->order[t + 2] == GX_ORDER_TINY && j->order[t + 3] == GX_ORDER_TINY) {
+                for (int64_t r = rc; r < rend; r++)
+                    tiny4_avx512((const uint8_t *)j->W + (size_t)r * row_bytes, xt, (size_t)j->k, j->f16, j->k,
+                                 j->out + t * j->n_rows + r, (size_t)j->n_rows);
+                t += 3;
+                continue;
+            }
+#endif
             const gx_dot_fn_t dot = gx_dot_pick(lv, j->f16, tiny);
-            for (int64_t r = rc; r < rend; r++)
+            int64_t r = rc;
+#ifdef GX_X86
+            if (!tiny && lv == GX_LEVEL_AVX512)
+                for (; r + 4 <= rend; r += 4) {
+                    float o4[4];
+                    vec4_avx512((const uint8_t *)j->W + (size_t)r * row_bytes, (size_t)j->k, xt, j->f16, j->k, o4);
+                    for (int q = 0; q < 4; q++)
+                        j->out[t * j->n_rows + r + q] = o4[q];
+                }
+#endif
+            for (; r < rend; r++)
                 j->out[t * j->n_rows + r] = dot((const uint8_t *)j->W + (size_t)r * row_bytes, xt, j->k);
         }
     }

@@ -172,28 +172,45 @@ static int compare_paths(int lv, int iters)
 
 /* ---- matmul: per-token order, batch invariance ------------------------ */
 
-static int check_matmul(void)
+/* F32 (f16 == 0) or F16 weights: the batched product equals the one-token
+ * product and the dot of that token's order, bit for bit. */
+static int check_matmul(int f16)
 {
-    enum { R = 37, K = 80, T = 9 };
+    enum { R = 37, K = 80, T = 11 };
     static float W[R * K], X[T * K], out[T * R], one[R];
-    static uint8_t order[T];
-    for (int i = 0; i < R * K; i++)
+    static uint16_t W16[R * K], X16[T * K];
+    /* runs of prompt-order tokens long enough for the 4-token kernel */
+    static const uint8_t order[T] = {1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0};
+    for (int i = 0; i < R * K; i++) {
         W[i] = rnd();
-    for (int i = 0; i < T * K; i++)
+        W16[i] = fp16_from_fp32(W[i]);
+    }
+    for (int i = 0; i < T * K; i++) {
         X[i] = rnd();
-    for (int t = 0; t < T; t++)
-        order[t] = (uint8_t)(t % 3 == 0 ? GX_ORDER_TINY : GX_ORDER_VEC);
+        X16[i] = fp16_from_fp32(X[i]);
+    }
     tpool_t *pool = NULL;
     lf_err_t err;
     if (tpool_create(2, &pool, &err) != LF_OK)
         return 0;
-    gx_matmul_f32(pool, W, R, K, X, T, order, out);
+    if (f16)
+        gx_matmul_f16(pool, W16, R, K, X16, T, order, out);
+    else
+        gx_matmul_f32(pool, W, R, K, X, T, order, out);
     int ok = 1;
     for (int t = 0; t < T; t++) {
-        gx_matmul_f32(NULL, W, R, K, X + t * K, 1, order + t, one);
+        if (f16)
+            gx_matmul_f16(NULL, W16, R, K, X16 + t * K, 1, order + t, one);
+        else
+            gx_matmul_f32(NULL, W, R, K, X + t * K, 1, order + t, one);
         for (int r = 0; r < R; r++) {
-            float want = order[t] == GX_ORDER_TINY ? gx_dot_f32_tiny(W + r * K, X + t * K, K)
-                                                   : gx_dot_f32_vec(W + r * K, X + t * K, K);
+            float want;
+            if (f16)
+                want = order[t] == GX_ORDER_TINY ? gx_dot_f16_tiny(W16 + r * K, X16 + t * K, K)
+                                                 : gx_dot_f16_vec(W16 + r * K, X16 + t * K, K);
+            else
+                want = order[t] == GX_ORDER_TINY ? gx_dot_f32_tiny(W + r * K, X + t * K, K)
+                                                 : gx_dot_f32_vec(W + r * K, X + t * K, K);
             ok &= same_bits(out[t * R + r], want) && same_bits(one[r], want);
         }
     }
@@ -220,7 +237,14 @@ int main(void)
         tap_ok(compare_paths(lv, 3000) == 0, "%s and portable implementations give the same bits", level_name(lv));
     if (top == GX_LEVEL_PORTABLE)
         tap_ok(compare_paths(GX_LEVEL_PORTABLE, 10) == 0, "no SIMD level on this CPU: portable only");
-    tap_ok(check_matmul(), "gx_matmul_f32: per-token order, same bits alone and batched, 1 or 2 threads");
+    for (int lv = top; lv >= GX_LEVEL_PORTABLE; lv--) {
+        gx_set_level(lv);
+        tap_ok(check_matmul(0), "%s: gx_matmul_f32: per-token order, same bits alone and batched, 1 or 2 threads",
+               level_name(gx_level()));
+        tap_ok(check_matmul(1), "%s: gx_matmul_f16: per-token order, same bits alone and batched, 1 or 2 threads",
+               level_name(gx_level()));
+    }
+    gx_set_level(GX_LEVEL_AVX512);
     /* softmax: a row sums to ~1 and masked positions are never read */
     float s[40];
     for (int i = 0; i < 40; i++)

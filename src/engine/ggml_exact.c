@@ -19,7 +19,7 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define GX_X86 1
-#define GX_AVX512 __attribute__((target("avx512f,avx512dq,fma,f16c")))
+#define GX_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma,f16c")))
 #define GX_AVX2 __attribute__((target("avx2,fma,f16c")))
 #endif
 
@@ -74,8 +74,9 @@ static float reduce4x16(float acc[4][16])
     return gx_hsum16(acc[0]);
 }
 
-/* The n % 64 leftovers of ggml_vec_dot_f32 as gcc -O3 compiled them. */
-static float left_f32(const float *x, const float *y, int64_t n, float sumf)
+/* The n % 64 leftovers of ggml_vec_dot_f32 as gcc -O3 compiled them
+ * (inline: in the FMA-enabled callers fmaf becomes one instruction). */
+static inline float left_f32(const float *x, const float *y, int64_t n, float sumf)
 {
     const int64_t nv = n & ~(int64_t)7;
     int64_t i = 0;
@@ -225,13 +226,16 @@ GX_AVX512 static inline __m512 load_f16(const uint16_t *p)
 GX_AVX512 static double left_f16_avx512(const uint16_t *x, const uint16_t *y, int64_t n, double sumf)
 {
     float pr[16];
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        _mm512_storeu_ps(pr, _mm512_mul_ps(load_f16(x + i), load_f16(y + i)));
-        for (int l = 0; l < 16; l++)
+    for (int64_t i = 0; i < n; i += 16) {
+        const int m = n - i < 16 ? (int)(n - i) : 16;
+        const __mmask16 k = (__mmask16)((1u << m) - 1);
+        const __m512 xv = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, x + i));
+        const __m512 yv = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, y + i));
+        _mm512_storeu_ps(pr, _mm512_mul_ps(xv, yv));
+        for (int l = 0; l < m; l++)
             sumf += (double)pr[l];
     }
-    return left_f16(x + i, y + i, n - i, sumf);
+    return sumf;
 }
 
 GX_AVX512 static float dot_f16_vec_avx512(const uint16_t *x, const uint16_t *y, int64_t n)
@@ -418,13 +422,21 @@ GX_AVX2 static inline __m256 load8_f16(const uint16_t *p)
 GX_AVX2 static double left_f16_avx2(const uint16_t *x, const uint16_t *y, int64_t n, double sumf)
 {
     float pr[8];
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        _mm256_storeu_ps(pr, _mm256_mul_ps(load8_f16(x + i), load8_f16(y + i)));
-        for (int l = 0; l < 8; l++)
+    for (int64_t i = 0; i < n; i += 8) {
+        const int m = n - i < 8 ? (int)(n - i) : 8;
+        uint16_t xb[8] = {0}, yb[8] = {0};
+        const uint16_t *xp = x + i, *yp = y + i;
+        if (m < 8) {
+            memcpy(xb, xp, (size_t)m * sizeof *xb);
+            memcpy(yb, yp, (size_t)m * sizeof *yb);
+            xp = xb;
+            yp = yb;
+        }
+        _mm256_storeu_ps(pr, _mm256_mul_ps(load8_f16(xp), load8_f16(yp)));
+        for (int l = 0; l < m; l++)
             sumf += (double)pr[l];
     }
-    return left_f16(x + i, y + i, n - i, sumf);
+    return sumf;
 }
 
 GX_AVX2 static float dot_f16_vec_avx2(const uint16_t *x, const uint16_t *y, int64_t n)

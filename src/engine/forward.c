@@ -226,18 +226,16 @@ static void rope(const model_hparams_t *hp, const float *freq_factors, float *ve
 }
 
 /* The summation order of each token. llama.cpp's depends on the batch:
- * a batch of >= 2 tokens (a prompt) runs F32 matrix products and V.softmax
- * through llamafile's tinyBLAS, a single token (a decode step) through
- * ggml_vec_dot. Ours must not depend on the batch (batch invariance), so it
- * is a property of the token: tokens that ask for no logits are prompt
- * tokens and take the prompt order, tokens that ask for logits take the
- * decode order. This reproduces llama.cpp bit for bit on a prompt followed
- * by decode steps except for the prompt's last token (llama.cpp computes it
- * in the prompt order up to its last layer's attention). */
+ * a batch of >= 2 tokens (a prompt) runs F32/F16 matrix products and
+ * V.softmax through llamafile's tinyBLAS, a single token (a decode step)
+ * through ggml_vec_dot. Ours must not depend on the batch (batch
+ * invariance), so it is a property of the token (forward.h): prompt tokens
+ * and tokens without logits take the prompt order, the others the decode
+ * order. */
 static void token_orders(const fwd_tok_t *toks, int32_t n, uint8_t *order)
 {
     for (int32_t i = 0; i < n; i++)
-        order[i] = toks[i].logits ? GX_ORDER_VEC : GX_ORDER_TINY;
+        order[i] = toks[i].prompt || !toks[i].logits ? GX_ORDER_TINY : GX_ORDER_VEC;
 }
 
 static lf_code_t validate(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
@@ -333,6 +331,12 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
         for (int64_t j = 0; j < n * E; j++)
             f->x[j] += f->xn[j];
 
+        /* llama.cpp keeps only the output rows after the last layer's
+         * attention (a batch of one row for the last prompt token) */
+        if (l == hp->n_layer - 1)
+            for (int32_t i = 0; i < n; i++)
+                if (toks[i].logits)
+                    f->order[i] = GX_ORDER_VEC;
         for (int32_t i = 0; i < n; i++)
             rms_norm(f->x + i * E, L->ffn_norm, f->xn + i * E, E, hp->rms_eps);
         linear(f, &L->w_gate, NULL, f->xn, n, f->order, f->ff_a);

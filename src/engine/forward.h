@@ -24,7 +24,20 @@ typedef struct {
     int32_t seq;   /* 0 .. n_seq-1 */
     int32_t pos;   /* position in its sequence */
     bool logits;   /* compute logits for this token */
+    bool prompt;   /* part of a prompt chunk of >= 2 tokens (numerics only) */
 } fwd_tok_t;
+
+/* Numerics: llama.cpp sums in one order for a prompt (a batch of >= 2
+ * tokens: llamafile's tinyBLAS) and in another for a decode step (one
+ * token: ggml_vec_dot). The engine reproduces both but must not let the
+ * batch decide (batch invariance), so the token says which it is: tokens
+ * with `prompt` set, or without `logits`, take the prompt order (the rows
+ * that produce logits switch to the decode order after the last layer's
+ * attention, as llama.cpp's output-row selection does); the others take
+ * the decode order. Setting `prompt` on every token of a prompt evaluated
+ * in chunks of >= 2 tokens (including the last, which wants logits), and
+ * not on a one-token prompt, reproduces llama.cpp bit for bit; leaving it
+ * false is valid and differs only by rounding on the prompt's last token. */
 
 typedef struct {
     int32_t n_seq;     /* sequences held at once (server: --parallel) */

@@ -160,7 +160,7 @@ static float *teacher_forced(fwd_t *fw, const int32_t *toks, int n_prompt, int n
         int n = n_total - start < max_batch ? n_total - start : max_batch;
         for (int i = 0; i < n; i++) {
             int p = start + i;
-            batch[i] = (fwd_tok_t){toks[p], 0, p, p >= n_prompt - 1};
+            batch[i] = (fwd_tok_t){toks[p], 0, p, p >= n_prompt - 1, n_prompt >= 2 && p < n_prompt};
         }
         if (fwd_decode(fw, batch, n, err) != LF_OK) {
             free(out);
@@ -184,7 +184,7 @@ static int free_run(fwd_t *fw, const int32_t *prompt, int n_prompt, const int32_
     for (int start = 0; start < n_prompt; start += FREE_BATCH) {
         int n = n_prompt - start < FREE_BATCH ? n_prompt - start : FREE_BATCH;
         for (int i = 0; i < n; i++)
-            batch[i] = (fwd_tok_t){prompt[start + i], 0, start + i, start + i == n_prompt - 1};
+            batch[i] = (fwd_tok_t){prompt[start + i], 0, start + i, start + i == n_prompt - 1, n_prompt >= 2};
         if (fwd_decode(fw, batch, n, err) != LF_OK)
             return -1;
     }
@@ -193,7 +193,7 @@ static int free_run(fwd_t *fw, const int32_t *prompt, int n_prompt, const int32_
         int tok = argmax(fwd_logits(fw, 0), n_vocab);
         if (tok != golden[i])
             return i;
-        fwd_tok_t t = {tok, 0, pos++, true};
+        fwd_tok_t t = {tok, 0, pos++, true, false};
         if (fwd_decode(fw, &t, 1, err) != LF_OK)
             return -1;
     }

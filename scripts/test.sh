@@ -1,10 +1,11 @@
 #!/bin/sh
-# Builds llm-fcgi and runs the whole test suite (unit, golden and end-to-end
+# Installs what is missing (Debian packages), builds llm-fcgi and runs the whole test suite (unit, golden and end-to-end
 # tests through nginx). Ends with "N passed, N failed"; exits non-zero on any
 # failure. Fixtures come from $LLM_MODELS_DIR / $LLM_GOLDEN_DIR (default
 # ../shared/models and ../shared/golden next to this checkout).
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
+sh "$top/scripts/install-deps.sh"
 "$top/scripts/build.sh"
 if [ -f "$top/tests/e2e/package.json" ] && [ ! -d "$top/tests/e2e/node_modules" ]; then
     (cd "$top/tests/e2e" && npm ci --no-audit --no-fund --loglevel=error)

@@ -54,6 +54,7 @@ struct fwd {
     int32_t *n_kv;           /* [B] */
     uint8_t *order;          /* [B] GX_ORDER_* of each token (see token_orders) */
     float *attn_scratch;     /* [threads][attn_scratch_floats] */
+    fwd_tok_t *prefill;      /* [B] batch buffer of fwd_prefill */
     int64_t attn_stride;
 };
 
@@ -113,6 +114,7 @@ fwd_t *fwd_create(const model_t *m, const fwd_opts_t *opts, lf_err_t *err)
     f->ff_a = malloc((size_t)(B * hp->n_ff) * sizeof(float));
     f->ff_b = malloc((size_t)(B * hp->n_ff) * sizeof(float));
     f->out_rows = malloc((size_t)B * sizeof(int32_t));
+    f->prefill = malloc((size_t)B * sizeof *f->prefill);
     f->k_base = malloc((size_t)B * sizeof *f->k_base);
     f->v_base = malloc((size_t)B * sizeof *f->v_base);
     f->n_kv = malloc((size_t)B * sizeof *f->n_kv);
@@ -122,7 +124,7 @@ fwd_t *fwd_create(const model_t *m, const fwd_opts_t *opts, lf_err_t *err)
     f->act_bytes = max_act_bytes(f->w, hp->n_layer, B);
     f->act = malloc(f->act_bytes ? f->act_bytes : 1);
     if (!f->kcache || !f->vcache || !f->seq_len || !f->x || !f->xn || !f->q || !f->k || !f->v || !f->att ||
-        !f->ff_a || !f->ff_b || !f->out_rows || !f->act || !f->k_base || !f->v_base || !f->n_kv ||
+        !f->ff_a || !f->ff_b || !f->out_rows || !f->act || !f->prefill || !f->k_base || !f->v_base || !f->n_kv ||
         !f->order || !f->attn_scratch) {
         lf_err_set(err, LF_ERR_NOMEM, "out of memory for a KV cache of %d x %d tokens (%.1f MiB)", f->n_seq,
                    f->n_ctx, (double)cache_elems * 4 / (1 << 20));
@@ -153,6 +155,7 @@ void fwd_free(fwd_t *f)
     free(f->act);
     free(f->logits);
     free(f->out_rows);
+    free(f->prefill);
     free(f->k_base);
     free(f->v_base);
     free(f->n_kv);
@@ -371,6 +374,30 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
         f->seq_len[toks[i].seq] = toks[i].pos + 1;
     return LF_OK;
 }
+
+lf_code_t fwd_prefill(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n, bool want_logits,
+                      lf_err_t *err)
+{
+    if (seq < 0 || seq >= f->n_seq)
+        return lf_err_set(err, LF_ERR_INVALID, "sequence %d out of range", seq);
+    if (n <= 0)
+        return lf_err_set(err, LF_ERR_INVALID, "empty prompt");
+    if (f->seq_len[seq] + n > f->n_ctx)
+        return lf_err_set(err, LF_ERR_CONTEXT, "%d prompt tokens do not fit the context of %d (%d used)", n,
+                          f->n_ctx, f->seq_len[seq]);
+    for (int32_t start = 0; start < n; start += f->max_batch) {
+        int32_t m = n - start < f->max_batch ? n - start : f->max_batch;
+        int32_t pos0 = f->seq_len[seq];
+        for (int32_t i = 0; i < m; i++)
+            f->prefill[i] = (fwd_tok_t){tokens[start + i], seq, pos0 + i, want_logits && start + i == n - 1, n >= 2};
+        lf_code_t rc = fwd_decode(f, f->prefill, m, err);
+        if (rc != LF_OK)
+            return rc;
+    }
+    return LF_OK;
+}
+
+int32_t fwd_max_batch(const fwd_t *f) { return f->max_batch; }
 
 const float *fwd_logits(const fwd_t *f, int32_t j)
 {

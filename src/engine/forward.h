@@ -56,6 +56,15 @@ void fwd_free(fwd_t *f); /* accepts NULL */
  * sequence would exceed n_ctx. On error the cache is unchanged. */
 lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err);
 
+/* Appends tokens[0..n) to sequence seq (positions continuing its cache), in
+ * batches of at most max_batch; keeps the logits of the last token only if
+ * want_logits (then fwd_logits(f, 0)). Marks the tokens `prompt` when n >= 2. Same errors as fwd_decode; on error
+ * the sequence keeps the batches already done. */
+lf_code_t fwd_prefill(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n, bool want_logits,
+                      lf_err_t *err);
+
+int32_t fwd_max_batch(const fwd_t *f);
+
 /* Logits (n_vocab floats) of the j-th token of the last batch that asked for
  * logits, counting only those tokens, in batch order. Valid until the next
  * fwd_decode. NULL if j is out of range. */

@@ -29,6 +29,7 @@
 #define KERN_ROW_CHUNK 16
 
 static kern_dot_fn_t kern_tab[QTYPE_COUNT];
+static kern_tile_fn_t kern_tiles[QTYPE_COUNT];
 static kern_isa_t kern_level;
 static kern_isa_t kern_level_max;
 static pthread_once_t kern_once = PTHREAD_ONCE_INIT;
@@ -98,14 +99,16 @@ static kern_isa_t kern_detect(void)
 static void kern_build(kern_isa_t isa)
 {
     kern_dot_fn_t tab[QTYPE_COUNT];
+    kern_tile_fn_t tiles[QTYPE_COUNT] = {0};
     kern_fill_scalar(tab);
 #if defined(__x86_64__) || defined(__i386__)
     if (isa >= KERN_ISA_AVX2)
-        kern_fill_avx2(tab);
+        kern_fill_avx2(tab, tiles);
     if (isa >= KERN_ISA_AVX512)
-        kern_fill_avx512(tab);
+        kern_fill_avx512(tab, tiles);
 #endif
     memcpy(kern_tab, tab, sizeof tab);
+    memcpy(kern_tiles, tiles, sizeof tiles);
     kern_level = isa;
 }
 
@@ -188,6 +191,7 @@ void kern_quantize_act(qtype_t wtype, const float *x, int64_t k, int64_t n_tok, 
 
 typedef struct {
     kern_dot_fn_t fn;
+    kern_tile_fn_t tile; /* NULL: one row at a time with fn */
     const uint8_t *W;
     size_t w_stride;
     int64_t n_rows, k;
@@ -207,8 +211,17 @@ static void kern_mm_worker(void *arg, int ith, int nth)
             int nt = j->n_tok - t0 < KERN_NT_MAX ? (int)(j->n_tok - t0) : KERN_NT_MAX;
             const uint8_t *a = j->act + (size_t)t0 * j->act_stride;
             float *o = j->out + t0 * j->n_rows;
-            for (int64_t r = rc; r < rce; r++)
-                j->fn(j->k, j->W + (size_t)r * j->w_stride, a, j->act_stride, nt, o + r, (size_t)j->n_rows);
+            if (j->tile) {
+                for (int64_t r = rc; r < rce; r += KERN_NR_MAX) {
+                    int nr = rce - r < KERN_NR_MAX ? (int)(rce - r) : KERN_NR_MAX;
+                    j->tile(j->k, j->W + (size_t)r * j->w_stride, j->w_stride, nr, a, j->act_stride, nt,
+                            o + r, (size_t)j->n_rows);
+                }
+            } else {
+                for (int64_t r = rc; r < rce; r++)
+                    j->fn(j->k, j->W + (size_t)r * j->w_stride, a, j->act_stride, nt, o + r,
+                          (size_t)j->n_rows);
+            }
         }
     }
 }
@@ -225,6 +238,7 @@ void kern_matmul(tpool_t *pool, qtype_t wtype, const void *W, int64_t n_rows, in
         return;
     kern_mm_job_t job = {
         .fn = kern_tab[wtype],
+        .tile = kern_tiles[wtype],
         .W = W,
         .w_stride = qtype_row_size(wtype, k),
         .n_rows = n_rows,

@@ -15,14 +15,22 @@
 #include "engine/qtype.h"
 
 #define KERN_NT_MAX 4
+#define KERN_NR_MAX 4
 
 typedef void (*kern_dot_fn_t)(int64_t n, const void *w, const void *act, size_t act_stride, int nt,
                               float *out, size_t out_stride);
 
+/* A tile kernel does nr (1..KERN_NR_MAX) weight rows (w_stride bytes
+ * apart) at once: out[r + t * out_stride] for r < nr, t < nt. Where an ISA
+ * level has one for a type, its dot kernel is the same code with nr == 1,
+ * so every (row, token) value is computed by the same float operations. */
+typedef void (*kern_tile_fn_t)(int64_t n, const void *w, size_t w_stride, int nr, const void *act,
+                               size_t act_stride, int nt, float *out, size_t out_stride);
+
 /* Fill tab[wtype] for the weight types the ISA file implements; entries it
  * does not know are left untouched (the caller pre-fills with the level
  * below). Only call when the CPU supports the ISA. */
-void kern_fill_avx2(kern_dot_fn_t tab[QTYPE_COUNT]);
-void kern_fill_avx512(kern_dot_fn_t tab[QTYPE_COUNT]);
+void kern_fill_avx2(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYPE_COUNT]);
+void kern_fill_avx512(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYPE_COUNT]);
 
 #endif

@@ -24,6 +24,8 @@
 #define KCAT2(a, b) a##b
 #define KCAT(a, b) KCAT2(a, b)
 #define KNAME(x) KCAT(x, KERN_SUFFIX)
+/* Token loops must be unrolled so per-token accumulators live in registers. */
+#define K_FOR_T(t) _Pragma("GCC unroll 4") for (int t = 0; t < nt; t++)
 
 KB float k_h2f(uint16_t h)
 {
@@ -53,6 +55,16 @@ KB __m256i k_dot_u8s8(__m256i u, __m256i s)
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
 #else
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
+}
+
+/* acc + (pairwise int16 products s16 * p16 summed into int32 lanes). */
+KB __m256i k_madd_acc(__m256i acc, __m256i s16, __m256i p16)
+{
+#if KERN_VNNI
+    return _mm256_dpwssd_epi32(acc, s16, p16);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(s16, p16));
 #endif
 }
 
@@ -95,16 +107,16 @@ KB void k_q8_0(int64_t n, const void *w, const void *act, size_t act_stride, flo
     const block_q8_0 *x = w;
     const int64_t nb = n / QK8_0;
     __m256 acc[KERN_NT_MAX];
-    for (int t = 0; t < nt; t++)
+    K_FOR_T(t)
         acc[t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
         __m256i ax = _mm256_sign_epi8(qx, qx);
         float dx = k_h2f(x[i].d);
-        for (int t = 0; t < nt; t++)
+        K_FOR_T(t)
             acc[t] = k_q8_step(acc[t], ax, qx, K_ACT(block_q8_0, t, i), dx);
     }
-    for (int t = 0; t < nt; t++)
+    K_FOR_T(t)
         out[(size_t)t * out_stride] = k_hsum8(acc[t]);
 }
 
@@ -114,16 +126,16 @@ KB void k_q4_0(int64_t n, const void *w, const void *act, size_t act_stride, flo
     const block_q4_0 *x = w;
     const int64_t nb = n / QK4_0;
     __m256 acc[KERN_NT_MAX];
-    for (int t = 0; t < nt; t++)
+    K_FOR_T(t)
         acc[t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         __m256i qx = _mm256_sub_epi8(k_nibbles32(x[i].qs), _mm256_set1_epi8(8));
         __m256i ax = _mm256_sign_epi8(qx, qx);
         float dx = k_h2f(x[i].d);
-        for (int t = 0; t < nt; t++)
+        K_FOR_T(t)
             acc[t] = k_q8_step(acc[t], ax, qx, K_ACT(block_q8_0, t, i), dx);
     }
-    for (int t = 0; t < nt; t++)
+    K_FOR_T(t)
         out[(size_t)t * out_stride] = k_hsum8(acc[t]);
 }
 
@@ -133,7 +145,7 @@ KB void k_q5_0(int64_t n, const void *w, const void *act, size_t act_stride, flo
     const block_q5_0 *x = w;
     const int64_t nb = n / QK5_0;
     __m256 acc[KERN_NT_MAX];
-    for (int t = 0; t < nt; t++)
+    K_FOR_T(t)
         acc[t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         /* (nibble | bit << 4) - 16 == nibble | (bit ? 0 : 0xF0) as int8 */
@@ -141,12 +153,77 @@ KB void k_q5_0(int64_t n, const void *w, const void *act, size_t act_stride, flo
         __m256i qx = _mm256_or_si256(k_nibbles32(x[i].qs), hi);
         __m256i ax = _mm256_sign_epi8(qx, qx);
         float dx = k_h2f(x[i].d);
-        for (int t = 0; t < nt; t++)
+        K_FOR_T(t)
             acc[t] = k_q8_step(acc[t], ax, qx, K_ACT(block_q8_0, t, i), dx);
     }
-    for (int t = 0; t < nt; t++)
+    K_FOR_T(t)
         out[(size_t)t * out_stride] = k_hsum8(acc[t]);
 }
+
+#if KERN_VNNI
+/* Q8_0 tile (VNNI only): nr weight rows x nt tokens. Activations are made
+ * unsigned (a + 128, exact as a xor) so one vpdpbusd per (row, token)
+ * block does the whole product; the per-lane bias 128 * sum(w) is
+ * subtracted up front by seeding the accumulator with -128 * sum(w)
+ * (integer, exact). Scales: dw * da per (row, token) as a vector multiply,
+ * then one fma, the same operations for every tile shape. */
+KB void k_q8_0_tile(int64_t n, const void *w, size_t w_stride, const void *act, size_t act_stride,
+                    float *out, size_t out_stride, const int nr, const int nt)
+{
+    const int64_t nb = n / QK8_0;
+    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    __m256 acc[KERN_NR_MAX][KERN_NT_MAX];
+    for (int r = 0; r < nr; r++)
+        K_FOR_T(t) acc[r][t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        __m256i au[KERN_NT_MAX];
+        __m256 da[KERN_NT_MAX];
+        K_FOR_T(t) {
+            const block_q8_0 *y = K_ACT(block_q8_0, t, i);
+            au[t] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y->qs), bias);
+            da[t] = _mm256_cvtph_ps(_mm_set1_epi16((short)y->d));
+        }
+        _Pragma("GCC unroll 4") for (int r = 0; r < nr; r++) {
+            const block_q8_0 *x = (const block_q8_0 *)((const uint8_t *)w + (size_t)r * w_stride) + i;
+            __m256i qx = _mm256_loadu_si256((const __m256i *)x->qs);
+            __m256i cw = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                          _mm256_dpbusd_epi32(_mm256_setzero_si256(), bias, qx));
+            __m256 dw = _mm256_cvtph_ps(_mm_set1_epi16((short)x->d));
+            K_FOR_T(t) {
+                __m256 p = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(cw, au[t], qx));
+                acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da[t]), p, acc[r][t]);
+            }
+        }
+    }
+    for (int r = 0; r < nr; r++)
+        K_FOR_T(t) out[r + (size_t)t * out_stride] = k_hsum8(acc[r][t]);
+}
+
+#define K_TILE_NT(body, nr)                                                                   \
+    switch (nt) {                                                                             \
+    case 1: body(n, w, w_stride, act, act_stride, out, out_stride, nr, 1); break;             \
+    case 2: body(n, w, w_stride, act, act_stride, out, out_stride, nr, 2); break;             \
+    case 3: body(n, w, w_stride, act, act_stride, out, out_stride, nr, 3); break;             \
+    default: body(n, w, w_stride, act, act_stride, out, out_stride, nr, 4); break;            \
+    }
+
+static void KNAME(tile_q8_0_)(int64_t n, const void *w, size_t w_stride, int nr, const void *act,
+                              size_t act_stride, int nt, float *out, size_t out_stride)
+{
+    switch (nr) {
+    case 1: K_TILE_NT(k_q8_0_tile, 1) break;
+    case 2: K_TILE_NT(k_q8_0_tile, 2) break;
+    case 3: K_TILE_NT(k_q8_0_tile, 3) break;
+    default: K_TILE_NT(k_q8_0_tile, 4) break;
+    }
+}
+
+static void KNAME(dot_q8_0_tile1_)(int64_t n, const void *w, const void *act, size_t act_stride, int nt,
+                                   float *out, size_t out_stride)
+{
+    KNAME(tile_q8_0_)(n, w, 0, 1, act, act_stride, nt, out, out_stride);
+}
+#endif
 
 /* ---- 32-blocks with a min, against Q8_1 ------------------------------ */
 
@@ -157,14 +234,14 @@ KB void k_q4_1(int64_t n, const void *w, const void *act, size_t act_stride, flo
     const int64_t nb = n / QK4_1;
     __m256 acc[KERN_NT_MAX];
     float summs[KERN_NT_MAX];
-    for (int t = 0; t < nt; t++) {
+    K_FOR_T(t) {
         acc[t] = _mm256_setzero_ps();
         summs[t] = 0.0f;
     }
     for (int64_t i = 0; i < nb; i++) {
         __m256i qx = k_nibbles32(x[i].qs); /* 0..15 */
         float dx = k_h2f(x[i].d), mx = k_h2f(x[i].m);
-        for (int t = 0; t < nt; t++) {
+        K_FOR_T(t) {
             const block_q8_1 *y = K_ACT(block_q8_1, t, i);
             __m256i qy = _mm256_loadu_si256((const __m256i *)y->qs);
             __m256 q = _mm256_cvtepi32_ps(k_dot_u8s8(qx, qy));
@@ -172,7 +249,7 @@ KB void k_q4_1(int64_t n, const void *w, const void *act, size_t act_stride, flo
             summs[t] += mx * k_h2f(y->s);
         }
     }
-    for (int t = 0; t < nt; t++)
+    K_FOR_T(t)
         out[(size_t)t * out_stride] = k_hsum8(acc[t]) + summs[t];
 }
 
@@ -183,7 +260,7 @@ KB void k_q5_1(int64_t n, const void *w, const void *act, size_t act_stride, flo
     const int64_t nb = n / QK5_1;
     __m256 acc[KERN_NT_MAX];
     float summs[KERN_NT_MAX];
-    for (int t = 0; t < nt; t++) {
+    K_FOR_T(t) {
         acc[t] = _mm256_setzero_ps();
         summs[t] = 0.0f;
     }
@@ -191,7 +268,7 @@ KB void k_q5_1(int64_t n, const void *w, const void *act, size_t act_stride, flo
         __m256i hi = _mm256_and_si256(k_bits32(x[i].qh), _mm256_set1_epi8(0x10));
         __m256i qx = _mm256_or_si256(k_nibbles32(x[i].qs), hi); /* 0..31 */
         float dx = k_h2f(x[i].d), mx = k_h2f(x[i].m);
-        for (int t = 0; t < nt; t++) {
+        K_FOR_T(t) {
             const block_q8_1 *y = K_ACT(block_q8_1, t, i);
             __m256i qy = _mm256_loadu_si256((const __m256i *)y->qs);
             __m256 q = _mm256_cvtepi32_ps(k_dot_u8s8(qx, qy));
@@ -199,7 +276,7 @@ KB void k_q5_1(int64_t n, const void *w, const void *act, size_t act_stride, flo
             summs[t] += mx * k_h2f(y->s);
         }
     }
-    for (int t = 0; t < nt; t++)
+    K_FOR_T(t)
         out[(size_t)t * out_stride] = k_hsum8(acc[t]) + summs[t];
 }
 
@@ -211,18 +288,18 @@ KB void k_q5_1(int64_t n, const void *w, const void *act, size_t act_stride, flo
 #define K_FLOAT_BODY(WT, AT, LOADW, LOADA, CVTW, CVTA)                                        \
     const WT *x = w;                                                                          \
     __m256 a0[KERN_NT_MAX], a1[KERN_NT_MAX];                                                  \
-    for (int t = 0; t < nt; t++)                                                              \
+    K_FOR_T(t)                                                              \
         a0[t] = a1[t] = _mm256_setzero_ps();                                                  \
     int64_t i = 0;                                                                            \
     for (; i + 16 <= n; i += 16) {                                                            \
         __m256 w0 = LOADW(x, i), w1 = LOADW(x, i + 8);                                        \
-        for (int t = 0; t < nt; t++) {                                                        \
+        K_FOR_T(t) {                                                        \
             const AT *y = (const AT *)((const uint8_t *)act + (size_t)t * act_stride);       \
             a0[t] = _mm256_fmadd_ps(w0, LOADA(y, i), a0[t]);                                  \
             a1[t] = _mm256_fmadd_ps(w1, LOADA(y, i + 8), a1[t]);                              \
         }                                                                                     \
     }                                                                                         \
-    for (int t = 0; t < nt; t++) {                                                            \
+    K_FOR_T(t) {                                                            \
         const AT *y = (const AT *)((const uint8_t *)act + (size_t)t * act_stride);           \
         float s = k_hsum8(_mm256_add_ps(a0[t], a1[t]));                                       \
         for (int64_t j = i; j < n; j++)                                                       \
@@ -293,7 +370,7 @@ KB void k_q45_k(int64_t n, const uint8_t *xb, size_t bsize, int has_qh, const vo
     const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
     __m256 acc[KERN_NT_MAX];
     __m128 accm[KERN_NT_MAX];
-    for (int t = 0; t < nt; t++) {
+    K_FOR_T(t) {
         acc[t] = _mm256_setzero_ps();
         accm[t] = _mm_setzero_ps();
     }
@@ -311,7 +388,7 @@ KB void k_q45_k(int64_t n, const uint8_t *xb, size_t bsize, int has_qh, const vo
         const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sc + 8)));
         const __m256i hbits = has_qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
         __m256i sumi[KERN_NT_MAX];
-        for (int t = 0; t < nt; t++)
+        K_FOR_T(t)
             sumi[t] = _mm256_setzero_si256();
         for (int j = 0; j < 4; j++) {
             __m256i bits = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
@@ -324,23 +401,22 @@ KB void k_q45_k(int64_t n, const uint8_t *xb, size_t bsize, int has_qh, const vo
                 qhh = _mm256_or_si256(qhh, _mm256_slli_epi16(b1, 4));
             }
             const __m256i s0 = _mm256_set1_epi16(sc[2 * j]), s1 = _mm256_set1_epi16(sc[2 * j + 1]);
-            for (int t = 0; t < nt; t++) {
+            K_FOR_T(t) {
                 const block_q8_K *y = K_ACT(block_q8_K, t, i);
                 __m256i y0 = _mm256_loadu_si256((const __m256i *)(y->qs + 64 * j));
                 __m256i y1 = _mm256_loadu_si256((const __m256i *)(y->qs + 64 * j + 32));
-                __m256i p0 = _mm256_madd_epi16(s0, _mm256_maddubs_epi16(ql, y0));
-                __m256i p1 = _mm256_madd_epi16(s1, _mm256_maddubs_epi16(qhh, y1));
-                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p0, p1));
+                sumi[t] = k_madd_acc(sumi[t], s0, _mm256_maddubs_epi16(ql, y0));
+                sumi[t] = k_madd_acc(sumi[t], s1, _mm256_maddubs_epi16(qhh, y1));
             }
         }
-        for (int t = 0; t < nt; t++) {
+        K_FOR_T(t) {
             const block_q8_K *y = K_ACT(block_q8_K, t, i);
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * y->d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
             __m128i pm = k_mins_prod(y, mins16);
             accm[t] = _mm_fmadd_ps(_mm_set1_ps(dmx * y->d), _mm_cvtepi32_ps(pm), accm[t]);
         }
     }
-    for (int t = 0; t < nt; t++)
+    K_FOR_T(t)
         out[(size_t)t * out_stride] = k_hsum8(acc[t]) - k_hsum4(accm[t]);
 }
 
@@ -363,14 +439,14 @@ KB void k_q6_k(int64_t n, const void *w, const void *act, size_t act_stride, flo
     const int64_t nb = n / QK_K;
     const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3);
     __m256 acc[KERN_NT_MAX];
-    for (int t = 0; t < nt; t++)
+    K_FOR_T(t)
         acc[t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         const float dx = k_h2f(x[i].d);
         /* 16 int8 scales as int16, for the -32 offset via bsums */
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
         __m256i sumi[KERN_NT_MAX];
-        for (int t = 0; t < nt; t++)
+        K_FOR_T(t)
             sumi[t] = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             const uint8_t *ql = x[i].ql + 64 * h, *qh = x[i].qh + 32 * h;
@@ -390,16 +466,15 @@ KB void k_q6_k(int64_t n, const void *w, const void *act, size_t act_stride, flo
             __m256i scv[4];
             for (int m = 0; m < 4; m++)
                 scv[m] = _mm256_set_m128i(_mm_set1_epi16(s[2 * m + 1]), _mm_set1_epi16(s[2 * m]));
-            for (int t = 0; t < nt; t++) {
+            K_FOR_T(t) {
                 const block_q8_K *y = K_ACT(block_q8_K, t, i);
                 for (int m = 0; m < 4; m++) {
                     __m256i yv = _mm256_loadu_si256((const __m256i *)(y->qs + 128 * h + 32 * m));
-                    __m256i p = _mm256_madd_epi16(scv[m], _mm256_maddubs_epi16(q[m], yv));
-                    sumi[t] = _mm256_add_epi32(sumi[t], p);
+                    sumi[t] = k_madd_acc(sumi[t], scv[m], _mm256_maddubs_epi16(q[m], yv));
                 }
             }
         }
-        for (int t = 0; t < nt; t++) {
+        K_FOR_T(t) {
             const block_q8_K *y = K_ACT(block_q8_K, t, i);
             __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
             __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5); /* 32 * sc * bsum */
@@ -407,8 +482,101 @@ KB void k_q6_k(int64_t n, const void *w, const void *act, size_t act_stride, flo
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * y->d), _mm256_cvtepi32_ps(tot), acc[t]);
         }
     }
-    for (int t = 0; t < nt; t++)
+    K_FOR_T(t)
         out[(size_t)t * out_stride] = k_hsum8(acc[t]);
+}
+
+/* Q2_K: 2-bit quants, 4-bit scale and min per group of 16. */
+KB void k_q2_k(int64_t n, const void *w, const void *act, size_t act_stride, float *out,
+               size_t out_stride, const int nt)
+{
+    const block_q2_K *x = w;
+    const int64_t nb = n / QK_K;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    __m256 acc[KERN_NT_MAX], accm[KERN_NT_MAX];
+    K_FOR_T(t) acc[t] = accm[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const float dx = k_h2f(x[i].d), dmx = k_h2f(x[i].dmin);
+        const __m128i sc8 = _mm_loadu_si128((const __m128i *)x[i].scales);
+        const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0xF)));
+        uint8_t sc[16];
+        for (int g = 0; g < 16; g++)
+            sc[g] = x[i].scales[g] & 0xF;
+        __m256i sumi[KERN_NT_MAX];
+        K_FOR_T(t) sumi[t] = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const __m256i bits = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
+            for (int j = 0; j < 4; j++) {
+                __m256i q = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * j), m3);
+                __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[8 * h + 2 * j + 1]), _mm_set1_epi16(sc[8 * h + 2 * j]));
+                K_FOR_T(t) {
+                    const block_q8_K *y = K_ACT(block_q8_K, t, i);
+                    __m256i yv = _mm256_loadu_si256((const __m256i *)(y->qs + 128 * h + 32 * j));
+                    sumi[t] = k_madd_acc(sumi[t], scv, _mm256_maddubs_epi16(q, yv));
+                }
+            }
+        }
+        K_FOR_T(t) {
+            const block_q8_K *y = K_ACT(block_q8_K, t, i);
+            __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
+            __m256i pm = _mm256_madd_epi16(bs, mins16);
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * y->d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+            accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(dmx * y->d), _mm256_cvtepi32_ps(pm), accm[t]);
+        }
+    }
+    K_FOR_T(t) out[(size_t)t * out_stride] = k_hsum8(acc[t]) - k_hsum8(accm[t]);
+}
+
+/* Q3_K: value = low2 + 4 * hbit - 4 (in [-4, 3]); 6-bit scales - 32. The
+ * unsigned part low2 + 4 * hbit goes through vpmaddubsw, the -4 through
+ * the activation group sums (exact integers). */
+KB void k_q3_k(int64_t n, const void *w, const void *act, size_t act_stride, float *out,
+               size_t out_stride, const int nt)
+{
+    const block_q3_K *x = w;
+    const int64_t nb = n / QK_K;
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    __m256 acc[KERN_NT_MAX];
+    K_FOR_T(t) acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const float dx = k_h2f(x[i].d);
+        uint32_t aux[4];
+        memcpy(aux, x[i].scales, 12);
+        const uint32_t tmp = aux[2], km1 = 0x03030303, km2 = 0x0f0f0f0f;
+        aux[2] = ((aux[0] >> 4) & km2) | (((tmp >> 4) & km1) << 4);
+        aux[3] = ((aux[1] >> 4) & km2) | (((tmp >> 6) & km1) << 4);
+        aux[0] = (aux[0] & km2) | (((tmp >> 0) & km1) << 4);
+        aux[1] = (aux[1] & km2) | (((tmp >> 2) & km1) << 4);
+        int16_t sc[16];
+        for (int g = 0; g < 16; g++)
+            sc[g] = (int16_t)((int)((const uint8_t *)aux)[g] - 32);
+        const __m256i sc16 = _mm256_loadu_si256((const __m256i *)sc);
+        const __m256i hm = _mm256_loadu_si256((const __m256i *)x[i].hmask);
+        __m256i sumi[KERN_NT_MAX];
+        K_FOR_T(t) sumi[t] = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const __m256i bits = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
+            for (int j = 0; j < 4; j++) {
+                __m256i lo = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * j), m3);
+                __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + j), one);
+                __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hb, 2));
+                __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[8 * h + 2 * j + 1]), _mm_set1_epi16(sc[8 * h + 2 * j]));
+                K_FOR_T(t) {
+                    const block_q8_K *y = K_ACT(block_q8_K, t, i);
+                    __m256i yv = _mm256_loadu_si256((const __m256i *)(y->qs + 128 * h + 32 * j));
+                    sumi[t] = k_madd_acc(sumi[t], scv, _mm256_maddubs_epi16(q, yv));
+                }
+            }
+        }
+        K_FOR_T(t) {
+            const block_q8_K *y = K_ACT(block_q8_K, t, i);
+            __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
+            __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 2); /* 4 * sc * bsum */
+            __m256i tot = _mm256_sub_epi32(sumi[t], off);
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * y->d), _mm256_cvtepi32_ps(tot), acc[t]);
+        }
+    }
+    K_FOR_T(t) out[(size_t)t * out_stride] = k_hsum8(acc[t]);
 }
 
 /* ---- exported wrappers: one switch per type fixes nt at compile time --- */
@@ -436,8 +604,10 @@ K_EXPORT(dot_bf16_, k_bf16)
 K_EXPORT(dot_q4_k_, k_q4_k)
 K_EXPORT(dot_q5_k_, k_q5_k)
 K_EXPORT(dot_q6_k_, k_q6_k)
+K_EXPORT(dot_q2_k_, k_q2_k)
+K_EXPORT(dot_q3_k_, k_q3_k)
 
-void KNAME(kern_fill_)(kern_dot_fn_t tab[QTYPE_COUNT])
+void KNAME(kern_fill_)(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYPE_COUNT])
 {
     tab[QTYPE_Q8_0] = KNAME(dot_q8_0_);
     tab[QTYPE_Q4_0] = KNAME(dot_q4_0_);
@@ -450,4 +620,12 @@ void KNAME(kern_fill_)(kern_dot_fn_t tab[QTYPE_COUNT])
     tab[QTYPE_Q4_K] = KNAME(dot_q4_k_);
     tab[QTYPE_Q5_K] = KNAME(dot_q5_k_);
     tab[QTYPE_Q6_K] = KNAME(dot_q6_k_);
+    tab[QTYPE_Q2_K] = KNAME(dot_q2_k_);
+    tab[QTYPE_Q3_K] = KNAME(dot_q3_k_);
+#if KERN_VNNI
+    tab[QTYPE_Q8_0] = KNAME(dot_q8_0_tile1_);
+    tiles[QTYPE_Q8_0] = KNAME(tile_q8_0_);
+#else
+    (void)tiles;
+#endif
 }

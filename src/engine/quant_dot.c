@@ -13,6 +13,11 @@
  * dmin * da * sum(bsums[k] * min[k]).
  * F32/F16/BF16 follow ggml_vec_dot_f16's scalar path: products in float,
  * accumulated in double (ggml_float), returned as float.
+ *
+ * Note for kernel authors: the reference build had LLAMAFILE=1, so for
+ * batches its F32/F16/BF16/Q8_0/Q4_0/Q5_0 matmuls may run through tinyBLAS
+ * instead of ggml_vec_dot_*: same activation rounding and the same integer
+ * block products, only another float accumulation order.
  */
 #include <assert.h>
 #include <string.h>

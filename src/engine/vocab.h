@@ -63,6 +63,7 @@ lf_code_t vocab_tokenize(const vocab_t *v, const char *text, size_t len,
 int vocab_token_to_piece(const vocab_t *v, int32_t id, bool special, char *buf, size_t cap);
 
 /* Incremental, UTF-8-safe detokenization for one stream. */
+#define VOCAB_DETOK_MAX 2048
 typedef struct {
     const vocab_t *vocab;
     bool special;        /* render control tokens */
@@ -73,8 +74,9 @@ typedef struct {
 void vocab_detok_init(vocab_detok_t *d, const vocab_t *v, bool special);
 /* Appends the text of token id; writes to out only complete UTF-8
  * characters (an incomplete tail is held back for the next call). Returns
- * the bytes written (at most cap; a piece is never longer than 256 bytes,
- * so cap >= 264 always suffices), or -1 for a bad id. */
+ * the bytes written (at most cap), or -1 for a bad id. A piece is
+ * truncated at 512 bytes and each invalid byte is written as U+FFFD (3
+ * bytes), so cap >= VOCAB_DETOK_MAX always suffices. */
 int vocab_detok_push(vocab_detok_t *d, int32_t id, char *out, size_t cap);
 /* Flushes held-back bytes at the end of a stream (invalid sequences are
  * emitted as U+FFFD). Returns bytes written. */

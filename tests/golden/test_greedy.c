@@ -28,6 +28,11 @@
  *  free_run: FREE_ALL = every generated id must match; FREE_TIE = match up
  *    to first_near_tie_step; FREE_GAP = match up to the first step whose
  *    golden top1-top2 gap is below gap_tol (README section 1b, point 2).
+ *    gap_tol is the largest logprob error the independent implementation of
+ *    README section 1b made on that family (so a step with a smaller golden
+ *    gap can legitimately flip): 0.26 for stories260K-q*, 0.12 for
+ *    tiny256-f16 (x8 for bf16), 0.38 tinyqwen2-f16, 2.7 tiny256 quantized,
+ *    4.3 tinyqwen2-q8_0.
  * The figures for stories260K, tiny256-{f32,f16,q8_0}, tinyqwen2-{f16,q8_0}
  * and stories260K-q8_0 are those of the independent implementation measured
  * in golden/README.md section 1b (a bar set by the issue: be at least as
@@ -53,25 +58,25 @@ static const bar_t bars[] = {
     {"greedy-stories260K.jsonl", 0.0008, 0.002, 0.002, 0, FREE_ALL, 0},
     {"greedy-llama-2-tiny-random.jsonl", 0.03, 0.07, 0, 12, FREE_TIE, 0},
     {"greedy-tiny256-f32.jsonl", 0.005, 0.02, 0, 0, FREE_ALL, 0},
-    {"greedy-tiny256-f16.jsonl", 0.03, 0.07, 0, 1, FREE_GAP, 0.2},
-    {"greedy-tiny256-bf16.jsonl", 0.24, 0.56, 0, 3, FREE_GAP, 0.4},
-    {"greedy-tinyqwen2-f16.jsonl", 0.03, 0.08, 0, 1, FREE_GAP, 0.2},
-    {"greedy-tinyqwen2-q8_0.jsonl", 0.00003, 1.35, 0, 7, FREE_GAP, 3.0},
-    {"greedy-stories260K-q8_0.jsonl", 0.04, 0.12, 0, 6, FREE_GAP, 0.05},
-    {"greedy-stories260K-q5_1.jsonl", 0.04, 0.12, 0, 6, FREE_GAP, 0.05},
-    {"greedy-stories260K-q5_0.jsonl", 0.04, 0.12, 0, 6, FREE_GAP, 0.05},
-    {"greedy-stories260K-q4_1.jsonl", 0.04, 0.12, 0, 6, FREE_GAP, 0.05},
-    {"greedy-stories260K-q4_0.jsonl", 0.04, 0.12, 0, 6, FREE_GAP, 0.05},
-    {"greedy-tiny256-q8_0.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 3.0},
-    {"greedy-tiny256-q6_k.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 3.0},
-    {"greedy-tiny256-q5_k_m.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 3.0},
-    {"greedy-tiny256-q5_1.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 3.0},
-    {"greedy-tiny256-q5_0.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 3.0},
-    {"greedy-tiny256-q4_k_m.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 3.0},
-    {"greedy-tiny256-q4_1.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 3.0},
-    {"greedy-tiny256-q4_0.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 3.0},
-    {"greedy-tiny256-q3_k_m.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 3.0},
-    {"greedy-tiny256-q2_k.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 3.0},
+    {"greedy-tiny256-f16.jsonl", 0.03, 0.07, 0, 1, FREE_GAP, 0.12},
+    {"greedy-tiny256-bf16.jsonl", 0.24, 0.56, 0, 3, FREE_GAP, 1.0},
+    {"greedy-tinyqwen2-f16.jsonl", 0.03, 0.08, 0, 1, FREE_GAP, 0.38},
+    {"greedy-tinyqwen2-q8_0.jsonl", 0.00003, 1.35, 0, 7, FREE_GAP, 4.3},
+    {"greedy-stories260K-q8_0.jsonl", 0.04, 0.12, 0, 6, FREE_GAP, 0.26},
+    {"greedy-stories260K-q5_1.jsonl", 0.04, 0.12, 0, 6, FREE_GAP, 0.26},
+    {"greedy-stories260K-q5_0.jsonl", 0.04, 0.12, 0, 6, FREE_GAP, 0.26},
+    {"greedy-stories260K-q4_1.jsonl", 0.04, 0.12, 0, 6, FREE_GAP, 0.26},
+    {"greedy-stories260K-q4_0.jsonl", 0.04, 0.12, 0, 6, FREE_GAP, 0.26},
+    {"greedy-tiny256-q8_0.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
+    {"greedy-tiny256-q6_k.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
+    {"greedy-tiny256-q5_k_m.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
+    {"greedy-tiny256-q5_1.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
+    {"greedy-tiny256-q5_0.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
+    {"greedy-tiny256-q4_k_m.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
+    {"greedy-tiny256-q4_1.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
+    {"greedy-tiny256-q4_0.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
+    {"greedy-tiny256-q3_k_m.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
+    {"greedy-tiny256-q2_k.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
 };
 
 #define MAX_TOK 4096

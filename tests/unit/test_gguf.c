@@ -16,6 +16,8 @@ typedef struct {
 
 static void put(buf_t *b, const void *src, size_t n)
 {
+    if (!n)
+        return;
     if (b->n + n > b->cap) {
         b->cap = (b->n + n) * 2 + 64;
         b->p = realloc(b->p, b->cap);
@@ -206,7 +208,7 @@ static void test_mutations(void)
 static void test_bad_tensors(void)
 {
     buf_t b = {0};
-    uint64_t ne4[1] = {4}, ne_big[2] = {1ull << 40, 1ull << 40}, ne33[1] = {33};
+    uint64_t ne4[1] = {4}, ne5[5] = {4, 1, 1, 1, 1}, ne_big[2] = {1ull << 40, 1ull << 40}, ne33[1] = {33};
     float d[8] = {0};
     struct {
         const char *name, *needle;
@@ -218,7 +220,7 @@ static void test_bad_tensors(void)
         {"unknown tensor type", "unknown type", 1, 4, ne4, 0, 0},
         {"type id far out of range", "unknown type", 1, 1000, ne4, 0, 0},
         {"zero dimensions", "dimensions", 0, QTYPE_F32, ne4, 0, 0},
-        {"five dimensions", "dimensions", 5, QTYPE_F32, ne4, 0, 0},
+        {"five dimensions", "dimensions", 5, QTYPE_F32, ne5, 0, 0},
         {"absurd shape", "larger than the file", 2, QTYPE_F32, ne_big, 0, 0},
         {"row not a multiple of block", "block size", 1, QTYPE_Q8_0, ne33, 0, 0},
         {"overlapping tensors", "overlaps", 1, QTYPE_F32, ne4, 0, 1},

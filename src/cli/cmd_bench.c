@@ -1,0 +1,182 @@
+/* cmd_bench.c - `llm-fcgi bench`: prompt-processing and generation speed,
+ * measured like llama-bench (random tokens, empty cache before each run, one
+ * warm-up run, mean and standard deviation over the repetitions). */
+#include <getopt.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "engine/forward.h"
+#include "engine/kernels.h"
+#include "engine/model.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: llm-fcgi bench -m MODEL [-t THREADS] [-p N] [-n N] [-r REPS] [--batch B] [--json]\n\n"
+            "  -p N       prompt tokens processed as one batch (pp N; default 512, 0 = skip)\n"
+            "  -n N       tokens generated one step at a time (tg N; default 128, 0 = skip)\n"
+            "  -r REPS    repetitions (default 5); mean and standard deviation are printed\n"
+            "  -t N       compute threads (default: number of cores)\n"
+            "  --batch B  B sequences decode together (one token each per step); tg reports\n"
+            "             the aggregate tokens/s (default 1)\n"
+            "  --json     one JSON object with pp_tokens_per_s and tg_tokens_per_s\n");
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static unsigned long long rng_state = 88172645463325252ull;
+static int32_t rand_token(int32_t n_vocab)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (int32_t)(rng_state % (unsigned long long)n_vocab);
+}
+
+/* One pp run: n random tokens in batches of max_batch, logits of the last. */
+static lf_code_t run_pp(fwd_t *fw, int32_t n, int32_t n_vocab, int32_t *toks, lf_err_t *err)
+{
+    fwd_seq_rm(fw, 0);
+    for (int32_t i = 0; i < n; i++)
+        toks[i] = rand_token(n_vocab);
+    return fwd_prefill(fw, 0, toks, n, true, err);
+}
+
+/* One tg run: n steps, each one token per sequence for B sequences. */
+static lf_code_t run_tg(fwd_t *fw, int32_t n, int32_t B, int32_t n_vocab, int32_t bos, fwd_tok_t *batch,
+                        lf_err_t *err)
+{
+    for (int32_t s = 0; s < B; s++)
+        fwd_seq_rm(fw, s);
+    for (int32_t i = 0; i < n; i++) {
+        for (int32_t s = 0; s < B; s++)
+            batch[s] = (fwd_tok_t){i == 0 && bos >= 0 ? bos : rand_token(n_vocab), s, i, true, false};
+        lf_code_t rc = fwd_decode(fw, batch, B, err);
+        if (rc != LF_OK)
+            return rc;
+    }
+    return LF_OK;
+}
+
+static void stats(const double *v, int n, double *mean, double *sd)
+{
+    double s = 0, q = 0;
+    for (int i = 0; i < n; i++)
+        s += v[i];
+    *mean = s / n;
+    for (int i = 0; i < n; i++)
+        q += (v[i] - *mean) * (v[i] - *mean);
+    *sd = n > 1 ? sqrt(q / (n - 1)) : 0;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    static const struct option opts[] = {{"model", required_argument, 0, 'm'}, {"threads", required_argument, 0, 't'},
+                                         {"batch", required_argument, 0, 'B'}, {"json", no_argument, 0, 'J'},
+                                         {"help", no_argument, 0, 'h'}, {0}};
+    const char *path = NULL;
+    long threads = 0, pp = 512, tg = 128, reps = 5, B = 1;
+    int json = 0, c;
+    while ((c = getopt_long(argc, argv, "m:t:p:n:r:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'm': path = optarg; break;
+        case 't': threads = strtol(optarg, NULL, 10); break;
+        case 'p': pp = strtol(optarg, NULL, 10); break;
+        case 'n': tg = strtol(optarg, NULL, 10); break;
+        case 'r': reps = strtol(optarg, NULL, 10); break;
+        case 'B': B = strtol(optarg, NULL, 10); break;
+        case 'J': json = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (!path || optind != argc || pp < 0 || tg < 0 || reps < 1 || reps > 1000 || B < 1 || B > 256 ||
+        threads < 0 || pp > 65536 || tg > 65536) {
+        usage(stderr);
+        return 2;
+    }
+    lf_err_t err;
+    model_t *m = model_load(path, &err);
+    if (!m) {
+        fprintf(stderr, "llm-fcgi: %s\n", err.msg);
+        return 1;
+    }
+    const model_hparams_t *hp = model_hparams(m);
+    int32_t n_ctx = (int32_t)(pp > tg ? pp : tg) + 1;
+    int32_t max_batch = (int32_t)(pp > B ? (pp < 512 ? pp : 512) : B);
+    if (max_batch < 1)
+        max_batch = 1;
+    fwd_opts_t fo = {.n_seq = (int32_t)B, .n_ctx = n_ctx, .max_batch = max_batch, .n_threads = (int32_t)threads};
+    fwd_t *fw = fwd_create(m, &fo, &err);
+    int32_t *toks = malloc((size_t)(pp + 1) * sizeof *toks);
+    fwd_tok_t *batch = malloc((size_t)B * sizeof *batch);
+    double *pp_ts = calloc((size_t)reps, sizeof(double)), *tg_ts = calloc((size_t)reps, sizeof(double));
+    int status = 1;
+    if (!fw || !toks || !batch || !pp_ts || !tg_ts)
+        goto out;
+    int32_t bos = vocab_add_bos(model_vocab(m)) ? vocab_bos(model_vocab(m)) : -1;
+    /* warm-up: touch every weight page once */
+    if ((pp && run_pp(fw, (int32_t)(pp < 16 ? pp : 16), hp->n_vocab, toks, &err) != LF_OK) ||
+        (tg && run_tg(fw, 2, (int32_t)B, hp->n_vocab, bos, batch, &err) != LF_OK))
+        goto out;
+    for (long r = 0; r < reps; r++) {
+        double t0 = now();
+        if (pp && run_pp(fw, (int32_t)pp, hp->n_vocab, toks, &err) != LF_OK)
+            goto out;
+        double t1 = now();
+        if (tg && run_tg(fw, (int32_t)tg, (int32_t)B, hp->n_vocab, bos, batch, &err) != LF_OK)
+            goto out;
+        double t2 = now();
+        pp_ts[r] = pp ? (double)pp / (t1 - t0) : 0;
+        tg_ts[r] = tg ? (double)(tg * B) / (t2 - t1) : 0;
+    }
+    double ppm, pps, tgm, tgs;
+    stats(pp_ts, (int)reps, &ppm, &pps);
+    stats(tg_ts, (int)reps, &tgm, &tgs);
+    const char *isa = kern_isa_name(kern_isa());
+    if (json) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "model", json_object_new_string(path));
+        json_object_object_add(o, "threads", json_object_new_int((int)(threads ? threads : 0)));
+        json_object_object_add(o, "isa", json_object_new_string(isa));
+        json_object_object_add(o, "batch", json_object_new_int((int)B));
+        json_object_object_add(o, "n_prompt", json_object_new_int((int)pp));
+        json_object_object_add(o, "n_gen", json_object_new_int((int)tg));
+        json_object_object_add(o, "repetitions", json_object_new_int((int)reps));
+        json_object_object_add(o, "pp_tokens_per_s", json_object_new_double(ppm));
+        json_object_object_add(o, "pp_stddev", json_object_new_double(pps));
+        json_object_object_add(o, "tg_tokens_per_s", json_object_new_double(tgm));
+        json_object_object_add(o, "tg_stddev", json_object_new_double(tgs));
+        printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(o);
+    } else {
+        printf("| model | params | isa | threads | batch | test | t/s |\n|---|---|---|---|---|---|---|\n");
+        if (pp)
+            printf("| %s | %.2f M | %s | %ld | 1 | pp%ld | %.2f ± %.2f |\n", hp->name[0] ? hp->name : hp->arch,
+                   (double)hp->n_params / 1e6, isa, threads, pp, ppm, pps);
+        if (tg)
+            printf("| %s | %.2f M | %s | %ld | %ld | tg%ld | %.2f ± %.2f |\n", hp->name[0] ? hp->name : hp->arch,
+                   (double)hp->n_params / 1e6, isa, threads, B, tg, tgm, tgs);
+    }
+    status = 0;
+out:
+    if (status)
+        fprintf(stderr, "llm-fcgi: %s\n", err.msg);
+    free(pp_ts);
+    free(tg_ts);
+    free(toks);
+    free(batch);
+    fwd_free(fw);
+    model_free(m);
+    return status;
+}

@@ -1,0 +1,92 @@
+/* kv.h - paged KV cache memory with prefix sharing.
+ *
+ * The cache is one budget of fixed-size blocks (block_tokens positions of
+ * every layer's K and V, F16). Each sequence has a block table: position p
+ * of sequence s lives in block table[s][p / block_tokens] at row
+ * p % block_tokens. Sequences of any length share the budget; a sequence
+ * takes blocks as it grows and gives them back when released.
+ *
+ * Prefix caching: once a block is full, its contents are a pure function of
+ * the tokens that led to it (the chain of blocks before it and its own
+ * tokens), so it can be registered (kv_seq_commit) and later attached to a
+ * new sequence whose prompt starts with the same tokens (kv_seq_attach_prefix)
+ * instead of being recomputed. Matching compares the actual tokens and the
+ * parent block, never just a hash, so a hash collision cannot give wrong
+ * attention. Shared blocks are full, hence never written again: only a
+ * sequence's last, private block is written. A block no sequence uses keeps
+ * its contents in an LRU list while it is registered, and is reused (its
+ * registration dropped) only when no never-used block is left.
+ *
+ * Not thread-safe: owned by the scheduler thread (reads of rows by the
+ * compute threads happen inside a step, while nothing changes the tables).
+ */
+#ifndef LF_KV_H
+#define LF_KV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/status.h"
+
+typedef struct {
+    int32_t n_layer;
+    int64_t kv_dim;        /* K (and V) values per token per layer */
+    int32_t block_tokens;  /* positions per block (e.g. 16) */
+    int32_t n_blocks;      /* the memory budget, in blocks */
+    int32_t n_seq;         /* sequence ids 0 .. n_seq-1 */
+    int32_t max_seq_len;   /* longest sequence (context size) */
+} kv_opts_t;
+
+typedef struct kv_cache kv_cache_t;
+
+/* Allocates the whole budget at once. NULL + err (LF_ERR_INVALID for bad
+ * sizes, LF_ERR_NOMEM). */
+kv_cache_t *kv_create(const kv_opts_t *opts, lf_err_t *err);
+void kv_free(kv_cache_t *kv); /* accepts NULL */
+
+int32_t kv_block_tokens(const kv_cache_t *kv);
+int32_t kv_n_blocks(const kv_cache_t *kv);
+/* Blocks a new reservation can take (never used + cached-but-unused). */
+int32_t kv_blocks_available(const kv_cache_t *kv);
+/* Blocks held by sequences. */
+int32_t kv_blocks_in_use(const kv_cache_t *kv);
+/* Bytes of K + V memory. */
+uint64_t kv_bytes(const kv_cache_t *kv);
+
+/* Positions sequence seq holds (valid rows). */
+int32_t kv_seq_len(const kv_cache_t *kv, int32_t seq);
+
+/* Makes room for seq to hold n_tokens positions in total (allocating
+ * blocks, evicting unused cached blocks oldest first). LF_ERR_NOMEM if the
+ * budget cannot hold it (nothing allocated then: the caller may preempt
+ * another sequence and retry), LF_ERR_CONTEXT beyond max_seq_len. */
+lf_code_t kv_seq_reserve(kv_cache_t *kv, int32_t seq, int32_t n_tokens, lf_err_t *err);
+
+/* Records that positions [0, len) of seq are computed (len <= reserved). */
+void kv_seq_set_len(kv_cache_t *kv, int32_t seq, int32_t len);
+
+/* Gives back all blocks of seq (registered full blocks stay cached). */
+void kv_seq_release(kv_cache_t *kv, int32_t seq);
+
+/* For an EMPTY sequence: attaches the longest chain of registered blocks
+ * that matches tokens[0..n) block by block, leaving at least one token to
+ * compute (so the caller gets logits for the last prompt token). Returns
+ * the number of positions reused (a multiple of block_tokens, maybe 0);
+ * the sequence's length is set to it. */
+int32_t kv_seq_attach_prefix(kv_cache_t *kv, int32_t seq, const int32_t *tokens, int32_t n);
+
+/* Registers every full block of seq not yet registered; tokens[0..len) are
+ * the tokens at its positions (len = kv_seq_len). */
+void kv_seq_commit(kv_cache_t *kv, int32_t seq, const int32_t *tokens, int32_t len);
+
+/* Row of layer `layer` for position pos of seq (pos < reserved length). */
+uint16_t *kv_k_row(const kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos);
+uint16_t *kv_v_row(const kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos);
+
+/* The block table of seq (kv_seq_len rounded up entries), for attention:
+ * rows of block b for layer l start at kv_block_k(kv, b, l). */
+const int32_t *kv_seq_blocks(const kv_cache_t *kv, int32_t seq);
+uint16_t *kv_block_k(const kv_cache_t *kv, int32_t block, int32_t layer);
+uint16_t *kv_block_v(const kv_cache_t *kv, int32_t block, int32_t layer);
+
+#endif

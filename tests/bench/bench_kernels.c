@@ -1,0 +1,158 @@
+/* bench_kernels.c - micro-benchmark of kern_matmul (not a test: no
+ * assertions, not in TESTS). For each weight type and shape it prints the
+ * weight bandwidth of single-token decode (GB/s) and the arithmetic rate of
+ * a 512-token prefill (GFLOP/s, 2 flops per multiply-add). With "blas" it
+ * also times OpenBLAS cblas_sgemm on W dequantized to f32 (dequantization
+ * excluded and included) for the prefill shape.
+ *
+ * usage: bench_kernels [threads=2] [types=q8_0,q4_K,...|all] [blas]
+ * The ISA level follows LLM_FCGI_ISA. Keep runs short: the machine is shared.
+ */
+#include "engine/kernels.h"
+#include "engine/quant.h"
+#include "engine/fp16.h"
+
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* With one thread, time is the thread's CPU time: other processes on the
+ * shared machine then do not count. With more, wall-clock time. */
+static clockid_t bench_clock = CLOCK_MONOTONIC;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(bench_clock, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rs = 88172645463325252ull;
+static uint8_t rnd8(void)
+{
+    rs ^= rs << 13;
+    rs ^= rs >> 7;
+    rs ^= rs << 17;
+    return (uint8_t)(rs >> 24);
+}
+
+/* Random weights with small positive fp16 scales in every 16-bit slot that
+ * could be a scale: simplest is to build them by quantizing is impossible
+ * for weight types (no weight quantizer), so fill bytes and then clamp any
+ * fp16 field by rewriting every half-word that is inf/nan. Good enough for
+ * timing (values do not change the speed of integer kernels). */
+static void fill(qtype_t t, uint8_t *b, size_t n_bytes)
+{
+    for (size_t i = 0; i < n_bytes; i++)
+        b[i] = rnd8();
+    if (t == QTYPE_F32) {
+        float *f = (float *)b;
+        for (size_t i = 0; i < n_bytes / 4; i++)
+            f[i] = (float)(rnd8() - 128) / 128.0f;
+    } else if (t == QTYPE_F16 || t == QTYPE_BF16) {
+        uint16_t *h = (uint16_t *)b;
+        for (size_t i = 0; i < n_bytes / 2; i++) {
+            float v = (float)(rnd8() - 128) / 128.0f;
+            h[i] = t == QTYPE_F16 ? fp16_from_fp32(v) : bf16_from_fp32(v);
+        }
+    }
+}
+
+static const qtype_t all_types[] = {QTYPE_Q8_0, QTYPE_Q4_K, QTYPE_Q6_K, QTYPE_F32, QTYPE_F16, QTYPE_Q5_K,
+                                    QTYPE_Q4_0, QTYPE_Q5_0, QTYPE_Q3_K, QTYPE_Q2_K, QTYPE_Q4_1, QTYPE_Q5_1,
+                                    QTYPE_BF16};
+
+static void bench_one(tpool_t *pool, qtype_t t, int64_t n_rows, int64_t k, int blas)
+{
+    size_t wsz = qtype_row_size(t, k) * (size_t)n_rows;
+    const int64_t T = 512;
+    uint8_t *W = malloc(wsz);
+    float *x = malloc(sizeof(float) * (size_t)(k * T));
+    void *act = malloc(kern_act_size(t, k, T));
+    float *out = malloc(sizeof(float) * (size_t)(n_rows * T));
+    fill(t, W, wsz);
+    for (int64_t i = 0; i < k * T; i++)
+        x[i] = (float)(rnd8() - 128) / 64.0f;
+    kern_quantize_act(t, x, k, T, act);
+
+    /* best of several runs: the VM is shared, the minimum is the signal */
+    double dec = 1e9, pre = 1e9, t0, t1;
+    double start = now();
+    for (int r = 0; r < 2000 && now() - start < 0.2; r++) {
+        t0 = now();
+        kern_matmul(pool, t, W, n_rows, k, act, 1, out);
+        t1 = now();
+        if (t1 - t0 < dec)
+            dec = t1 - t0;
+    }
+    start = now();
+    for (int r = 0; r < 20 && now() - start < 0.4; r++) {
+        t0 = now();
+        kern_matmul(pool, t, W, n_rows, k, act, T, out);
+        t1 = now();
+        if (t1 - t0 < pre)
+            pre = t1 - t0;
+    }
+    double q0 = now();
+    kern_quantize_act(t, x, k, T, act);
+    double qt = now() - q0;
+    printf("%-5s %5lldx%-5lld decode %8.1f us %6.2f GB/s %6.2f GFLOP/s | prefill512 %8.2f ms %7.2f GFLOP/s"
+           " (act quantize %.2f ms)\n",
+           qtype_name(t), (long long)n_rows, (long long)k, dec * 1e6, (double)wsz / dec / 1e9,
+           2.0 * (double)(n_rows * k) / dec / 1e9, pre * 1e3, 2.0 * (double)(n_rows * k * T) / pre / 1e9,
+           qt * 1e3);
+    if (blas && quant_can_dequantize(t)) {
+        float *Wf = malloc(sizeof(float) * (size_t)(n_rows * k));
+        size_t rsz = qtype_row_size(t, k);
+        double d0 = now();
+        for (int64_t r = 0; r < n_rows; r++)
+            quant_dequantize_row(t, W + (size_t)r * rsz, Wf + r * k, k);
+        double deq = now() - d0;
+        double bt = 1e9, bstart = now();
+        for (int r = 0; r < 20 && now() - bstart < 0.4; r++) {
+            t0 = now();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)n_rows, (int)k, 1.0f, x,
+                        (int)k, Wf, (int)k, 0.0f, out, (int)n_rows);
+            t1 = now();
+            if (t1 - t0 < bt)
+                bt = t1 - t0;
+        }
+        printf("      blas sgemm prefill512 %8.2f ms %7.2f GFLOP/s, +dequant %.2f ms -> %7.2f GFLOP/s\n",
+               bt * 1e3, 2.0 * (double)(n_rows * k * T) / bt / 1e9, deq * 1e3,
+               2.0 * (double)(n_rows * k * T) / (bt + deq) / 1e9);
+        free(Wf);
+    }
+    free(W), free(x), free(act), free(out);
+}
+
+int main(int argc, char **argv)
+{
+    int nth = argc > 1 ? atoi(argv[1]) : 2;
+    const char *types = argc > 2 ? argv[2] : "all";
+    int blas = argc > 3 && !strcmp(argv[3], "blas");
+    tpool_t *pool = NULL;
+    if (tpool_create(nth, &pool, NULL) != LF_OK) {
+        fprintf(stderr, "bad thread count\n");
+        return 1;
+    }
+    if (nth == 1)
+        bench_clock = CLOCK_THREAD_CPUTIME_ID;
+    printf("isa %s, %d threads\n", kern_isa_name(kern_isa()), nth);
+    for (size_t i = 0; i < sizeof all_types / sizeof all_types[0]; i++) {
+        qtype_t t = all_types[i];
+        if (strcmp(types, "all")) {
+            char buf[256];
+            snprintf(buf, sizeof buf, ",%s,", types);
+            char key[32];
+            snprintf(key, sizeof key, ",%s,", qtype_name(t));
+            if (!strstr(buf, key))
+                continue;
+        }
+        bench_one(pool, t, 768, 768, blas);
+        bench_one(pool, t, 2048, 768, blas);
+    }
+    tpool_free(pool);
+    return 0;
+}

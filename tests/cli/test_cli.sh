@@ -1,0 +1,75 @@
+#!/bin/sh
+# test_cli.sh - the llm-fcgi subcommands as a user runs them (TAP).
+# Needs LLM_FCGI (the binary) and LLM_MODELS_DIR / LLM_GOLDEN_DIR.
+set -u
+BIN=${LLM_FCGI:?}
+MODELS=${LLM_MODELS_DIR:?}
+GOLDEN=${LLM_GOLDEN_DIR:?}
+M=$MODELS/stories260K.gguf
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+n=0; failed=0
+ok() { n=$((n + 1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi; }
+check() { desc=$1; shift; "$@" >/dev/null 2>&1; ok $? "$desc"; }
+
+"$BIN" help > "$TMP/help" 2>&1
+ok $? "help exits 0"
+for c in info tokenize generate bench; do
+    grep -q "^  $c " "$TMP/help"; ok $? "help lists $c"
+done
+"$BIN" nosuchcommand >/dev/null 2>&1; [ $? -eq 2 ]; ok $? "unknown command exits 2"
+
+"$BIN" info "$M" > "$TMP/info" 2>&1; ok $? "info exits 0"
+grep -q "^architecture: *llama" "$TMP/info"; ok $? "info names the architecture"
+grep -q "^parameters: *292800" "$TMP/info"; ok $? "info counts parameters"
+grep -q "512 tokens" "$TMP/info"; ok $? "info gives the vocabulary size"
+grep -q "bos *1 '<s>'" "$TMP/info"; ok $? "info lists the BOS token"
+grep -q "^chat template: *absent" "$TMP/info"; ok $? "info says whether a chat template is present"
+grep -q "f32 *48 tensors" "$TMP/info"; ok $? "info gives tensor count per type"
+"$BIN" info --ctx-size 1024 "$M" | grep -q "0.62 MiB for a context of 1024"; ok $? "info gives KV memory for --ctx-size"
+
+"$BIN" info /nonexistent.gguf > "$TMP/err" 2>&1; [ $? -eq 1 ]; ok $? "info on a missing file exits 1"
+grep -q "nonexistent.gguf" "$TMP/err"; ok $? "the error names the file"
+head -c 1000 "$M" > "$TMP/trunc.gguf"
+"$BIN" info "$TMP/trunc.gguf" > "$TMP/err" 2>&1; [ $? -eq 1 ]; ok $? "info on a truncated file exits 1"
+grep -Eq "truncated|exceeds|outside the file" "$TMP/err"; ok $? "the error says what is wrong"
+
+out=$("$BIN" tokenize -m "$M" --json "Once upon a time" 2>/dev/null)
+[ "$out" = "[1,403,407,261,378]" ] || [ "$out" = "[1, 403, 407, 261, 378]" ]; ok $? "tokenize --json matches llama.cpp ($out)"
+out=$("$BIN" tokenize -m "$M" --json --no-bos "Once upon a time" 2>/dev/null)
+[ "$out" = "[403,407,261,378]" ] || [ "$out" = "[403, 407, 261, 378]" ]; ok $? "tokenize --no-bos ($out)"
+
+# greedy generation equals llama.cpp's golden tokens
+"$BIN" generate -m "$M" --temp 0 -n 48 --json "Once upon a time" > "$TMP/gen.json" 2>"$TMP/gen.err"
+ok $? "generate --json exits 0"
+node -e '
+const fs = require("fs");
+const g = JSON.parse(fs.readFileSync(process.argv[1] + "/greedy-stories260K.jsonl", "utf8").split("\n")[0]);
+const o = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+const same = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+let bad = [];
+if (!same(o.prompt_tokens, g.prompt_tokens)) bad.push("prompt_tokens");
+if (!same(o.tokens, g.completion_tokens)) bad.push("tokens");
+if (o.text !== g.completion_text) bad.push("text");
+if (o.top_logprobs.length !== o.tokens.length || o.top_logprobs[0].length !== 5) bad.push("top_logprobs shape");
+if (Math.abs(o.top_logprobs[0][0].logprob - g.top_probs[0][0].logprob) > 2e-3) bad.push("logprob");
+if (bad.length) { console.error(bad.join(",")); process.exit(1); }
+' "$GOLDEN" "$TMP/gen.json"
+ok $? "generate --temp 0 reproduces llama.cpp's greedy tokens, text and logprobs"
+
+a=$("$BIN" generate -m "$M" --temp 0.9 --seed 42 -n 24 --json "Lily" 2>/dev/null)
+b=$("$BIN" generate -m "$M" --temp 0.9 --seed 42 -n 24 --json "Lily" 2>/dev/null)
+c=$("$BIN" generate -m "$M" --temp 0.9 --seed 43 -n 24 --json "Lily" 2>/dev/null)
+[ -n "$a" ] && [ "$a" = "$b" ]; ok $? "same seed, same output"
+[ "$a" != "$c" ]; ok $? "different seed, different output"
+"$BIN" generate -m "$M" -n 5 >/dev/null 2>&1; [ $? -eq 2 ]; ok $? "generate without a prompt exits 2"
+"$BIN" generate -m "$M" -c 8 -n 16 "Once upon a time there was" >/dev/null 2>"$TMP/err"; [ $? -eq 1 ]; ok $? "prompt beyond the context exits 1"
+grep -q "context" "$TMP/err"; ok $? "and says so"
+
+"$BIN" bench -m "$M" -p 16 -n 8 -r 1 --json > "$TMP/bench.json" 2>&1; ok $? "bench --json exits 0"
+node -e 'const o = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+process.exit(o.pp_tokens_per_s > 0 && o.tg_tokens_per_s > 0 ? 0 : 1)' "$TMP/bench.json"
+ok $? "bench --json reports pp_tokens_per_s and tg_tokens_per_s"
+
+echo "1..$n"
+[ "$failed" -eq 0 ]

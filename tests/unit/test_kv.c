@@ -1,0 +1,130 @@
+/* test_kv.c - paged KV allocator: block tables, budget, prefix reuse, LRU. */
+#include "engine/kv.h"
+#include "tap.h"
+
+#include <string.h>
+
+static kv_cache_t *make(int32_t n_blocks, int32_t n_seq)
+{
+    kv_opts_t o = {.n_layer = 2, .kv_dim = 8, .block_tokens = 4, .n_blocks = n_blocks, .n_seq = n_seq,
+                   .max_seq_len = 64};
+    return kv_create(&o, NULL);
+}
+
+/* Writes a recognisable value into every row of seq's positions [a, b). */
+static void fill(kv_cache_t *kv, int32_t seq, int32_t a, int32_t b, uint16_t tag)
+{
+    for (int32_t p = a; p < b; p++)
+        for (int l = 0; l < 2; l++) {
+            kv_k_row(kv, l, seq, p)[0] = (uint16_t)(tag + p);
+            kv_v_row(kv, l, seq, p)[7] = (uint16_t)(tag + p + 1);
+        }
+    kv_seq_set_len(kv, seq, b);
+}
+
+static void test_basics(void)
+{
+    kv_cache_t *kv = make(8, 2);
+    lf_err_t err;
+    tap_ok(kv && kv_blocks_available(kv) == 8 && kv_blocks_in_use(kv) == 0, "new cache: all blocks available");
+    tap_ok(kv_seq_reserve(kv, 0, 10, &err) == LF_OK && kv_blocks_in_use(kv) == 3, "10 positions take 3 blocks");
+    tap_ok(kv_seq_reserve(kv, 0, 12, &err) == LF_OK && kv_blocks_in_use(kv) == 3, "growing within a block is free");
+    fill(kv, 0, 0, 12, 100);
+    tap_ok(kv_seq_len(kv, 0) == 12, "length recorded");
+    tap_ok(kv_k_row(kv, 1, 0, 5)[0] == 105 && kv_v_row(kv, 0, 0, 11)[7] == 112, "rows hold what was written");
+    tap_ok(kv_k_row(kv, 0, 0, 4) != kv_k_row(kv, 1, 0, 4), "layers have separate rows");
+    tap_ok(kv_seq_reserve(kv, 1, 24, &err) == LF_ERR_NOMEM && kv_blocks_in_use(kv) == 3,
+           "over budget: LF_ERR_NOMEM and nothing taken");
+    tap_ok(kv_seq_reserve(kv, 1, 65, &err) == LF_ERR_CONTEXT, "beyond the context: LF_ERR_CONTEXT");
+    tap_ok(kv_seq_reserve(kv, 2, 4, &err) == LF_ERR_INVALID, "bad sequence id");
+    tap_ok(kv_seq_reserve(kv, 1, 20, &err) == LF_OK && kv_blocks_available(kv) == 0, "fill the budget exactly");
+    kv_seq_release(kv, 0);
+    tap_ok(kv_blocks_available(kv) == 3 && kv_seq_len(kv, 0) == 0, "release gives blocks back");
+    kv_seq_release(kv, 1);
+    tap_ok(kv_blocks_available(kv) == 8 && kv_blocks_in_use(kv) == 0, "all back");
+    tap_ok(kv_bytes(kv) == 2ull * 8 * 2 * 4 * 8 * 2, "bytes = K+V of every block");
+    kv_free(kv);
+    kv_free(NULL);
+    tap_ok(make(0, 1) == NULL, "zero blocks rejected");
+}
+
+static void test_prefix(void)
+{
+    kv_cache_t *kv = make(16, 3);
+    int32_t toks[20];
+    for (int i = 0; i < 20; i++)
+        toks[i] = 1000 + i;
+    kv_seq_reserve(kv, 0, 14, NULL);
+    fill(kv, 0, 0, 14, 7);
+    kv_seq_commit(kv, 0, toks, 14);
+    /* same 14-token prompt: 3 full blocks are registered, reuse leaves one
+     * token to compute, so 12 positions (3 blocks) */
+    int32_t got = kv_seq_attach_prefix(kv, 1, toks, 14);
+    tap_ok(got == 12 && kv_seq_len(kv, 1) == 12, "identical prompt reuses 3 full blocks (%d)", got);
+    tap_ok(kv_k_row(kv, 0, 1, 9) == kv_k_row(kv, 0, 0, 9), "reused rows are the same memory");
+    tap_ok(kv_blocks_in_use(kv) == 4, "shared blocks are counted once");
+    /* exactly 12 tokens: at least one must be computed -> 2 blocks */
+    kv_seq_release(kv, 1);
+    tap_ok(kv_seq_attach_prefix(kv, 1, toks, 12) == 8, "a prompt of exactly 3 blocks reuses 2");
+    kv_seq_release(kv, 1);
+    /* diverging in block 2 */
+    int32_t other[20];
+    memcpy(other, toks, sizeof other);
+    other[9] = 5;
+    tap_ok(kv_seq_attach_prefix(kv, 1, other, 20) == 8, "divergence inside block 2 reuses blocks 0-1");
+    kv_seq_release(kv, 1);
+    other[1] = 5;
+    tap_ok(kv_seq_attach_prefix(kv, 1, other, 20) == 0, "divergence in block 0 reuses nothing");
+    kv_seq_release(kv, 1);
+    /* same tokens at a different place in the chain must not match */
+    int32_t shifted[20];
+    for (int i = 0; i < 20; i++)
+        shifted[i] = toks[(i + 4) % 20];
+    tap_ok(kv_seq_attach_prefix(kv, 1, shifted, 20) == 0, "a block matches only under its own parent");
+    kv_seq_release(kv, 1);
+    /* the owner goes away: its registered blocks stay cached */
+    kv_seq_release(kv, 0);
+    tap_ok(kv_blocks_in_use(kv) == 0 && kv_blocks_available(kv) == 16, "cached blocks count as available");
+    got = kv_seq_attach_prefix(kv, 2, toks, 20);
+    tap_ok(got == 12 && kv_k_row(kv, 1, 2, 10)[0] == 17, "cached blocks are reused after release with contents");
+    kv_seq_release(kv, 2);
+    kv_free(kv);
+}
+
+static void test_eviction(void)
+{
+    kv_cache_t *kv = make(6, 2);
+    int32_t a[12], b[24];
+    for (int i = 0; i < 12; i++)
+        a[i] = i;
+    for (int i = 0; i < 24; i++)
+        b[i] = 500 + i;
+    kv_seq_reserve(kv, 0, 12, NULL);
+    fill(kv, 0, 0, 12, 1);
+    kv_seq_commit(kv, 0, a, 12);
+    kv_seq_release(kv, 0); /* 3 cached blocks */
+    /* a 20-token sequence needs 5 blocks: 3 free + 2 evicted (the children
+     * of chain `a` go first, so its first block survives) */
+    tap_ok(kv_seq_reserve(kv, 1, 20, NULL) == LF_OK, "reservation evicts cached blocks when needed");
+    fill(kv, 1, 0, 20, 9);
+    kv_seq_commit(kv, 1, b, 20);
+    int32_t got = kv_seq_attach_prefix(kv, 0, a, 12);
+    tap_ok(got == 4, "the parent outlives its evicted children (reused %d)", got);
+    kv_seq_release(kv, 0);
+    kv_seq_release(kv, 1);
+    /* after eviction and reuse of a block, an old child must not match */
+    kv_seq_reserve(kv, 0, 24, NULL);
+    fill(kv, 0, 0, 24, 3);
+    kv_seq_release(kv, 0);
+    tap_ok(kv_seq_attach_prefix(kv, 1, a, 12) == 0, "evicted chains no longer match");
+    kv_seq_release(kv, 1);
+    kv_free(kv);
+}
+
+int main(void)
+{
+    test_basics();
+    test_prefix();
+    test_eviction();
+    return tap_done();
+}

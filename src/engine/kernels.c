@@ -4,18 +4,28 @@
  * level; types without a SIMD kernel at that level use the level below,
  * ending at the scalar reference quant_vec_dot_ref.
  *
- * Matmul tiling: each thread owns a contiguous range of weight rows. It
- * walks them in chunks of KERN_ROW_CHUNK rows (they stay in L2) and, for
- * each group of up to KERN_NT_MAX tokens (their activations stay in L1),
- * runs the multi-token kernel on every row of the chunk, so a weight block
- * is decoded once per token group instead of once per token. Which tokens
- * share a group never changes a result: see kernels_impl.h.
+ * Matmul tiling: each thread owns a contiguous range of weight rows. Tokens
+ * are taken in blocks whose activations fit in L2; within a block the rows
+ * are walked in chunks of about KERN_CHUNK_W_BYTES (L1), and for each group
+ * of up to KERN_NT_MAX tokens the multi-token kernel runs on every row (or
+ * tile of rows) of the chunk, so a weight block is decoded once per token
+ * group instead of once per token. Which tokens or rows share a group never
+ * changes a result: see kernels_impl.h.
  *
- * BLAS: cblas_sgemm on W dequantized to f32 was measured against these
- * kernels (tests/bench/bench_kernels.c, see the module report): it is not
- * used, because sgemm's blocking makes a (row, token) value depend on the
- * batch shape (batch invariance) and it was not faster here; see the note
- * near kern_matmul.
+ * BLAS (measured, not used): tests/bench/bench_kernels with "blas" times
+ * OpenBLAS 0.3 cblas_sgemm on W dequantized to f32 against kern_matmul for
+ * a 512-token prefill. On this machine (2 vCPU Cascade Lake, heavily shared
+ * during the measurement, best of runs, one thread): 768x768 sgemm alone
+ * 8.8-9.4 ms (~66 GFLOP/s), 11.3-12 ms with the dequantization (~51); our
+ * Q8_0 VNNI tiles 12-21 ms (29-49 GFLOP/s), Q4_K 15-25 ms. So a cached
+ * f32 copy of W with sgemm can be faster for big prefill batches, but it is
+ * not used: its (row, token) values come from f32 activations while decode
+ * uses Q8 activations (prefill and decode of the same token would differ),
+ * OpenBLAS picks different kernels (gemv / small-matrix / edge tiles) by
+ * shape, so results depend on the batch (no batch invariance), they drift
+ * from ggml's numerics (our goldens), and the f32 copy costs 4-8x the weight
+ * memory. llama.cpp's BLAS build was also 1.6-2.5x slower in pp512 than
+ * its own kernels on the reference machine (shared/models/BENCH-llama.cpp.md).
  */
 #include "engine/kernels.h"
 
@@ -26,7 +36,13 @@
 #include "engine/kernels_impl.h"
 #include "engine/quant.h"
 
-#define KERN_ROW_CHUNK 16
+/* Cache blocking of the matmul (see kern_mm_worker). */
+#ifndef KERN_CHUNK_W_BYTES
+#define KERN_CHUNK_W_BYTES (16 * 1024) /* weight rows walked per token group: L1 */
+#endif
+#ifndef KERN_BLOCK_ACT_BYTES
+#define KERN_BLOCK_ACT_BYTES (256 * 1024) /* activation rows per token block: L2 */
+#endif
 
 static kern_dot_fn_t kern_tab[QTYPE_COUNT];
 static kern_tile_fn_t kern_tiles[QTYPE_COUNT];
@@ -190,6 +206,31 @@ void kern_quantize_act(qtype_t wtype, const float *x, int64_t k, int64_t n_tok, 
 }
 
 typedef struct {
+    qtype_t wtype;
+    const float *x;
+    int64_t k, n_tok;
+    void *act;
+} kern_qa_job_t;
+
+static void kern_qa_worker(void *arg, int ith, int nth)
+{
+    const kern_qa_job_t *j = arg;
+    int64_t t0 = j->n_tok * ith / nth, t1 = j->n_tok * (ith + 1) / nth;
+    size_t rs = qtype_row_size(qtype_info(j->wtype)->vec_dot_type, j->k);
+    kern_quantize_act(j->wtype, j->x + t0 * j->k, j->k, t1 - t0, (uint8_t *)j->act + (size_t)t0 * rs);
+}
+
+void kern_quantize_act_pool(tpool_t *pool, qtype_t wtype, const float *x, int64_t k, int64_t n_tok,
+                            void *act)
+{
+    kern_qa_job_t job = {wtype, x, k, n_tok, act};
+    if (n_tok < 2 * tpool_size(pool))
+        kern_quantize_act(wtype, x, k, n_tok, act);
+    else
+        tpool_run(pool, kern_qa_worker, &job);
+}
+
+typedef struct {
     kern_dot_fn_t fn;
     kern_tile_fn_t tile; /* NULL: one row at a time with fn */
     const uint8_t *W;
@@ -205,31 +246,35 @@ static void kern_mm_worker(void *arg, int ith, int nth)
 {
     const kern_mm_job_t *j = arg;
     int64_t r0 = j->n_rows * ith / nth, r1 = j->n_rows * (ith + 1) / nth;
-    for (int64_t rc = r0; rc < r1; rc += KERN_ROW_CHUNK) {
-        int64_t rce = rc + KERN_ROW_CHUNK < r1 ? rc + KERN_ROW_CHUNK : r1;
-        for (int64_t t0 = 0; t0 < j->n_tok; t0 += KERN_NT_MAX) {
-            int nt = j->n_tok - t0 < KERN_NT_MAX ? (int)(j->n_tok - t0) : KERN_NT_MAX;
-            const uint8_t *a = j->act + (size_t)t0 * j->act_stride;
-            float *o = j->out + t0 * j->n_rows;
-            if (j->tile) {
-                for (int64_t r = rc; r < rce; r += KERN_NR_MAX) {
-                    int nr = rce - r < KERN_NR_MAX ? (int)(rce - r) : KERN_NR_MAX;
-                    j->tile(j->k, j->W + (size_t)r * j->w_stride, j->w_stride, nr, a, j->act_stride, nt,
-                            o + r, (size_t)j->n_rows);
+    int64_t chunk = (int64_t)(KERN_CHUNK_W_BYTES / (j->w_stride ? j->w_stride : 1));
+    chunk = chunk < KERN_NR_MAX ? KERN_NR_MAX : chunk / KERN_NR_MAX * KERN_NR_MAX;
+    int64_t tblock = (int64_t)(KERN_BLOCK_ACT_BYTES / (j->act_stride ? j->act_stride : 1));
+    tblock = tblock < KERN_NT_MAX ? KERN_NT_MAX : tblock / KERN_NT_MAX * KERN_NT_MAX;
+    for (int64_t tb = 0; tb < j->n_tok; tb += tblock) {
+        int64_t tbe = tb + tblock < j->n_tok ? tb + tblock : j->n_tok;
+        for (int64_t rc = r0; rc < r1; rc += chunk) {
+            int64_t rce = rc + chunk < r1 ? rc + chunk : r1;
+            for (int64_t t0 = tb; t0 < tbe; t0 += KERN_NT_MAX) {
+                int nt = tbe - t0 < KERN_NT_MAX ? (int)(tbe - t0) : KERN_NT_MAX;
+                const uint8_t *a = j->act + (size_t)t0 * j->act_stride;
+                float *o = j->out + t0 * j->n_rows;
+                if (j->tile) {
+                    for (int64_t r = rc; r < rce; r += KERN_NR_MAX) {
+                        int nr = rce - r < KERN_NR_MAX ? (int)(rce - r) : KERN_NR_MAX;
+                        j->tile(j->k, j->W + (size_t)r * j->w_stride, j->w_stride, nr, a, j->act_stride,
+                                nt, o + r, (size_t)j->n_rows);
+                    }
+                } else {
+                    for (int64_t r = rc; r < rce; r++)
+                        j->fn(j->k, j->W + (size_t)r * j->w_stride, a, j->act_stride, nt, o + r,
+                              (size_t)j->n_rows);
                 }
-            } else {
-                for (int64_t r = rc; r < rce; r++)
-                    j->fn(j->k, j->W + (size_t)r * j->w_stride, a, j->act_stride, nt, o + r,
-                          (size_t)j->n_rows);
             }
         }
     }
 }
 
-/* Not BLAS: dequantizing W and calling cblas_sgemm gives (row, token)
- * values whose summation order depends on OpenBLAS's blocking of the
- * batch, which breaks batch invariance, and measured slower than the
- * tiled int8 kernels for Q8_0/Q4_K (numbers in the kernels report). */
+/* No BLAS path: see the file comment. */
 void kern_matmul(tpool_t *pool, qtype_t wtype, const void *W, int64_t n_rows, int64_t k,
                  const void *act, int64_t n_tok, float *out)
 {
@@ -249,7 +294,7 @@ void kern_matmul(tpool_t *pool, qtype_t wtype, const void *W, int64_t n_rows, in
         .out = out,
     };
     int nth = tpool_size(pool);
-    if (nth > 1 && n_rows * n_tok * k < 4096) /* too small to be worth a wake-up */
+    if (nth > 1 && n_rows * n_tok * k < 32768) /* a few microseconds: not worth a wake-up */
         kern_mm_worker(&job, 0, 1);
     else
         tpool_run(pool, kern_mm_worker, &job);

@@ -18,8 +18,11 @@
  * row and token. The tiled kernels keep one independent accumulator chain
  * per token with the same operation sequence as the single-token kernel.
  *
- * No function here allocates. Lengths (k, n) must be multiples of the
- * type's block size; callers validate shapes when loading the model.
+ * No function here allocates. Preconditions (programmer errors, not
+ * checked): wtype satisfies kern_supports(); lengths (k, n) are multiples
+ * of the type's block size (callers validate shapes when loading the
+ * model); activation rows come from kern_quantize_act (the AVX2 Q4_0/Q5_0/
+ * Q8_0 kernels rely on its int8 range [-127, 127], as ggml's do).
  */
 #ifndef LF_KERNELS_H
 #define LF_KERNELS_H
@@ -66,6 +69,11 @@ size_t kern_act_size(qtype_t wtype, int64_t k, int64_t n_tok);
 /* Converts x (n_tok rows of k floats) to n_tok rows of wtype's
  * vec_dot_type in act (kern_act_size bytes). */
 void kern_quantize_act(qtype_t wtype, const float *x, int64_t k, int64_t n_tok, void *act);
+
+/* Same as kern_quantize_act (same bytes), with the token rows split across
+ * the pool's threads (pool may be NULL). For prefill batches. */
+void kern_quantize_act_pool(tpool_t *pool, qtype_t wtype, const float *x, int64_t k, int64_t n_tok,
+                            void *act);
 
 /* out[t * n_rows + r] = dot(W row r, act row t) for r < n_rows, t < n_tok.
  * W: n_rows rows of k weights of wtype (qtype_row_size(wtype, k) bytes

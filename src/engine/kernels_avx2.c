@@ -3,6 +3,7 @@
  * kernels.c calls these only after checking the CPU). */
 #if defined(__x86_64__) || defined(__i386__)
 #pragma GCC target("avx2,fma,f16c")
+#define KERN_NT_NATIVE 4
 #define KERN_VNNI 0
 #define KERN_SUFFIX avx2
 #include "engine/kernels_x86_body.h"

@@ -1,12 +1,17 @@
 /* kernels_x86_body.h - x86 SIMD dot kernels, included by kernels_avx2.c and
  * kernels_avx512.c, which set the target ISA (#pragma GCC target) and
- * KERN_VNNI / KERN_SUFFIX before including it. Not a public header.
+ * KERN_VNNI, KERN_NT_NATIVE (tokens per pass) and KERN_SUFFIX before
+ * including it. Not a public header.
  *
  * Each kernel follows ggml's per-block integer arithmetic, so block sums
  * are exact: vpmaddubsw is only applied where the int16 pair sums cannot
  * saturate (unsigned operand <= 63, or <= 128 against activations in
  * [-127, 127] as our quantizers produce). With KERN_VNNI the int8 pair
  * sums of the 32-block types use vpdpbusd (no intermediate saturation).
+ *
+ * With KERN_VNNI, Q8_0 also has a rows x tokens tile (k_q8_0_tile_z: four
+ * blocks per step in 512-bit registers, k_q8_0_tile_step for the tail) that
+ * is the Q8_0 dot kernel of that level (single rows are a 1-row tile).
  *
  * Batch invariance: every kernel is written once as an always-inline body
  * taking a compile-time nt; the weight block is decoded once and then, per
@@ -25,7 +30,7 @@
 #define KCAT(a, b) KCAT2(a, b)
 #define KNAME(x) KCAT(x, KERN_SUFFIX)
 /* Token loops must be unrolled so per-token accumulators live in registers. */
-#define K_FOR_T(t) _Pragma("GCC unroll 4") for (int t = 0; t < nt; t++)
+#define K_FOR_T(t) _Pragma("GCC unroll 8") for (int t = 0; t < nt; t++)
 
 KB float k_h2f(uint16_t h)
 {
@@ -35,13 +40,6 @@ KB float k_h2f(uint16_t h)
 KB float k_hsum8(__m256 x)
 {
     __m128 r = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
-    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-    r = _mm_add_ss(r, _mm_movehdup_ps(r));
-    return _mm_cvtss_f32(r);
-}
-
-KB float k_hsum4(__m128 r)
-{
     r = _mm_add_ps(r, _mm_movehl_ps(r, r));
     r = _mm_add_ss(r, _mm_movehdup_ps(r));
     return _mm_cvtss_f32(r);
@@ -66,6 +64,16 @@ KB __m256i k_madd_acc(__m256i acc, __m256i s16, __m256i p16)
 #else
     return _mm256_add_epi32(acc, _mm256_madd_epi16(s16, p16));
 #endif
+}
+
+/* From 16 int16 scales, the vector with scale 2g in lanes 0..7 and scale
+ * 2g+1 in lanes 8..15 (the two 16-groups covered by one 32-byte load). */
+KB __m256i k_scale_pair(__m256i sc16, int g)
+{
+    __m256i v = _mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(g));
+    const __m256i m = _mm256_set_epi8(3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2,
+                                      1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0);
+    return _mm256_shuffle_epi8(v, m);
 }
 
 /* 32 nibbles -> 32 bytes: low nibbles in bytes 0..15, high in 16..31. */
@@ -167,54 +175,157 @@ KB void k_q5_0(int64_t n, const void *w, const void *act, size_t act_stride, flo
  * subtracted up front by seeding the accumulator with -128 * sum(w)
  * (integer, exact). Scales: dw * da per (row, token) as a vector multiply,
  * then one fma, the same operations for every tile shape. */
+/* One step of k_q8_0_tile over blocks i and i+1 (two == 0: block i and
+ * zeros with scale 0, for an odd last block). */
+KB void k_q8_0_tile_step(const void *w, size_t w_stride, const void *act, size_t act_stride, int64_t i,
+                         __m256 acc[KERN_NR_MAX][KERN_NT_MAX], const int nr, const int nt, const int two)
+{
+    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    __m256i au0[KERN_NT_MAX], au1[KERN_NT_MAX];
+    __m256 da[KERN_NT_MAX];
+    K_FOR_T(t) {
+        const block_q8_0 *y = K_ACT(block_q8_0, t, i);
+        au0[t] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y[0].qs), bias);
+        au1[t] = two ? _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y[1].qs), bias)
+                     : _mm256_setzero_si256();
+        __m128i h = _mm_unpacklo_epi32(_mm_set1_epi16((short)y[0].d), _mm_set1_epi16(two ? (short)y[1].d : 0));
+        da[t] = _mm256_cvtph_ps(h);
+    }
+    _Pragma("GCC unroll 4") for (int r = 0; r < nr; r++) {
+        const block_q8_0 *x = (const block_q8_0 *)((const uint8_t *)w + (size_t)r * w_stride) + i;
+        __m256i qx0 = _mm256_loadu_si256((const __m256i *)x[0].qs);
+        __m256i qx1 = two ? _mm256_loadu_si256((const __m256i *)x[1].qs) : _mm256_setzero_si256();
+        __m256i cw0 = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                       _mm256_dpbusd_epi32(_mm256_setzero_si256(), bias, qx0));
+        __m256i cw1 = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                       _mm256_dpbusd_epi32(_mm256_setzero_si256(), bias, qx1));
+        __m128i h = _mm_unpacklo_epi32(_mm_set1_epi16((short)x[0].d), _mm_set1_epi16(two ? (short)x[1].d : 0));
+        __m256 dw = _mm256_cvtph_ps(h);
+        K_FOR_T(t) {
+            __m256i p0 = _mm256_dpbusd_epi32(cw0, au0[t], qx0);
+            __m256i p1 = _mm256_dpbusd_epi32(cw1, au1[t], qx1);
+            __m256 p = _mm256_cvtepi32_ps(_mm256_hadd_epi32(p0, p1));
+            acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da[t]), p, acc[r][t]);
+        }
+    }
+}
+
+/* Q8_0 tile: two blocks per step; vphaddd folds the two blocks' int32
+ * vectors into one (4 lanes each), so the float work (convert, scale, fma)
+ * is paid once per two blocks; the scale vector follows vphaddd's lane
+ * order. */
 KB void k_q8_0_tile(int64_t n, const void *w, size_t w_stride, const void *act, size_t act_stride,
                     float *out, size_t out_stride, const int nr, const int nt)
 {
     const int64_t nb = n / QK8_0;
-    const __m256i bias = _mm256_set1_epi8((char)0x80);
     __m256 acc[KERN_NR_MAX][KERN_NT_MAX];
     for (int r = 0; r < nr; r++)
         K_FOR_T(t) acc[r][t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-        __m256i au[KERN_NT_MAX];
-        __m256 da[KERN_NT_MAX];
-        K_FOR_T(t) {
-            const block_q8_0 *y = K_ACT(block_q8_0, t, i);
-            au[t] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y->qs), bias);
-            da[t] = _mm256_cvtph_ps(_mm_set1_epi16((short)y->d));
-        }
-        _Pragma("GCC unroll 4") for (int r = 0; r < nr; r++) {
-            const block_q8_0 *x = (const block_q8_0 *)((const uint8_t *)w + (size_t)r * w_stride) + i;
-            __m256i qx = _mm256_loadu_si256((const __m256i *)x->qs);
-            __m256i cw = _mm256_sub_epi32(_mm256_setzero_si256(),
-                                          _mm256_dpbusd_epi32(_mm256_setzero_si256(), bias, qx));
-            __m256 dw = _mm256_cvtph_ps(_mm_set1_epi16((short)x->d));
-            K_FOR_T(t) {
-                __m256 p = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(cw, au[t], qx));
-                acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da[t]), p, acc[r][t]);
-            }
-        }
-    }
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2)
+        k_q8_0_tile_step(w, w_stride, act, act_stride, i, acc, nr, nt, 1);
+    if (i < nb)
+        k_q8_0_tile_step(w, w_stride, act, act_stride, i, acc, nr, nt, 0);
     for (int r = 0; r < nr; r++)
         K_FOR_T(t) out[r + (size_t)t * out_stride] = k_hsum8(acc[r][t]);
 }
 
-#define K_TILE_NT(body, nr)                                                                   \
-    switch (nt) {                                                                             \
-    case 1: body(n, w, w_stride, act, act_stride, out, out_stride, nr, 1); break;             \
-    case 2: body(n, w, w_stride, act, act_stride, out, out_stride, nr, 2); break;             \
-    case 3: body(n, w, w_stride, act, act_stride, out, out_stride, nr, 3); break;             \
-    default: body(n, w, w_stride, act, act_stride, out, out_stride, nr, 4); break;            \
-    }
+/* 16 floats [s0 x4, s1 x4, s2 x4, s3 x4] from four fp16 scales. */
+KB __m512 k_scale16(uint16_t h0, uint16_t h1, uint16_t h2, uint16_t h3)
+{
+    uint64_t packed = (uint64_t)h0 | (uint64_t)h1 << 16 | (uint64_t)h2 << 32 | (uint64_t)h3 << 48;
+    __m128 f4 = _mm_cvtph_ps(_mm_cvtsi64_si128((long long)packed));
+    const __m512i idx = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+    return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(f4));
+}
 
+KB __m512i k_load2_q8(const block_q8_0 *b)
+{
+    __m512i v = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b[0].qs));
+    return _mm512_inserti64x4(v, _mm256_loadu_si256((const __m256i *)b[1].qs), 1);
+}
+
+/* Four blocks per step in 512-bit registers (two blocks per register);
+ * the two int32 vectors are folded to 4 lanes per block with two
+ * vpermt2d + one add, then one convert / scale / fma per four blocks. */
+KB void k_q8_0_zstep(const void *w, size_t w_stride, const void *act, size_t act_stride, int64_t i,
+                     __m512 acc[KERN_NR_MAX][KERN_NT_MAX], const int nr, const int nt)
+{
+    const __m512i bias = _mm512_set1_epi8((char)0x80);
+    const __m512i ie = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i io = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    __m512i a01[KERN_NT_MAX], a23[KERN_NT_MAX];
+    __m512 da[KERN_NT_MAX];
+    K_FOR_T(t) {
+        const block_q8_0 *y = K_ACT(block_q8_0, t, i);
+        a01[t] = _mm512_xor_si512(k_load2_q8(y), bias);
+        a23[t] = _mm512_xor_si512(k_load2_q8(y + 2), bias);
+        da[t] = k_scale16(y[0].d, y[1].d, y[2].d, y[3].d);
+    }
+    _Pragma("GCC unroll 4") for (int r = 0; r < nr; r++) {
+        const block_q8_0 *x = (const block_q8_0 *)((const uint8_t *)w + (size_t)r * w_stride) + i;
+        __m512i w01 = k_load2_q8(x), w23 = k_load2_q8(x + 2);
+        __m512i cw01 = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                        _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, w01));
+        __m512i cw23 = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                        _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, w23));
+        __m512 dw = k_scale16(x[0].d, x[1].d, x[2].d, x[3].d);
+        K_FOR_T(t) {
+            __m512i p01 = _mm512_dpbusd_epi32(cw01, a01[t], w01);
+            __m512i p23 = _mm512_dpbusd_epi32(cw23, a23[t], w23);
+            __m512i f = _mm512_add_epi32(_mm512_permutex2var_epi32(p01, ie, p23),
+                                         _mm512_permutex2var_epi32(p01, io, p23));
+            acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da[t]), _mm512_cvtepi32_ps(f), acc[r][t]);
+        }
+    }
+}
+
+KB void k_q8_0_tile_z(int64_t n, const void *w, size_t w_stride, const void *act, size_t act_stride,
+                      float *out, size_t out_stride, const int nr, const int nt)
+{
+    const int64_t nb = n / QK8_0;
+    __m512 accz[KERN_NR_MAX][KERN_NT_MAX];
+    __m256 acc[KERN_NR_MAX][KERN_NT_MAX];
+    for (int r = 0; r < nr; r++)
+        K_FOR_T(t) {
+            accz[r][t] = _mm512_setzero_ps();
+            acc[r][t] = _mm256_setzero_ps();
+        }
+    int64_t i = 0;
+    for (; i + 3 < nb; i += 4)
+        k_q8_0_zstep(w, w_stride, act, act_stride, i, accz, nr, nt);
+    for (; i + 1 < nb; i += 2)
+        k_q8_0_tile_step(w, w_stride, act, act_stride, i, acc, nr, nt, 1);
+    if (i < nb)
+        k_q8_0_tile_step(w, w_stride, act, act_stride, i, acc, nr, nt, 0);
+    for (int r = 0; r < nr; r++)
+        K_FOR_T(t) out[r + (size_t)t * out_stride] = _mm512_reduce_add_ps(accz[r][t]) + k_hsum8(acc[r][t]);
+}
+
+#ifndef K_Q8_0_TILE
+#define K_Q8_0_TILE k_q8_0_tile_z
+#endif
+
+/* Register budget (32 ymm with AVX-512VL): two blocks per step for 4 rows
+ * x 2 tokens fit without spills, so 3-4 tokens are done as 2 + 1..2. */
 static void KNAME(tile_q8_0_)(int64_t n, const void *w, size_t w_stride, int nr, const void *act,
                               size_t act_stride, int nt, float *out, size_t out_stride)
 {
-    switch (nr) {
-    case 1: K_TILE_NT(k_q8_0_tile, 1) break;
-    case 2: K_TILE_NT(k_q8_0_tile, 2) break;
-    case 3: K_TILE_NT(k_q8_0_tile, 3) break;
-    default: K_TILE_NT(k_q8_0_tile, 4) break;
+    while (nt > 0) {
+        int nt2 = nt < 2 ? nt : 2;
+#define K_TILE_NR(nrc)                                                                             \
+    (nt2 == 1 ? K_Q8_0_TILE(n, w, w_stride, act, act_stride, out, out_stride, nrc, 1)              \
+              : K_Q8_0_TILE(n, w, w_stride, act, act_stride, out, out_stride, nrc, 2))
+        switch (nr) {
+        case 1: K_TILE_NR(1); break;
+        case 2: K_TILE_NR(2); break;
+        case 3: K_TILE_NR(3); break;
+        default: K_TILE_NR(4); break;
+        }
+#undef K_TILE_NR
+        act = (const uint8_t *)act + (size_t)nt2 * act_stride;
+        out += (size_t)nt2 * out_stride;
+        nt -= nt2;
     }
 }
 
@@ -341,39 +452,14 @@ KB void k_bf16(int64_t n, const void *w, const void *act, size_t act_stride, flo
 
 /* ---- K-quants against Q8_K ------------------------------------------- */
 
-/* 6-bit scales and mins of Q4_K/Q5_K: sc[0..7] scales, sc[8..15] mins. */
-KB void k_scales_k4(const uint8_t *q, uint8_t sc[16])
-{
-    for (int j = 0; j < 4; j++) {
-        sc[j] = q[j] & 63;
-        sc[8 + j] = q[j + 4] & 63;
-    }
-    for (int j = 4; j < 8; j++) {
-        sc[j] = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-        sc[8 + j] = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-    }
-}
-
-/* sum_j mins[j] * (bsums[2j] + bsums[2j+1]) as 4 int32 lanes. */
-KB __m128i k_mins_prod(const block_q8_K *y, __m128i mins16)
-{
-    __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
-    __m128i pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-    return _mm_madd_epi16(mins16, pairs);
-}
-
 /* Q4_K (qh == NULL) and Q5_K share this body. */
 KB void k_q45_k(int64_t n, const uint8_t *xb, size_t bsize, int has_qh, const void *act,
                 size_t act_stride, float *out, size_t out_stride, const int nt)
 {
     const int64_t nb = n / QK_K;
     const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
-    __m256 acc[KERN_NT_MAX];
-    __m128 accm[KERN_NT_MAX];
-    K_FOR_T(t) {
-        acc[t] = _mm256_setzero_ps();
-        accm[t] = _mm_setzero_ps();
-    }
+    __m256 acc[KERN_NT_MAX], accm[KERN_NT_MAX];
+    K_FOR_T(t) acc[t] = accm[t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         const uint8_t *blk = xb + (size_t)i * bsize;
         uint16_t d16, dmin16;
@@ -382,10 +468,23 @@ KB void k_q45_k(int64_t n, const uint8_t *xb, size_t bsize, int has_qh, const vo
         const uint8_t *scales = blk + 4;
         const uint8_t *qh = has_qh ? blk + 16 : NULL;
         const uint8_t *qs = has_qh ? blk + 48 : blk + 16;
-        uint8_t sc[16];
-        k_scales_k4(scales, sc);
+        /* ggml's unpacking of the 6-bit scales and mins: bytes 0..7 of u
+         * are the scales, 8..15 the mins */
+        uint32_t u[4];
+        memcpy(u, scales, 12);
+        const uint32_t km1 = 0x3f3f3f3f, km2 = 0x0f0f0f0f, km3 = 0x03030303;
+        u[3] = ((u[2] >> 4) & km2) | (((u[1] >> 6) & km3) << 4);
+        const uint32_t uaux = u[1] & km1;
+        u[1] = (u[2] & km2) | (((u[0] >> 6) & km3) << 4);
+        u[2] = uaux;
+        u[0] &= km1;
+        const __m128i sm = _mm_loadu_si128((const __m128i *)u);
+        const __m256i sc256 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
         const float dx = k_h2f(d16), dmx = k_h2f(dmin16);
-        const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sc + 8)));
+        /* each min twice: one vpmaddwd against the 16 bsums gives
+         * sum_j mins[j] * (bsums[2j] + bsums[2j+1]) */
+        const __m128i m8 = _mm_srli_si128(sm, 8);
+        const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
         const __m256i hbits = has_qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
         __m256i sumi[KERN_NT_MAX];
         K_FOR_T(t)
@@ -400,7 +499,8 @@ KB void k_q45_k(int64_t n, const uint8_t *xb, size_t bsize, int has_qh, const vo
                 ql = _mm256_or_si256(ql, _mm256_slli_epi16(b0, 4));
                 qhh = _mm256_or_si256(qhh, _mm256_slli_epi16(b1, 4));
             }
-            const __m256i s0 = _mm256_set1_epi16(sc[2 * j]), s1 = _mm256_set1_epi16(sc[2 * j + 1]);
+            const __m256i s0 = _mm256_shuffle_epi8(sc256, _mm256_set1_epi16((short)((4 * j + 1) << 8 | 4 * j)));
+            const __m256i s1 = _mm256_shuffle_epi8(sc256, _mm256_set1_epi16((short)((4 * j + 3) << 8 | (4 * j + 2))));
             K_FOR_T(t) {
                 const block_q8_K *y = K_ACT(block_q8_K, t, i);
                 __m256i y0 = _mm256_loadu_si256((const __m256i *)(y->qs + 64 * j));
@@ -412,12 +512,12 @@ KB void k_q45_k(int64_t n, const uint8_t *xb, size_t bsize, int has_qh, const vo
         K_FOR_T(t) {
             const block_q8_K *y = K_ACT(block_q8_K, t, i);
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * y->d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-            __m128i pm = k_mins_prod(y, mins16);
-            accm[t] = _mm_fmadd_ps(_mm_set1_ps(dmx * y->d), _mm_cvtepi32_ps(pm), accm[t]);
+            __m256i pm = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y->bsums), mins16);
+            accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(dmx * y->d), _mm256_cvtepi32_ps(pm), accm[t]);
         }
     }
     K_FOR_T(t)
-        out[(size_t)t * out_stride] = k_hsum8(acc[t]) - k_hsum4(accm[t]);
+        out[(size_t)t * out_stride] = k_hsum8(acc[t]) - k_hsum8(accm[t]);
 }
 
 KB void k_q4_k(int64_t n, const void *w, const void *act, size_t act_stride, float *out,
@@ -450,27 +550,20 @@ KB void k_q6_k(int64_t n, const void *w, const void *act, size_t act_stride, flo
             sumi[t] = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             const uint8_t *ql = x[i].ql + 64 * h, *qh = x[i].qh + 32 * h;
-            const int8_t *s = x[i].scales + 8 * h;
             __m256i b1 = _mm256_loadu_si256((const __m256i *)ql);
             __m256i b2 = _mm256_loadu_si256((const __m256i *)(ql + 32));
             __m256i bh = _mm256_loadu_si256((const __m256i *)qh);
-            __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(b1, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(bh, m2), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(b2, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 2), m2), 4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 4), m2), 4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 6), m2), 4));
-            __m256i scv[4];
-            for (int m = 0; m < 4; m++)
-                scv[m] = _mm256_set_m128i(_mm_set1_epi16(s[2 * m + 1]), _mm_set1_epi16(s[2 * m]));
-            K_FOR_T(t) {
-                const block_q8_K *y = K_ACT(block_q8_K, t, i);
-                for (int m = 0; m < 4; m++) {
+            /* one 32-value chunk at a time keeps few registers live
+             * next to the per-token accumulators */
+            for (int m = 0; m < 4; m++) {
+                __m256i lo = _mm256_and_si256(m & 2 ? _mm256_srli_epi16(m & 1 ? b2 : b1, 4) : (m & 1 ? b2 : b1), m4);
+                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bh, 2 * m), m2);
+                __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+                __m256i scv = k_scale_pair(sc16, 4 * h + m);
+                K_FOR_T(t) {
+                    const block_q8_K *y = K_ACT(block_q8_K, t, i);
                     __m256i yv = _mm256_loadu_si256((const __m256i *)(y->qs + 128 * h + 32 * m));
-                    sumi[t] = k_madd_acc(sumi[t], scv[m], _mm256_maddubs_epi16(q[m], yv));
+                    sumi[t] = k_madd_acc(sumi[t], scv, _mm256_maddubs_epi16(q, yv));
                 }
             }
         }
@@ -499,16 +592,14 @@ KB void k_q2_k(int64_t n, const void *w, const void *act, size_t act_stride, flo
         const float dx = k_h2f(x[i].d), dmx = k_h2f(x[i].dmin);
         const __m128i sc8 = _mm_loadu_si128((const __m128i *)x[i].scales);
         const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0xF)));
-        uint8_t sc[16];
-        for (int g = 0; g < 16; g++)
-            sc[g] = x[i].scales[g] & 0xF;
+        const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(sc8, _mm_set1_epi8(0xF)));
         __m256i sumi[KERN_NT_MAX];
         K_FOR_T(t) sumi[t] = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             const __m256i bits = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
             for (int j = 0; j < 4; j++) {
                 __m256i q = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * j), m3);
-                __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[8 * h + 2 * j + 1]), _mm_set1_epi16(sc[8 * h + 2 * j]));
+                __m256i scv = k_scale_pair(sc16, 4 * h + j);
                 K_FOR_T(t) {
                     const block_q8_K *y = K_ACT(block_q8_K, t, i);
                     __m256i yv = _mm256_loadu_si256((const __m256i *)(y->qs + 128 * h + 32 * j));
@@ -560,7 +651,7 @@ KB void k_q3_k(int64_t n, const void *w, const void *act, size_t act_stride, flo
                 __m256i lo = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * j), m3);
                 __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + j), one);
                 __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hb, 2));
-                __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[8 * h + 2 * j + 1]), _mm_set1_epi16(sc[8 * h + 2 * j]));
+                __m256i scv = k_scale_pair(sc16, 4 * h + j);
                 K_FOR_T(t) {
                     const block_q8_K *y = K_ACT(block_q8_K, t, i);
                     __m256i yv = _mm256_loadu_si256((const __m256i *)(y->qs + 128 * h + 32 * j));
@@ -581,15 +672,36 @@ KB void k_q3_k(int64_t n, const void *w, const void *act, size_t act_stride, flo
 
 /* ---- exported wrappers: one switch per type fixes nt at compile time --- */
 
+/* Up to KERN_NT_NATIVE tokens per pass (what fits the register file: 16
+ * ymm with AVX2, 32 with AVX-512VL); larger groups are split, which does
+ * not change any token's operations. */
+#if KERN_NT_NATIVE > 4
+#define K_NT_CASES_HI(body)                                                                  \
+    case 5: body(n, w, act, act_stride, out, out_stride, 5); break;                          \
+    case 6: body(n, w, act, act_stride, out, out_stride, 6); break;                          \
+    case 7: body(n, w, act, act_stride, out, out_stride, 7); break;                          \
+    case 8: body(n, w, act, act_stride, out, out_stride, 8); break;
+#else
+#define K_NT_CASES_HI(body)
+#endif
+
 #define K_EXPORT(name, body)                                                                   \
     static void KNAME(name)(int64_t n, const void *w, const void *act, size_t act_stride, int nt, \
                             float *out, size_t out_stride)                                     \
     {                                                                                          \
-        switch (nt) {                                                                          \
-        case 1: body(n, w, act, act_stride, out, out_stride, 1); break;                        \
-        case 2: body(n, w, act, act_stride, out, out_stride, 2); break;                        \
-        case 3: body(n, w, act, act_stride, out, out_stride, 3); break;                        \
-        default: body(n, w, act, act_stride, out, out_stride, 4); break;                       \
+        while (nt > 0) {                                                                       \
+            int c = nt < KERN_NT_NATIVE ? nt : KERN_NT_NATIVE;                                 \
+            switch (c) {                                                                       \
+            case 1: body(n, w, act, act_stride, out, out_stride, 1); break;                    \
+            case 2: body(n, w, act, act_stride, out, out_stride, 2); break;                    \
+            case 3: body(n, w, act, act_stride, out, out_stride, 3); break;                    \
+            case 4: body(n, w, act, act_stride, out, out_stride, 4); break;                    \
+            K_NT_CASES_HI(body)                                                                \
+            default: break;                                                                    \
+            }                                                                                  \
+            act = (const uint8_t *)act + (size_t)c * act_stride;                               \
+            out += (size_t)c * out_stride;                                                     \
+            nt -= c;                                                                           \
         }                                                                                      \
     }
 

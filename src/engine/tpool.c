@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -22,8 +23,36 @@
 #define TPOOL_PAUSE() ((void)0)
 #endif
 
-/* About 20-50 microseconds of pause instructions on current x86. */
-#define TPOOL_SPIN 2000
+/* Spin budget before sleeping: long enough to bridge the gap between the
+ * matmuls of one forward pass, short enough not to steal the HTTP threads'
+ * CPU (the pool shares 2 cores with them). */
+#define TPOOL_SPIN_NS 30000
+
+static int64_t tpool_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Spins until *v != seen or the budget is spent; returns the last value. */
+static unsigned tpool_spin_while_eq(atomic_uint *v, unsigned seen)
+{
+    unsigned g = atomic_load_explicit(v, memory_order_acquire);
+    int64_t t0 = 0;
+    for (unsigned i = 1; g == seen; i++) {
+        TPOOL_PAUSE();
+        g = atomic_load_explicit(v, memory_order_acquire);
+        if ((i & 31) == 0) {
+            int64_t t = tpool_now_ns();
+            if (!t0)
+                t0 = t;
+            else if (t - t0 > TPOOL_SPIN_NS)
+                break;
+        }
+    }
+    return g;
+}
 
 struct tpool {
     int n;
@@ -53,11 +82,7 @@ static void *tpool_worker_main(void *p)
     free(w);
     unsigned seen = 0;
     for (;;) {
-        unsigned g = atomic_load_explicit(&pool->gen, memory_order_acquire);
-        for (int i = 0; g == seen && i < TPOOL_SPIN; i++) {
-            TPOOL_PAUSE();
-            g = atomic_load_explicit(&pool->gen, memory_order_acquire);
-        }
+        unsigned g = tpool_spin_while_eq(&pool->gen, seen);
         if (g == seen) {
             pthread_mutex_lock(&pool->mu);
             while ((g = atomic_load(&pool->gen)) == seen && !atomic_load(&pool->quit)) {
@@ -159,11 +184,19 @@ void tpool_run(tpool_t *pool, tpool_fn_t fn, void *arg)
 
     fn(arg, 0, pool->n);
 
-    for (int i = 0; i < TPOOL_SPIN; i++) {
-        if (atomic_load_explicit(&pool->pending, memory_order_acquire) == 0)
-            return;
+    int64_t t0 = 0;
+    for (unsigned i = 1; atomic_load_explicit(&pool->pending, memory_order_acquire) != 0; i++) {
         TPOOL_PAUSE();
+        if ((i & 31) == 0) {
+            int64_t t = tpool_now_ns();
+            if (!t0)
+                t0 = t;
+            else if (t - t0 > TPOOL_SPIN_NS)
+                break;
+        }
     }
+    if (atomic_load_explicit(&pool->pending, memory_order_acquire) == 0)
+        return;
     pthread_mutex_lock(&pool->mu);
     while (atomic_load_explicit(&pool->pending, memory_order_acquire) != 0) {
         pool->caller_sleeping = 1;

@@ -96,7 +96,7 @@ static void bench_one(tpool_t *pool, qtype_t t, int64_t n_rows, int64_t k, int b
             pre = t1 - t0;
     }
     double q0 = now();
-    kern_quantize_act(t, x, k, T, act);
+    kern_quantize_act_pool(pool, t, x, k, T, act);
     double qt = now() - q0;
     printf("%-5s %5lldx%-5lld decode %8.1f us %6.2f GB/s %6.2f GFLOP/s | prefill512 %8.2f ms %7.2f GFLOP/s"
            " (act quantize %.2f ms)\n",
@@ -139,6 +139,7 @@ int main(int argc, char **argv)
     }
     if (nth == 1)
         bench_clock = CLOCK_THREAD_CPUTIME_ID;
+    openblas_set_num_threads(nth); /* same thread count as ours */
     printf("isa %s, %d threads\n", kern_isa_name(kern_isa()), nth);
     for (size_t i = 0; i < sizeof all_types / sizeof all_types[0]; i++) {
         qtype_t t = all_types[i];

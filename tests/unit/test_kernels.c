@@ -145,6 +145,11 @@ static void test_matmul(kern_isa_t isa, tpool_t *pool2)
         fill_weights(c, W, n_rows, k);
         fill_floats(x, k * T);
         kern_quantize_act(c->t, x, k, T, A);
+        uint8_t *A2 = malloc(ars * T);
+        kern_quantize_act_pool(pool2, c->t, x, k, T, A2);
+        tap_ok(!memcmp(A, A2, ars * T), "%s quantize_act_pool for %s equals the serial bytes", kern_isa_name(isa),
+               qtype_name(c->t));
+        free(A2);
 
         kern_matmul(NULL, c->t, W, n_rows, k, A, T, o16a);
         kern_matmul(pool2, c->t, W, n_rows, k, A, T, o16b);
@@ -179,6 +184,42 @@ static void test_matmul(kern_isa_t isa, tpool_t *pool2)
     }
 }
 
+/* Long rows and many tokens cross the driver's cache blocks (token blocks
+ * of ~256 KiB of activations, row chunks of ~16 KiB of weights): still
+ * equal to kern_vec_dot bit for bit, with 1 and 2 threads. */
+static void test_matmul_blocks(kern_isa_t isa, tpool_t *pool2)
+{
+    static const qtype_t types[] = {QTYPE_F32, QTYPE_Q8_0, QTYPE_Q4_K, QTYPE_Q6_K};
+    const int64_t n_rows = 21, T = 150;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const wtype_case_t *c = NULL;
+        for (size_t ci = 0; ci < N_WTYPES; ci++)
+            if (wtypes[ci].t == types[ti])
+                c = &wtypes[ci];
+        /* an odd number of 32-blocks where the type allows it */
+        const int64_t k = qtype_info(c->t)->block_size == QK_K ? 4096 : 4128;
+        size_t rs = qtype_row_size(c->t, k), ars = kern_act_size(c->t, k, 1);
+        uint8_t *W = malloc(rs * n_rows), *A = malloc(ars * T);
+        float *x = malloc(sizeof(float) * k * T);
+        float *o1 = malloc(sizeof(float) * n_rows * T), *o2 = malloc(sizeof(float) * n_rows * T);
+        fill_weights(c, W, n_rows, k);
+        fill_floats(x, k * T);
+        kern_quantize_act(c->t, x, k, T, A);
+        kern_matmul(NULL, c->t, W, n_rows, k, A, T, o1);
+        kern_matmul(pool2, c->t, W, n_rows, k, A, T, o2);
+        int ok = !memcmp(o1, o2, sizeof(float) * n_rows * T);
+        for (int64_t t = 0; t < T && ok; t++)
+            for (int64_t r = 0; r < n_rows; r++) {
+                float d = kern_vec_dot(c->t, k, W + r * rs, A + t * ars);
+                if (memcmp(&d, &o1[t * n_rows + r], sizeof d))
+                    ok = 0;
+            }
+        tap_ok(ok, "%s matmul %s %lldx%lld x %lld tokens (cache blocks) batch invariant", kern_isa_name(isa),
+               qtype_name(c->t), (long long)n_rows, (long long)k, (long long)T);
+        free(W), free(A), free(x), free(o1), free(o2);
+    }
+}
+
 int main(void)
 {
     tpool_t *pool2 = NULL;
@@ -196,6 +237,7 @@ int main(void)
             continue;
         test_vec_dot((kern_isa_t)isa);
         test_matmul((kern_isa_t)isa, pool2);
+        test_matmul_blocks((kern_isa_t)isa, pool2);
     }
     tap_ok(kern_isa_set((kern_isa_t)99) == max, "isa request capped at cpu max");
     tpool_free(pool2);

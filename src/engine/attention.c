@@ -161,8 +161,8 @@ static void attn_one(const attn_job_t *job, int32_t t, int32_t h, float *scratch
         for (int32_t p = 0; p < n_kv; p++) {
             float *a = acc + (int64_t)(p % 16) * hd;
             const uint16_t *v = vb + (int64_t)p * job->kv_dim;
-#ifdef ATTN_X86
             const float w = fp16_to_fp32(p16[p]);
+#ifdef ATTN_X86
             if (lv == GX_LEVEL_AVX512) {
                 fma_row_avx512(a, w, v, hd);
                 continue;

@@ -4,7 +4,12 @@
 set -e
 PKGS="build-essential autoconf automake libtool pkg-config
       libfcgi-dev libjson-c-dev libopenblas-dev uuid-dev libpcre2-dev
-      nginx-light curl nodejs npm"
+      nginx-light curl"
+# Node.js (for the tests' official `openai` client): use the one on the
+# machine if there is one (it may come from outside Debian, with its own
+# npm, which Debian's npm package conflicts with); else Debian's.
+if ! command -v node >/dev/null 2>&1; then PKGS="$PKGS nodejs"; fi
+if ! command -v npm >/dev/null 2>&1; then PKGS="$PKGS npm"; fi
 SUDO=
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 missing=

@@ -60,7 +60,7 @@ static lf_code_t run_tg(fwd_t *fw, int32_t n, int32_t B, int32_t n_vocab, int32_
         fwd_seq_rm(fw, s);
     for (int32_t i = 0; i < n; i++) {
         for (int32_t s = 0; s < B; s++)
-            batch[s] = (fwd_tok_t){i == 0 && bos >= 0 ? bos : rand_token(n_vocab), s, i, true};
+            batch[s] = (fwd_tok_t){i == 0 && bos >= 0 ? bos : rand_token(n_vocab), s, i, true, false};
         lf_code_t rc = fwd_decode(fw, batch, B, err);
         if (rc != LF_OK)
             return rc;

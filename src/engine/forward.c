@@ -6,6 +6,9 @@
  * are rounded to F16 before they multiply V. Rope angles are computed as
  * ggml does (theta multiplied up by theta_scale in float). Sums that ggml
  * does in double (rms norm, softmax denominator) are done in double here.
+ * F32 weights, attention, SiLU and rope go further and repeat ggml's exact
+ * operation order (ggml_exact.h, attention.c), choosing per token between
+ * llama.cpp's prompt order and its decode order (token_orders).
  *
  * Every value computed for one token depends only on that token's row and
  * its sequence's cache, never on the other tokens of the batch, so a
@@ -20,6 +23,7 @@
 
 #include "engine/attention.h"
 #include "engine/fp16.h"
+#include "engine/ggml_exact.h"
 #include "engine/kernels.h"
 #include "engine/quant.h"
 #include "engine/tpool.h"
@@ -48,6 +52,7 @@ struct fwd {
     int32_t *out_rows;       /* [B] batch index of each logits row */
     uint16_t **k_base, **v_base; /* [B] per-token cache rows for attention */
     int32_t *n_kv;           /* [B] */
+    uint8_t *order;          /* [B] GX_ORDER_* of each token (see token_orders) */
     float *attn_scratch;     /* [threads][attn_scratch_floats] */
     fwd_tok_t *prefill;      /* [B] batch buffer of fwd_prefill */
     int64_t attn_stride;
@@ -113,13 +118,14 @@ fwd_t *fwd_create(const model_t *m, const fwd_opts_t *opts, lf_err_t *err)
     f->k_base = malloc((size_t)B * sizeof *f->k_base);
     f->v_base = malloc((size_t)B * sizeof *f->v_base);
     f->n_kv = malloc((size_t)B * sizeof *f->n_kv);
+    f->order = malloc((size_t)B);
     f->attn_stride = attn_scratch_floats(f->n_ctx, hp->head_dim);
     f->attn_scratch = malloc((size_t)(f->attn_stride * tpool_size(f->pool)) * sizeof(float));
     f->act_bytes = max_act_bytes(f->w, hp->n_layer, B);
     f->act = malloc(f->act_bytes ? f->act_bytes : 1);
     if (!f->kcache || !f->vcache || !f->seq_len || !f->x || !f->xn || !f->q || !f->k || !f->v || !f->att ||
         !f->ff_a || !f->ff_b || !f->out_rows || !f->act || !f->prefill || !f->k_base || !f->v_base || !f->n_kv ||
-        !f->attn_scratch) {
+        !f->order || !f->attn_scratch) {
         lf_err_set(err, LF_ERR_NOMEM, "out of memory for a KV cache of %d x %d tokens (%.1f MiB)", f->n_seq,
                    f->n_ctx, (double)cache_elems * 4 / (1 << 20));
         goto fail;
@@ -153,6 +159,7 @@ void fwd_free(fwd_t *f)
     free(f->k_base);
     free(f->v_base);
     free(f->n_kv);
+    free(f->order);
     free(f->attn_scratch);
     free(f);
 }
@@ -169,12 +176,23 @@ static void rms_norm(const float *x, const float *w, float *y, int64_t n, float 
         y[i] = (x[i] * scale) * w[i];
 }
 
-/* out[t][r] = W x[t] (+ bias), activations converted as ggml does. */
+/* out[t][r] = W x[t] (+ bias), activations converted as ggml does. F32
+ * and F16 weights take ggml's exact summation order, per token (order[t]);
+ * F16 activations are rounded to F16 first (F16's vec_dot_type). */
 static void linear(fwd_t *f, const model_tensor_t *W, const float *bias, const float *x, int64_t n_tok,
-                   float *out)
+                   const uint8_t *order, float *out)
 {
-    kern_quantize_act(W->type, x, W->n_in, n_tok, f->act);
-    kern_matmul(f->pool, W->type, W->data, W->n_out, W->n_in, f->act, n_tok, out);
+    if (W->type == QTYPE_F32) {
+        gx_matmul_f32(f->pool, W->data, W->n_out, W->n_in, x, n_tok, order, out);
+    } else if (W->type == QTYPE_F16) {
+        uint16_t *x16 = f->act;
+        for (int64_t t = 0; t < n_tok; t++)
+            fp16_row_from_fp32(x + t * W->n_in, x16 + t * W->n_in, W->n_in);
+        gx_matmul_f16(f->pool, W->data, W->n_out, W->n_in, x16, n_tok, order, out);
+    } else {
+        kern_quantize_act(W->type, x, W->n_in, n_tok, f->act);
+        kern_matmul(f->pool, W->type, W->data, W->n_out, W->n_in, f->act, n_tok, out);
+    }
     if (bias)
         for (int64_t t = 0; t < n_tok; t++)
             for (int64_t r = 0; r < W->n_out; r++)
@@ -202,10 +220,25 @@ static void rope(const model_hparams_t *hp, const float *freq_factors, float *ve
             int a = hp->rope_neox ? i0 / 2 : i0;
             int b = hp->rope_neox ? i0 / 2 + n_rot / 2 : i0 + 1;
             const float x0 = x[a], x1 = x[b];
-            x[a] = x0 * c - x1 * s;
-            x[b] = x0 * s + x1 * c;
+            /* gcc -O3 -ffp-contract=fast fuses ggml's x0*c - x1*s and
+             * x0*s + x1*c like this (checked against the goldens) */
+            x[a] = fmaf(x0, c, -(x1 * s));
+            x[b] = fmaf(x0, s, x1 * c);
         }
     }
+}
+
+/* The summation order of each token. llama.cpp's depends on the batch:
+ * a batch of >= 2 tokens (a prompt) runs F32/F16 matrix products and
+ * V.softmax through llamafile's tinyBLAS, a single token (a decode step)
+ * through ggml_vec_dot. Ours must not depend on the batch (batch
+ * invariance), so it is a property of the token (forward.h): prompt tokens
+ * and tokens without logits take the prompt order, the others the decode
+ * order. */
+static void token_orders(const fwd_tok_t *toks, int32_t n, uint8_t *order)
+{
+    for (int32_t i = 0; i < n; i++)
+        order[i] = toks[i].prompt || !toks[i].logits ? GX_ORDER_TINY : GX_ORDER_VEC;
 }
 
 static lf_code_t validate(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
@@ -255,6 +288,8 @@ static void attention_layer(fwd_t *f, int layer, const fwd_tok_t *toks, int32_t 
         .v_base = f->v_base,
         .n_kv = f->n_kv,
         .scale = 1.0f / sqrtf((float)hp->head_dim),
+        .order = f->order,
+        .n_ctx = f->n_ctx,
         .scratch = f->attn_scratch,
         .scratch_stride = f->attn_stride,
     };
@@ -274,6 +309,7 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
     const model_hparams_t *hp = f->hp;
     const model_weights_t *w = f->w;
     const int64_t E = hp->n_embd, QD = (int64_t)hp->n_head * hp->head_dim, KVD = f->kv_dim, FF = hp->n_ff;
+    token_orders(toks, n, f->order);
 
     for (int32_t i = 0; i < n; i++)
         quant_dequantize_row(w->tok_embd.type, (const uint8_t *)w->tok_embd.data +
@@ -284,9 +320,9 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
         const model_layer_t *L = &w->layers[l];
         for (int32_t i = 0; i < n; i++)
             rms_norm(f->x + i * E, L->attn_norm, f->xn + i * E, E, hp->rms_eps);
-        linear(f, &L->wq, L->bq, f->xn, n, f->q);
-        linear(f, &L->wk, L->bk, f->xn, n, f->k);
-        linear(f, &L->wv, L->bv, f->xn, n, f->v);
+        linear(f, &L->wq, L->bq, f->xn, n, f->order, f->q);
+        linear(f, &L->wk, L->bk, f->xn, n, f->order, f->k);
+        linear(f, &L->wv, L->bv, f->xn, n, f->order, f->v);
         for (int32_t i = 0; i < n; i++) {
             rope(hp, w->rope_freqs, f->q + i * QD, hp->n_head, toks[i].pos);
             rope(hp, w->rope_freqs, f->k + i * KVD, hp->n_head_kv, toks[i].pos);
@@ -294,19 +330,25 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
             fp16_row_from_fp32(f->v + i * KVD, cache_at(f, f->vcache, l, toks[i].seq, toks[i].pos), KVD);
         }
         attention_layer(f, l, toks, n);
-        linear(f, &L->wo, NULL, f->att, n, f->xn);
+        linear(f, &L->wo, NULL, f->att, n, f->order, f->xn);
         for (int64_t j = 0; j < n * E; j++)
             f->x[j] += f->xn[j];
 
+        /* llama.cpp keeps only the output rows after the last layer's
+         * attention (a batch of one row for the last prompt token) */
+        if (l == hp->n_layer - 1)
+            for (int32_t i = 0; i < n; i++)
+                if (toks[i].logits)
+                    f->order[i] = GX_ORDER_VEC;
         for (int32_t i = 0; i < n; i++)
             rms_norm(f->x + i * E, L->ffn_norm, f->xn + i * E, E, hp->rms_eps);
-        linear(f, &L->w_gate, NULL, f->xn, n, f->ff_a);
-        linear(f, &L->w_up, NULL, f->xn, n, f->ff_b);
-        for (int64_t j = 0; j < n * FF; j++) {
-            const float g = f->ff_a[j];
-            f->ff_a[j] = (g / (1.0f + expf(-g))) * f->ff_b[j];
-        }
-        linear(f, &L->w_down, NULL, f->ff_a, n, f->xn);
+        linear(f, &L->w_gate, NULL, f->xn, n, f->order, f->ff_a);
+        linear(f, &L->w_up, NULL, f->xn, n, f->order, f->ff_b);
+        for (int32_t i = 0; i < n; i++)
+            gx_silu_row(f->ff_a + i * FF, f->ff_a + i * FF, FF);
+        for (int64_t j = 0; j < n * FF; j++)
+            f->ff_a[j] = f->ff_a[j] * f->ff_b[j];
+        linear(f, &L->w_down, NULL, f->ff_a, n, f->order, f->xn);
         for (int64_t j = 0; j < n * E; j++)
             f->x[j] += f->xn[j];
     }
@@ -326,7 +368,7 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
         f->n_logits_cap = n_out;
     }
     if (n_out)
-        linear(f, &w->output, NULL, f->xn, n_out, f->logits);
+        linear(f, &w->output, NULL, f->xn, n_out, NULL, f->logits);
     f->n_logits = n_out;
     for (int32_t i = 0; i < n; i++)
         f->seq_len[toks[i].seq] = toks[i].pos + 1;
@@ -347,7 +389,7 @@ lf_code_t fwd_prefill(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n, b
         int32_t m = n - start < f->max_batch ? n - start : f->max_batch;
         int32_t pos0 = f->seq_len[seq];
         for (int32_t i = 0; i < m; i++)
-            f->prefill[i] = (fwd_tok_t){tokens[start + i], seq, pos0 + i, want_logits && start + i == n - 1};
+            f->prefill[i] = (fwd_tok_t){tokens[start + i], seq, pos0 + i, want_logits && start + i == n - 1, n >= 2};
         lf_code_t rc = fwd_decode(f, f->prefill, m, err);
         if (rc != LF_OK)
             return rc;

@@ -24,7 +24,20 @@ typedef struct {
     int32_t seq;   /* 0 .. n_seq-1 */
     int32_t pos;   /* position in its sequence */
     bool logits;   /* compute logits for this token */
+    bool prompt;   /* part of a prompt chunk of >= 2 tokens (numerics only) */
 } fwd_tok_t;
+
+/* Numerics: llama.cpp sums in one order for a prompt (a batch of >= 2
+ * tokens: llamafile's tinyBLAS) and in another for a decode step (one
+ * token: ggml_vec_dot). The engine reproduces both but must not let the
+ * batch decide (batch invariance), so the token says which it is: tokens
+ * with `prompt` set, or without `logits`, take the prompt order (the rows
+ * that produce logits switch to the decode order after the last layer's
+ * attention, as llama.cpp's output-row selection does); the others take
+ * the decode order. Setting `prompt` on every token of a prompt evaluated
+ * in chunks of >= 2 tokens (including the last, which wants logits), and
+ * not on a one-token prompt, reproduces llama.cpp bit for bit; leaving it
+ * false is valid and differs only by rounding on the prompt's last token. */
 
 typedef struct {
     int32_t n_seq;     /* sequences held at once (server: --parallel) */
@@ -45,7 +58,7 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err);
 
 /* Appends tokens[0..n) to sequence seq (positions continuing its cache), in
  * batches of at most max_batch; keeps the logits of the last token only if
- * want_logits (then fwd_logits(f, 0)). Same errors as fwd_decode; on error
+ * want_logits (then fwd_logits(f, 0)). Marks the tokens `prompt` when n >= 2. Same errors as fwd_decode; on error
  * the sequence keeps the batches already done. */
 lf_code_t fwd_prefill(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n, bool want_logits,
                       lf_err_t *err);

@@ -158,6 +158,21 @@ code=$(c -o /dev/null -w '%{http_code}' -d '{"messages":[{"role":"user","content
 ok $([ "$code" = 200 ]; echo $?) "chat through the template"
 stop_server
 
+# nginx-side key check (as in nginx/llm-fcgi.conf): llm-fcgi has no keys, a
+# map on $http_authorization in nginx lets only the listed key through
+awk '/^http \{/ { print; print "    map $http_authorization $llm_key_ok { default 0; \"Bearer sk-nginx\" 1; }"; next }
+     /location \/ \{/ { print "        location = /health { fastcgi_pass llm_fcgi; fastcgi_param REQUEST_METHOD $request_method; fastcgi_param REQUEST_URI $request_uri; }"; print; print "            if ($llm_key_ok = 0) { add_header WWW-Authenticate Bearer always; return 401 \x27{\"error\":{\"message\":\"Invalid API key\",\"type\":\"authentication_error\",\"param\":null,\"code\":\"invalid_api_key\"}}\x27; }"; next }
+     { print }' "$TOP_SRCDIR/nginx/llm-fcgi-run.conf.in" >"$E2E_TMP/auth.conf.in"
+if E2E_NGINX_TEMPLATE=$E2E_TMP/auth.conf.in start_server "$STUB" serve -m stub.gguf; then
+    code=$(c -o "$E2E_TMP/na" -w '%{http_code}' "$BASE/v1/models")
+    ok $([ "$code" = 401 ] && grep -q invalid_api_key "$E2E_TMP/na"; echo $?) "nginx-side auth: no key -> 401 from nginx"
+    code=$(c -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer sk-nginx' "$BASE/v1/models")
+    ok $([ "$code" = 200 ]; echo $?) "nginx-side auth: the listed key passes to llm-fcgi"
+else
+    ok 1 "nginx-side auth setup"
+fi
+stop_server
+
 # drain limit: a stream still running when --drain-timeout expires ends
 # with finish_reason "abort" and [DONE]; the process still exits 0
 export LLM_STUB_DELAY_MS=30

@@ -145,12 +145,20 @@ static void attn_one(const attn_job_t *job, int32_t t, int32_t h, float *scratch
 
     const float *q = job->q + ((int64_t)t * job->n_head + h) * hd;
     fp16_row_from_fp32(q, q16, hd);
-    const uint16_t *kb = job->k_base[t] + (int64_t)kvh * hd;
-    gx_dot_f16_rows(kb, job->kv_dim, n_kv, q16, hd, job->scale, scores);
+    /* rows are contiguous within a block: one strided dot run per block
+     * (every score is computed on its own, so the split changes no bit) */
+    const int32_t bt = kv_block_tokens(job->kv);
+    const int32_t *blocks = job->blocks[t];
+    for (int32_t p0 = 0; p0 < n_kv; p0 += bt) {
+        const int32_t cnt = n_kv - p0 < bt ? n_kv - p0 : bt;
+        const uint16_t *kb = kv_block_k(job->kv, blocks[p0 / bt], job->layer) + (int64_t)kvh * hd;
+        gx_dot_f16_rows(kb, job->kv_dim, cnt, q16, hd, job->scale, scores + p0);
+    }
     gx_softmax_row(scores, n_kv);
 
     float *out = job->out + ((int64_t)t * job->n_head + h) * hd;
-    const uint16_t *vb = job->v_base[t] + (int64_t)kvh * hd;
+#define V_ROW(p) (kv_block_v(job->kv, blocks[(p) / bt], job->layer) + (int64_t)((p) % bt) * job->kv_dim + \
+                  (int64_t)kvh * hd)
 #ifdef ATTN_X86
     const int lv = gx_level();
 #endif
@@ -160,7 +168,7 @@ static void attn_one(const attn_job_t *job, int32_t t, int32_t h, float *scratch
         memset(acc, 0, (size_t)16 * (size_t)hd * sizeof(float));
         for (int32_t p = 0; p < n_kv; p++) {
             float *a = acc + (int64_t)(p % 16) * hd;
-            const uint16_t *v = vb + (int64_t)p * job->kv_dim;
+            const uint16_t *v = V_ROW(p);
             const float w = fp16_to_fp32(p16[p]);
 #ifdef ATTN_X86
             if (lv == GX_LEVEL_AVX512) {
@@ -190,7 +198,7 @@ static void attn_one(const attn_job_t *job, int32_t t, int32_t h, float *scratch
         memset(acc, 0, (size_t)64 * (size_t)hd * sizeof(float));
     for (int32_t p = 0; p < np; p++) {
         float *a = acc + (int64_t)(p % 64) * hd;
-        const uint16_t *v = vb + (int64_t)p * job->kv_dim;
+        const uint16_t *v = V_ROW(p);
         const float w = fp16_to_fp32(p16[p]);
 #ifdef ATTN_X86
         if (lv == GX_LEVEL_AVX512) {
@@ -221,7 +229,7 @@ static void attn_one(const attn_job_t *job, int32_t t, int32_t h, float *scratch
             left[d] = 0.0;
     }
     for (int32_t p = np; p < n_kv; p++) {
-        const uint16_t *v = vb + (int64_t)p * job->kv_dim;
+        const uint16_t *v = V_ROW(p);
         const float w = fp16_to_fp32(p16[p]);
 #ifdef ATTN_X86
         if (lv == GX_LEVEL_AVX512) {
@@ -237,6 +245,7 @@ static void attn_one(const attn_job_t *job, int32_t t, int32_t h, float *scratch
     }
     for (int d = 0; d < hd; d++)
         out[d] = (float)left[d];
+#undef V_ROW
 }
 
 static void attn_worker(void *arg, int ith, int nth)

@@ -1,4 +1,4 @@
-/* attention.h - causal self-attention over the F16 KV cache.
+/* attention.h - causal self-attention over the paged F16 KV cache.
  *
  * For each (token, head) of a batch: scores = (K . q16) * scale over the
  * token's sequence positions 0..n_kv-1, softmax, out = sum_p p * V[p], all
@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 
+#include "engine/kv.h"
 #include "engine/tpool.h"
 
 enum { ATTN_ORDER_VEC = 0, ATTN_ORDER_TINY = 1 };
@@ -26,8 +27,9 @@ typedef struct {
     int64_t kv_dim;              /* n_head_kv * head_dim: stride of cache rows */
     const float *q;              /* [n_tok][n_head * head_dim], rope applied */
     float *out;                  /* [n_tok][n_head * head_dim] */
-    uint16_t *const *k_base;     /* [n_tok] first cache row of the token's sequence */
-    uint16_t *const *v_base;     /* [n_tok] */
+    const kv_cache_t *kv;        /* the paged cache and the layer to read */
+    int32_t layer;
+    const int32_t *const *blocks; /* [n_tok] block table of the token's sequence */
     const int32_t *n_kv;         /* [n_tok] positions to attend (pos + 1) */
     float scale;                 /* 1 / sqrt(head_dim) */
     const uint8_t *order;        /* [n_tok] ATTN_ORDER_*, NULL: all VEC */

@@ -25,6 +25,7 @@
 #include "engine/fp16.h"
 #include "engine/ggml_exact.h"
 #include "engine/kernels.h"
+#include "engine/kv.h"
 #include "engine/quant.h"
 #include "engine/tpool.h"
 
@@ -35,9 +36,7 @@ struct fwd {
     tpool_t *pool;
     int32_t n_seq, n_ctx, max_batch;
     int64_t kv_dim;          /* n_head_kv * head_dim */
-    uint16_t *kcache;        /* [n_layer][n_seq][n_ctx][kv_dim] F16 */
-    uint16_t *vcache;        /* same layout */
-    int32_t *seq_len;        /* [n_seq] cached positions */
+    kv_cache_t *kv;          /* paged F16 K/V of every sequence */
     /* scratch for max_batch tokens */
     float *x;                /* [B][n_embd] residual stream */
     float *xn;               /* [B][max(n_embd, n_head*head_dim)] normed input */
@@ -50,7 +49,7 @@ struct fwd {
     float *logits;           /* [n_logits_cap][n_vocab] */
     int32_t n_logits, n_logits_cap;
     int32_t *out_rows;       /* [B] batch index of each logits row */
-    uint16_t **k_base, **v_base; /* [B] per-token cache rows for attention */
+    const int32_t **blocks;  /* [B] block table of each token's sequence */
     int32_t *n_kv;           /* [B] */
     uint8_t *order;          /* [B] GX_ORDER_* of each token (see token_orders) */
     float *attn_scratch;     /* [threads][attn_scratch_floats] */
@@ -100,11 +99,18 @@ fwd_t *fwd_create(const model_t *m, const fwd_opts_t *opts, lf_err_t *err)
     f->kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
     int64_t qdim = (int64_t)hp->n_head * hp->head_dim;
     int64_t B = f->max_batch;
-    size_t cache_elems = (size_t)hp->n_layer * (size_t)f->n_seq * (size_t)f->n_ctx * (size_t)f->kv_dim;
     int64_t xn_dim = qdim > hp->n_embd ? qdim : hp->n_embd;
-    f->kcache = malloc(cache_elems * sizeof(uint16_t));
-    f->vcache = malloc(cache_elems * sizeof(uint16_t));
-    f->seq_len = calloc((size_t)f->n_seq, sizeof *f->seq_len);
+    kv_opts_t ko = {
+        .n_layer = hp->n_layer,
+        .kv_dim = f->kv_dim,
+        .block_tokens = opts && opts->kv_block_tokens > 0 ? opts->kv_block_tokens : FWD_KV_BLOCK_TOKENS,
+        .n_seq = f->n_seq,
+        .max_seq_len = f->n_ctx,
+    };
+    ko.n_blocks = opts && opts->kv_blocks > 0 ? opts->kv_blocks
+                                              : f->n_seq * ((f->n_ctx + ko.block_tokens - 1) / ko.block_tokens);
+    if (!(f->kv = kv_create(&ko, err)))
+        goto fail;
     f->x = malloc((size_t)(B * hp->n_embd) * sizeof(float));
     f->xn = malloc((size_t)(B * xn_dim) * sizeof(float));
     f->q = malloc((size_t)(B * qdim) * sizeof(float));
@@ -115,19 +121,17 @@ fwd_t *fwd_create(const model_t *m, const fwd_opts_t *opts, lf_err_t *err)
     f->ff_b = malloc((size_t)(B * hp->n_ff) * sizeof(float));
     f->out_rows = malloc((size_t)B * sizeof(int32_t));
     f->prefill = malloc((size_t)B * sizeof *f->prefill);
-    f->k_base = malloc((size_t)B * sizeof *f->k_base);
-    f->v_base = malloc((size_t)B * sizeof *f->v_base);
+    f->blocks = malloc((size_t)B * sizeof *f->blocks);
     f->n_kv = malloc((size_t)B * sizeof *f->n_kv);
     f->order = malloc((size_t)B);
     f->attn_stride = attn_scratch_floats(f->n_ctx, hp->head_dim);
     f->attn_scratch = malloc((size_t)(f->attn_stride * tpool_size(f->pool)) * sizeof(float));
     f->act_bytes = max_act_bytes(f->w, hp->n_layer, B);
     f->act = malloc(f->act_bytes ? f->act_bytes : 1);
-    if (!f->kcache || !f->vcache || !f->seq_len || !f->x || !f->xn || !f->q || !f->k || !f->v || !f->att ||
-        !f->ff_a || !f->ff_b || !f->out_rows || !f->act || !f->prefill || !f->k_base || !f->v_base || !f->n_kv ||
+    if (!f->x || !f->xn || !f->q || !f->k || !f->v || !f->att ||
+        !f->ff_a || !f->ff_b || !f->out_rows || !f->act || !f->prefill || !f->blocks || !f->n_kv ||
         !f->order || !f->attn_scratch) {
-        lf_err_set(err, LF_ERR_NOMEM, "out of memory for a KV cache of %d x %d tokens (%.1f MiB)", f->n_seq,
-                   f->n_ctx, (double)cache_elems * 4 / (1 << 20));
+        lf_err_set(err, LF_ERR_NOMEM, "out of memory for the batch buffers (%d tokens)", f->max_batch);
         goto fail;
     }
     return f;
@@ -141,9 +145,7 @@ void fwd_free(fwd_t *f)
     if (!f)
         return;
     tpool_free(f->pool);
-    free(f->kcache);
-    free(f->vcache);
-    free(f->seq_len);
+    kv_free(f->kv);
     free(f->x);
     free(f->xn);
     free(f->q);
@@ -156,8 +158,7 @@ void fwd_free(fwd_t *f)
     free(f->logits);
     free(f->out_rows);
     free(f->prefill);
-    free(f->k_base);
-    free(f->v_base);
+    free(f->blocks);
     free(f->n_kv);
     free(f->order);
     free(f->attn_scratch);
@@ -253,7 +254,7 @@ static lf_code_t validate(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *
                               f->hp->n_vocab);
         if (t->seq < 0 || t->seq >= f->n_seq)
             return lf_err_set(err, LF_ERR_INVALID, "sequence %d out of range", t->seq);
-        int32_t expect = f->seq_len[t->seq];
+        int32_t expect = kv_seq_len(f->kv, t->seq);
         for (int32_t j = 0; j < i; j++)
             if (toks[j].seq == t->seq)
                 expect++;
@@ -267,10 +268,17 @@ static lf_code_t validate(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *
     return LF_OK;
 }
 
-static uint16_t *cache_at(const fwd_t *f, uint16_t *cache, int layer, int32_t seq, int32_t pos)
+/* Makes room in the cache for every position of the batch. Blocks taken
+ * for an earlier sequence stay with it if a later one does not fit (they
+ * are used by its next tokens), so no position is ever lost. */
+static lf_code_t reserve(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
 {
-    return cache + (((size_t)layer * (size_t)f->n_seq + (size_t)seq) * (size_t)f->n_ctx + (size_t)pos) *
-                       (size_t)f->kv_dim;
+    for (int32_t i = 0; i < n; i++) {
+        lf_code_t rc = kv_seq_reserve(f->kv, toks[i].seq, toks[i].pos + 1, err);
+        if (rc != LF_OK)
+            return rc;
+    }
+    return LF_OK;
 }
 
 static void attention_layer(fwd_t *f, int layer, const fwd_tok_t *toks, int32_t n)
@@ -284,8 +292,9 @@ static void attention_layer(fwd_t *f, int layer, const fwd_tok_t *toks, int32_t 
         .kv_dim = f->kv_dim,
         .q = f->q,
         .out = f->att,
-        .k_base = f->k_base,
-        .v_base = f->v_base,
+        .kv = f->kv,
+        .layer = layer,
+        .blocks = f->blocks,
         .n_kv = f->n_kv,
         .scale = 1.0f / sqrtf((float)hp->head_dim),
         .order = f->order,
@@ -294,8 +303,7 @@ static void attention_layer(fwd_t *f, int layer, const fwd_tok_t *toks, int32_t 
         .scratch_stride = f->attn_stride,
     };
     for (int32_t i = 0; i < n; i++) {
-        f->k_base[i] = cache_at(f, f->kcache, layer, toks[i].seq, 0);
-        f->v_base[i] = cache_at(f, f->vcache, layer, toks[i].seq, 0);
+        f->blocks[i] = kv_seq_blocks(f->kv, toks[i].seq);
         f->n_kv[i] = toks[i].pos + 1;
     }
     attn_run(f->pool, &job);
@@ -304,6 +312,8 @@ static void attention_layer(fwd_t *f, int layer, const fwd_tok_t *toks, int32_t 
 lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
 {
     lf_code_t rc = validate(f, toks, n, err);
+    if (rc == LF_OK)
+        rc = reserve(f, toks, n, err);
     if (rc != LF_OK)
         return rc;
     const model_hparams_t *hp = f->hp;
@@ -326,8 +336,8 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
         for (int32_t i = 0; i < n; i++) {
             rope(hp, w->rope_freqs, f->q + i * QD, hp->n_head, toks[i].pos);
             rope(hp, w->rope_freqs, f->k + i * KVD, hp->n_head_kv, toks[i].pos);
-            fp16_row_from_fp32(f->k + i * KVD, cache_at(f, f->kcache, l, toks[i].seq, toks[i].pos), KVD);
-            fp16_row_from_fp32(f->v + i * KVD, cache_at(f, f->vcache, l, toks[i].seq, toks[i].pos), KVD);
+            fp16_row_from_fp32(f->k + i * KVD, kv_k_row(f->kv, l, toks[i].seq, toks[i].pos), KVD);
+            fp16_row_from_fp32(f->v + i * KVD, kv_v_row(f->kv, l, toks[i].seq, toks[i].pos), KVD);
         }
         attention_layer(f, l, toks, n);
         linear(f, &L->wo, NULL, f->att, n, f->order, f->xn);
@@ -371,7 +381,7 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
         linear(f, &w->output, NULL, f->xn, n_out, NULL, f->logits);
     f->n_logits = n_out;
     for (int32_t i = 0; i < n; i++)
-        f->seq_len[toks[i].seq] = toks[i].pos + 1;
+        kv_seq_set_len(f->kv, toks[i].seq, toks[i].pos + 1);
     return LF_OK;
 }
 
@@ -382,14 +392,19 @@ lf_code_t fwd_prefill(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n, b
         return lf_err_set(err, LF_ERR_INVALID, "sequence %d out of range", seq);
     if (n <= 0)
         return lf_err_set(err, LF_ERR_INVALID, "empty prompt");
-    if (f->seq_len[seq] + n > f->n_ctx)
+    if (kv_seq_len(f->kv, seq) + n > f->n_ctx)
         return lf_err_set(err, LF_ERR_CONTEXT, "%d prompt tokens do not fit the context of %d (%d used)", n,
-                          f->n_ctx, f->seq_len[seq]);
+                          f->n_ctx, kv_seq_len(f->kv, seq));
+    /* a one-token prompt is a decode step for llama.cpp; a prompt that
+     * continues a reused prefix keeps the prompt order, so that a cached
+     * prefix gives the same bits as recomputing it */
+    const bool prompt_order = n >= 2 || kv_seq_len(f->kv, seq) > 0;
     for (int32_t start = 0; start < n; start += f->max_batch) {
         int32_t m = n - start < f->max_batch ? n - start : f->max_batch;
-        int32_t pos0 = f->seq_len[seq];
+        int32_t pos0 = kv_seq_len(f->kv, seq);
         for (int32_t i = 0; i < m; i++)
-            f->prefill[i] = (fwd_tok_t){tokens[start + i], seq, pos0 + i, want_logits && start + i == n - 1, n >= 2};
+            f->prefill[i] = (fwd_tok_t){tokens[start + i], seq, pos0 + i, want_logits && start + i == n - 1,
+                                        prompt_order};
         lf_code_t rc = fwd_decode(f, f->prefill, m, err);
         if (rc != LF_OK)
             return rc;
@@ -408,19 +423,34 @@ const float *fwd_logits(const fwd_t *f, int32_t j)
 
 void fwd_seq_rm(fwd_t *f, int32_t seq)
 {
-    if (seq >= 0 && seq < f->n_seq)
-        f->seq_len[seq] = 0;
+    kv_seq_release(f->kv, seq);
 }
 
 int32_t fwd_seq_len(const fwd_t *f, int32_t seq)
 {
-    return seq >= 0 && seq < f->n_seq ? f->seq_len[seq] : 0;
+    return kv_seq_len(f->kv, seq);
+}
+
+int32_t fwd_seq_attach_prefix(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n)
+{
+    return kv_seq_attach_prefix(f->kv, seq, tokens, n);
+}
+
+void fwd_seq_commit(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n)
+{
+    kv_seq_commit(f->kv, seq, tokens, n);
 }
 
 int32_t fwd_n_ctx(const fwd_t *f) { return f->n_ctx; }
 
-uint64_t fwd_kv_bytes(const fwd_t *f)
+uint64_t fwd_kv_bytes(const fwd_t *f) { return kv_bytes(f->kv); }
+
+void fwd_kv_usage(const fwd_t *f, int32_t *blocks_total, int32_t *blocks_used, int32_t *block_tokens)
 {
-    return 2ull * (uint64_t)f->hp->n_layer * (uint64_t)f->n_seq * (uint64_t)f->n_ctx * (uint64_t)f->kv_dim *
-           sizeof(uint16_t);
+    if (blocks_total)
+        *blocks_total = kv_n_blocks(f->kv);
+    if (blocks_used)
+        *blocks_used = kv_blocks_in_use(f->kv);
+    if (block_tokens)
+        *block_tokens = kv_block_tokens(f->kv);
 }

@@ -42,6 +42,7 @@ typedef struct job {
     job_state_t state;
     int32_t slot;
     int32_t n_past;       /* positions in the KV cache */
+    int32_t n_cached;     /* prompt positions reused from the prefix cache */
     int32_t n_gen;
     int32_t last;         /* last sampled token (decode input) */
     sampler_t *smp;
@@ -197,8 +198,8 @@ static void job_free(job_t *j)
 
 static void job_finish(sched_t *s, job_t *j, sched_finish_t why, lf_code_t code)
 {
-    sched_event_t ev = {.kind = SCHED_EV_DONE, .index = j->index, .finish = why,
-                        .code = code, .n_prompt = j->n_prompt, .n_gen = j->n_gen};
+    sched_event_t ev = {.kind = SCHED_EV_DONE, .index = j->index, .finish = why, .code = code,
+                        .n_prompt = j->n_prompt, .n_cached = j->n_cached, .n_gen = j->n_gen};
     chan_push(j->ch, &ev);
     if (j->state != JOB_WAITING) {
         fwd_seq_rm(s->fwd, j->slot);
@@ -227,7 +228,12 @@ static void admit(sched_t *s)
         fwd_seq_rm(s->fwd, i);
         j->slot = i;
         j->state = JOB_PREFILL;
-        j->n_past = 0;
+        /* reuse the cached K/V of the longest known prompt prefix (whole
+         * blocks; at least one token is left to compute for the logits) */
+        j->n_past = fwd_seq_attach_prefix(s->fwd, i, j->prompt, j->n_prompt);
+        if (j->n_past < 0 || j->n_past >= j->n_prompt)
+            j->n_past = 0;
+        j->n_cached = j->n_past;
         s->slots[i] = j;
         s->n_running++;
     }
@@ -295,6 +301,9 @@ static void step_commit(sched_t *s, int32_t n_tok)
         if (j->state == JOB_PREFILL) {
             j->state = JOB_DECODE;
             s->st.prompt_tokens += (uint64_t)j->n_prompt;
+            s->st.cached_tokens += (uint64_t)j->n_cached;
+            /* offer this prompt's full blocks to later requests */
+            fwd_seq_commit(s->fwd, j->slot, j->prompt, j->n_prompt);
         }
         const float *logits = fwd_logits(s->fwd, j->logit_j);
         if (!logits) {
@@ -485,11 +494,14 @@ void sched_stats(sched_t *s, sched_stats_t *out)
     out->waiting = s->n_waiting;
     out->n_parallel = s->o.n_parallel;
     out->n_ctx = s->o.n_ctx;
-    out->kv_cap_tokens = (int64_t)s->o.n_parallel * s->o.n_ctx;
-    out->kv_used_tokens = 0;
+    int32_t blocks_total = 0, blocks_used = 0, block_tokens = 0;
+    fwd_kv_usage(s->fwd, &blocks_total, &blocks_used, &block_tokens);
+    out->kv_cap_tokens = (int64_t)blocks_total * block_tokens;
+    out->kv_used_tokens = (int64_t)blocks_used * block_tokens;
+    out->seq_tokens = 0;
     for (int32_t i = 0; i < s->o.n_parallel; i++)
         if (s->slots[i])
-            out->kv_used_tokens += s->slots[i]->n_past;
+            out->seq_tokens += s->slots[i]->n_past;
     out->kv_bytes = fwd_kv_bytes(s->fwd);
     pthread_mutex_unlock(&s->mu);
 }

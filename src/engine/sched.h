@@ -74,7 +74,8 @@ typedef struct {
     int32_t token;          /* SCHED_EV_TOKEN */
     sched_finish_t finish;  /* SCHED_EV_DONE */
     lf_code_t code;         /* SCHED_EV_DONE with SCHED_FINISH_ERROR */
-    int32_t n_prompt;       /* prompt tokens evaluated (DONE) */
+    int32_t n_prompt;       /* prompt tokens (DONE) */
+    int32_t n_cached;       /* of which reused from the prefix cache (DONE) */
     int32_t n_gen;          /* tokens generated (DONE) */
 } sched_event_t;
 
@@ -83,10 +84,13 @@ typedef struct {
     int32_t waiting;          /* jobs in the queue */
     int32_t n_parallel;
     int32_t n_ctx;
-    int64_t kv_used_tokens;   /* cached positions over all slots */
-    int64_t kv_cap_tokens;    /* n_parallel * n_ctx */
+    int64_t seq_tokens;       /* positions held by running sequences */
+    int64_t kv_used_tokens;   /* KV positions in use (blocks, incl. the
+                                 prefix cache) */
+    int64_t kv_cap_tokens;    /* KV budget in positions */
     uint64_t kv_bytes;        /* KV memory allocated */
-    uint64_t prompt_tokens;   /* total prompt tokens evaluated */
+    uint64_t prompt_tokens;   /* total prompt tokens */
+    uint64_t cached_tokens;   /* of which reused from the prefix cache */
     uint64_t gen_tokens;      /* total tokens generated */
     uint64_t steps;           /* engine steps run */
 } sched_stats_t;

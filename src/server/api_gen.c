@@ -23,6 +23,7 @@ typedef struct {
     char *text;            /* accumulated (non-streamed) */
     size_t len, cap;
     int32_t n_prompt;
+    int32_t n_cached;
     int32_t n_gen;
     sched_finish_t finish;
     bool done;
@@ -67,15 +68,17 @@ static const char *to_json(json_object *o)
 
 static json_object *usage_json(const run_t *g)
 {
-    int32_t gen = 0;
-    for (size_t i = 0; i < g->n; i++)
+    int32_t gen = 0, cached = 0;
+    for (size_t i = 0; i < g->n; i++) {
         gen += g->ch[i].n_gen;
+        cached += g->ch[i].n_cached;
+    }
     json_object *u = json_object_new_object();
     json_object_object_add(u, "prompt_tokens", json_object_new_int(g->prompt_total));
     json_object_object_add(u, "total_tokens", json_object_new_int(g->prompt_total + gen));
     json_object_object_add(u, "completion_tokens", json_object_new_int(gen));
     json_object *d = json_object_new_object();
-    json_object_object_add(d, "cached_tokens", json_object_new_int(0));
+    json_object_object_add(d, "cached_tokens", json_object_new_int(cached));
     json_object_object_add(u, "prompt_tokens_details", d);
     return u;
 }
@@ -240,6 +243,7 @@ static void run_events(run_t *g, sched_chan_t *chan)
         c->done = true;
         c->finish = ev.finish;
         c->n_gen = ev.n_gen;
+        c->n_cached = ev.n_cached;
         n_done++;
         int w = vocab_detok_flush(&c->detok, piece, sizeof piece);
         if (ev.finish == SCHED_FINISH_ERROR) {

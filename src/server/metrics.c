@@ -136,6 +136,9 @@ char *metrics_render(metrics_t *m, const sched_stats_t *st, const char *model_na
     if (st) {
         bprintf(&b, "# HELP llm_prompt_tokens_total Prompt tokens evaluated.\n# TYPE llm_prompt_tokens_total counter\n"
                     "llm_prompt_tokens_total{model_name=\"%s\"} %llu\n", model, (unsigned long long)st->prompt_tokens);
+        bprintf(&b, "# HELP llm_prefix_cache_hit_tokens_total Prompt tokens reused from the prefix cache.\n"
+                    "# TYPE llm_prefix_cache_hit_tokens_total counter\nllm_prefix_cache_hit_tokens_total{model_name=\"%s\"} %llu\n",
+                model, (unsigned long long)st->cached_tokens);
         bprintf(&b, "# HELP llm_generation_tokens_total Tokens generated.\n# TYPE llm_generation_tokens_total counter\n"
                     "llm_generation_tokens_total{model_name=\"%s\"} %llu\n", model, (unsigned long long)st->gen_tokens);
         bprintf(&b, "# HELP llm_num_requests_running Sequences holding a slot.\n# TYPE llm_num_requests_running gauge\n"

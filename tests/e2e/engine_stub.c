@@ -195,6 +195,28 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *t, int32_t n, lf_err_t *err)
     return LF_OK;
 }
 int32_t fwd_max_batch(const fwd_t *f) { return f->max_batch; }
+/* no prefix cache in the stub */
+int32_t fwd_seq_attach_prefix(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n)
+{
+    (void)f; (void)seq; (void)tokens; (void)n;
+    return 0;
+}
+void fwd_seq_commit(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n)
+{
+    (void)f; (void)seq; (void)tokens; (void)n;
+}
+void fwd_kv_usage(const fwd_t *f, int32_t *total, int32_t *used, int32_t *block_tokens)
+{
+    int32_t u = 0;
+    for (int32_t i = 0; i < f->n_seq; i++)
+        u += (f->len[i] + 15) / 16;
+    if (total)
+        *total = f->n_seq * ((f->n_ctx + 15) / 16);
+    if (used)
+        *used = u;
+    if (block_tokens)
+        *block_tokens = 16;
+}
 lf_code_t fwd_prefill(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n, bool want_logits, lf_err_t *err)
 {
     for (int32_t i = 0; i < n; i++) {

@@ -31,6 +31,10 @@ b=$(c -N -H 'Authorization: Bearer sk-real' -d "{\"prompt\":\"$long\",\"max_toke
     | sed -n 's/^data: {.*"text":"\([^"]*\)".*/\1/p' | tr -d '\n')
 t=$(echo "$a" | sed -n 's/.*"text":"\([^"]*\)".*/\1/p')
 ok $([ -n "$t" ] && [ "$t" = "$b" ]; echo $?) "long prompt: streamed text equals non-streamed ('$t')"
+a2=$(c -H 'Authorization: Bearer sk-real' -d "{\"prompt\":\"$long\",\"max_tokens\":12,\"temperature\":0}" "$BASE/v1/completions")
+t2=$(echo "$a2" | sed -n 's/.*"text":"\([^"]*\)".*/\1/p')
+cached=$(echo "$a2" | sed -n 's/.*"cached_tokens":\([0-9]*\).*/\1/p')
+ok $([ "${cached:-0}" -gt 0 ] && [ "$t2" = "$t" ]; echo $?) "repeated prompt: prefix cache reports $cached cached tokens, same text"
 stop_server
 ok $([ "$LLM_STATUS" = 0 ]; echo $?) "SIGTERM: exit 0 (got $LLM_STATUS)"
 e2e_done

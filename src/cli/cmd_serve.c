@@ -30,6 +30,10 @@ static const char usage[] =
     "      --parallel N           sequences generated together (default 4) [LLM_PARALLEL]\n"
     "      --threads N            engine threads (default: all cores) [LLM_THREADS]\n"
     "      --batch-tokens N       token budget of one engine step (default 512) [LLM_BATCH_TOKENS]\n"
+    "      --kv-cache-mb N        KV cache budget in MiB (default: parallel x ctx-size positions);\n"
+    "                             when full, the newest stream is preempted and resumed later\n"
+    "                             [LLM_KV_CACHE_MB]\n"
+    "      --chat-template FILE   Jinja chat template instead of the model's [LLM_CHAT_TEMPLATE]\n"
     "Requests:\n"
     "      --http-threads N       FastCGI acceptor threads (default parallel + max-queue + 4)\n"
     "                             [LLM_HTTP_THREADS]\n"
@@ -118,7 +122,7 @@ static int read_key_file(srv_config_t *c, const char *path)
 }
 
 enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, O_HTTP, O_QUEUE, O_BODY,
-       O_BATCH, O_DRAIN, O_PING, O_LOGP };
+       O_BATCH, O_DRAIN, O_PING, O_LOGP, O_KVMB, O_TMPL };
 
 int cmd_serve(int argc, char **argv)
 {
@@ -138,7 +142,7 @@ int cmd_serve(int argc, char **argv)
         {"LLM_CTX_SIZE", &c.ctx_size, 0}, {"LLM_PARALLEL", &c.parallel, 1}, {"LLM_THREADS", &c.threads, 0},
         {"LLM_HTTP_THREADS", &c.http_threads, 0}, {"LLM_MAX_QUEUE", &c.max_queue, 0},
         {"LLM_BATCH_TOKENS", &c.batch_tokens, 1}, {"LLM_DRAIN_TIMEOUT", &c.drain_seconds, 0},
-        {"LLM_PING_INTERVAL", &c.ping_seconds, 1}};
+        {"LLM_PING_INTERVAL", &c.ping_seconds, 1}, {"LLM_KV_CACHE_MB", &c.kv_cache_mb, 0}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if ((e = getenv(ints[i].var)) && *e && parse_int(e, ints[i].lo, ints[i].dst) < 0) {
             fprintf(stderr, "llm-fcgi serve: bad %s=%s\n", ints[i].var, e);
@@ -146,6 +150,8 @@ int cmd_serve(int argc, char **argv)
         }
     if ((e = getenv("LLM_MAX_BODY")) && *e)
         c.max_body = parse_size(e, &ok);
+    if ((e = getenv("LLM_CHAT_TEMPLATE")) && *e)
+        c.chat_template_file = e;
     if ((e = getenv("LLM_LOG_PROMPTS")) && *e == '1')
         c.log_prompts = true;
 
@@ -158,6 +164,7 @@ int cmd_serve(int argc, char **argv)
         {"max-queue", required_argument, 0, O_QUEUE}, {"max-body", required_argument, 0, O_BODY},
         {"batch-tokens", required_argument, 0, O_BATCH}, {"drain-timeout", required_argument, 0, O_DRAIN},
         {"ping-interval", required_argument, 0, O_PING}, {"log-prompts", no_argument, 0, O_LOGP},
+        {"kv-cache-mb", required_argument, 0, O_KVMB}, {"chat-template", required_argument, 0, O_TMPL},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     int o;
     optind = 1;
@@ -185,6 +192,8 @@ int cmd_serve(int argc, char **argv)
         case O_DRAIN: bad = parse_int(optarg, 0, &c.drain_seconds); break;
         case O_PING: bad = parse_int(optarg, 1, &c.ping_seconds); break;
         case O_LOGP: c.log_prompts = true; break;
+        case O_KVMB: bad = parse_int(optarg, 0, &c.kv_cache_mb); break;
+        case O_TMPL: c.chat_template_file = optarg; break;
         case 'h': fputs(usage, stdout); rc = 0; goto out;
         default: fputs(usage, stderr); goto out;
         }

@@ -36,12 +36,16 @@ typedef struct job {
     struct job *next;     /* queue link */
     sched_chan_t *ch;
     int32_t index;
-    int32_t *prompt;
+    int32_t *prompt;      /* prompt, then the generated tokens: [n_prompt + max_tokens] */
     int32_t n_prompt;
+    uint64_t arrival;     /* submit order: the newest running job is preempted first */
     sched_params_t params;
     job_state_t state;
     int32_t slot;
     int32_t n_past;       /* positions in the KV cache */
+    int32_t target;       /* JOB_PREFILL: positions to compute before decoding (the
+                             prompt; after a preemption, prompt + generated - 1) */
+    bool resumed;         /* readmitted after a preemption: no new prompt stats */
     int32_t n_cached;     /* prompt positions reused from the prefix cache */
     int32_t n_gen;
     int32_t last;         /* last sampled token (decode input) */
@@ -63,6 +67,8 @@ struct sched {
     int32_t n_waiting;
     job_t **slots;        /* n_parallel entries, NULL when free */
     int32_t n_running;
+    uint64_t arrivals;
+    bool kv_tight;        /* a preemption happened: admit nothing until a job leaves */
     fwd_tok_t *batch;
     job_t **batch_owner;  /* job per logits-wanted token, in order */
     sched_stats_t st;
@@ -205,26 +211,52 @@ static void job_finish(sched_t *s, job_t *j, sched_finish_t why, lf_code_t code)
         fwd_seq_rm(s->fwd, j->slot);
         s->slots[j->slot] = NULL;
         s->n_running--;
+        s->kv_tight = false;
     }
     chan_unref(j->ch);
     job_free(j);
 }
 
+/* Whether the KV budget has room for j's positions to compute plus one
+ * (blocks not held by a sequence; unused cached blocks can be evicted). */
+static bool kv_fits(sched_t *s, const job_t *j)
+{
+    int32_t total = 0, used = 0, bt = 0;
+    fwd_kv_usage(s->fwd, &total, &used, &bt);
+    if (bt <= 0)
+        return true;
+    return (j->target + bt) / bt <= total - used;
+}
+
+static job_t *queue_pop(sched_t *s)
+{
+    job_t *j = s->qhead;
+    s->qhead = j->next;
+    if (!s->qhead)
+        s->qtail = NULL;
+    j->next = NULL;
+    s->n_waiting--;
+    return j;
+}
+
+/* First come, first served: the head of the queue takes the next free slot;
+ * when the KV budget cannot hold it (or a preemption just happened) nobody
+ * overtakes it, it waits for a running job to leave. With no job running it
+ * is always admitted (the budget holds at least one full context). */
 static void admit(sched_t *s)
 {
     for (int32_t i = 0; i < s->o.n_parallel && s->qhead; i++) {
         if (s->slots[i])
             continue;
         job_t *j = s->qhead;
-        s->qhead = j->next;
-        if (!s->qhead)
-            s->qtail = NULL;
-        s->n_waiting--;
         if (atomic_load(&j->ch->cancelled)) {
-            job_finish(s, j, SCHED_FINISH_CANCELLED, LF_OK);
+            job_finish(s, queue_pop(s), SCHED_FINISH_CANCELLED, LF_OK);
             i--; /* the slot is still free */
             continue;
         }
+        if (s->n_running > 0 && (s->kv_tight || !kv_fits(s, j)))
+            break;
+        queue_pop(s);
         fwd_seq_rm(s->fwd, i);
         j->slot = i;
         j->state = JOB_PREFILL;
@@ -233,13 +265,53 @@ static void admit(sched_t *s)
         j->n_past = fwd_seq_attach_prefix(s->fwd, i, j->prompt, j->n_prompt);
         if (j->n_past < 0 || j->n_past >= j->n_prompt)
             j->n_past = 0;
-        j->n_cached = j->n_past;
+        if (!j->resumed)
+            j->n_cached = j->n_past;
         s->slots[i] = j;
         s->n_running++;
     }
 }
 
-/* Builds this step's batch; returns its token count. */
+/* KV pressure (fwd_decode said LF_ERR_NOMEM): the running job that arrived
+ * last gives its blocks back and goes to the head of the queue; when it is
+ * readmitted it recomputes its prompt and the tokens it generated (they are
+ * not sent again) and continues with its sampler state untouched. False when
+ * fewer than two jobs run (preempting the only one cannot help). */
+static bool preempt_newest(sched_t *s)
+{
+    job_t *v = NULL;
+    for (int32_t i = 0; i < s->o.n_parallel; i++)
+        if (s->slots[i] && (!v || s->slots[i]->arrival > v->arrival))
+            v = s->slots[i];
+    if (!v || s->n_running < 2)
+        return false;
+    fwd_seq_rm(s->fwd, v->slot);
+    s->slots[v->slot] = NULL;
+    s->n_running--;
+    v->state = JOB_WAITING;
+    v->slot = -1;
+    v->n_past = 0;
+    v->resumed = true;
+    /* the KV held the prompt and every generated token but the last (the
+     * next decode input) */
+    v->target = v->n_gen > 0 ? v->n_prompt + v->n_gen - 1 : v->n_prompt;
+    v->next = s->qhead;
+    s->qhead = v;
+    if (!s->qtail)
+        s->qtail = v;
+    s->n_waiting++;
+    s->kv_tight = true;
+    s->st.preemptions++;
+    return true;
+}
+
+/* Builds this step's batch; returns its token count.
+ *
+ * Numerics (forward.h): every token is computed with the same flags whatever
+ * the batch, the chunking or a preemption, so a sequence's output never
+ * depends on its neighbours: prompt tokens (of a prompt of >= 2 tokens) take
+ * the prompt order; generated tokens (decode inputs) the decode order with
+ * logits. A recomputation after a preemption replays exactly these flags. */
 static int32_t batch_build(sched_t *s, int32_t *n_logits)
 {
     int32_t n = 0, nl = 0, budget = s->o.batch_tokens;
@@ -257,22 +329,27 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
         j->logit_j = nl;
         s->batch_owner[nl++] = j;
     }
+    /* then prompt chunks (and recomputations) up to the step's budget */
     for (int32_t i = 0; i < s->o.n_parallel && n < budget; i++) {
         job_t *j = s->slots[i];
         if (!j || j->state != JOB_PREFILL)
             continue;
-        int32_t take = j->n_prompt - j->n_past;
+        int32_t take = j->target - j->n_past;
         if (take > budget - n)
             take = budget - n;
-        /* the chunk that ends the prompt yields a token: it needs room */
-        if (j->n_past + take == j->n_prompt && !chan_reserve(j->ch))
+        /* the chunk that ends a first prefill yields a token: it needs room */
+        bool sample = j->n_gen == 0 && j->n_past + take == j->target;
+        if (sample && !chan_reserve(j->ch))
             continue;
         for (int32_t k = 0; k < take; k++) {
             int32_t pos = j->n_past + k;
-            bool last = pos == j->n_prompt - 1;
-            s->batch[n++] = (fwd_tok_t){.token = j->prompt[pos], .seq = i, .pos = pos, .logits = last};
-            if (last) {
-                j->logit_j = nl;
+            bool in_prompt = pos < j->n_prompt;
+            bool logits = pos >= j->n_prompt - 1;
+            s->batch[n++] = (fwd_tok_t){.token = j->prompt[pos], .seq = i, .pos = pos, .logits = logits,
+                                        .prompt = in_prompt && j->n_prompt >= 2};
+            if (logits) {
+                if (sample && pos == j->target - 1)
+                    j->logit_j = nl;
                 s->batch_owner[nl++] = j;
             }
         }
@@ -294,15 +371,24 @@ static void step_commit(sched_t *s, int32_t n_tok)
         job_t *j = s->slots[i];
         if (!j)
             continue;
-        if (j->state == JOB_PREFILL && j->n_past < j->n_prompt)
-            continue;
+        if (j->state == JOB_PREFILL) {
+            if (j->n_past < j->target)
+                continue;
+            if (j->n_gen > 0) {
+                /* recomputed after a preemption: decode `last` next step */
+                j->state = JOB_DECODE;
+                continue;
+            }
+        }
         if (j->logit_j < 0)
             continue;
         if (j->state == JOB_PREFILL) {
             j->state = JOB_DECODE;
             s->st.prompt_tokens += (uint64_t)j->n_prompt;
             s->st.cached_tokens += (uint64_t)j->n_cached;
-            /* offer this prompt's full blocks to later requests */
+            /* offer this prompt's full blocks to later requests (prompt
+             * tokens only: their K/V are in the prompt order, bitwise what a
+             * later request would compute; generated ones are not) */
             fwd_seq_commit(s->fwd, j->slot, j->prompt, j->n_prompt);
         }
         const float *logits = fwd_logits(s->fwd, j->logit_j);
@@ -317,6 +403,7 @@ static void step_commit(sched_t *s, int32_t n_tok)
             continue;
         }
         j->last = tok;
+        j->prompt[j->n_prompt + j->n_gen] = tok;
         j->n_gen++;
         s->st.gen_tokens++;
         sched_event_t ev = {.kind = SCHED_EV_TOKEN, .index = j->index, .token = tok};
@@ -336,13 +423,8 @@ static void drop_cancelled(sched_t *s)
             job_finish(s, j, SCHED_FINISH_CANCELLED, LF_OK);
     }
     if (s->stop) {
-        while (s->qhead) {
-            job_t *j = s->qhead;
-            s->qhead = j->next;
-            s->n_waiting--;
-            job_finish(s, j, SCHED_FINISH_CANCELLED, LF_OK);
-        }
-        s->qtail = NULL;
+        while (s->qhead)
+            job_finish(s, queue_pop(s), SCHED_FINISH_CANCELLED, LF_OK);
     }
 }
 
@@ -379,6 +461,8 @@ static void *sched_main(void *arg)
         for (int32_t i = 0; i < s->o.n_parallel; i++)
             if (s->slots[i])
                 chan_unplan(s->slots[i]->ch);
+        if (rc == LF_ERR_NOMEM && preempt_newest(s))
+            continue; /* nothing was added: rebuild the step without it */
         if (rc != LF_OK) {
             /* fail every sequence that was in the batch; the cache is
              * unchanged, the others keep running */
@@ -421,6 +505,19 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
         s->o.max_queue = 0;
     fwd_opts_t fo = {.n_seq = s->o.n_parallel, .n_ctx = s->o.n_ctx,
                      .max_batch = s->o.batch_tokens, .n_threads = s->o.n_threads};
+    if (s->o.kv_mb > 0) {
+        /* MiB -> blocks (K and V, F16, every layer), at least one full
+         * context so a lone sequence always fits */
+        const model_hparams_t *hp = model_hparams(m);
+        int32_t ctx = s->o.n_ctx > 0 ? s->o.n_ctx : hp->n_ctx_train;
+        uint64_t per_block = 2ull * 2ull * (uint64_t)hp->n_layer * (uint64_t)hp->n_head_kv *
+                             (uint64_t)hp->head_dim * FWD_KV_BLOCK_TOKENS;
+        uint64_t blocks = per_block ? ((uint64_t)s->o.kv_mb << 20) / per_block : 0;
+        uint64_t min_blocks = ((uint64_t)(ctx > 0 ? ctx : 1) + FWD_KV_BLOCK_TOKENS - 1) / FWD_KV_BLOCK_TOKENS;
+        if (blocks < min_blocks)
+            blocks = min_blocks;
+        fo.kv_blocks = blocks > (1u << 30) ? (1 << 30) : (int32_t)blocks;
+    }
     s->fwd = fwd_create(m, &fo, err);
     if (!s->fwd) {
         free(s);
@@ -545,7 +642,7 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
         lf_code_t rc = LF_ERR_NOMEM;
         jobs[i] = calloc(1, sizeof **jobs);
         if (jobs[i])
-            jobs[i]->prompt = malloc(n_prompts[i] * sizeof(int32_t));
+            jobs[i]->prompt = malloc((n_prompts[i] + (size_t)params[i].max_tokens) * sizeof(int32_t));
         if (jobs[i] && jobs[i]->prompt) {
             jobs[i]->smp = sampler_create(&sp, n_vocab, params[i].entropy, err);
             rc = jobs[i]->smp ? sampler_add_prompt(jobs[i]->smp, prompts[i], (int32_t)n_prompts[i], err)
@@ -561,6 +658,7 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
         }
         memcpy(jobs[i]->prompt, prompts[i], n_prompts[i] * sizeof(int32_t));
         jobs[i]->n_prompt = (int32_t)n_prompts[i];
+        jobs[i]->target = jobs[i]->n_prompt;
         jobs[i]->params = params[i];
         jobs[i]->index = i;
         jobs[i]->ch = ch;
@@ -582,6 +680,7 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
     ch->jobs_live += n;
     pthread_mutex_unlock(&ch->mu);
     for (int32_t i = 0; i < n; i++) {
+        jobs[i]->arrival = ++s->arrivals;
         if (s->qtail)
             s->qtail->next = jobs[i];
         else

@@ -20,6 +20,17 @@
  * - Several jobs can share one channel (one per prompt / choice); events
  *   carry the job's `index`.
  *
+ * - KV memory: admission is first come, first served (the queue's head is
+ *   admitted when the KV budget has room for its prompt; nobody overtakes
+ *   it). When a step does not fit the budget (fwd_decode LF_ERR_NOMEM) the
+ *   running job that arrived last is preempted: its blocks are freed and it
+ *   goes back to the head of the queue; readmitted, it recomputes its prompt
+ *   and generated tokens with the same numerics, emits nothing twice and
+ *   continues exactly (its sampler state is kept). A running job is never
+ *   failed for memory.
+ * - Each step puts the decode tokens of running jobs first, then prompt
+ *   chunks up to batch_tokens: a long prompt never stalls running streams.
+ *
  * Ownership: sched_submit copies the prompt. A channel is reference-counted
  * between its owner and its jobs: the owner calls sched_chan_free() once,
  * the memory goes when the last job has left the scheduler.
@@ -42,6 +53,8 @@ typedef struct {
     int32_t batch_tokens; /* token budget per step (<= 0: 512) */
     int32_t n_threads;    /* engine threads (<= 0: cores) */
     int32_t chan_cap;     /* events a channel holds (<= 0: 64) */
+    int64_t kv_mb;        /* KV cache budget in MiB (<= 0: n_parallel x n_ctx
+                             positions); at least one full context */
 } sched_opts_t;
 
 /* Parameters of one job. `sampling` is the whole sampler chain
@@ -93,6 +106,7 @@ typedef struct {
     uint64_t cached_tokens;   /* of which reused from the prefix cache */
     uint64_t gen_tokens;      /* total tokens generated */
     uint64_t steps;           /* engine steps run */
+    uint64_t preemptions;     /* running jobs preempted for KV memory */
 } sched_stats_t;
 
 typedef struct sched sched_t;

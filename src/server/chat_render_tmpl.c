@@ -22,21 +22,27 @@ static char *token_text(const vocab_t *v, int32_t id)
 
 chat_tmpl_renderer_t *chat_tmpl_renderer_create(const model_t *m, char *note, size_t cap)
 {
+    return chat_tmpl_renderer_create_with(m, NULL, note, cap);
+}
+
+chat_tmpl_renderer_t *chat_tmpl_renderer_create_with(const model_t *m, const char *override, char *note, size_t cap)
+{
     chat_tmpl_renderer_t *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
     const vocab_t *v = model_vocab(m);
     r->bos = token_text(v, vocab_bos(v));
     r->eos = token_text(v, vocab_eos(v));
-    const char *src = model_chat_template(m);
+    const char *src = override ? override : model_chat_template(m);
+    const char *whose = override ? "the --chat-template file" : "the model's chat template";
     lf_err_t err = {0};
     if (!src) {
         snprintf(note, cap, "the model has no chat template: using ChatML");
     } else if (chat_template_compile(src, strlen(src), &r->tmpl, &err) != LF_OK) {
-        snprintf(note, cap, "the model's chat template does not compile (%s): using ChatML", err.msg);
+        snprintf(note, cap, "%s does not compile (%s): using ChatML", whose, err.msg);
         r->tmpl = NULL;
     } else {
-        snprintf(note, cap, "using the model's chat template");
+        snprintf(note, cap, "using %s", whose);
     }
     return r;
 }

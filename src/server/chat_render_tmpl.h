@@ -20,6 +20,9 @@ typedef struct chat_tmpl_renderer chat_tmpl_renderer_t;
 
 /* NULL only on allocation failure; note (cap bytes) says what is used. */
 chat_tmpl_renderer_t *chat_tmpl_renderer_create(const model_t *m, char *note, size_t cap);
+/* The same with the template source `override` (e.g. a --chat-template
+ * file) instead of the model's; NULL: the model's. */
+chat_tmpl_renderer_t *chat_tmpl_renderer_create_with(const model_t *m, const char *override, char *note, size_t cap);
 void chat_tmpl_renderer_free(chat_tmpl_renderer_t *r);
 
 /* A chat_render_fn: ctx is a chat_tmpl_renderer_t (NULL: ChatML). Template

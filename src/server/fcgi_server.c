@@ -230,13 +230,53 @@ static int is_listening_socket(int fd)
            getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l2) == 0 && acc;
 }
 
+/* The whole of a small text file, NUL-terminated; NULL on error. */
+static char *read_text_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 8192;
+            char *p = cap <= (64u << 20) ? realloc(buf, cap) : NULL;
+            if (!p) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = p;
+        }
+        size_t got = fread(buf + len, 1, 4096, f);
+        len += got;
+        if (got < 4096)
+            break;
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return NULL;
+    }
+    buf[len] = '\0';
+    return buf;
+}
+
 int srv_run(srv_config_t *cfg)
 {
     srv_t s = {.render = chat_render_chatml, .created = time(NULL)};
     lf_err_t err = {0};
+    char *tmpl_src = NULL;
+    if (cfg->chat_template_file && !(tmpl_src = read_text_file(cfg->chat_template_file))) {
+        fprintf(stderr, "llm-fcgi: cannot read --chat-template %s: %s\n", cfg->chat_template_file, strerror(errno));
+        return 1;
+    }
     s.model = model_load(cfg->model_path, &err);
     if (!s.model) {
         fprintf(stderr, "llm-fcgi: cannot load model: %s\n", err.msg);
+        free(tmpl_src);
         return 1;
     }
     s.vocab = model_vocab(s.model);
@@ -247,7 +287,8 @@ int srv_run(srv_config_t *cfg)
         cfg->ctx_size = train > 0 && train < 4096 ? train : 4096;
     }
     sched_opts_t so = {.n_parallel = cfg->parallel, .n_ctx = cfg->ctx_size, .max_queue = cfg->max_queue,
-                       .batch_tokens = cfg->batch_tokens, .n_threads = cfg->threads};
+                       .batch_tokens = cfg->batch_tokens, .n_threads = cfg->threads,
+                       .kv_mb = cfg->kv_cache_mb};
     s.sched = sched_create(s.model, &so, &err);
     if (!s.sched) {
         fprintf(stderr, "llm-fcgi: cannot start the engine: %s\n", err.msg);
@@ -258,7 +299,9 @@ int srv_run(srv_config_t *cfg)
     s.cfg = *cfg;
     /* the model's chat template, compiled once; ChatML when it has none */
     char note[300] = "";
-    chat_tmpl_renderer_t *tmpl = chat_tmpl_renderer_create(s.model, note, sizeof note);
+    chat_tmpl_renderer_t *tmpl = chat_tmpl_renderer_create_with(s.model, tmpl_src, note, sizeof note);
+    free(tmpl_src);
+    tmpl_src = NULL;
     if (tmpl) {
         s.render = chat_tmpl_render;
         s.render_ctx = tmpl;

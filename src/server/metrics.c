@@ -148,6 +148,15 @@ char *metrics_render(metrics_t *m, const sched_stats_t *st, const char *model_na
         double usage = st->kv_cap_tokens ? (double)st->kv_used_tokens / (double)st->kv_cap_tokens : 0.0;
         bprintf(&b, "# HELP llm_kv_cache_usage_perc Fraction of KV cache positions in use.\n"
                     "# TYPE llm_kv_cache_usage_perc gauge\nllm_kv_cache_usage_perc{model_name=\"%s\"} %g\n", model, usage);
+        bprintf(&b, "# HELP llm_kv_cache_used_tokens KV cache positions held (whole blocks).\n"
+                    "# TYPE llm_kv_cache_used_tokens gauge\nllm_kv_cache_used_tokens{model_name=\"%s\"} %lld\n",
+                model, (long long)st->kv_used_tokens);
+        bprintf(&b, "# HELP llm_kv_cache_capacity_tokens KV cache budget in positions.\n"
+                    "# TYPE llm_kv_cache_capacity_tokens gauge\nllm_kv_cache_capacity_tokens{model_name=\"%s\"} %lld\n",
+                model, (long long)st->kv_cap_tokens);
+        bprintf(&b, "# HELP llm_num_preemptions_total Running sequences preempted for KV memory (recomputed later).\n"
+                    "# TYPE llm_num_preemptions_total counter\nllm_num_preemptions_total{model_name=\"%s\"} %llu\n",
+                model, (unsigned long long)st->preemptions);
         bprintf(&b, "# HELP llm_kv_cache_bytes KV cache memory allocated.\n# TYPE llm_kv_cache_bytes gauge\n"
                     "llm_kv_cache_bytes{model_name=\"%s\"} %llu\n", model, (unsigned long long)st->kv_bytes);
     }

@@ -32,6 +32,8 @@ typedef struct {
     const char *listen_addr;          /* "HOST:PORT" or NULL */
     bool inherit_fd0;                 /* spawn-fcgi: listening socket is fd 0 */
     int32_t ctx_size, parallel, threads, http_threads, max_queue, batch_tokens;
+    int32_t kv_cache_mb;              /* KV budget in MiB (0: parallel x ctx) */
+    const char *chat_template_file;   /* overrides the model's template */
     size_t max_body;
     int drain_seconds;                /* graceful shutdown limit */
     int ping_seconds;                 /* SSE comment interval while waiting */

@@ -1,11 +1,13 @@
 /* test_server_http.c - routing, Bearer auth, SSE framing and the request
  * pipeline (status, headers, OpenAI error bodies), over a memory "socket"
- * and the stub engine (tests/e2e/engine_stub.c). */
+ * and the real engine on stories260K.gguf (which has no chat template of
+ * its own: templates come as --chat-template sources). */
 #include "server/chat_render_tmpl.h"
 #include "server/server.h"
 #include "server/sse.h"
 #include "tap.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,20 +137,23 @@ int main(void)
            "ChatML without generation prompt");
     free(out);
 
-    /* ---- the model's chat template (stub: LLM_STUB_CHAT_TEMPLATE) ---- */
+    char mpath[1024];
+    snprintf(mpath, sizeof mpath, "%s/stories260K.gguf", tap_env_dir("LLM_MODELS_DIR", "../shared/models"));
+    /* ---- a chat template (--chat-template source) ---- */
     {
         lf_err_t le = {0};
-        model_t *tm = model_load("stub.gguf", &le);
+        model_t *tm = model_load(mpath, &le);
+        if (!tap_ok(tm != NULL, "load %s", mpath))
+            return tap_done();
         char note[300];
         const char *body = "{\"messages\":[{\"role\":\"system\",\"content\":\"s\"},{\"role\":\"user\",\"content\":\"hi\"}]}";
         chat_req_t q;
         req_err_t qe;
         req_chat_parse(body, strlen(body), &q, &qe);
-        setenv("LLM_STUB_CHAT_TEMPLATE",
+        chat_tmpl_renderer_t *tr = chat_tmpl_renderer_create_with(tm,
                "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"
-               "{% if add_generation_prompt %}[assistant]{% endif %}", 1);
-        chat_tmpl_renderer_t *tr = chat_tmpl_renderer_create(tm, note, sizeof note);
-        tap_ok(tr && strstr(note, "model's chat template"), "template compiled: %s", note);
+               "{% if add_generation_prompt %}[assistant]{% endif %}", note, sizeof note);
+        tap_ok(tr && strstr(note, "--chat-template"), "template compiled: %s", note);
         out = NULL;
         lf_code_t trc = chat_tmpl_render(tr, &q, true, &out, &le);
         tap_ok(trc == LF_OK && out && !strcmp(out, "<s>[system]s[user]hi[assistant]"),
@@ -159,22 +164,19 @@ int main(void)
                "add_generation_prompt false");
         free(out);
         chat_tmpl_renderer_free(tr);
-        setenv("LLM_STUB_CHAT_TEMPLATE", "{{ raise_exception('only user turns please') }}", 1);
-        tr = chat_tmpl_renderer_create(tm, note, sizeof note);
+        tr = chat_tmpl_renderer_create_with(tm, "{{ raise_exception('only user turns please') }}", note, sizeof note);
         out = NULL;
         trc = chat_tmpl_render(tr, &q, true, &out, &le);
         tap_ok(trc == LF_ERR_INVALID && !out && strstr(le.msg, "only user turns please"),
                "raise_exception -> invalid with the template's message: %s", le.msg);
         chat_tmpl_renderer_free(tr);
-        setenv("LLM_STUB_CHAT_TEMPLATE", "{% for %}", 1);
-        tr = chat_tmpl_renderer_create(tm, note, sizeof note);
+        tr = chat_tmpl_renderer_create_with(tm, "{% for %}", note, sizeof note);
         tap_ok(tr && strstr(note, "does not compile") && strstr(note, "ChatML"), "broken template: ChatML fallback (%s)", note);
         out = NULL;
         tap_ok(chat_tmpl_render(tr, &q, true, &out, &le) == LF_OK && out && !strncmp(out, "<|im_start|>system", 18),
                "fallback renders ChatML");
         free(out);
         chat_tmpl_renderer_free(tr);
-        unsetenv("LLM_STUB_CHAT_TEMPLATE");
         tr = chat_tmpl_renderer_create(tm, note, sizeof note);
         tap_ok(tr && strstr(note, "no chat template"), "no template: ChatML (%s)", note);
         chat_tmpl_renderer_free(tr);
@@ -182,7 +184,7 @@ int main(void)
         model_free(tm);
     }
 
-    /* ---- the pipeline over the stub engine ---- */
+    /* ---- the pipeline over the real engine ---- */
     srv_t s = {.render = chat_render_chatml};
     s.cfg.names[0] = "m";
     s.cfg.names[1] = "alias";
@@ -190,15 +192,15 @@ int main(void)
     s.cfg.keys[0] = "k";
     s.cfg.n_keys = 1;
     s.cfg.max_body = 200;
-    s.cfg.model_path = "stub.gguf";
+    s.cfg.model_path = mpath;
     s.cfg.ping_seconds = 10;
     lf_err_t err;
-    s.model = model_load("stub.gguf", &err);
+    s.model = model_load(mpath, &err);
     s.vocab = model_vocab(s.model);
-    sched_opts_t so = {.n_parallel = 2, .n_ctx = 128, .max_queue = 4};
+    sched_opts_t so = {.n_parallel = 2, .n_ctx = 128, .max_queue = 4, .n_threads = 1};
     s.sched = sched_create(s.model, &so, &err);
     metrics_init(&s.metrics);
-    if (!tap_ok(s.sched != NULL, "scheduler over the stub engine"))
+    if (!tap_ok(s.sched != NULL, "scheduler over the real engine"))
         return tap_done();
 
     r = req(&m, "GET", "/nope", "Bearer k", NULL);
@@ -229,9 +231,22 @@ int main(void)
     tap_ok(r.status == 413, "body over max_body -> 413");
     r = req(&m, "POST", "/v1/completions", "Bearer k", "{\"prompt\":\"Hi\",\"max_tokens\":5,\"temperature\":0,\"model\":\"m\"}");
     srv_handle(&s, &r);
-    tap_ok(r.status == 200 && strstr(m.buf, "\"object\":\"text_completion\"") && strstr(m.buf, "\"text\":\"ce up\"") &&
+    const char *t1 = strstr(m.buf, "\"text\":\"");
+    char first[256] = "";
+    if (t1)
+        snprintf(first, sizeof first, "%.*s", (int)strcspn(t1 + 8, "\""), t1 + 8);
+    tap_ok(r.status == 200 && strstr(m.buf, "\"object\":\"text_completion\"") && strlen(first) > 2 &&
                strstr(m.buf, "\"id\":\"cmpl-0123456789abcdef0123456789abcdef\"") && r.completion_tokens == 5,
-           "completion over the stub: %s", strstr(m.buf, "{"));
+           "greedy completion: %s", strstr(m.buf, "{"));
+    r = req(&m, "POST", "/v1/completions", "Bearer k", "{\"prompt\":\"Hi\",\"max_tokens\":5,\"temperature\":0,\"stream\":true}");
+    srv_handle(&s, &r);
+    {
+        /* the streamed pieces concatenated == the non-streamed text */
+        char joined[256] = "";
+        for (const char *q = strstr(m.buf, "\"text\":\""); q; q = strstr(q + 1, "\"text\":\""))
+            snprintf(joined + strlen(joined), sizeof joined - strlen(joined), "%.*s", (int)strcspn(q + 8, "\""), q + 8);
+        tap_ok(r.status == 200 && !strcmp(joined, first), "streamed == non-streamed ('%s' vs '%s')", joined, first);
+    }
     r = req(&m, "POST", "/v1/chat/completions", "Bearer k",
             "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":3,\"stream\":true,\"model\":\"alias\"}");
     srv_handle(&s, &r);
@@ -239,7 +254,7 @@ int main(void)
     tap_ok(r.status == 200 && body && !strncmp(body + 4, "data: {", 7) && strstr(m.buf, "\"delta\":{\"role\":\"assistant\",\"content\":\"\"}") &&
                strstr(m.buf, "\"finish_reason\":\"length\"") && strstr(m.buf, "data: [DONE]\n\n") &&
                m.len > 13 && !strcmp(m.buf + m.len - 14, "data: [DONE]\n\n"),
-           "streamed chat over the stub");
+           "streamed chat");
     r = req(&m, "POST", "/v1/completions", "Bearer k", "{\"prompt\":\"Hi\",\"model\":\"other\"}");
     srv_handle(&s, &r);
     tap_ok(r.status == 404 && strstr(m.buf, "The model `other` does not exist."), "unknown model -> 404");

@@ -140,7 +140,7 @@ while ! grep -q 'serving' "$E2E_TMP/tcp.log" 2>/dev/null && [ $i -lt 300 ]; do s
 grep -q 'WARNING.*FastCGI' "$E2E_TMP/tcp.log"; ok $? "--listen TCP prints a warning"
 if start_nginx "127.0.0.1:$TPORT"; then
     out=$(c -d '{"prompt":"Hi","max_tokens":3,"temperature":0}' "$BASE/v1/completions")
-    [ "$(echo "$out" | text_of)" = "$HI3" ]; st=$?
+    [ "$(printf '%s' "$out" | text_of)" = "$HI3" ]; st=$?
     ok $st "completion over TCP FastCGI (same greedy text)"
     [ $st = 0 ] || { diag "reply: $out"; sed 's/^/# /' "$E2E_TMP/tcp.log" "$E2E_TMP/nginx/error.log" | tail -n 20; }
 else
@@ -153,7 +153,7 @@ if command -v spawn-fcgi >/dev/null; then
     LLM_PID=$!; E2E_PIDS="$E2E_PIDS $LLM_PID"
     if wait_socket "$SOCK" && start_nginx "unix:$SOCK"; then
         out=$(c -d '{"prompt":"Hi","max_tokens":3,"temperature":0}' "$BASE/v1/completions")
-        [ "$(echo "$out" | text_of)" = "$HI3" ]; st=$?
+        [ "$(printf '%s' "$out" | text_of)" = "$HI3" ]; st=$?
     else
         st=1
     fi

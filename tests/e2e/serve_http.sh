@@ -68,7 +68,7 @@ c -o "$E2E_TMP/b" -w '%{http_code}' -d "{\"prompt\":\"$big\"}" "$BASE/v1/complet
 
 # a slow stream holds the only slot, a second one waits in the queue (and
 # gets ": ping" comments meanwhile), a third is refused with 429
-c -N -m 120 -d '{"prompt":"Hi","max_tokens":1500,"stream":true}' "$BASE/v1/completions" >"$E2E_TMP/long" &
+c -N -m 120 -d '{"prompt":"Hi","max_tokens":3000,"stream":true}' "$BASE/v1/completions" >"$E2E_TMP/long" &
 LONG=$!
 wait_metric llm_num_requests_running 1
 c -N -m 120 -d '{"prompt":"Hi","max_tokens":3,"stream":true}' "$BASE/v1/completions" >"$E2E_TMP/queued" &
@@ -180,13 +180,13 @@ start_server "$SRV" serve -m "$M" --threads 1 || ok 1 "server without a template
 grep -q "chat: the model has no chat template: using ChatML" "$E2E_TMP/llm.log"; ok $? "no template in the model: ChatML (logged)"
 toks=$(c -d '{"messages":[{"role":"user","content":"hello"}]}' "$BASE/tokenize" | sed -n 's/.*"tokens":\(\[[0-9,]*\]\).*/\1/p')
 text=$(c -d "{\"tokens\":$toks}" "$BASE/detokenize")
-echo "$text" | grep -q 'user\\nhello.*assistant\\n'; ok $? "ChatML rendering ($text)"
+printf '%s' "$text" | grep -q 'user\\nhello.*assistant\\n'; ok $? "ChatML rendering of a chat prompt"
 stop_server
 LLM_CHAT_TEMPLATE=$E2E_TMP/tmpl.jinja start_server "$SRV" serve -m "$M" --threads 1 || ok 1 "server with a chat template starts"
 grep -q "chat: using the --chat-template file" "$E2E_TMP/llm.log"; ok $? "the --chat-template file is used (logged)"
 toks=$(c -d '{"messages":[{"role":"user","content":"hello"}]}' "$BASE/tokenize" | sed -n 's/.*"tokens":\(\[[0-9,]*\]\).*/\1/p')
 text=$(c -d "{\"tokens\":$toks}" "$BASE/detokenize")
-echo "$text" | grep -q '"prompt":"[^"]*\[user\]hello\[assistant\]'; ok $? "chat prompt rendered by the template ($text)"
+printf "%s" "$text" | grep -q '"prompt":"[^"]*\[user\]hello\[assistant\]'; ok $? "chat prompt rendered by the template ($text)"
 code=$(c -o "$E2E_TMP/t" -w '%{http_code}' -d '{"messages":[{"role":"tool","content":"x"}]}' "$BASE/v1/chat/completions")
 ok $([ "$code" = 400 ] && grep -q 'no tool turns here' "$E2E_TMP/t"; echo $?) "template raise_exception -> 400 with its message"
 code=$(c -o /dev/null -w '%{http_code}' -d '{"messages":[{"role":"user","content":"x"}],"max_tokens":2}' "$BASE/v1/chat/completions")

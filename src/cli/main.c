@@ -12,6 +12,7 @@ typedef struct {
 
 /* Keep this table sorted by the order a new user meets the commands. */
 static const command_t commands[] = {
+    {"serve", cmd_serve, "serve the OpenAI-compatible API over FastCGI (behind nginx)"},
     {"help", NULL, "list the subcommands"},
     {"info", cmd_info, "describe a GGUF model (architecture, vocabulary, tensors, KV memory)"},
     {"tokenize", cmd_tokenize, "print the token ids of a text"},

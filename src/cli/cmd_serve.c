@@ -1,0 +1,228 @@
+/* cmd_serve.c - `llm-fcgi serve`: options and environment, then srv_run. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "server/server.h"
+
+static const char usage[] =
+    "usage: llm-fcgi serve -m MODEL.gguf [OPTIONS]\n"
+    "\n"
+    "Serves an OpenAI-compatible API over FastCGI (put nginx in front; see nginx/).\n"
+    "Every option can also come from the environment variable shown; a flag wins.\n"
+    "\n"
+    "  -m, --model PATH            GGUF model file                        LLM_MODEL\n"
+    "      --socket PATH           unix socket to listen on (mode 0660)   LLM_SOCKET\n"
+    "                              (default /run/llm-fcgi/llm-fcgi.sock)\n"
+    "      --listen HOST:PORT      listen on TCP instead (never expose it) LLM_LISTEN\n"
+    "                              Under spawn-fcgi (listening socket on fd 0) neither is needed.\n"
+    "      --served-model-name N   name clients use in \"model\"; repeat for aliases;\n"
+    "                              the first is reported (default: MODEL as given)\n"
+    "                                                          LLM_SERVED_MODEL_NAME (comma-separated)\n"
+    "      --api-key KEY           require \"Authorization: Bearer KEY\"; repeatable\n"
+    "                                                          LLM_API_KEY (comma-separated)\n"
+    "      --api-key-file FILE     one key per line (# comments)          LLM_API_KEY_FILE\n"
+    "      --ctx-size N            tokens per sequence (default: the model's, at most 4096)\n"
+    "                                                                     LLM_CTX_SIZE\n"
+    "      --parallel N            sequences generated together (default 4) LLM_PARALLEL\n"
+    "      --threads N             engine threads (default: all cores)    LLM_THREADS\n"
+    "      --http-threads N        FastCGI acceptor threads\n"
+    "                              (default parallel + max-queue + 4)     LLM_HTTP_THREADS\n"
+    "      --max-queue N           requests waiting for a slot before 429 (default 32)\n"
+    "                                                                     LLM_MAX_QUEUE\n"
+    "      --max-body BYTES        largest request body, k/m suffix ok (default 16m); 413 above\n"
+    "                                                                     LLM_MAX_BODY\n"
+    "      --batch-tokens N        token budget of one engine step (default 512) LLM_BATCH_TOKENS\n"
+    "      --drain-timeout S       on SIGTERM/SIGINT, seconds to let requests finish (default 30)\n"
+    "                                                                     LLM_DRAIN_TIMEOUT\n"
+    "      --ping-interval S       SSE \": ping\" comment while no token is ready (default 10)\n"
+    "                                                                     LLM_PING_INTERVAL\n"
+    "      --log-prompts           log prompts (debugging only; keys are never logged)\n"
+    "                                                                     LLM_LOG_PROMPTS=1\n"
+    "  -h, --help                  this help\n"
+    "\n"
+    "Endpoints: POST /v1/chat/completions, /v1/completions, /invocations, /tokenize, /detokenize;\n"
+    "GET /v1/models[/ID], /health, /ping (no auth), /metrics.\n"
+    "Exit status: 0 after a clean stop, 1 if the model or socket fails, 2 on a usage error.\n";
+
+static size_t parse_size(const char *s, int *ok)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s) {
+        *ok = 0;
+        return 0;
+    }
+    if (*end == 'k' || *end == 'K')
+        v <<= 10, end++;
+    else if (*end == 'm' || *end == 'M')
+        v <<= 20, end++;
+    else if (*end == 'g' || *end == 'G')
+        v <<= 30, end++;
+    if (*end)
+        *ok = 0;
+    return (size_t)v;
+}
+
+static int parse_int(const char *s, int lo, int *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < lo || v > 1 << 24)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static void add_key(srv_config_t *c, const char *k, size_t len)
+{
+    while (len && (k[len - 1] == '\r' || k[len - 1] == ' ' || k[len - 1] == '\t'))
+        len--;
+    while (len && (*k == ' ' || *k == '\t'))
+        k++, len--;
+    if (!len || *k == '#' || c->n_keys >= SRV_MAX_KEYS)
+        return;
+    c->keys[c->n_keys++] = strndup(k, len);
+}
+
+static void add_list(srv_config_t *c, const char *list, int names)
+{
+    const char *p = list;
+    while (*p) {
+        size_t l = strcspn(p, ",");
+        if (names) {
+            if (l && c->n_names < SRV_MAX_NAMES)
+                c->names[c->n_names++] = strndup(p, l);
+        } else {
+            add_key(c, p, l);
+        }
+        p += l;
+        if (*p == ',')
+            p++;
+    }
+}
+
+static int read_key_file(srv_config_t *c, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "llm-fcgi serve: cannot read --api-key-file %s\n", path);
+        return -1;
+    }
+    char line[1024];
+    while (fgets(line, sizeof line, f))
+        add_key(c, line, strcspn(line, "\n"));
+    fclose(f);
+    return 0;
+}
+
+enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, O_HTTP, O_QUEUE, O_BODY,
+       O_BATCH, O_DRAIN, O_PING, O_LOGP };
+
+int cmd_serve(int argc, char **argv)
+{
+    srv_config_t c = {.parallel = 4, .max_queue = 32, .max_body = 16u << 20, .drain_seconds = 30,
+                      .ping_seconds = 10, .batch_tokens = 512};
+    const char *e;
+    int ok = 1, names_from_flags = 0, keys_from_flags = 0, rc = 2;
+    const char *key_file = getenv("LLM_API_KEY_FILE");
+    c.model_path = getenv("LLM_MODEL");
+    c.socket_path = getenv("LLM_SOCKET");
+    c.listen_addr = getenv("LLM_LISTEN");
+    if (c.socket_path && !*c.socket_path)
+        c.socket_path = NULL;
+    if (c.listen_addr && !*c.listen_addr)
+        c.listen_addr = NULL;
+    struct { const char *var; int *dst; int lo; } ints[] = {
+        {"LLM_CTX_SIZE", &c.ctx_size, 0}, {"LLM_PARALLEL", &c.parallel, 1}, {"LLM_THREADS", &c.threads, 0},
+        {"LLM_HTTP_THREADS", &c.http_threads, 0}, {"LLM_MAX_QUEUE", &c.max_queue, 0},
+        {"LLM_BATCH_TOKENS", &c.batch_tokens, 1}, {"LLM_DRAIN_TIMEOUT", &c.drain_seconds, 0},
+        {"LLM_PING_INTERVAL", &c.ping_seconds, 1}};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if ((e = getenv(ints[i].var)) && *e && parse_int(e, ints[i].lo, ints[i].dst) < 0) {
+            fprintf(stderr, "llm-fcgi serve: bad %s=%s\n", ints[i].var, e);
+            return 2;
+        }
+    if ((e = getenv("LLM_MAX_BODY")) && *e)
+        c.max_body = parse_size(e, &ok);
+    if ((e = getenv("LLM_LOG_PROMPTS")) && *e == '1')
+        c.log_prompts = true;
+
+    static const struct option opts[] = {
+        {"model", required_argument, 0, 'm'},       {"socket", required_argument, 0, O_SOCKET},
+        {"listen", required_argument, 0, O_LISTEN}, {"served-model-name", required_argument, 0, O_NAME},
+        {"api-key", required_argument, 0, O_KEY},   {"api-key-file", required_argument, 0, O_KEYFILE},
+        {"ctx-size", required_argument, 0, O_CTX},  {"parallel", required_argument, 0, O_PAR},
+        {"threads", required_argument, 0, O_THR},   {"http-threads", required_argument, 0, O_HTTP},
+        {"max-queue", required_argument, 0, O_QUEUE}, {"max-body", required_argument, 0, O_BODY},
+        {"batch-tokens", required_argument, 0, O_BATCH}, {"drain-timeout", required_argument, 0, O_DRAIN},
+        {"ping-interval", required_argument, 0, O_PING}, {"log-prompts", no_argument, 0, O_LOGP},
+        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+    int o;
+    optind = 1;
+    while ((o = getopt_long(argc, argv, "m:h", opts, NULL)) != -1) {
+        int bad = 0;
+        switch (o) {
+        case 'm': c.model_path = optarg; break;
+        case O_SOCKET: c.socket_path = optarg; break;
+        case O_LISTEN: c.listen_addr = optarg; break;
+        case O_NAME:
+            if (!names_from_flags++)
+                c.n_names = 0;
+            if (c.n_names < SRV_MAX_NAMES)
+                c.names[c.n_names++] = strdup(optarg);
+            break;
+        case O_KEY: keys_from_flags = 1; add_key(&c, optarg, strlen(optarg)); break;
+        case O_KEYFILE: key_file = optarg; break;
+        case O_CTX: bad = parse_int(optarg, 0, &c.ctx_size); break;
+        case O_PAR: bad = parse_int(optarg, 1, &c.parallel); break;
+        case O_THR: bad = parse_int(optarg, 0, &c.threads); break;
+        case O_HTTP: bad = parse_int(optarg, 1, &c.http_threads); break;
+        case O_QUEUE: bad = parse_int(optarg, 0, &c.max_queue); break;
+        case O_BODY: c.max_body = parse_size(optarg, &ok); break;
+        case O_BATCH: bad = parse_int(optarg, 1, &c.batch_tokens); break;
+        case O_DRAIN: bad = parse_int(optarg, 0, &c.drain_seconds); break;
+        case O_PING: bad = parse_int(optarg, 1, &c.ping_seconds); break;
+        case O_LOGP: c.log_prompts = true; break;
+        case 'h': fputs(usage, stdout); rc = 0; goto out;
+        default: fputs(usage, stderr); goto out;
+        }
+        if (bad || !ok) {
+            fprintf(stderr, "llm-fcgi serve: bad value '%s' (try --help)\n", optarg);
+            goto out;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "llm-fcgi serve: unexpected argument '%s'\n", argv[optind]);
+        goto out;
+    }
+    if (!c.model_path || !*c.model_path) {
+        fprintf(stderr, "llm-fcgi serve: no model: pass -m MODEL.gguf or set LLM_MODEL (try --help)\n");
+        goto out;
+    }
+    if (!names_from_flags && (e = getenv("LLM_SERVED_MODEL_NAME")) && *e)
+        add_list(&c, e, 1);
+    if (c.n_names == 0)
+        c.names[c.n_names++] = strdup(c.model_path);
+    if (!keys_from_flags && (e = getenv("LLM_API_KEY")) && *e)
+        add_list(&c, e, 0);
+    if (key_file && *key_file && read_key_file(&c, key_file) < 0) {
+        rc = 1;
+        goto out;
+    }
+    if (!c.socket_path && !c.listen_addr)
+        c.socket_path = NULL; /* srv_run checks fd 0 first, then the default */
+    if (c.http_threads <= 0)
+        c.http_threads = c.parallel + c.max_queue + 4;
+    rc = srv_run(&c);
+out:
+    for (int i = 0; i < c.n_keys; i++) {
+        memset(c.keys[i], 0, strlen(c.keys[i]));
+        free(c.keys[i]);
+    }
+    for (int i = 0; i < c.n_names; i++)
+        free((char *)c.names[i]);
+    return rc;
+}

@@ -228,11 +228,12 @@ function writeResults(outDir, results) {
 
 async function calibrate(t, o) {
     // tokens per word of this vocabulary, via vLLM's / llama-server's /tokenize
-    const sample = buildPrompt({ seed: o.seed + 99, sharedWords: 0, uniqueWords: 200 }, 0);
+    const W = 1000; // large enough that the ratio hardly depends on the draw
+    const sample = buildPrompt({ seed: o.seed + 99, sharedWords: 0, uniqueWords: W }, 0);
     const r = await getJson(t, o, `${t.rootPath}/tokenize`, 10000, { prompt: sample, content: sample, add_special_tokens: false });
     if (r.error || r.status !== 200 || !r.json) return null;
     const n = Number.isFinite(r.json.count) ? r.json.count : Array.isArray(r.json.tokens) ? r.json.tokens.length : NaN;
-    return n > 0 ? n / 200 : null;
+    return n > 0 ? n / W : null;
 }
 
 async function main() {

@@ -464,12 +464,14 @@ export function renderSvg(results) {
 
 // table(results): a fixed-width text table of the levels, for the terminal
 export function table(results) {
-    const head = ['C', 'req', 'ok', 'err', 'tok/s', 'req/s', 'TTFT p50', 'TTFT p99', 'ITL p50', 'ITL p99', 'TPOT p50', 'wall s'];
+    const head = ['C', 'req', 'ok', 'err', 'prompt', 'gen', 'tok/s', 'req/s', 'TTFT p50', 'TTFT p99', 'ITL p50', 'ITL p99', 'TPOT p50', 'wall s'];
     const rows = (results.levels || []).map((l) => [
-        l.concurrency, l.requests, l.ok, l.errors, fmt(l.tokens_per_s), fmt(l.requests_per_s),
+        l.concurrency, l.requests, l.ok, l.errors,
+        fmt(l.prompt_tokens_per_request && l.prompt_tokens_per_request.mean),
+        fmt(l.completion_tokens_per_request && l.completion_tokens_per_request.mean), fmt(l.tokens_per_s), fmt(l.requests_per_s),
         fmt(l.ttft_ms.p50), fmt(l.ttft_ms.p99), fmt(l.itl_ms.p50), fmt(l.itl_ms.p99), fmt(l.tpot_ms.p50), fmt(l.wall_s),
     ].map(String));
     const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
     const line = (r) => r.map((x, i) => x.padStart(w[i])).join('  ');
-    return [line(head), ...rows.map(line)].join('\n') + '\n(latencies in ms)\n';
+    return [line(head), ...rows.map(line)].join('\n') + '\n(prompt, gen: mean tokens per request; latencies in ms)\n';
 }

@@ -189,7 +189,7 @@ static void run_events(run_t *g, sched_chan_t *chan)
     srv_t *s = g->s;
     http_req_t *r = g->r;
     bool stream = g->gen->stream, first = true;
-    char piece[512];
+    char piece[VOCAB_DETOK_MAX];
     size_t n_done = 0;
     while (n_done < g->n) {
         sched_event_t ev;

@@ -141,14 +141,23 @@ void api_detokenize(srv_t *s, http_req_t *r)
         }
     vocab_detok_t d;
     vocab_detok_init(&d, s->vocab, false);
-    size_t cap = q.n_toks * 264 + 16, len = 0;
-    char *out = malloc(cap);
-    if (!out) {
-        http_reply_error(r, 503, "out of memory", NULL, NULL, NULL);
-        req_detok_free(&q);
-        return;
-    }
-    for (size_t i = 0; i < q.n_toks; i++) {
+    size_t cap = 0, len = 0;
+    char *out = NULL;
+    for (size_t i = 0; i <= q.n_toks; i++) {
+        if (cap - len < VOCAB_DETOK_MAX + 1) { /* room for one more piece */
+            size_t nc = cap ? cap * 2 : 4 * VOCAB_DETOK_MAX;
+            char *p = realloc(out, nc);
+            if (!p) {
+                free(out);
+                http_reply_error(r, 503, "out of memory", NULL, NULL, NULL);
+                req_detok_free(&q);
+                return;
+            }
+            out = p;
+            cap = nc;
+        }
+        if (i == q.n_toks)
+            break;
         int w = vocab_detok_push(&d, q.toks[i], out + len, cap - len);
         if (w > 0)
             len += (size_t)w;

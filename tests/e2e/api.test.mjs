@@ -93,6 +93,22 @@ await check('chat streamed', async () => {
   ok(chatText !== null && text === chatText, 'chat stream: text equals the non-streamed text', { text, chatText });
 });
 
+await check('seeded sampling', async () => {
+  const body = { model: MODEL, prompt: 'Once upon a time', max_tokens: 24, temperature: 1, seed: 1234 };
+  const a = await client.completions.create(body);
+  const b = await client.completions.create(body);
+  ok(a.choices[0].text === b.choices[0].text, 'seeded temperature-1 requests repeat exactly', [a.choices[0].text, b.choices[0].text]);
+  const s = await client.completions.create({ ...body, stream: true });
+  let text = '';
+  for await (const ch of s) text += ch.choices.map((x) => x.text).join('');
+  ok(text === a.choices[0].text, 'seeded stream text equals the non-streamed text', [text, a.choices[0].text]);
+  const parts = await client.chat.completions.create(chatBody({
+    messages: [{ role: 'system', content: [{ type: 'text', text: 'Be brief.' }] },
+      { role: 'user', content: [{ type: 'text', text: 'Tell me ' }, { type: 'text', text: 'a story.' }] }],
+  }));
+  ok(typeof parts.choices[0].message.content === 'string' && parts.usage.prompt_tokens > 0, 'chat with text content parts');
+});
+
 await check('chat raw SSE', async () => {
   const r = await post('/v1/chat/completions', chatBody({ stream: true }));
   ok(r.status === 200 && r.headers.get('content-type').startsWith('text/event-stream'), 'SSE: status and content type');
@@ -220,7 +236,7 @@ await check('errors', async () => {
 if (process.env.E2E_CONCURRENCY === '1') {
   await check('four concurrent streams', async () => {
     const run = async (i) => {
-      const s = await client.completions.create({ model: MODEL, prompt: `Stream ${i}`, max_tokens: 40, temperature: 0, stream: true });
+      const s = await client.completions.create({ model: MODEL, prompt: `Stream ${i}`, max_tokens: 200, temperature: 0, stream: true });
       const times = [];
       let text = '';
       for await (const ch of s) { times.push(performance.now()); text += ch.choices.map((x) => x.text).join(''); }

@@ -86,6 +86,19 @@ start_nginx() {
     export BASE
 }
 
+# wait_metric NAME VALUE [AUTH_HEADER]: polls /metrics (10 s max) until the
+# gauge NAME equals VALUE; returns 1 on timeout
+wait_metric() {
+    i=0
+    while [ $i -lt 200 ]; do
+        v=$(curl -s -m 2 ${3:+-H "$3"} "$BASE/metrics" | sed -n "s/^$1{[^}]*} //p")
+        [ "$v" = "$2" ] && return 0
+        sleep 0.05; i=$((i + 1))
+    done
+    diag "$1 stayed at '$v', wanted $2"
+    return 1
+}
+
 # curl with a hard time limit; extra args pass through
 c() { curl -s -m "${CURL_TIMEOUT:-30}" "$@"; }
 

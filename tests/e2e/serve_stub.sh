@@ -16,6 +16,7 @@ export LLM_STUB_DELAY_MS=5
 start_server "$STUB" serve -m stub.gguf --served-model-name stub --served-model-name alias \
     --api-key sk-one --api-key sk-two --parallel 4 || { ok 1 "server starts"; e2e_done; exit 1; }
 ok 0 "nginx + llm-fcgi-stub start"
+[ "$(stat -c %a "$SOCK")" = 660 ]; ok $? "unix socket has mode 0660"
 
 BASE=$BASE API_KEY=sk-two MODEL=stub E2E_STUB=1 E2E_CONCURRENCY=1 run_node "$TOP_SRCDIR/tests/e2e/api.test.mjs"
 
@@ -56,10 +57,10 @@ c -o "$E2E_TMP/b" -w '%{http_code}' -d "{\"prompt\":\"$big\"}" "$BASE/v1/complet
 # gets ": ping" comments meanwhile), a third is refused with 429
 c -N -d '{"prompt":"Hi","max_tokens":60,"stream":true}' "$BASE/v1/completions" >"$E2E_TMP/long" &
 LONG=$!
-sleep 0.3
+wait_metric llm_num_requests_running 1
 c -N -d '{"prompt":"Hi","max_tokens":3,"stream":true}' "$BASE/v1/completions" >"$E2E_TMP/queued" &
 QUEUED=$!
-sleep 0.3
+wait_metric llm_num_requests_waiting 1
 c -o "$E2E_TMP/q" -w '%{http_code}' -d '{"prompt":"x","max_tokens":2}' "$BASE/v1/completions" >"$E2E_TMP/code"
 [ "$(cat "$E2E_TMP/code")" = 429 ] && grep -q '"rate_limit_error"' "$E2E_TMP/q"; ok $? "full queue -> 429 JSON"
 wait $LONG
@@ -70,9 +71,8 @@ ok $? "a queued stream gets ': ping' comments while it waits, then its tokens"
 
 # a client that disconnects mid-stream frees its slot at once
 c -N -m 1 -d '{"prompt":"Hi","max_tokens":400,"stream":true}' "$BASE/v1/completions" >"$E2E_TMP/cut" 2>/dev/null
-sleep 0.5
+wait_metric llm_num_requests_running 0; ok $? "after a disconnect /metrics shows no running sequence"
 c "$BASE/metrics" >"$E2E_TMP/m"
-grep -q '^llm_num_requests_running{[^}]*} 0$' "$E2E_TMP/m"; ok $? "after a disconnect /metrics shows no running sequence"
 grep -q '^llm_client_disconnects_total{[^}]*} 1$' "$E2E_TMP/m"; ok $? "the disconnect is counted"
 gen=$(sed -n 's/^llm_generation_tokens_total{[^}]*} //p' "$E2E_TMP/m")
 ok $([ "${gen:-999}" -lt 200 ]; echo $?) "generation stopped early ($gen tokens of 400 asked + 60 before)"
@@ -82,7 +82,7 @@ ok $([ "$code" = 200 ]; echo $?) "server keeps serving after the disconnect"
 # SIGTERM during a stream: the stream finishes, the process exits 0
 c -N -d '{"prompt":"Hi","max_tokens":30,"stream":true}' "$BASE/v1/completions" >"$E2E_TMP/term" &
 T=$!
-sleep 0.3
+wait_metric llm_num_requests_running 1
 stop_server
 wait $T
 tail -c 20 "$E2E_TMP/term" | grep -q 'data: \[DONE\]'; ok $? "SIGTERM during a stream: the stream completes"
@@ -104,7 +104,8 @@ unset LLM_STUB_DELAY_MS
 TPORT=$(free_port)
 "$STUB" serve -m stub.gguf --listen "127.0.0.1:$TPORT" >/dev/null 2>"$E2E_TMP/llm.log" &
 LLM_PID=$!; E2E_PIDS="$E2E_PIDS $LLM_PID"
-sleep 0.5
+i=0
+while ! grep -q 'serving' "$E2E_TMP/llm.log" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 grep -q 'WARNING.*FastCGI' "$E2E_TMP/llm.log"; ok $? "--listen TCP prints a warning"
 if start_nginx "127.0.0.1:$TPORT"; then
     out=$(c -d '{"prompt":"Hi","max_tokens":3}' "$BASE/v1/completions")
@@ -126,4 +127,17 @@ if command -v spawn-fcgi >/dev/null; then
     stop_server
     ok $([ "$LLM_STATUS" = 0 ]; echo $?) "spawn-fcgi: SIGTERM exit 0 (got $LLM_STATUS)"
 fi
+
+# drain limit: a stream still running when --drain-timeout expires ends
+# with finish_reason "abort" and [DONE]; the process still exits 0
+export LLM_STUB_DELAY_MS=30
+start_server "$STUB" serve -m stub.gguf --drain-timeout 1 || ok 1 "server 4 starts"
+c -N -d '{"prompt":"Hi","max_tokens":400,"stream":true}' "$BASE/v1/completions" >"$E2E_TMP/drain" &
+D=$!
+wait_metric llm_num_requests_running 1
+stop_server
+wait $D
+grep -q '"finish_reason":"abort"' "$E2E_TMP/drain" && tail -c 20 "$E2E_TMP/drain" | grep -q 'data: \[DONE\]'
+ok $? "drain timeout: the stream ends with finish_reason abort and [DONE]"
+ok $([ "$LLM_STATUS" = 0 ]; echo $?) "drain timeout: exit 0 (got $LLM_STATUS)"
 e2e_done

@@ -1,0 +1,313 @@
+/* test_parsers_random.c - randomized differential test of the output
+ * parsers: random texts built from markup, JSON and text fragments must give
+ * the same result whether pushed whole, byte by byte or cut at random
+ * places; the streamed events must rebuild that result; complete calls must
+ * carry valid JSON objects. Fixed seeds: the run is reproducible. */
+#include "chat/reasoning.h"
+#include "chat/toolcall.h"
+#include "tap.h"
+
+#include <json-c/json.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng_state;
+
+static uint32_t rnd(uint32_t n)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state % n);
+}
+
+static const char *const frags[] = {
+    "<tool_call>", "</tool_call>", "<tool_", "[TOOL_CALLS]", "[TOOL_", "<|python_tag|>",
+    "<think>", "</think>", "</th", "{", "}", "[", "]", ",", ":", ";", "\"", "\\", "\\\"",
+    "\"name\"", "\"arguments\"", "\"parameters\"", "\"type\"", "\"f\"", "\"g\\u0041\"", "1",
+    "-2.5", "true", "null", " ", "\n", "x", "hello", "\xc3\xa9", "\xf0\x9f\x98\x80",
+    "{\"name\": \"f\", \"arguments\": {", "{\"name\":\"g\",\"parameters\":{\"a\":", "}}",
+    "\"</tool_call>\"", "\"]\"", "\"a b\"", "[ARGS]", "fn",
+};
+#define NFRAGS (sizeof frags / sizeof frags[0])
+
+static size_t random_text(char *buf, size_t cap)
+{
+    size_t len = 0;
+    int n = (int)rnd(14);
+    for (int i = 0; i < n; i++) {
+        const char *f = frags[rnd(NFRAGS)];
+        size_t fl = strlen(f);
+        if (len + fl + 1 > cap)
+            break;
+        memcpy(buf + len, f, fl);
+        len += fl;
+    }
+    buf[len] = '\0';
+    return len;
+}
+
+static void add(char *buf, size_t *len, size_t cap, const char *s)
+{
+    size_t n = strlen(s);
+    if (*len + n + 1 > cap)
+        return;
+    memcpy(buf + *len, s, n);
+    *len += n;
+    buf[*len] = '\0';
+}
+
+static const char *const values[] = {
+    "1", "\"Paris\"", "\"a </tool_call> \\\" ]\"", "[1, {\"b\": null}]", "{}", "true",
+    "\"\xe6\x97\xa5\\u00e9\"", "-0.5e2", "\"\\\\\"",
+};
+#define NVALUES (sizeof values / sizeof values[0])
+
+/* A text shaped like one to three calls of the format, with content around
+ * them, then maybe damaged (a fragment inserted, a range deleted, or cut). */
+static size_t call_text(toolcall_format_t fmt, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    int ncalls = 1 + (int)rnd(3);
+    if (fmt == TOOLCALL_FORMAT_MISTRAL && rnd(3) == 0) { /* v11: name[ARGS]{...} */
+        for (int c = 0; c < ncalls; c++) {
+            add(buf, &len, cap, c ? "[TOOL_CALLS]fn_2[ARGS]" : "[TOOL_CALLS]get.x[ARGS]");
+            add(buf, &len, cap, rnd(2) ? "{\"k\": " : "{}");
+            if (buf[len - 1] == ' ') {
+                add(buf, &len, cap, values[rnd(NVALUES)]);
+                add(buf, &len, cap, "}");
+            }
+        }
+        goto damage;
+    }
+    if (rnd(3) == 0 && fmt != TOOLCALL_FORMAT_LLAMA3_JSON)
+        add(buf, &len, cap, "Sure. ");
+    if (fmt == TOOLCALL_FORMAT_MISTRAL)
+        add(buf, &len, cap, "[TOOL_CALLS][");
+    if (fmt == TOOLCALL_FORMAT_LLAMA3_JSON && rnd(2))
+        add(buf, &len, cap, "<|python_tag|>");
+    for (int c = 0; c < ncalls; c++) {
+        if (c > 0)
+            add(buf, &len, cap, fmt == TOOLCALL_FORMAT_MISTRAL ? ", " : rnd(2) ? "\n" : "; ");
+        if (fmt == TOOLCALL_FORMAT_HERMES)
+            add(buf, &len, cap, "<tool_call>\n");
+        add(buf, &len, cap, rnd(2) ? "{\"name\": \"fn\", " : "{\"name\":\"g\",");
+        add(buf, &len, cap, fmt == TOOLCALL_FORMAT_LLAMA3_JSON ? "\"parameters\": {" : "\"arguments\": {");
+        int nargs = (int)rnd(4);
+        for (int a = 0; a < nargs; a++) {
+            char kv[64];
+            snprintf(kv, sizeof kv, "%s\"k%d\": ", a ? ", " : "", a);
+            add(buf, &len, cap, kv);
+            add(buf, &len, cap, values[rnd(NVALUES)]);
+        }
+        add(buf, &len, cap, "}}");
+        if (fmt == TOOLCALL_FORMAT_HERMES)
+            add(buf, &len, cap, "\n</tool_call>");
+    }
+    if (fmt == TOOLCALL_FORMAT_MISTRAL)
+        add(buf, &len, cap, "]");
+    if (rnd(3) == 0 && fmt != TOOLCALL_FORMAT_LLAMA3_JSON)
+        add(buf, &len, cap, " Done.");
+damage:
+    switch (rnd(4)) {
+    case 0: { /* insert a fragment */
+        const char *f = frags[rnd(NFRAGS)];
+        size_t fl = strlen(f), at = rnd((uint32_t)len + 1);
+        if (len + fl + 1 <= cap) {
+            memmove(buf + at + fl, buf + at, len - at + 1);
+            memcpy(buf + at, f, fl);
+            len += fl;
+        }
+        break;
+    }
+    case 1: { /* delete a range */
+        size_t at = rnd((uint32_t)len + 1), n = rnd(4);
+        if (at + n > len)
+            n = len - at;
+        memmove(buf + at, buf + at + n, len - at - n + 1);
+        len -= n;
+        break;
+    }
+    case 2: /* cut (max_tokens) */
+        len = rnd((uint32_t)len + 1);
+        buf[len] = '\0';
+        break;
+    default:
+        break;
+    }
+    return len;
+}
+
+/* ---- tool calls ---- */
+
+typedef struct {
+    char content[4096];
+    size_t clen;
+    int nstart;
+    char args[8][1024];
+    size_t alen[8];
+    bool ok;
+} rebuild_t;
+
+static void take(rebuild_t *r, const toolcall_out_t *o)
+{
+    for (size_t i = 0; i < o->n; i++) {
+        const toolcall_event_t *e = &o->events[i];
+        if (e->kind == TOOLCALL_EV_CONTENT) {
+            if (r->clen + e->len >= sizeof r->content) {
+                r->ok = false;
+                continue;
+            }
+            memcpy(r->content + r->clen, e->text, e->len);
+            r->clen += e->len;
+        } else if (e->kind == TOOLCALL_EV_START) {
+            if (e->index != r->nstart)
+                r->ok = false;
+            r->nstart++;
+        } else if (e->index >= 0 && e->index < r->nstart && e->index < 8 &&
+                   r->alen[e->index] + e->len < 1024) {
+            memcpy(r->args[e->index] + r->alen[e->index], e->text, e->len);
+            r->alen[e->index] += e->len;
+        } else {
+            r->ok = false;
+        }
+    }
+}
+
+/* Serialises a finished parser's result into one comparable string, and
+ * checks the stream rebuild against it. */
+static bool summarize(toolcall_t *p, const rebuild_t *r, char *out, size_t cap)
+{
+    size_t clen = 0;
+    const char *c = toolcall_content(p, &clen);
+    int w = snprintf(out, cap, "C[%s]", c ? c : "(null)");
+    bool ok = r->ok && r->clen == (c ? clen : 0) && (!c || !memcmp(c, r->content, clen));
+    ok = ok && r->nstart == (int)toolcall_count(p);
+    for (size_t i = 0; i < toolcall_count(p) && w > 0 && (size_t)w < cap; i++) {
+        toolcall_call_t call;
+        toolcall_get(p, i, &call);
+        w += snprintf(out + w, cap - (size_t)w, " CALL %s:%s(%s)%d", call.id, call.name, call.arguments,
+                      call.complete);
+        if (i < 8)
+            ok = ok && r->alen[i] == call.arguments_len && !memcmp(r->args[i], call.arguments, r->alen[i]);
+        if (call.complete) {
+            json_object *o = json_tokener_parse(call.arguments);
+            ok = ok && o && json_object_is_type(o, json_type_object);
+            json_object_put(o);
+        }
+    }
+    return ok;
+}
+
+static bool run_tc(toolcall_format_t fmt, const char *text, size_t n, int mode, char *sum, size_t cap)
+{
+    toolcall_config_t cfg = {fmt, NULL, NULL, 99};
+    toolcall_t *p = toolcall_create(&cfg, NULL);
+    rebuild_t *r = calloc(1, sizeof *r);
+    r->ok = true;
+    toolcall_out_t o;
+    size_t i = 0;
+    while (i < n) {
+        size_t step = mode == 0 ? n : mode == 1 ? 1 : 1 + rnd(6);
+        if (step > n - i)
+            step = n - i;
+        toolcall_push(p, text + i, step, &o, NULL);
+        take(r, &o);
+        i += step;
+    }
+    toolcall_finish(p, &o, NULL);
+    take(r, &o);
+    bool ok = summarize(p, r, sum, cap);
+    free(r);
+    toolcall_free(p);
+    return ok;
+}
+
+static void test_toolcall(toolcall_format_t fmt, int iters)
+{
+    char text[1024];
+    static char s0[8192], s1[8192], s2[8192];
+    int bad = 0, with_calls = 0;
+    for (int it = 0; it < iters; it++) {
+        size_t n = rnd(2) ? random_text(text, sizeof text) : call_text(fmt, text, sizeof text);
+        bool ok = run_tc(fmt, text, n, 0, s0, sizeof s0) && run_tc(fmt, text, n, 1, s1, sizeof s1) &&
+                  run_tc(fmt, text, n, 2, s2, sizeof s2) && !strcmp(s0, s1) && !strcmp(s0, s2);
+        if (!ok && bad++ < 3)
+            tap_diag("text [%s]\n#  whole %s\n#  bytes %s\n#  rand  %s", text, s0, s1, s2);
+        with_calls += strstr(s0, " CALL ") != NULL;
+    }
+    tap_diag("%d of %d texts gave calls", with_calls, iters);
+    tap_ok(bad == 0, "%s: %d random texts, any split gives the same result", toolcall_format_name(fmt),
+           iters);
+}
+
+/* ---- reasoning ---- */
+
+static bool run_rs(reasoning_mode_t mode, bool inside, const char *text, size_t n, int how,
+                   char *sum, size_t cap)
+{
+    reasoning_t *rp = reasoning_create(mode, inside, NULL);
+    char r[2048] = "", c[2048] = "";
+    size_t rl = 0, cl = 0, i = 0;
+    reasoning_out_t o;
+    bool ok = true, fin = false;
+    while (!fin) {
+        if (i < n) {
+            size_t step = how == 0 ? n : how == 1 ? 1 : 1 + rnd(6);
+            if (step > n - i)
+                step = n - i;
+            reasoning_push(rp, text + i, step, &o, NULL);
+            i += step;
+        } else {
+            reasoning_finish(rp, &o);
+            fin = true;
+        }
+        for (int k = 0; k < o.n; k++) {
+            char *d = o.segs[k].kind == REASONING_SEG_REASONING ? r : c;
+            size_t *dl = o.segs[k].kind == REASONING_SEG_REASONING ? &rl : &cl;
+            if (o.segs[k].len == 0 || *dl + o.segs[k].len >= 2048) {
+                ok = false;
+                continue;
+            }
+            memcpy(d + *dl, o.segs[k].text, o.segs[k].len);
+            *dl += o.segs[k].len;
+            d[*dl] = '\0';
+        }
+    }
+    reasoning_free(rp);
+    snprintf(sum, cap, "R[%s] C[%s]", r, c);
+    /* the tags never leak into the reasoning */
+    return ok && !strstr(r, "</think>");
+}
+
+static void test_reasoning(reasoning_mode_t mode, bool inside, int iters)
+{
+    char text[1024];
+    static char s0[8192], s1[8192], s2[8192];
+    int bad = 0;
+    for (int it = 0; it < iters; it++) {
+        size_t n = random_text(text, sizeof text);
+        bool ok = run_rs(mode, inside, text, n, 0, s0, sizeof s0) &&
+                  run_rs(mode, inside, text, n, 1, s1, sizeof s1) &&
+                  run_rs(mode, inside, text, n, 2, s2, sizeof s2) && !strcmp(s0, s1) && !strcmp(s0, s2);
+        if (!ok && bad++ < 3)
+            tap_diag("text [%s]\n#  whole %s\n#  bytes %s\n#  rand  %s", text, s0, s1, s2);
+    }
+    tap_ok(bad == 0, "reasoning %s%s: %d random texts, any split gives the same result",
+           reasoning_mode_name(mode), inside ? " (inside)" : "", iters);
+}
+
+int main(void)
+{
+    rng_state = 0x5eed5eed12345ull;
+    test_toolcall(TOOLCALL_FORMAT_HERMES, 3000);
+    test_toolcall(TOOLCALL_FORMAT_LLAMA3_JSON, 3000);
+    test_toolcall(TOOLCALL_FORMAT_MISTRAL, 3000);
+    test_toolcall(TOOLCALL_FORMAT_NONE, 300);
+    test_reasoning(REASONING_MODE_QWEN3, false, 2000);
+    test_reasoning(REASONING_MODE_DEEPSEEK_R1, true, 2000);
+    return tap_done();
+}

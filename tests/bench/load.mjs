@@ -19,7 +19,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import {
-    UsageError, parseArgs, helpText, requestsForLevel, isLoopbackAddress, buildPrompt, wordsForTokens,
+    UsageError, parseArgs, parseCounters, counterDelta, helpText, requestsForLevel, isLoopbackAddress, buildPrompt, wordsForTokens,
     SseParser, chunkText, levelSummary, renderSvg, table,
 } from './load_lib.mjs';
 
@@ -101,6 +101,8 @@ function request(t, o, { method, path: p, body, timeoutMs, signal, onData }) {
                 } else text += s;
             });
             res.on('end', () => finish({ status: res.statusCode, body: streaming ? undefined : text, streamed: streaming }));
+            // a connection closed early: no 'end'; a stream is then judged by its [DONE]
+            res.on('close', () => finish({ status: res.statusCode, body: streaming ? undefined : text, streamed: streaming }));
             res.on('error', (e) => finish({ error: 'connection', message: e.code || e.message }));
         });
         req.end(payload);
@@ -174,6 +176,26 @@ async function runOne(t, o, prompt, id, signal, runT0) {
     else { rec.completionTokens = rec.chunks; rec.usageMissing = true; }
     if (usage && Number.isFinite(usage.prompt_tokens)) rec.promptTokens = usage.prompt_tokens;
     return rec;
+}
+
+// ---------------------------------------------------------------- server side
+
+// Prometheus text -> {name: sum over label sets} for counters (*_total)
+async function serverCounters(t, o, outDir, label) {
+    const r = await request(t, o, { method: 'GET', path: `${t.rootPath}/metrics`, timeoutMs: 5000 });
+    if (r.error || r.status !== 200 || !r.body) return null;
+    fs.mkdirSync(outDir, { recursive: true });
+    fs.writeFileSync(path.join(outDir, `metrics-${label}.txt`), r.body);
+    return parseCounters(r.body);
+}
+
+// resident memory of a local process (the server), KiB, or null
+function rssKib(pid) {
+    if (!pid) return null;
+    try {
+        const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+        return m ? Number(m[1]) : null;
+    } catch { return null; }
 }
 
 // ---------------------------------------------------------------- levels
@@ -296,6 +318,7 @@ async function main() {
     };
 
     const runT0 = performance.now();
+    if (o.serverPid) results.server.rss_kib_start = rssKib(o.serverPid);
     if (o.warmup > 0) {
         const recs = [];
         for (let i = 0; i < o.warmup; i++) recs.push(await runOne(t, o, buildPrompt(spec, 9000000 + i), 9000000 + i, null, runT0));
@@ -311,11 +334,16 @@ async function main() {
         log(`warm-up: ${recs.length - bad.length}/${recs.length} ok, prompt ${recs.find((r) => r.ok).promptTokens} tokens`);
     }
 
+    let counters = await serverCounters(t, o, outDir, 'start'); // after the warm-up
     let failed = 0;
     for (let li = 0; li < o.concurrency.length; li++) {
         const c = o.concurrency[li];
         const n = requestsForLevel(o, c);
         const { summary: s, records } = await runLevel(t, o, c, n, spec, (li + 1) * 100000, runT0);
+        const after = await serverCounters(t, o, outDir, `after-C${c}`);
+        if (after && counters) s.server_counters_delta = counterDelta(counters, after);
+        if (after) counters = after;
+        if (o.serverPid) s.server_rss_kib = rssKib(o.serverPid);
         if (o.raw) s.raw = records.map((r) => ({ id: r.id, ok: r.ok, error: r.error || undefined, start_ms: Math.round(r.startMs), ttft_ms: r.ttftMs, e2e_ms: r.e2eMs, prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, chunks: r.chunks }));
         results.levels.push(s);
         failed += s.errors + s.not_started;

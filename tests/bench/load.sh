@@ -85,7 +85,7 @@ echo "load.sh: serving on $BASE (temp dir $E2E_TMP)" >&2
 mkdir -p "$out"
 echo "llm-fcgi serve -m $model_abs$serve_args" >"$out/server-command.txt"
 
-timeout "${LOAD_SERVE_TIMEOUT:-3600}" node "$mjs" --url "$BASE/v1" "$@"
+timeout "${LOAD_SERVE_TIMEOUT:-3600}" node "$mjs" --url "$BASE/v1" --server-pid "$LLM_PID" "$@"
 status=$?
 stop_server
 [ "$LLM_STATUS" = 0 ] || echo "load.sh: llm-fcgi exited with status $LLM_STATUS (see $out/llm-fcgi.log)" >&2

@@ -31,6 +31,7 @@ export const DEFAULTS = Object.freeze({
     out: '',
     note: '',
     raw: false,
+    serverPid: 0, // read its resident memory after every level (Linux /proc)
 });
 
 // hard bounds: the tool always stops by itself and never floods a machine
@@ -71,6 +72,7 @@ streaming clients, for each C of a list, and writes results.json + plot.svg.
   --out DIR             output directory (default build/bench/load-<UTC time>)
   --note TEXT           free text stored in results.json and the plot title
   --raw                 also store every request's timings in results.json
+  --server-pid PID      record the server's resident memory after every level
   -h, --help            this text
 
 Exit status: 0 all requests succeeded, 1 some failed, 2 usage or setup error.
@@ -141,6 +143,7 @@ export function parseArgs(argv, env = {}) {
             case '--out': o.out = val(); break;
             case '--note': o.note = val(); break;
             case '--raw': o.raw = true; break;
+            case '--server-pid': o.serverPid = intArg(a, val(), 1, 2 ** 31 - 1); break;
             default: throw new UsageError(`unknown option '${argv[i]}' (try --help)`);
         }
     }
@@ -353,6 +356,34 @@ export function levelSummary(c, records, wallS) {
         prompt_tokens_per_request: summary(ok.map((r) => r.promptTokens)),
         completion_tokens_per_request: summary(ok.map((r) => r.completionTokens)),
     };
+}
+
+// ---------------------------------------------------------------- metrics
+
+// parseCounters(text): Prometheus text format -> {name: value summed over
+// label sets} for the samples whose name ends in _total (counters).
+// Malformed lines are skipped.
+export function parseCounters(text) {
+    const out = {};
+    for (const line of String(text).split('\n')) {
+        if (!line || line.startsWith('#')) continue;
+        const m = /^([A-Za-z_:][A-Za-z0-9_:]*)(\{.*\})?\s+(\S+)/.exec(line);
+        if (!m || !m[1].endsWith('_total')) continue;
+        const v = Number(m[3]);
+        if (!Number.isFinite(v)) continue;
+        out[m[1]] = (out[m[1]] || 0) + v;
+    }
+    return out;
+}
+
+// counterDelta(before, after): the counters that changed, after - before
+export function counterDelta(before, after) {
+    const d = {};
+    for (const [k, v] of Object.entries(after)) {
+        const x = v - (before[k] || 0);
+        if (x !== 0) d[k] = x;
+    }
+    return d;
 }
 
 // ---------------------------------------------------------------- SVG

@@ -4,7 +4,7 @@
 // TAP_NO_PLAN is set (load_stub.sh folds these lines into its own plan).
 import {
     UsageError, parseArgs, parseConcurrency, requestsForLevel, isLoopbackAddress, buildPrompt, wordsForTokens,
-    SseParser, chunkText, quantile, summary, levelSummary, niceMax, renderSvg, xmlEscape, table, DEFAULTS,
+    SseParser, chunkText, parseCounters, counterDelta, quantile, summary, levelSummary, niceMax, renderSvg, xmlEscape, table, DEFAULTS,
 } from './load_lib.mjs';
 
 let n = 0, failed = 0;
@@ -105,6 +105,18 @@ for (const [obj, want] of [
     [{ choices: [{ delta: {}, finish_reason: 'stop' }] }, ''],
     [null, ''], [{ choices: 'x' }, ''], [{ choices: [null] }, ''],
 ]) ok(chunkText(obj) === want, `chunkText ${JSON.stringify(obj)}`);
+
+// ---- Prometheus counters
+{
+    const text = '# HELP x_total y\n# TYPE x_total counter\nllm_requests_total{model_name="m",status="200"} 5\n' +
+        'llm_requests_total{model_name="m",status="429"} 2\nllm_prompt_tokens_total{model_name="m"} 1e3\n' +
+        'llm_num_requests_running{model_name="m"} 3\nbad line\nx_total NaN\nvllm:generation_tokens_total 7\n';
+    ok(same(parseCounters(text), { llm_requests_total: 7, llm_prompt_tokens_total: 1000, 'vllm:generation_tokens_total': 7 }),
+        'parseCounters sums label sets, keeps *_total only, skips bad lines');
+    ok(same(counterDelta({ a_total: 1, b_total: 2 }, { a_total: 4, b_total: 2, c_total: 1 }), { a_total: 3, c_total: 1 }),
+        'counterDelta: changed counters only');
+    ok(same(parseCounters(''), {}) && same(parseCounters(null), {}), 'parseCounters of nothing');
+}
 
 // ---- statistics
 for (const [arr, q, want] of [

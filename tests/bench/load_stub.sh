@@ -43,6 +43,9 @@ jcheck "$out/results.json" 'r.levels.every(l=>l.ttft_ms.n===5 && l.ttft_ms.p50>0
 jcheck "$out/results.json" 'r.levels.every(l=>l.prompt_tokens_per_request.min>0 && l.usage_missing===0)' "prompt tokens reported (stream_options.include_usage)"
 jcheck "$out/results.json" 'r.server.model==="stub" && r.config.shared_prefix===10 && r.warmup.errors===0' "model name from /v1/models, config recorded"
 jcheck "$out/results.json" 'new Set(r.levels.flatMap(l=>l.raw.map(x=>x.id))).size===10' "request ids unique across levels (--raw)"
+jcheck "$out/results.json" 'r.levels.every(l=>l.server_counters_delta && l.server_counters_delta.llm_generation_tokens_total===l.completion_tokens)' "server counters per level (/metrics) match the client's token count"
+[ -f "$out/metrics-start.txt" ] && [ -f "$out/metrics-after-C3.txt" ]
+ok $? "/metrics snapshots saved"
 [ -f "$out/plot.svg" ] && grep -q '</svg>' "$out/plot.svg" && ! grep -q 'NaN' "$out/plot.svg"
 ok $? "plot.svg written"
 if command -v xmllint >/dev/null; then xmllint --noout "$out/plot.svg" 2>/dev/null; ok $? "plot.svg is well-formed XML"; fi
@@ -77,6 +80,7 @@ st=$?
 ok $([ $st = 0 ]; echo $?) "load.sh --serve exits 0 (got $st)"
 [ $st = 0 ] || sed 's/^/# /' "$E2E_TMP/run5.err"
 jcheck "$out/results.json" 'r.server.model==="stubby" && r.levels[0].ok===2 && r.note==="null"' "load.sh --serve: results of its own server"
+jcheck "$out/results.json" 'r.server.rss_kib_start>0 && r.levels[0].server_rss_kib>0' "load.sh --serve: server resident memory recorded"
 grep -q -- '--parallel 2' "$out/server-command.txt" && [ -s "$out/llm-fcgi.log" ]
 ok $? "load.sh --serve: --parallel = max concurrency, server log kept"
 e2e_done

@@ -164,7 +164,7 @@ async function runOne(t, o, prompt, id, signal, runT0) {
         rec.error = `http_${r.status}`;
         let m = r.body || '';
         try { m = JSON.parse(m).error.message || m; } catch { /* keep text */ }
-        rec.message = String(m).slice(0, 300);
+        rec.message = String(m).replace(/\s+/g, " ").trim().slice(0, 300);
         return rec;
     }
     if (!done) { rec.error = 'incomplete'; rec.message = 'stream ended without data: [DONE]'; return rec; }

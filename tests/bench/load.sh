@@ -65,7 +65,7 @@ if [ ! -x "$LLM_FCGI" ]; then
     "$top/scripts/build.sh" >/dev/null || { echo "load.sh: build failed" >&2; exit 2; }
 fi
 
-TOP_SRCDIR=$top
+TOP_SRCDIR=$top   # read by lib.sh
 . "$top/tests/e2e/lib.sh"
 save_logs() {
     mkdir -p "$out"

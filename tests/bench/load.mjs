@@ -20,7 +20,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import {
     UsageError, parseArgs, parseCounters, counterDelta, helpText, requestsForLevel, isLoopbackAddress, buildPrompt, wordsForTokens,
-    SseParser, chunkText, levelSummary, renderSvg, table,
+    SseParser, chunkText, levelSummary, renderSvg, table, renderCompareSvg, markdownTable,
 } from './load_lib.mjs';
 
 const MAX_RESPONSE_BYTES = 64 << 20;
@@ -234,9 +234,43 @@ async function runLevel(t, o, c, n, spec, idBase, runT0) {
 
 // ---------------------------------------------------------------- main
 
-function defaultOut() {
+function defaultOut(kind = 'load') {
     const ts = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
-    return path.join(here, '..', '..', 'build', 'bench', `load-${ts}`);
+    return path.join(here, '..', '..', 'build', 'bench', `${kind}-${ts}`);
+}
+
+// compare [--out DIR] RESULTS.json...: several runs in one plot and table
+function compare(argv) {
+    let out = '';
+    const files = [];
+    for (let i = 0; i < argv.length; i++) {
+        if (argv[i] === '--out') {
+            if (i + 1 >= argv.length) { log('compare: --out: missing value'); return 2; }
+            out = argv[++i];
+        } else if (argv[i].startsWith('--out=')) out = argv[i].slice(6);
+        else if (argv[i] === '-h' || argv[i] === '--help') {
+            process.stdout.write('usage: load.sh compare [--out DIR] RESULTS.json... (writes DIR/compare.svg, DIR/compare.md)\n');
+            return 0;
+        } else if (argv[i].startsWith('-')) { log(`compare: unknown option '${argv[i]}'`); return 2; }
+        else files.push(argv[i]);
+    }
+    if (files.length === 0 || files.length > 8) { log('compare: give 1 to 8 results.json files'); return 2; }
+    const list = [];
+    for (const f of files) {
+        try {
+            const r = JSON.parse(fs.readFileSync(f, 'utf8'));
+            if (!r || !Array.isArray(r.levels)) throw new Error('no "levels" array');
+            list.push(r);
+        } catch (e) { log(`compare: ${f}: ${e.message}`); return 2; }
+    }
+    out = out || defaultOut('compare');
+    fs.mkdirSync(out, { recursive: true });
+    const md = markdownTable(list);
+    fs.writeFileSync(path.join(out, 'compare.svg'), renderCompareSvg(list));
+    fs.writeFileSync(path.join(out, 'compare.md'), md);
+    process.stdout.write(md);
+    log(`wrote ${path.join(out, 'compare.svg')} and compare.md`);
+    return 0;
 }
 
 function writeResults(outDir, results) {
@@ -259,6 +293,7 @@ async function calibrate(t, o) {
 }
 
 async function main() {
+    if (process.argv[2] === 'compare') return compare(process.argv.slice(3));
     let o;
     try {
         o = parseArgs(process.argv.slice(2), process.env);

@@ -47,6 +47,8 @@ export const LIMITS = Object.freeze({
 });
 
 const HELP = `usage: tests/bench/load.sh [OPTIONS]      (or: node tests/bench/load.mjs [OPTIONS])
+       tests/bench/load.sh --serve MODEL.gguf [SERVE OPTIONS] -- [OPTIONS]
+       tests/bench/load.sh compare [--out DIR] RESULTS.json...
 
 Drives an OpenAI-compatible server on a loopback address with C concurrent
 streaming clients, for each C of a list, and writes results.json + plot.svg.
@@ -454,11 +456,32 @@ function panel(x0, y0, w, h, title, yLabel, xs, series) {
 // inter-token latency p50/p99) against concurrency on a log2 axis
 export function renderSvg(results) {
     const lv = (results.levels || []).filter((l) => l && l.concurrency > 0);
-    const W = 1260, H = 440, pw = W / 3;
     const xs = [...new Set(lv.map((l) => l.concurrency))].sort((a, b) => a - b);
     const pick = (f) => lv.map((l) => [l.concurrency, f(l)]).filter((p) => p[1] !== null && p[1] !== undefined);
+    const errs = lv.filter((l) => l.errors > 0).map((l) => `C=${l.concurrency}: ${l.errors} errors`).join(', ');
+    return svgDocument('llm-fcgi load test' + (results.note ? ': ' + results.note : ''), subtitle(results), xs, [
+        [{ name: 'tokens/s', color: '#1f77b4', labels: true, points: pick((l) => l.tokens_per_s) }],
+        [
+            { name: 'p50', color: '#2ca02c', labels: true, points: pick((l) => l.ttft_ms && l.ttft_ms.p50) },
+            { name: 'p99', color: '#d62728', dash: '6 4', points: pick((l) => l.ttft_ms && l.ttft_ms.p99) },
+        ],
+        [
+            { name: 'p50', color: '#9467bd', labels: true, points: pick((l) => l.itl_ms && l.itl_ms.p50) },
+            { name: 'p99', color: '#ff7f0e', dash: '6 4', points: pick((l) => l.itl_ms && l.itl_ms.p99) },
+        ],
+    ], errs);
+}
+
+// runLabel(results, i): how a run is named in comparisons
+export function runLabel(results, i) {
+    if (results.note) return results.note;
+    if (results.server && results.server.model) return String(results.server.model).replace(/^.*\//, '');
+    return `run ${i + 1}`;
+}
+
+function subtitle(results) {
     const cfg = results.config || {};
-    const sub = [
+    return [
         results.server && results.server.model ? `model ${results.server.model}` : '',
         cfg.endpoint ? `/v1/${cfg.endpoint === 'chat' ? 'chat/completions' : 'completions'}` : '',
         cfg.prompt_tokens ? `prompt ~${cfg.prompt_tokens} tok` : '',
@@ -466,7 +489,35 @@ export function renderSvg(results) {
         cfg.max_tokens ? `max_tokens ${cfg.max_tokens}` : '',
         results.started ? results.started.replace(/\.\d+Z$/, 'Z') : '',
     ].filter(Boolean).join('  ·  ');
-    const errs = lv.filter((l) => l.errors > 0).map((l) => `C=${l.concurrency}: ${l.errors} errors`).join(', ');
+}
+
+const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#e377c2', '#17becf'];
+
+// renderCompareSvg(list): several results.json (e.g. llm-fcgi and
+// llama-server) in the same three panels, one colour per run; latency p50
+// solid, p99 dashed
+export function renderCompareSvg(list) {
+    const runs = list.map((r, i) => ({
+        label: runLabel(r, i), color: PALETTE[i % PALETTE.length],
+        lv: (r.levels || []).filter((l) => l && l.concurrency > 0),
+    }));
+    const xs = [...new Set(runs.flatMap((r) => r.lv.map((l) => l.concurrency)))].sort((a, b) => a - b);
+    const pick = (lv, f) => lv.map((l) => [l.concurrency, f(l)]).filter((p) => p[1] !== null && p[1] !== undefined);
+    const lat = (key) => runs.flatMap((r) => [
+        { name: `${r.label} p50`, color: r.color, points: pick(r.lv, (l) => l[key] && l[key].p50) },
+        { name: `${r.label} p99`, color: r.color, dash: '6 4', points: pick(r.lv, (l) => l[key] && l[key].p99) },
+    ]);
+    const errs = runs.flatMap((r) => r.lv.filter((l) => l.errors > 0).map((l) => `${r.label} C=${l.concurrency}: ${l.errors} errors`)).join(', ');
+    return svgDocument('load test comparison: ' + runs.map((r) => r.label).join(' vs '), list[0] ? subtitle({ ...list[0], server: null, started: null }) : '', xs, [
+        runs.map((r) => ({ name: r.label, color: r.color, labels: runs.length <= 2, points: pick(r.lv, (l) => l.tokens_per_s) })),
+        lat('ttft_ms'),
+        lat('itl_ms'),
+    ], errs);
+}
+
+// svgDocument(title, sub, xs, [throughput, ttft, itl] series, footer)
+function svgDocument(title, sub, xs, series, footer) {
+    const W = 1260, H = 440, pw = W / 3;
     const parts = [
         `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H + 60}" viewBox="0 0 ${W} ${H + 60}" font-family="sans-serif">`,
         '<style>.t{font-size:15px;font-weight:bold;text-anchor:middle}.s{font-size:12px;text-anchor:middle;fill:#444}' +
@@ -474,23 +525,33 @@ export function renderSvg(results) {
         '.xl,.yl{font-size:12px;text-anchor:middle;fill:#333}.lg{font-size:11px}.v{font-size:10px;text-anchor:middle;fill:#333}' +
         '.e{font-size:12px;fill:#b00;text-anchor:middle}</style>',
         `<rect width="${W}" height="${H + 60}" fill="white"/>`,
-        `<text x="${W / 2}" y="22" class="t">${xmlEscape('llm-fcgi load test' + (results.note ? ': ' + results.note : ''))}</text>`,
+        `<text x="${W / 2}" y="22" class="t">${xmlEscape(title)}</text>`,
         `<text x="${W / 2}" y="40" class="s">${xmlEscape(sub)}</text>`,
-        panel(0, 50, pw, H, 'Aggregate generation throughput', 'generated tokens / s', xs, [
-            { name: 'tokens/s', color: '#1f77b4', labels: true, points: pick((l) => l.tokens_per_s) },
-        ]),
-        panel(pw, 50, pw, H, 'Time to first token', 'ms', xs, [
-            { name: 'p50', color: '#2ca02c', labels: true, points: pick((l) => l.ttft_ms && l.ttft_ms.p50) },
-            { name: 'p99', color: '#d62728', dash: '6 4', points: pick((l) => l.ttft_ms && l.ttft_ms.p99) },
-        ]),
-        panel(2 * pw, 50, pw, H, 'Inter-token latency', 'ms', xs, [
-            { name: 'p50', color: '#9467bd', labels: true, points: pick((l) => l.itl_ms && l.itl_ms.p50) },
-            { name: 'p99', color: '#ff7f0e', dash: '6 4', points: pick((l) => l.itl_ms && l.itl_ms.p99) },
-        ]),
+        panel(0, 50, pw, H, 'Aggregate generation throughput', 'generated tokens / s', xs, series[0]),
+        panel(pw, 50, pw, H, 'Time to first token', 'ms', xs, series[1]),
+        panel(2 * pw, 50, pw, H, 'Inter-token latency', 'ms', xs, series[2]),
     ];
-    if (errs) parts.push(`<text x="${W / 2}" y="${H + 52}" class="e">${xmlEscape(errs)}</text>`);
+    if (footer) parts.push(`<text x="${W / 2}" y="${H + 52}" class="e">${xmlEscape(footer)}</text>`);
     parts.push('</svg>');
     return parts.join('\n') + '\n';
+}
+
+// markdownTable(list): one row per run and level, for docs/performance.md
+export function markdownTable(list) {
+    const head = ['run', 'C', 'ok/req', 'prompt tok', 'gen tok', 'tok/s', 'req/s', 'TTFT p50 ms', 'TTFT p99 ms', 'ITL p50 ms', 'ITL p99 ms', 'TPOT p50 ms'];
+    const rows = [];
+    list.forEach((r, i) => {
+        for (const l of r.levels || []) {
+            rows.push([runLabel(r, i), l.concurrency, `${l.ok}/${l.requests}`,
+                fmt(l.prompt_tokens_per_request && l.prompt_tokens_per_request.mean),
+                fmt(l.completion_tokens_per_request && l.completion_tokens_per_request.mean),
+                fmt(l.tokens_per_s), fmt(l.requests_per_s), fmt(l.ttft_ms && l.ttft_ms.p50), fmt(l.ttft_ms && l.ttft_ms.p99),
+                fmt(l.itl_ms && l.itl_ms.p50), fmt(l.itl_ms && l.itl_ms.p99), fmt(l.tpot_ms && l.tpot_ms.p50)]
+                .map((x) => String(x).replace(/\|/g, '\\|')));
+        }
+    });
+    const line = (r) => `| ${r.join(' | ')} |`;
+    return [line(head), line(head.map((h, i) => (i < 1 ? '---' : '---:'))), ...rows.map(line)].join('\n') + '\n';
 }
 
 // table(results): a fixed-width text table of the levels, for the terminal

@@ -4,7 +4,7 @@
 // TAP_NO_PLAN is set (load_stub.sh folds these lines into its own plan).
 import {
     UsageError, parseArgs, parseConcurrency, requestsForLevel, isLoopbackAddress, buildPrompt, wordsForTokens,
-    SseParser, chunkText, parseCounters, counterDelta, quantile, summary, levelSummary, niceMax, renderSvg, xmlEscape, table, DEFAULTS,
+    SseParser, chunkText, parseCounters, counterDelta, renderCompareSvg, markdownTable, runLabel, quantile, summary, levelSummary, niceMax, renderSvg, xmlEscape, table, DEFAULTS,
 } from './load_lib.mjs';
 
 let n = 0, failed = 0;
@@ -163,6 +163,18 @@ ok(Number.isNaN(quantile([], 0.5)), 'quantile of nothing is NaN');
     ok(one.includes('</svg>') && !/NaN|undefined/.test(one), 'SVG of an empty level');
     const tb = table(results);
     ok(tb.split('\n')[1].trim().startsWith('2') && tb.includes('8.5'), 'table rows');
+
+    // ---- comparison of runs
+    for (const [r, i, want] of [
+        [{ note: 'llama-server' }, 0, 'llama-server'], [{ server: { model: '/m/a.gguf' } }, 1, 'a.gguf'], [{}, 2, 'run 3'],
+    ]) ok(runLabel(r, i) === want, `runLabel -> ${want}`);
+    const other = { note: 'b|c', levels: [{ ...s4, concurrency: 8 }] };
+    const cmp = renderCompareSvg([results, other]);
+    ok(cmp.startsWith('<svg ') && (cmp.match(/<polyline /g) || []).length === 5 && !/NaN|undefined/.test(cmp),
+        'compare SVG: lines for runs with 2+ levels, no NaN');
+    ok(cmp.includes('x &amp; &lt;y&gt; vs b|c'), 'compare SVG title names the runs');
+    const md = markdownTable([results, other]).trim().split('\n');
+    ok(md.length === 5 && md[0].startsWith('| run | C |') && md[4].startsWith('| b\\|c | 8 |'), 'markdown table: a row per run and level, | escaped');
 }
 
 if (!process.env.TAP_NO_PLAN) console.log(`1..${n}`);

@@ -52,6 +52,14 @@ if command -v xmllint >/dev/null; then xmllint --noout "$out/plot.svg" 2>/dev/nu
 grep -q 'TTFT p50' "$E2E_TMP/run1.out" && [ -f "$out/results.txt" ]
 ok $? "table on stdout and in results.txt"
 
+# ---- compare: two runs in one plot and markdown table
+timeout 30 node "$LOAD" compare --out "$E2E_TMP/cmp" "$out/results.json" "$out/results.json" >"$E2E_TMP/cmp.out" 2>&1
+st=$?
+[ $st = 0 ] && grep -q '</svg>' "$E2E_TMP/cmp/compare.svg" && [ "$(grep -c '^| ' "$E2E_TMP/cmp/compare.md")" = 6 ]
+ok $? "compare writes compare.svg and a markdown table (got $st)"
+timeout 30 node "$LOAD" compare "$E2E_TMP/nonexistent.json" >/dev/null 2>&1
+ok $([ $? = 2 ]; echo $?) "compare of a missing file: exit 2"
+
 # ---- wrong key: a setup error, nothing measured
 timeout 30 node "$LOAD" --url "$BASE/v1" --api-key wrong --concurrency 1 --requests 1 --out "$E2E_TMP/run2" 2>"$E2E_TMP/run2.err"
 st=$?

@@ -200,6 +200,10 @@ static void run_events(run_t *g, sched_chan_t *chan)
             if ((r->io.gone && r->io.gone(r->io.io)) || r->write_failed) {
                 metrics_disconnect(&s->metrics);
                 r->write_failed = true;
+                if (!r->headers_sent) { /* nothing to answer: log 499 like nginx */
+                    r->headers_sent = true;
+                    r->status = 499;
+                }
                 sched_chan_cancel(chan);
                 return;
             }

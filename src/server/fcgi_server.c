@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,10 +33,10 @@ typedef struct {
     srv_t *srv;
     int listen_fd;
     pthread_t thread;
-    volatile int done;
+    atomic_int done;
 } acceptor_t;
 
-static volatile int stopping;
+static atomic_int stopping;
 
 /* ---- socket setup ---- */
 
@@ -202,8 +203,14 @@ static void *acceptor_main(void *arg)
     FCGX_Request q;
     FCGX_InitRequest(&q, a->listen_fd, 0);
     while (!stopping) {
-        if (FCGX_Accept_r(&q) < 0)
-            break;
+        if (FCGX_Accept_r(&q) < 0) {
+            if (stopping)
+                break;
+            /* transient (EMFILE, ECONNABORTED...): keep the thread alive */
+            struct timespec ts = {0, 10 * 1000000L};
+            nanosleep(&ts, NULL);
+            continue;
+        }
         handle_one(a->srv, &q);
         FCGX_Finish_r(&q);
     }

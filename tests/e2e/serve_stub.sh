@@ -78,6 +78,9 @@ gen=$(sed -n 's/^llm_generation_tokens_total{[^}]*} //p' "$E2E_TMP/m")
 ok $([ "${gen:-999}" -lt 200 ]; echo $?) "generation stopped early ($gen tokens of 400 asked + 60 before)"
 code=$(c -o /dev/null -w '%{http_code}' -d '{"prompt":"x","max_tokens":2}' "$BASE/v1/completions")
 ok $([ "$code" = 200 ]; echo $?) "server keeps serving after the disconnect"
+c -m 1 -d '{"prompt":"Hi","max_tokens":400}' "$BASE/v1/completions" >/dev/null 2>&1
+wait_metric llm_num_requests_running 0 && grep -q ' POST /v1/completions 499 .*client-gone' "$E2E_TMP/llm.log"
+ok $? "a non-streamed request whose client left is cancelled and logged as 499"
 
 # SIGTERM during a stream: the stream finishes, the process exits 0
 c -N -d '{"prompt":"Hi","max_tokens":30,"stream":true}' "$BASE/v1/completions" >"$E2E_TMP/term" &
@@ -102,11 +105,11 @@ stop_server
 # ---- phase 3: TCP (with its warning) and spawn-fcgi (socket on fd 0)
 unset LLM_STUB_DELAY_MS
 TPORT=$(free_port)
-"$STUB" serve -m stub.gguf --listen "127.0.0.1:$TPORT" >/dev/null 2>"$E2E_TMP/llm.log" &
+"$STUB" serve -m stub.gguf --listen "127.0.0.1:$TPORT" >/dev/null 2>"$E2E_TMP/tcp.log" &
 LLM_PID=$!; E2E_PIDS="$E2E_PIDS $LLM_PID"
 i=0
-while ! grep -q 'serving' "$E2E_TMP/llm.log" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-grep -q 'WARNING.*FastCGI' "$E2E_TMP/llm.log"; ok $? "--listen TCP prints a warning"
+while ! grep -q 'serving' "$E2E_TMP/tcp.log" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+grep -q 'WARNING.*FastCGI' "$E2E_TMP/tcp.log"; ok $? "--listen TCP prints a warning"
 if start_nginx "127.0.0.1:$TPORT"; then
     out=$(c -d '{"prompt":"Hi","max_tokens":3}' "$BASE/v1/completions")
     echo "$out" | grep -q '"text":"ce "'; ok $? "completion over TCP FastCGI"
@@ -127,6 +130,16 @@ if command -v spawn-fcgi >/dev/null; then
     stop_server
     ok $([ "$LLM_STATUS" = 0 ]; echo $?) "spawn-fcgi: SIGTERM exit 0 (got $LLM_STATUS)"
 fi
+
+# options from the environment
+LLM_API_KEY=sk-env LLM_SERVED_MODEL_NAME=envname,envalias LLM_MAX_BODY=1k \
+    start_server "$STUB" serve -m stub.gguf || ok 1 "server from env starts"
+code=$(c -o /dev/null -w '%{http_code}' "$BASE/v1/models")
+out=$(c -H 'Authorization: Bearer sk-env' "$BASE/v1/models/envalias")
+ok $([ "$code" = 401 ] && echo "$out" | grep -q '"id":"envalias"'; echo $?) "LLM_API_KEY and LLM_SERVED_MODEL_NAME from the environment"
+code=$(c -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer sk-env' -d "{\"prompt\":\"$big\"}" "$BASE/v1/completions")
+ok $([ "$code" = 413 ]; echo $?) "LLM_MAX_BODY from the environment"
+stop_server
 
 # drain limit: a stream still running when --drain-timeout expires ends
 # with finish_reason "abort" and [DONE]; the process still exits 0

@@ -119,6 +119,19 @@ int main(void)
     for (size_t i = 0; i < sizeof sm / sizeof sm[0]; i++)
         tap_ok(http_status_of(sm[i].code) == sm[i].st, "%s -> %d", lf_code_name(sm[i].code), sm[i].st);
 
+    /* ---- ChatML fallback renderer ---- */
+    chat_msg_t msgs[] = {{CHAT_ROLE_DEVELOPER, "be nice", NULL}, {CHAT_ROLE_USER, "hi", NULL},
+                         {CHAT_ROLE_ASSISTANT, "", NULL}, {CHAT_ROLE_TOOL, "42", NULL}};
+    char *out = NULL;
+    tap_ok(chat_render_chatml(NULL, msgs, 4, true, &out, NULL) == LF_OK && out &&
+               !strcmp(out, "<|im_start|>system\nbe nice<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n"
+                            "<|im_start|>assistant\n<|im_end|>\n<|im_start|>tool\n42<|im_end|>\n<|im_start|>assistant\n"),
+           "ChatML: roles, developer as system, generation prompt");
+    free(out);
+    tap_ok(chat_render_chatml(NULL, msgs + 1, 1, false, &out, NULL) == LF_OK && !strcmp(out, "<|im_start|>user\nhi<|im_end|>\n"),
+           "ChatML without generation prompt");
+    free(out);
+
     /* ---- the pipeline over the stub engine ---- */
     srv_t s = {.render = chat_render_chatml};
     s.cfg.names[0] = "m";

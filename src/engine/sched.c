@@ -313,7 +313,9 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
         for (int32_t k = 0; k < take; k++) {
             int32_t pos = j->n_past + k;
             bool last = pos == j->n_prompt - 1;
-            s->batch[n++] = (fwd_tok_t){.token = j->prompt[pos], .seq = i, .pos = pos, .logits = last || j->plp};
+            /* prompt order for prompts of >= 2 tokens: llama.cpp's numerics */
+            s->batch[n++] = (fwd_tok_t){.token = j->prompt[pos], .seq = i, .pos = pos, .logits = last || j->plp,
+                                        .prompt = j->n_prompt >= 2};
             if (last)
                 j->logit_j = nl;
             if (last || j->plp) {
@@ -411,10 +413,12 @@ static void step_commit(sched_t *s, int32_t n_tok, int32_t n_logits)
         sched_event_t ev = {.kind = SCHED_EV_TOKEN, .index = j->index, .token = tok};
         if (j->params.logprobs)
             lp_fill(s, logits, tok, j->params.top_logprobs, &ev.lp);
+        bool eog = !j->params.ignore_eos && vocab_is_eog(s->vocab, tok);
+        ev.ends = eog || is_stop_id(j, tok);
         chan_push(j->ch, &ev);
-        if (!j->params.ignore_eos && vocab_is_eog(s->vocab, tok))
+        if (eog)
             job_finish(s, j, SCHED_FINISH_STOP, LF_OK);
-        else if (is_stop_id(j, tok))
+        else if (ev.ends)
             job_finish_tok(s, j, SCHED_FINISH_STOP, LF_OK, tok);
         else if (j->n_gen >= j->params.max_tokens || j->n_past >= s->o.n_ctx)
             job_finish(s, j, SCHED_FINISH_LENGTH, LF_OK);

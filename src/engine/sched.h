@@ -115,7 +115,9 @@ typedef struct {
     int32_t n_cached;       /* of which reused from the prefix cache (DONE) */
     int32_t n_gen;          /* tokens generated (DONE) */
     int32_t stop_token;     /* DONE/STOP by a stop_token_ids entry: it; else -1 */
-    sched_lp_t lp;          /* TOKEN with top_logprobs >= 0 (lp.has) */
+    bool ends;              /* TOKEN: this token (EOS / a stop_token_ids
+                               entry) ends the job with STOP */
+    sched_lp_t lp;          /* TOKEN with logprobs (lp.has) */
     sched_prompt_lp_t *prompt_lp; /* SCHED_EV_PROMPT: the reader frees it */
 } sched_event_t;
 

@@ -146,8 +146,8 @@ static int emit_chunk(run_t *g, size_t idx, const char *text, size_t len, bool r
     json_object *o = head_json(g, g->chat ? "chat.completion.chunk" : "text_completion");
     json_object *choices = json_object_new_array(), *c = json_object_new_object();
     json_object_object_add(c, "index", json_object_new_int((int32_t)idx));
-    if (g->mindie && text) { /* full_text streaming: the whole text so far */
-        text_append(ch, text, len);
+    if (g->mindie && (text || finish)) { /* full_text streaming: the whole text so far */
+        text_append(ch, text ? text : "", text ? len : 0);
         text = ch->text ? ch->text : "";
         len = ch->len;
     }
@@ -312,6 +312,8 @@ static void on_token(run_t *g, sched_chan_t *chan, size_t idx, const sched_event
     }
     int w = vocab_detok_push(&c->detok, ev->token, piece + off, sizeof piece - off);
     size_t len = off + (size_t)(w > 0 ? w : 0);
+    if (ev->ends && !sp->include_stop_str_in_output)
+        len = 0; /* as vLLM: the EOS / stop token's text is not part of the output */
     c->text_off += (int32_t)len;
     stopstr_set_active(c->ss, c->n_gen >= sp->min_tokens);
     if (choice_feed(g, idx, piece, len, false)) {

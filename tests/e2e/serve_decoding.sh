@@ -41,6 +41,13 @@ ok $([ "$(echo "$s" | grep -c '"index":2')" -ge 4 ] && [ "$(echo "$s" | grep -c 
 s=$(c -H "$H" -d '{"prompt":"Once upon a time","max_tokens":1,"temperature":0,"prompt_logprobs":1}' "$BASE/v1/completions")
 echo "$s" | grep -q '"prompt_logprobs":\[null,{"403":{"logprob":-[0-9.e-]*,"rank":1,"decoded_token":" Once"}}'
 ok $? "curl: completions prompt_logprobs per choice, vLLM shape"
+# n > 1 evaluates the prompt once: the other choices attach its KV blocks
+hits() { c -H "$H" "$BASE/metrics" | sed -n 's/^llm_prefix_cache_hit_tokens_total{[^}]*} //p'; }
+h0=$(hits)
+long=$(i=0; while [ $i -lt 6 ]; do printf 'A fox ran %d times around the old red barn. ' $i; i=$((i + 1)); done)
+s=$(c -H "$H" -d "{\"prompt\":\"$long\",\"max_tokens\":3,\"temperature\":0,\"n\":3}" "$BASE/v1/completions")
+h1=$(hits)
+ok $([ $((h1 - h0)) -ge 64 ] && echo "$s" | grep -q '"index":2'; echo $?) "n=3: choices 1 and 2 reuse the prompt's KV blocks ($((h1 - h0)) cached tokens)"
 stop_server
 ok $([ "$LLM_STATUS" = 0 ]; echo $?) "SIGTERM: exit 0 (got $LLM_STATUS)"
 e2e_done

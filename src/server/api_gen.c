@@ -163,8 +163,7 @@ static int emit_chunk(run_t *g, size_t idx, const char *text, size_t len, bool r
     }
     json_object_object_add(c, "logprobs", role ? NULL : take_logprobs(g, ch));
     json_object_object_add(c, "finish_reason", finish ? json_object_new_string(finish) : NULL);
-    if (finish || !g->chat)
-        json_object_object_add(c, "stop_reason", finish ? json_object_get(ch->stop_reason) : NULL);
+    json_object_object_add(c, "stop_reason", finish ? json_object_get(ch->stop_reason) : NULL);
     json_object_array_add(choices, c);
     json_object_object_add(o, "choices", choices);
     if (g->mindie && finish) {
@@ -328,10 +327,17 @@ static void on_prompt_lp(run_t *g, size_t idx, sched_prompt_lp_t *p, const int32
     if (g->sp->prompt_logprobs >= 0 && !c->prompt_lp)
         c->prompt_lp = lp_prompt_json(g->s->vocab, p);
     if (c->echo && g->sp->logprobs && !g->chat) {
-        int32_t off = 0;
+        /* text_offset into the echoed prompt text: the token pieces may
+         * add a leading space (SentencePiece), so align them at the end */
         char buf[512];
+        int32_t total = 0, off = 0, echo_len = (int32_t)strlen(c->echo);
         for (int32_t i = 0; i < p->n; i++) {
-            lp_legacy_add(&c->lp_leg, g->s->vocab, prompt[i], &p->e[i], off);
+            int n = vocab_token_to_piece(g->s->vocab, prompt[i], !g->sp->skip_special_tokens, buf, sizeof buf);
+            total += n > 0 ? n : 0;
+        }
+        int32_t shift = total > echo_len ? total - echo_len : 0;
+        for (int32_t i = 0; i < p->n; i++) {
+            lp_legacy_add(&c->lp_leg, g->s->vocab, prompt[i], &p->e[i], off > shift ? off - shift : 0);
             int n = vocab_token_to_piece(g->s->vocab, prompt[i], !g->sp->skip_special_tokens, buf, sizeof buf);
             off += n > 0 ? n : 0;
         }

@@ -133,6 +133,8 @@ await check('completions logprobs and echo', async () => {
   const x = el.choices[0].logprobs;
   ok(x.token_logprobs[0] === null && x.top_logprobs[0] === null && x.tokens.length === 5 + 4 && x.token_logprobs.slice(1).every((v) => v <= 0),
     'echo + logprobs: prompt tokens included, the first null', x);
+  ok(x.text_offset.slice(1).every((o, i) => o >= x.text_offset[i]) && x.text_offset[5] === P.length &&
+    el.choices[0].text.slice(x.text_offset[2]).startsWith(' upon'), 'echo + logprobs: text_offset into the echoed text', x.text_offset);
   const s = await streamCmpl(cmpl({ echo: true, max_tokens: 4 }));
   ok(s.text[0] === e.choices[0].text, 'echo streamed: same text', s.text[0]);
 });

@@ -666,15 +666,17 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
             sp.banned = &eos;
             sp.n_banned = 1;
         }
-        /* min_tokens: EOS and the stop tokens are banned until reached */
-        int32_t ban[4097];
+        /* min_tokens: every end-of-generation token and the stop tokens
+         * are banned until reached */
+        int32_t ban[4096 + 64];
         int32_t nb = 0;
-        if (eos >= 0)
-            ban[nb++] = eos;
-        for (int32_t k = 0; k < params[i].n_stop_token_ids; k++)
-            if (params[i].stop_token_ids[k] >= 0 && params[i].stop_token_ids[k] < n_vocab)
-                ban[nb++] = params[i].stop_token_ids[k];
         if (sp.min_tokens > 0) {
+            for (int32_t t = 0; t < n_vocab && nb < 64; t++)
+                if (vocab_is_eog(s->vocab, t))
+                    ban[nb++] = t;
+            for (int32_t k = 0; k < params[i].n_stop_token_ids; k++)
+                if (params[i].stop_token_ids[k] >= 0 && params[i].stop_token_ids[k] < n_vocab)
+                    ban[nb++] = params[i].stop_token_ids[k];
             sp.min_tokens_ban = ban;
             sp.n_min_tokens_ban = nb;
         }

@@ -19,6 +19,11 @@
  *   cache (fwd_seq_rm) in that step and their slots reused.
  * - Several jobs can share one channel (one per prompt / choice); events
  *   carry the job's `index`.
+ * - Decoding controls (sched_params_t): stop_token_ids end a job with STOP
+ *   and the id in the DONE event; logprobs ride on TOKEN events; prompt
+ *   logprobs come as one SCHED_EV_PROMPT event before the first TOKEN;
+ *   jobs of a share group (n > 1) compute their common prompt once.
+ *   One job of a channel can be stopped alone (sched_chan_cancel_job).
  *
  * Ownership: sched_submit copies the prompt. A channel is reference-counted
  * between its owner and its jobs: the owner calls sched_chan_free() once,

@@ -224,6 +224,10 @@ await check('stop tokens, EOS, length', async () => {
   const eos = await client.completions.create(cmpl({ logit_bias: { 2: 100 } }));
   ok(eos.choices[0].text === '' && eos.choices[0].finish_reason === 'stop' && eos.choices[0].stop_reason === null && eos.usage.completion_tokens === 1,
     'EOS: finish stop, stop_reason null, counted as a completion token', eos);
+  const me = await client.completions.create(cmpl({ logit_bias: { 2: 100 }, min_tokens: 3 }));
+  ok(me.choices[0].finish_reason === 'stop' && me.usage.completion_tokens === 4, 'min_tokens bans EOS until reached (then EOS stops)', me);
+  const mes = await streamCmpl(cmpl({ logit_bias: { 2: 100 }, min_tokens: 3 }));
+  ok(mes.finish[0] === 'stop' && mes.text[0] === me.choices[0].text, 'min_tokens + EOS streamed');
   const ign = await client.completions.create(cmpl({ logit_bias: { 2: 100 }, ignore_eos: true, max_tokens: 5 }));
   ok(ign.choices[0].finish_reason === 'length' && ign.usage.completion_tokens === 5, 'ignore_eos: generates max_tokens', ign);
   const mt = await client.chat.completions.create(chat({ max_tokens: undefined, max_completion_tokens: 5 }));

@@ -140,6 +140,8 @@ static void chan_push(sched_chan_t *ch, const sched_event_t *ev)
     if (ch->count < ch->cap) {
         ch->ring[(ch->head + ch->count) % ch->cap] = *ev;
         ch->count++;
+    } else if (ev->kind == SCHED_EV_PROMPT) {
+        free(ev->prompt_lp); /* cannot happen (reserved); never leak */
     }
     if (ev->kind == SCHED_EV_DONE)
         ch->jobs_live--;

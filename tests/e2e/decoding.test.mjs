@@ -171,9 +171,10 @@ await check('sampling', async () => {
   const s = await streamCmpl({ ...hot, seed: 1234 });
   ok(s.text[0] === a.choices[0].text, 'seed: streamed text equals non-streamed');
   // alongside three other streams
-  const others = [1, 2, 3].map((i) => client.completions.create({ ...cmpl({ temperature: 1, max_tokens: 40, seed: i }), stream: false }));
-  const [busy] = await Promise.all([client.completions.create({ ...hot, seed: 1234 }), ...others]);
-  ok(busy.choices[0].text === a.choices[0].text, 'seed: same text alongside three other requests', busy.choices[0].text);
+  const others = [1, 2, 3].map((i) => streamCmpl(cmpl({ temperature: 1, max_tokens: 40, seed: i, prompt: ['Lily', 'Tom', 'A cat'][i - 1] })));
+  const [busy, busyS] = await Promise.all([client.completions.create({ ...hot, seed: 1234 }), streamCmpl({ ...hot, seed: 1234 }), ...others]);
+  ok(busy.choices[0].text === a.choices[0].text && busyS.text[0] === a.choices[0].text,
+    'seed: same text (streamed and not) alongside three other streams', [busy.choices[0].text, busyS.text[0]]);
   const long = (await client.completions.create(cmpl({ max_tokens: 48 }))).choices[0].text;
   ok(long === golden[0].completion_text, 'greedy 48 tokens equal the golden text', long);
   const pen = await client.completions.create(cmpl({ max_tokens: 48, frequency_penalty: 2, presence_penalty: 2 }));

@@ -6,6 +6,8 @@
  * chunks (flushed per event) or accumulate the texts for one JSON reply.
  * Between events the client socket is polled; a client that went away
  * cancels its jobs at once (the scheduler frees their slots next step).
+ * Per-choice text handling (stop strings, logprobs, echo) is in
+ * api_choice.c, the logprobs JSON in api_logprobs.c.
  */
 #include <json-c/json.h>
 #include <stdio.h>
@@ -15,60 +17,13 @@
 
 #include "engine/stopstr.h"
 #include "engine/vocab.h"
+#include "server/api_gen.h"
 #include "server/api_logprobs.h"
 #include "server/request.h"
 #include "server/server.h"
 #include "server/sse.h"
 
-typedef struct {
-    vocab_detok_t detok;
-    stopstr_t *ss;         /* stop strings + UTF-8-safe hold-back */
-    char *text;            /* accumulated (non-streamed; streamed: full_text) */
-    size_t len, cap;
-    int32_t n_prompt;
-    int32_t n_cached;
-    int32_t n_gen;
-    sched_finish_t finish;
-    json_object *stop_reason; /* matched stop string / stop token id, or NULL */
-    bool done;             /* final chunk sent / result fixed */
-    bool dead;             /* the job's DONE event was read */
-    int prev_kind;         /* spaces_between_special_tokens: 0 none, 1 text, 2 special */
-    int32_t text_off;      /* bytes of text produced so far (legacy text_offset) */
-    json_object *lp_chat;  /* chat logprobs.content entries not yet sent / all */
-    lp_legacy_t lp_leg;    /* completions logprobs not yet sent / all */
-    bool has_lp;
-    json_object *prompt_lp;/* vLLM prompt_logprobs (non-streamed) */
-    const char *echo;      /* completions echo: the prompt text (borrowed) */
-    double t_first, t_last;
-    json_object *decode_ms;/* MindIE decode_time_arr */
-} choice_t;
-
-typedef struct {
-    srv_t *s;
-    http_req_t *r;
-    bool chat;
-    const req_gen_t *gen;
-    char id[64];
-    int64_t created;
-    const char *model;
-    size_t n;
-    choice_t *ch;
-    double t0, last_tok, last_write;
-    int32_t prompt_total;
-    const req_sampling_t *sp;
-    size_t per;            /* choices per prompt (n) */
-    bool mindie;           /* MindIE extras (full_text streaming, timings) */
-    char fingerprint[96];
-} run_t;
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static const char *finish_name(sched_finish_t f)
+const char *finish_name(sched_finish_t f)
 {
     switch (f) {
     case SCHED_FINISH_STOP: return "stop";
@@ -83,8 +38,6 @@ static const char *to_json(json_object *o)
 {
     return json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 }
-
-static void text_append(choice_t *c, const char *p, size_t n);
 
 static json_object *usage_json(const run_t *g)
 {
@@ -121,8 +74,6 @@ static json_object *head_json(const run_t *g, const char *object)
     return o;
 }
 
-/* One streamed chunk for choice idx: text (may be NULL), role (first chat
- * chunk), finish reason (last chunk). */
 /* The logprobs gathered since the last chunk (moved into the chunk). */
 static json_object *take_logprobs(run_t *g, choice_t *ch)
 {
@@ -140,7 +91,7 @@ static json_object *take_logprobs(run_t *g, choice_t *ch)
     return o;
 }
 
-static int emit_chunk(run_t *g, size_t idx, const char *text, size_t len, bool role, const char *finish)
+int emit_chunk(run_t *g, size_t idx, const char *text, size_t len, bool role, const char *finish)
 {
     choice_t *ch = &g->ch[idx];
     json_object *o = head_json(g, g->chat ? "chat.completion.chunk" : "text_completion");
@@ -188,23 +139,6 @@ static int emit_usage_chunk(run_t *g)
     return rc;
 }
 
-static void text_append(choice_t *c, const char *p, size_t n)
-{
-    if (c->len + n + 1 > c->cap) {
-        size_t nc = c->cap ? c->cap * 2 : 256;
-        while (nc < c->len + n + 1)
-            nc *= 2;
-        char *t = realloc(c->text, nc);
-        if (!t)
-            return; /* keep what we have; the reply is still valid JSON */
-        c->text = t;
-        c->cap = nc;
-    }
-    memcpy(c->text + c->len, p, n);
-    c->len += n;
-    c->text[c->len] = '\0';
-}
-
 static void reply_full(run_t *g)
 {
     json_object *o = head_json(g, g->chat ? "chat.completion" : "text_completion");
@@ -238,111 +172,6 @@ static void reply_full(run_t *g)
     json_object_object_add(o, "kv_transfer_params", NULL);
     http_reply_json(g->r, 200, to_json(o), NULL);
     json_object_put(o);
-}
-
-/* Text that is safe to send now: streamed at once or accumulated. */
-static void deliver(run_t *g, size_t idx, const char *p, size_t n)
-{
-    if (n == 0)
-        return;
-    if (g->gen->stream)
-        emit_chunk(g, idx, p, n, false, NULL);
-    else
-        text_append(&g->ch[idx], p, n);
-}
-
-/* Feeds decoded text through the stop-string matcher (flush: end of the
- * generation). Returns true when a stop string matched. */
-static bool choice_feed(run_t *g, size_t idx, const char *p, size_t n, bool flush)
-{
-    choice_t *c = &g->ch[idx];
-    stopstr_out_t out;
-    lf_err_t e;
-    if (stopstr_feed(c->ss, p, n, &out, &e) == LF_OK) {
-        deliver(g, idx, out.text, out.len);
-        if (out.stop_index >= 0) {
-            json_object_put(c->stop_reason);
-            c->stop_reason = json_object_new_string_len(out.stop_str, (int)out.stop_len);
-            return true;
-        }
-    }
-    if (flush) {
-        stopstr_flush(c->ss, &out);
-        deliver(g, idx, out.text, out.len);
-    }
-    return false;
-}
-
-static void choice_end(run_t *g, size_t idx, sched_finish_t why)
-{
-    choice_t *c = &g->ch[idx];
-    c->done = true;
-    c->finish = why;
-    if (g->gen->stream)
-        emit_chunk(g, idx, g->chat ? NULL : "", 0, false, finish_name(why));
-}
-
-static void on_token(run_t *g, sched_chan_t *chan, size_t idx, const sched_event_t *ev)
-{
-    choice_t *c = &g->ch[idx];
-    const req_sampling_t *sp = g->sp;
-    if (c->done)
-        return; /* stopped by a stop string; the job is being cancelled */
-    double t = now_s();
-    if (c->n_gen == 0)
-        c->t_first = t;
-    else if (c->decode_ms)
-        json_object_array_add(c->decode_ms, json_object_new_double((t - c->t_last) * 1000.0));
-    c->t_last = t;
-    c->n_gen++;
-    if (ev->lp.has) {
-        if (g->chat)
-            json_object_array_add(c->lp_chat, lp_chat_entry(g->s->vocab, &ev->lp));
-        else
-            lp_legacy_add(&c->lp_leg, g->s->vocab, ev->token, &ev->lp, c->text_off);
-    }
-    char piece[VOCAB_DETOK_MAX + 1];
-    size_t off = 0;
-    if (!sp->skip_special_tokens && sp->spaces_between_special_tokens) {
-        int kind = vocab_is_control(g->s->vocab, ev->token) ? 2 : 1;
-        if (c->prev_kind && (kind == 2 || c->prev_kind == 2))
-            piece[off++] = ' ';
-        c->prev_kind = kind;
-    }
-    int w = vocab_detok_push(&c->detok, ev->token, piece + off, sizeof piece - off);
-    size_t len = off + (size_t)(w > 0 ? w : 0);
-    if (ev->ends && !sp->include_stop_str_in_output)
-        len = 0; /* as vLLM: the EOS / stop token's text is not part of the output */
-    c->text_off += (int32_t)len;
-    stopstr_set_active(c->ss, c->n_gen >= sp->min_tokens);
-    if (choice_feed(g, idx, piece, len, false)) {
-        sched_chan_cancel_job(chan, (int32_t)idx);
-        choice_end(g, idx, SCHED_FINISH_STOP);
-    }
-}
-
-static void on_prompt_lp(run_t *g, size_t idx, sched_prompt_lp_t *p, const int32_t *prompt)
-{
-    choice_t *c = &g->ch[idx];
-    if (g->sp->prompt_logprobs >= 0 && !c->prompt_lp)
-        c->prompt_lp = lp_prompt_json(g->s->vocab, p);
-    if (c->echo && g->sp->logprobs && !g->chat) {
-        /* text_offset into the echoed prompt text: the token pieces may
-         * add a leading space (SentencePiece), so align them at the end */
-        char buf[512];
-        int32_t total = 0, off = 0, echo_len = (int32_t)strlen(c->echo);
-        for (int32_t i = 0; i < p->n; i++) {
-            int n = vocab_token_to_piece(g->s->vocab, prompt[i], !g->sp->skip_special_tokens, buf, sizeof buf);
-            total += n > 0 ? n : 0;
-        }
-        int32_t shift = total > echo_len ? total - echo_len : 0;
-        for (int32_t i = 0; i < p->n; i++) {
-            lp_legacy_add(&c->lp_leg, g->s->vocab, prompt[i], &p->e[i], off > shift ? off - shift : 0);
-            int n = vocab_token_to_piece(g->s->vocab, prompt[i], !g->sp->skip_special_tokens, buf, sizeof buf);
-            off += n > 0 ? n : 0;
-        }
-    }
-    free(p);
 }
 
 /* Pops events until every job is done or the client is gone. */
@@ -382,7 +211,7 @@ static void run_events(run_t *g, sched_chan_t *chan, int32_t **job_prompts)
         }
         choice_t *c = &g->ch[ev.index];
         if (ev.kind == SCHED_EV_PROMPT) {
-            on_prompt_lp(g, (size_t)ev.index, ev.prompt_lp, job_prompts[ev.index]);
+            choice_on_prompt_lp(g, (size_t)ev.index, ev.prompt_lp, job_prompts[ev.index]);
             continue;
         }
         if (ev.kind == SCHED_EV_TOKEN) {
@@ -395,7 +224,7 @@ static void run_events(run_t *g, sched_chan_t *chan, int32_t **job_prompts)
                 metrics_itl(&s->metrics, t - g->last_tok);
             }
             g->last_tok = t;
-            on_token(g, chan, (size_t)ev.index, &ev);
+            choice_on_token(g, chan, (size_t)ev.index, &ev);
             continue;
         }
         /* SCHED_EV_DONE */
@@ -432,28 +261,6 @@ static void run_events(run_t *g, sched_chan_t *chan, int32_t **job_prompts)
     } else {
         reply_full(g);
     }
-}
-
-/* Sampling parameters: the request's, else the server's defaults, else
- * OpenAI's (sampler_params_default). */
-static void fill_sampling(const srv_t *s, const req_gen_t *gen, sampler_params_t *p)
-{
-    const req_sampling_t *q = &gen->samp;
-    const srv_config_t *c = &s->cfg;
-    sampler_params_default(p);
-    p->temperature = (q->has & REQ_HAS_TEMPERATURE) || !c->def_set.temperature ? gen->temperature : c->def_temperature;
-    p->top_p = (q->has & REQ_HAS_TOP_P) || !c->def_set.top_p ? q->top_p : c->def_top_p;
-    p->top_k = (q->has & REQ_HAS_TOP_K) || !c->def_set.top_k ? q->top_k : c->def_top_k;
-    p->min_p = (q->has & REQ_HAS_MIN_P) || !c->def_set.min_p ? q->min_p : c->def_min_p;
-    p->repetition_penalty = (q->has & REQ_HAS_REP_PENALTY) || !c->def_set.repetition_penalty
-                                ? q->repetition_penalty : c->def_repetition_penalty;
-    p->frequency_penalty = q->frequency_penalty;
-    p->presence_penalty = q->presence_penalty;
-    p->logit_bias = q->logit_bias;
-    p->n_logit_bias = q->n_logit_bias;
-    p->min_tokens = q->min_tokens;
-    p->has_seed = gen->has_seed;
-    p->seed = gen->seed;
 }
 
 /* Checks the model name, sizes max_tokens against the context, submits
@@ -499,7 +306,7 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
     snprintf(g.id, sizeof g.id, "%s%s", chat ? "chatcmpl-" : "cmpl-", r->id);
     snprintf(g.fingerprint, sizeof g.fingerprint, "%s", s->fingerprint);
     sampler_params_t base;
-    fill_sampling(s, gen, &base);
+    gen_fill_sampling(s, gen, &base);
     const char *bad_param = NULL;
     lf_err_t e = {0};
     if (sampler_params_validate(&base, vocab_n_tokens(s->vocab), &bad_param, &e) != LF_OK) {
@@ -615,7 +422,7 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
     for (size_t j = 0; j < n; j++)
         if (ch[j].echo) {
             ch[j].text_off = (int32_t)strlen(ch[j].echo);
-            deliver(&g, j, ch[j].echo, strlen(ch[j].echo));
+            choice_deliver(&g, j, ch[j].echo, strlen(ch[j].echo));
         }
     run_events(&g, chan, jp);
     for (size_t i = 0; i < n; i++)

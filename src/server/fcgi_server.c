@@ -297,6 +297,11 @@ int srv_run(srv_config_t *cfg)
     }
     metrics_init(&s.metrics);
     s.cfg = *cfg;
+    { /* system_fingerprint: build and model, stable across restarts */
+        const char *base = strrchr(cfg->model_path, '/');
+        snprintf(s.fingerprint, sizeof s.fingerprint, "llm-fcgi-%s-%.60s", PACKAGE_VERSION,
+                 base ? base + 1 : cfg->model_path);
+    }
     /* the model's chat template, compiled once; ChatML when it has none */
     char note[300] = "";
     chat_tmpl_renderer_t *tmpl = chat_tmpl_renderer_create_with(s.model, tmpl_src, note, sizeof note);

@@ -14,12 +14,15 @@
 #include <time.h>
 
 #include "engine/vocab.h"
+#include "server/chat_output.h"
+#include "server/request_chat.h"
 #include "server/request.h"
 #include "server/server.h"
 #include "server/sse.h"
 
 typedef struct {
     vocab_detok_t detok;
+    chat_out_t *co;        /* chat: reasoning + tool calls (chat_output.h) */
     char *text;            /* accumulated (non-streamed) */
     size_t len, cap;
     int32_t n_prompt;
@@ -61,6 +64,15 @@ static const char *finish_name(sched_finish_t f)
     }
 }
 
+/* finish_reason of a choice: "tool_calls" when it called tools and ended
+ * on its own. */
+static const char *choice_finish(const choice_t *c)
+{
+    if (c->co && c->finish == SCHED_FINISH_STOP && chat_out_n_calls(c->co) > 0)
+        return "tool_calls";
+    return finish_name(c->finish);
+}
+
 static const char *to_json(json_object *o)
 {
     return json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -80,6 +92,14 @@ static json_object *usage_json(const run_t *g)
     json_object *d = json_object_new_object();
     json_object_object_add(d, "cached_tokens", json_object_new_int(cached));
     json_object_object_add(u, "prompt_tokens_details", d);
+    if (g->n && g->ch[0].co && chat_out_reasoning_on(g->ch[0].co)) {
+        int32_t rt = 0;
+        for (size_t i = 0; i < g->n; i++)
+            rt += g->ch[i].co ? chat_out_reasoning_tokens(g->ch[i].co) : 0;
+        json_object *cd = json_object_new_object();
+        json_object_object_add(cd, "reasoning_tokens", json_object_new_int(rt));
+        json_object_object_add(u, "completion_tokens_details", cd);
+    }
     return u;
 }
 
@@ -124,6 +144,26 @@ static int emit_chunk(run_t *g, size_t idx, const char *text, size_t len, bool r
     return rc;
 }
 
+/* Streamed chat events of one choice (chat_output.h): one chunk each. */
+static void emit_chat_events(run_t *g, size_t idx, const chat_out_ev_t *evs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        json_object *o = head_json(g, "chat.completion.chunk");
+        json_object *choices = json_object_new_array(), *c = json_object_new_object();
+        json_object_object_add(c, "index", json_object_new_int((int32_t)idx));
+        json_object_object_add(c, "delta", chat_out_delta_json(&evs[i]));
+        json_object_object_add(c, "logprobs", NULL);
+        json_object_object_add(c, "finish_reason", NULL);
+        json_object_array_add(choices, c);
+        json_object_object_add(o, "choices", choices);
+        if (g->gen->continuous_usage)
+            json_object_object_add(o, "usage", usage_json(g));
+        sse_data(g->r, to_json(o));
+        json_object_put(o);
+        g->last_write = now_s();
+    }
+}
+
 static int emit_usage_chunk(run_t *g)
 {
     json_object *o = head_json(g, g->chat ? "chat.completion.chunk" : "text_completion");
@@ -159,8 +199,10 @@ static void reply_full(run_t *g)
         choice_t *c = &g->ch[i];
         json_object *j = json_object_new_object();
         json_object_object_add(j, "index", json_object_new_int((int32_t)i));
-        json_object *txt = json_object_new_string_len(c->text ? c->text : "", (int)c->len);
-        if (g->chat) {
+        json_object *txt = c->co ? NULL : json_object_new_string_len(c->text ? c->text : "", (int)c->len);
+        if (c->co) {
+            json_object_object_add(j, "message", chat_out_message_json(c->co));
+        } else if (g->chat) {
             json_object *m = json_object_new_object();
             json_object_object_add(m, "role", json_object_new_string("assistant"));
             json_object_object_add(m, "content", txt);
@@ -170,7 +212,7 @@ static void reply_full(run_t *g)
             json_object_object_add(j, "text", txt);
         }
         json_object_object_add(j, "logprobs", NULL);
-        const char *f = finish_name(c->finish);
+        const char *f = choice_finish(c);
         json_object_object_add(j, "finish_reason", f ? json_object_new_string(f) : NULL);
         json_object_object_add(j, "stop_reason", NULL);
         if (!g->chat)
@@ -230,6 +272,14 @@ static void run_events(run_t *g, sched_chan_t *chan)
             }
             g->last_tok = t;
             c->n_gen++;
+            if (c->co) {
+                const chat_out_ev_t *evs;
+                size_t nev;
+                lf_err_t ce;
+                if (chat_out_push_token(c->co, ev.token, &evs, &nev, &ce) == LF_OK && stream)
+                    emit_chat_events(g, (size_t)ev.index, evs, nev);
+                continue;
+            }
             int w = vocab_detok_push(&c->detok, ev.token, piece, sizeof piece);
             if (w <= 0)
                 continue;
@@ -246,6 +296,14 @@ static void run_events(run_t *g, sched_chan_t *chan)
         c->n_cached = ev.n_cached;
         n_done++;
         int w = vocab_detok_flush(&c->detok, piece, sizeof piece);
+        if (c->co) {
+            const chat_out_ev_t *evs;
+            size_t nev;
+            lf_err_t ce;
+            w = 0;
+            if (ev.finish != SCHED_FINISH_ERROR && chat_out_finish(c->co, &evs, &nev, &ce) == LF_OK && stream)
+                emit_chat_events(g, (size_t)ev.index, evs, nev);
+        }
         if (ev.finish == SCHED_FINISH_ERROR) {
             lf_err_t e;
             lf_err_set(&e, ev.code, "generation failed in the engine (%s)", lf_code_name(ev.code));
@@ -260,7 +318,7 @@ static void run_events(run_t *g, sched_chan_t *chan)
         }
         if (stream)
             emit_chunk(g, (size_t)ev.index, w > 0 ? piece : (g->chat ? NULL : ""), w > 0 ? (size_t)w : 0, false,
-                       finish_name(ev.finish));
+                       choice_finish(c));
         else if (w > 0)
             text_append(c, piece, (size_t)w);
     }
@@ -276,7 +334,7 @@ static void run_events(run_t *g, sched_chan_t *chan)
 /* Checks the model name, sizes max_tokens against the context, submits
  * and runs. prompts[i] are token arrays (borrowed). */
 static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t **prompts,
-                     size_t *n_prompts, size_t n)
+                     size_t *n_prompts, size_t n, const chat_out_cfg_t *oc)
 {
     int32_t n_ctx = sched_n_ctx(s->sched);
     sched_params_t *params = calloc(n, sizeof *params);
@@ -326,6 +384,15 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
         params[i].sampling.seed = gen->seed;
         params[i].entropy = seed;
         vocab_detok_init(&ch[i].detok, s->vocab, false);
+        if (oc) {
+            chat_out_cfg_t c1 = *oc;
+            c1.seed = seed;
+            lf_err_t ce = {0};
+            if (!(ch[i].co = chat_out_create(&c1, &ce))) {
+                http_reply_err(r, &ce, NULL, NULL);
+                goto out;
+            }
+        }
         ch[i].n_prompt = (int32_t)n_prompts[i];
     }
     r->prompt_tokens = g.prompt_total;
@@ -353,8 +420,10 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
         r->completion_tokens += ch[i].n_gen;
 out:
     sched_chan_free(chan);
-    for (size_t i = 0; ch && i < n; i++)
+    for (size_t i = 0; ch && i < n; i++) {
         free(ch[i].text);
+        chat_out_free(ch[i].co);
+    }
     free(ch);
     free(params);
 }
@@ -384,6 +453,26 @@ static int tokenize_text(srv_t *s, http_req_t *r, const char *text, bool add_spe
     return 0;
 }
 
+/* The output parsers of a chat request: the server's reasoning parser, its
+ * tool-call parser when the request has tools (tool_choice not "none").
+ * Tools without a tool-call parser: 400 (vLLM does the same). */
+static int chat_output_config(srv_t *s, http_req_t *r, const chat_req_t *q, const char *prompt,
+                              chat_out_cfg_t *oc)
+{
+    bool tools = req_chat_wants_tools(q->ext);
+    if (tools && s->tool_format == TOOLCALL_FORMAT_NONE) {
+        http_reply_error(r, 400, "this server parses no tool calls: start it with --tool-call-parser "
+                         "(hermes, llama3_json, mistral) or use a model whose template it detects",
+                         "tools", NULL, NULL);
+        return -1;
+    }
+    *oc = (chat_out_cfg_t){.vocab = s->vocab, .reasoning = s->reasoning,
+                           .starts_in_reasoning = reasoning_starts_inside(s->reasoning, prompt, strlen(prompt)),
+                           .tools = tools ? s->tool_format : TOOLCALL_FORMAT_NONE,
+                           .parallel_tool_calls = !q->ext || q->ext->parallel_tool_calls};
+    return 0;
+}
+
 void api_chat(srv_t *s, http_req_t *r)
 {
     chat_req_t q;
@@ -406,7 +495,10 @@ void api_chat(srv_t *s, http_req_t *r)
         fprintf(stderr, "req %s prompt: %s\n", r->id, prompt);
     if (tokenize_text(s, r, prompt, true, &ids, &n_ids) < 0)
         goto out;
-    generate(s, r, true, &q.gen, &ids, &n_ids, 1);
+    chat_out_cfg_t oc;
+    if (chat_output_config(s, r, &q, prompt, &oc) < 0)
+        goto out;
+    generate(s, r, true, &q.gen, &ids, &n_ids, 1, &oc);
 out:
     free(ids);
     free(prompt);
@@ -426,7 +518,7 @@ void api_completions(srv_t *s, http_req_t *r)
     if (!check_model(s, r, q.gen.model))
         goto out;
     if (q.toks) {
-        generate(s, r, false, &q.gen, q.toks, q.n_toks, q.n_prompts);
+        generate(s, r, false, &q.gen, q.toks, q.n_toks, q.n_prompts, NULL);
         goto out;
     }
     ids = calloc(q.n_prompts, sizeof *ids);
@@ -441,7 +533,7 @@ void api_completions(srv_t *s, http_req_t *r)
         if (tokenize_text(s, r, q.texts[i], true, &ids[i], &n_ids[i]) < 0)
             goto out;
     }
-    generate(s, r, false, &q.gen, ids, n_ids, q.n_prompts);
+    generate(s, r, false, &q.gen, ids, n_ids, q.n_prompts, NULL);
 out:
     for (size_t i = 0; ids && i < q.n_prompts; i++)
         free(ids[i]);

@@ -28,6 +28,7 @@
 #include <uuid/uuid.h>
 
 #include "server/chat_render_tmpl.h"
+#include "server/chat_setup.h"
 #include "server/server.h"
 
 typedef struct {
@@ -256,13 +257,13 @@ int srv_run(srv_config_t *cfg)
     }
     metrics_init(&s.metrics);
     s.cfg = *cfg;
-    /* the model's chat template, compiled once; ChatML when it has none */
-    char note[300] = "";
-    chat_tmpl_renderer_t *tmpl = chat_tmpl_renderer_create(s.model, note, sizeof note);
-    if (tmpl) {
-        s.render = chat_tmpl_render;
-        s.render_ctx = tmpl;
-        fprintf(stderr, "llm-fcgi: chat: %s\n", note);
+    /* the chat template (compiled once) and the output parsers */
+    chat_tmpl_renderer_t *tmpl = NULL;
+    if (srv_chat_setup(&s, cfg, &tmpl) < 0) {
+        sched_free(s.sched);
+        metrics_destroy(&s.metrics);
+        model_free(s.model);
+        return 1;
     }
 
     int fd = -1;

@@ -1,5 +1,6 @@
 /* request.c - JSON -> typed requests (see request.h). */
 #include "server/request.h"
+#include "server/request_chat.h"
 
 #include <json-c/json.h>
 #include <math.h>
@@ -110,10 +111,10 @@ static const unsupported_t unsupported[] = {
     {"logit_bias", NAN},      {"stop", NAN},           {"stop_token_ids", NAN},
     {"logprobs", NAN},        {"top_logprobs", NAN},   {"n", 1.0},
     {"best_of", 1.0},         {"echo", NAN},           {"suffix", NAN},
-    {"response_format", NAN}, {"tools", NAN},          {"tool_choice", NAN},
+    {"response_format", NAN},
     {"min_tokens", 0.0},      {"ignore_eos", NAN},     {"prompt_logprobs", NAN},
     {"guided_json", NAN},     {"guided_regex", NAN},   {"guided_choice", NAN},
-    {"parallel_tool_calls", NAN}, {"functions", NAN},  {"function_call", NAN},
+    {"functions", NAN},       {"function_call", NAN},
 };
 
 static bool neutral(json_object *v, const unsupported_t *u)
@@ -321,6 +322,8 @@ int req_chat_parse(const char *body, size_t len, chat_req_t *out, req_err_t *e)
     int rc = parse_messages(o, out, e);
     if (rc == 0)
         rc = parse_gen(o, &out->gen, e);
+    if (rc == 0)
+        rc = req_chat_ext_parse(o, out, e);
     if (rc < 0)
         req_chat_free(out);
     return rc;
@@ -334,6 +337,7 @@ void req_chat_free(chat_req_t *r)
     }
     free(r->msgs);
     free(r->gen.model);
+    req_chat_ext_free(r->ext);
     json_object_put(r->raw);
     memset(r, 0, sizeof *r);
 }

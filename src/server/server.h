@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "chat/reasoning.h"
+#include "chat/toolcall.h"
 #include "engine/model.h"
 #include "engine/sched.h"
 #include "server/chat_render.h"
@@ -36,6 +38,9 @@ typedef struct {
     int drain_seconds;                /* graceful shutdown limit */
     int ping_seconds;                 /* SSE comment interval while waiting */
     bool log_prompts;
+    const char *chat_template_file;   /* --chat-template (NULL: the model's) */
+    const char *reasoning_parser;     /* --reasoning-parser (NULL: detect) */
+    const char *tool_call_parser;     /* --tool-call-parser (NULL: detect) */
 } srv_config_t;
 
 typedef struct {
@@ -46,6 +51,8 @@ typedef struct {
     metrics_t metrics;
     chat_render_fn render;            /* chat prompt renderer (chat_render.h) */
     void *render_ctx;
+    reasoning_mode_t reasoning;       /* output parsers (chat_setup.h) */
+    toolcall_format_t tool_format;
     time_t created;
 } srv_t;
 

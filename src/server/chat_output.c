@@ -270,10 +270,11 @@ lf_code_t chat_out_push_token(chat_out_t *co, int32_t token, const chat_out_ev_t
     } else if ((w = vocab_detok_push(&co->detok, token, piece, sizeof piece)) < 0) {
         return lf_err_set(err, LF_ERR_INVALID, "bad token id %d", (int)token);
     }
-    /* a token with no text still counts where the parser is */
+    /* a token with no text (part of a UTF-8 character) still counts where
+     * the parser is; the end-of-generation token does not */
     if (w == 0 && co->rp) {
         ev_reset(co);
-        if (reasoning_in_reasoning(co->rp))
+        if (reasoning_in_reasoning(co->rp) && !vocab_is_eog(v, token))
             co->n_reasoning_tokens++;
         return ev_out(co, evs, n, err);
     }

@@ -475,6 +475,8 @@ int req_tokenize_parse(const char *body, size_t len, tokenize_req_t *out, req_er
         rc = parse_messages(o, &out->chat, e);
         if (rc == 0)
             rc = get_bool(o, "add_generation_prompt", &out->add_generation_prompt, e);
+        if (rc == 0) /* the same template view as chat (request_chat.h) */
+            rc = req_chat_ext_parse(o, &out->chat, e);
     } else if (rc == 0) {
         out->add_special = true;
         json_object *p = field(o, "prompt");

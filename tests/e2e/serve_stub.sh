@@ -152,7 +152,7 @@ grep -q "chat: using the model's chat template" "$E2E_TMP/llm.log"; ok $? "the m
 toks=$(c -d '{"messages":[{"role":"user","content":"hello"}]}' "$BASE/tokenize" | sed -n 's/.*"tokens":\(\[[0-9,]*\]\).*/\1/p')
 text=$(c -d "{\"tokens\":$toks}" "$BASE/detokenize")
 ok $([ "$text" = '{"prompt":"[user]hello[assistant]"}' ]; echo $?) "chat prompt rendered by the template ($text)"
-code=$(c -o "$E2E_TMP/t" -w '%{http_code}' -d '{"messages":[{"role":"tool","content":"x"}]}' "$BASE/v1/chat/completions")
+code=$(c -o "$E2E_TMP/t" -w '%{http_code}' -d '{"messages":[{"role":"tool","tool_call_id":"c1","content":"x"}]}' "$BASE/v1/chat/completions")
 ok $([ "$code" = 400 ] && grep -q 'no tool turns here' "$E2E_TMP/t"; echo $?) "template raise_exception -> 400 with its message"
 code=$(c -o /dev/null -w '%{http_code}' -d '{"messages":[{"role":"user","content":"x"}],"max_tokens":2}' "$BASE/v1/chat/completions")
 ok $([ "$code" = 200 ]; echo $?) "chat through the template"

@@ -7,7 +7,11 @@
  * Checks: reasoning / content / calls as expected, the streamed events add
  * up to the non-streamed message, markup never reaches content, reasoning
  * events come before content events, the message and delta JSON shapes.
- * A second part feeds stories260K's SPM vocab (control token </s>). */
+ * A second part feeds stories260K's SPM vocab (control token </s>), a third
+ * a synthetic byte-level vocab in which the markup (<think>, <tool_call>,
+ * [TOOL_CALLS], [ARGS], <|python_tag|>) are CONTROL tokens, as in Qwen3,
+ * Mistral and Llama 3 vocabularies: the parsers must see them while other
+ * control tokens (and all of them without a parser) stay invisible. */
 #include "server/chat_output.h"
 #include "tap.h"
 
@@ -15,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/gguf.h"
 #include "engine/vocab.h"
@@ -155,12 +160,12 @@ static bool same(const char *got, const char *want)
     return strcmp(got, want) == 0;
 }
 
-static void run_case(const vocab_t *v, const ocase_t *k)
+static void run_case_ex(const vocab_t *v, const ocase_t *k, bool parse_special)
 {
     int32_t *ids = NULL;
     size_t n = 0;
     lf_err_t err = {0};
-    if (vocab_tokenize(v, k->text, strlen(k->text), false, false, &ids, &n, &err) != LF_OK) {
+    if (vocab_tokenize(v, k->text, strlen(k->text), false, parse_special, &ids, &n, &err) != LF_OK) {
         tap_ok(0, "%s: tokenize", k->name);
         return;
     }
@@ -248,6 +253,16 @@ static void run_case(const vocab_t *v, const ocase_t *k)
         free(c.args[i].s);
 }
 
+static void run_case(const vocab_t *v, const ocase_t *k)
+{
+    run_case_ex(v, k, false);
+}
+
+static void run_case_special(const vocab_t *v, const ocase_t *k)
+{
+    run_case_ex(v, k, true);
+}
+
 static vocab_t *load_vocab(const char *dir, const char *file, gguf_file_t **gf)
 {
     char path[1024];
@@ -258,6 +273,95 @@ static vocab_t *load_vocab(const char *dir, const char *file, gguf_file_t **gf)
     if (!v)
         tap_diag("cannot load %s: %s", path, err.msg);
     return v;
+}
+
+/* ---- control-token markup: a synthetic GGUF vocab ---- */
+
+static void w_u32(FILE *f, uint32_t v) { fwrite(&v, 4, 1, f); }
+static void w_u64(FILE *f, uint64_t v) { fwrite(&v, 8, 1, f); }
+static void w_str(FILE *f, const char *s)
+{
+    w_u64(f, strlen(s));
+    fwrite(s, 1, strlen(s), f);
+}
+
+static const char *specials[] = {"<think>", "</think>", "<tool_call>", "</tool_call>", "[TOOL_CALLS]", "[ARGS]",
+                                 "<|python_tag|>", "<|im_end|>"};
+#define N_SPECIAL 8
+
+/* gpt2 vocab: the 94 printable ASCII characters, U+0120 (space), U+010A
+ * (newline), then the special tokens as control tokens; no merges. */
+static char *write_special_vocab(void)
+{
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/test_chat_output_XXXXXX");
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return NULL;
+    FILE *f = fdopen(fd, "wb");
+    uint64_t n = 94 + 2 + N_SPECIAL;
+    fwrite("GGUF", 1, 4, f);
+    w_u32(f, 3);
+    w_u64(f, 0);
+    w_u64(f, 6);
+    w_str(f, "tokenizer.ggml.eos_token_id"), w_u32(f, 4), w_u32(f, (uint32_t)(n - 1)); /* <|im_end|> */
+    w_str(f, "tokenizer.ggml.model"), w_u32(f, 8), w_str(f, "gpt2");
+    w_str(f, "tokenizer.ggml.pre"), w_u32(f, 8), w_str(f, "default");
+    w_str(f, "tokenizer.ggml.tokens"), w_u32(f, 9), w_u32(f, 8), w_u64(f, n);
+    for (int c = 0x21; c <= 0x7e; c++) {
+        char t[2] = {(char)c, 0};
+        w_str(f, t);
+    }
+    w_str(f, "\xc4\xa0");
+    w_str(f, "\xc4\x8a");
+    for (int i = 0; i < N_SPECIAL; i++)
+        w_str(f, specials[i]);
+    w_str(f, "tokenizer.ggml.token_type"), w_u32(f, 9), w_u32(f, 5), w_u64(f, n);
+    for (uint64_t i = 0; i < n; i++)
+        w_u32(f, i < 96 ? 1 : 3);
+    w_str(f, "tokenizer.ggml.merges"), w_u32(f, 9), w_u32(f, 8), w_u64(f, 0);
+    fclose(f);
+    return path;
+}
+
+static const ocase_t special_cases[] = {
+    {"control tokens: qwen3 + hermes", REASONING_MODE_QWEN3, false, TOOLCALL_FORMAT_HERMES, true,
+     "<think>Plan it.</think>Sure.<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1}}</tool_call><|im_end|>",
+     "Plan it.", "Sure.", 1, {"f", "{\"a\":1}"}},
+    {"control tokens: no parsers -> markup invisible", REASONING_MODE_NONE, false, TOOLCALL_FORMAT_NONE, true,
+     "<think>Plan it.</think>Sure.<tool_call>{}</tool_call><|im_end|>", NULL, "Plan it.Sure.{}", 0, {NULL}},
+    {"control tokens: reasoning only, tool markup invisible", REASONING_MODE_DEEPSEEK_R1, true,
+     TOOLCALL_FORMAT_NONE, true, "Hm.</think>Ok<tool_call>", "Hm.", "Ok", 0, {NULL}},
+    {"control tokens: mistral [TOOL_CALLS] N [ARGS]", REASONING_MODE_NONE, false, TOOLCALL_FORMAT_MISTRAL, true,
+     "Checking.[TOOL_CALLS]get_time[ARGS]{\"tz\": \"UTC\"}", NULL, "Checking.", 1, {"get_time", "{\"tz\":\"UTC\"}"}},
+    {"control tokens: llama3_json <|python_tag|>", REASONING_MODE_NONE, false, TOOLCALL_FORMAT_LLAMA3_JSON, true,
+     "<|python_tag|>{\"name\": \"f\", \"parameters\": {\"x\": [1, 2]}}", NULL, NULL, 1, {"f", "{\"x\":[1,2]}"}},
+};
+
+static void special_vocab(void)
+{
+    char *p = write_special_vocab();
+    lf_err_t err = {0};
+    gguf_file_t *gf = p ? gguf_open(p, &err) : NULL;
+    vocab_t *v = gf ? vocab_load(gf, &err) : NULL;
+    if (!tap_ok(v != NULL, "synthetic vocab with control-token markup loads (%s)", v ? "ok" : err.msg)) {
+        gguf_close(gf);
+        if (p)
+            unlink(p);
+        return;
+    }
+    int32_t *ids = NULL;
+    size_t n = 0;
+    const char *t = "<think>a</think>";
+    vocab_tokenize(v, t, strlen(t), false, true, &ids, &n, &err);
+    tap_ok(n == 3 && vocab_is_control(v, ids[0]) && vocab_is_control(v, ids[2]),
+           "<think> and </think> are single control tokens");
+    free(ids);
+    for (size_t i = 0; i < sizeof special_cases / sizeof special_cases[0]; i++)
+        run_case_special(v, &special_cases[i]);
+    vocab_free(v);
+    gguf_close(gf);
+    unlink(p);
 }
 
 int main(void)
@@ -298,5 +402,6 @@ int main(void)
     }
     vocab_free(v);
     gguf_close(gf);
+    special_vocab();
     return tap_done();
 }

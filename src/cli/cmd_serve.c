@@ -35,6 +35,13 @@ static const char usage[] =
     "                             [LLM_HTTP_THREADS]\n"
     "      --max-queue N          requests waiting for a slot before 429 (default 32) [LLM_MAX_QUEUE]\n"
     "      --max-body BYTES       largest body, k/m suffix ok (default 16m); 413 above [LLM_MAX_BODY]\n"
+    "      --temperature F        default temperature for requests without one (0..2; default 1)\n"
+    "      --top-p F              default top_p, (0..1] (default 1)\n"
+    "      --top-k N              default top_k, -1 or 0 = off (default -1)\n"
+    "      --min-p F              default min_p, 0..1 (default 0)\n"
+    "      --repetition-penalty F default repetition_penalty, > 0 (default 1)\n"
+    "      --max-n N              largest `n` (choices per prompt) a request may ask (default 16)\n"
+    "      --mindie-extras        allow \"mindie\": true (full_text streaming, prefill_time, decode_time_arr)\n"
     "      --ping-interval S      SSE \": ping\" comment while no token is ready (default 10)\n"
     "                             [LLM_PING_INTERVAL]\n"
     "      --drain-timeout S      on SIGTERM/SIGINT, seconds in-flight requests may take to finish\n"
@@ -141,7 +148,19 @@ static int serve_check_parsers(const srv_config_t *c)
 }
 
 enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, O_HTTP, O_QUEUE, O_BODY,
-       O_BATCH, O_DRAIN, O_PING, O_LOGP, O_TMPL, O_RPARSE, O_TPARSE };
+       O_BATCH, O_DRAIN, O_PING, O_LOGP, O_TEMP, O_TOPP, O_TOPK, O_MINP, O_REP, O_MAXN, O_MINDIE,
+       O_TMPL, O_RPARSE, O_TPARSE };
+
+/* A float in [lo, hi]; -1 when bad. */
+static int parse_float(const char *s, double lo, double hi, float *out)
+{
+    char *end = NULL;
+    double d = strtod(s, &end);
+    if (!*s || *end || !(d >= lo && d <= hi))
+        return -1;
+    *out = (float)d;
+    return 0;
+}
 
 int cmd_serve(int argc, char **argv)
 {
@@ -184,6 +203,10 @@ int cmd_serve(int argc, char **argv)
         {"max-queue", required_argument, 0, O_QUEUE}, {"max-body", required_argument, 0, O_BODY},
         {"batch-tokens", required_argument, 0, O_BATCH}, {"drain-timeout", required_argument, 0, O_DRAIN},
         {"ping-interval", required_argument, 0, O_PING}, {"log-prompts", no_argument, 0, O_LOGP},
+        {"temperature", required_argument, 0, O_TEMP}, {"top-p", required_argument, 0, O_TOPP},
+        {"top-k", required_argument, 0, O_TOPK},    {"min-p", required_argument, 0, O_MINP},
+        {"repetition-penalty", required_argument, 0, O_REP}, {"max-n", required_argument, 0, O_MAXN},
+        {"mindie-extras", no_argument, 0, O_MINDIE},
         {"chat-template", required_argument, 0, O_TMPL}, {"reasoning-parser", required_argument, 0, O_RPARSE},
         {"tool-call-parser", required_argument, 0, O_TPARSE},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
@@ -212,6 +235,16 @@ int cmd_serve(int argc, char **argv)
         case O_BATCH: bad = parse_int(optarg, 1, &c.batch_tokens); break;
         case O_DRAIN: bad = parse_int(optarg, 0, &c.drain_seconds); break;
         case O_PING: bad = parse_int(optarg, 1, &c.ping_seconds); break;
+        case O_TEMP: bad = parse_float(optarg, 0, 2, &c.def_temperature); c.def_set.temperature = true; break;
+        case O_TOPP: bad = parse_float(optarg, 1e-9, 1, &c.def_top_p); c.def_set.top_p = true; break;
+        case O_TOPK: bad = parse_int(optarg, -1, &c.def_top_k); c.def_set.top_k = true; break;
+        case O_MINP: bad = parse_float(optarg, 0, 1, &c.def_min_p); c.def_set.min_p = true; break;
+        case O_REP:
+            bad = parse_float(optarg, 1e-9, 1e6, &c.def_repetition_penalty);
+            c.def_set.repetition_penalty = true;
+            break;
+        case O_MAXN: bad = parse_int(optarg, 1, &c.max_n); break;
+        case O_MINDIE: c.mindie = true; break;
         case O_LOGP: c.log_prompts = true; break;
         case O_TMPL: c.chat_template_file = optarg; break;
         case O_RPARSE: c.reasoning_parser = optarg; break;

@@ -28,6 +28,9 @@ struct sched_chan {
     int32_t planned;     /* TOKEN events the current step will push */
     bool submitted;
     atomic_bool cancelled;
+    atomic_bool *job_cancel; /* per job index (sched_chan_cancel_job) */
+    bool *group_ready;       /* per share group: the leader's prompt is in */
+    int32_t n_jobs;
 };
 
 typedef enum { JOB_WAITING, JOB_PREFILL, JOB_DECODE } job_state_t;
@@ -47,6 +50,9 @@ typedef struct job {
     int32_t last;         /* last sampled token (decode input) */
     sampler_t *smp;
     int32_t logit_j;      /* index into fwd_logits for this step, -1 none */
+    int32_t *stop_ids;    /* params.stop_token_ids (owned copy) */
+    bool follower;        /* share_group member that waits for its leader */
+    sched_prompt_lp_t *plp; /* prompt logprobs being built (owned until sent) */
 } job_t;
 
 struct sched {
@@ -65,6 +71,8 @@ struct sched {
     int32_t n_running;
     fwd_tok_t *batch;
     job_t **batch_owner;  /* job per logits-wanted token, in order */
+    int32_t *batch_lpos;  /* position of each logits-wanted token */
+    float *lp_buf;        /* n_vocab: log-softmax scratch */
     sched_stats_t st;
 };
 
@@ -96,7 +104,12 @@ static void chan_unref(sched_chan_t *ch)
     if (left == 0) {
         pthread_mutex_destroy(&ch->mu);
         pthread_cond_destroy(&ch->cv);
+        for (int32_t i = 0; i < ch->count; i++)
+            if (ch->ring[(ch->head + i) % ch->cap].kind == SCHED_EV_PROMPT)
+                free(ch->ring[(ch->head + i) % ch->cap].prompt_lp);
         free(ch->ring);
+        free(ch->job_cancel);
+        free(ch->group_ready);
         free(ch);
     }
 }
@@ -127,6 +140,8 @@ static void chan_push(sched_chan_t *ch, const sched_event_t *ev)
     if (ch->count < ch->cap) {
         ch->ring[(ch->head + ch->count) % ch->cap] = *ev;
         ch->count++;
+    } else if (ev->kind == SCHED_EV_PROMPT) {
+        free(ev->prompt_lp); /* cannot happen (reserved); never leak */
     }
     if (ev->kind == SCHED_EV_DONE)
         ch->jobs_live--;
@@ -177,6 +192,17 @@ void sched_chan_cancel(sched_chan_t *ch)
         atomic_store(&ch->cancelled, true);
 }
 
+void sched_chan_cancel_job(sched_chan_t *ch, int32_t index)
+{
+    if (ch && ch->job_cancel && index >= 0 && index < ch->n_jobs)
+        atomic_store(&ch->job_cancel[index], true);
+}
+
+static bool job_cancelled(const job_t *j)
+{
+    return atomic_load(&j->ch->cancelled) || (j->ch->job_cancel && atomic_load(&j->ch->job_cancel[j->index]));
+}
+
 void sched_chan_free(sched_chan_t *ch)
 {
     if (!ch)
@@ -193,13 +219,18 @@ static void job_free(job_t *j)
         return;
     sampler_free(j->smp);
     free(j->prompt);
+    free(j->stop_ids);
+    free(j->plp);
     free(j);
 }
 
-static void job_finish(sched_t *s, job_t *j, sched_finish_t why, lf_code_t code)
+static void job_finish_tok(sched_t *s, job_t *j, sched_finish_t why, lf_code_t code, int32_t stop_token)
 {
     sched_event_t ev = {.kind = SCHED_EV_DONE, .index = j->index, .finish = why, .code = code,
-                        .n_prompt = j->n_prompt, .n_cached = j->n_cached, .n_gen = j->n_gen};
+                        .n_prompt = j->n_prompt, .n_cached = j->n_cached, .n_gen = j->n_gen,
+                        .stop_token = stop_token};
+    if (j->params.share_group > 0 && !j->follower)
+        j->ch->group_ready[j->params.share_group] = true; /* never leave followers waiting */
     chan_push(j->ch, &ev);
     if (j->state != JOB_WAITING) {
         fwd_seq_rm(s->fwd, j->slot);
@@ -210,17 +241,26 @@ static void job_finish(sched_t *s, job_t *j, sched_finish_t why, lf_code_t code)
     job_free(j);
 }
 
+static void job_finish(sched_t *s, job_t *j, sched_finish_t why, lf_code_t code)
+{
+    job_finish_tok(s, j, why, code, -1);
+}
+
 static void admit(sched_t *s)
 {
     for (int32_t i = 0; i < s->o.n_parallel && s->qhead; i++) {
         if (s->slots[i])
             continue;
         job_t *j = s->qhead;
+        /* a follower waits (and keeps the FIFO order) until its leader's
+         * prompt is in the prefix cache */
+        if (j->follower && !j->ch->group_ready[j->params.share_group] && !job_cancelled(j))
+            break;
         s->qhead = j->next;
         if (!s->qhead)
             s->qtail = NULL;
         s->n_waiting--;
-        if (atomic_load(&j->ch->cancelled)) {
+        if (job_cancelled(j)) {
             job_finish(s, j, SCHED_FINISH_CANCELLED, LF_OK);
             i--; /* the slot is still free */
             continue;
@@ -230,7 +270,7 @@ static void admit(sched_t *s)
         j->state = JOB_PREFILL;
         /* reuse the cached K/V of the longest known prompt prefix (whole
          * blocks; at least one token is left to compute for the logits) */
-        j->n_past = fwd_seq_attach_prefix(s->fwd, i, j->prompt, j->n_prompt);
+        j->n_past = j->plp ? 0 : fwd_seq_attach_prefix(s->fwd, i, j->prompt, j->n_prompt);
         if (j->n_past < 0 || j->n_past >= j->n_prompt)
             j->n_past = 0;
         j->n_cached = j->n_past;
@@ -255,6 +295,7 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
             continue;
         s->batch[n++] = (fwd_tok_t){.token = j->last, .seq = i, .pos = j->n_past, .logits = true};
         j->logit_j = nl;
+        s->batch_lpos[nl] = j->n_past;
         s->batch_owner[nl++] = j;
     }
     for (int32_t i = 0; i < s->o.n_parallel && n < budget; i++) {
@@ -265,14 +306,22 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
         if (take > budget - n)
             take = budget - n;
         /* the chunk that ends the prompt yields a token: it needs room */
-        if (j->n_past + take == j->n_prompt && !chan_reserve(j->ch))
-            continue;
+        if (j->n_past + take == j->n_prompt) {
+            if (!chan_reserve(j->ch))
+                continue;
+            if (j->plp && !chan_reserve(j->ch)) /* the SCHED_EV_PROMPT event */
+                continue;
+        }
         for (int32_t k = 0; k < take; k++) {
             int32_t pos = j->n_past + k;
             bool last = pos == j->n_prompt - 1;
-            s->batch[n++] = (fwd_tok_t){.token = j->prompt[pos], .seq = i, .pos = pos, .logits = last};
-            if (last) {
+            /* prompt order for prompts of >= 2 tokens: llama.cpp's numerics */
+            s->batch[n++] = (fwd_tok_t){.token = j->prompt[pos], .seq = i, .pos = pos, .logits = last || j->plp,
+                                        .prompt = j->n_prompt >= 2};
+            if (last)
                 j->logit_j = nl;
+            if (last || j->plp) {
+                s->batch_lpos[nl] = pos;
                 s->batch_owner[nl++] = j;
             }
         }
@@ -281,9 +330,46 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
     return n;
 }
 
-/* After a successful fwd_decode: advance positions, sample, emit. */
-static void step_commit(sched_t *s, int32_t n_tok)
+/* Raw logprob of token + top-N from logits (top_n < 0: nothing). */
+static bool lp_fill(sched_t *s, const float *logits, int32_t token, int32_t top_n, sched_lp_t *out)
 {
+    int32_t nv = vocab_n_tokens(s->vocab);
+    lf_err_t e;
+    if (top_n < 0 || logprob_compute(logits, nv, s->lp_buf, &e) != LF_OK ||
+        logprob_token(s->lp_buf, nv, token, &out->logprob, &out->rank, &e) != LF_OK)
+        return false;
+    out->has = true;
+    out->token = token;
+    out->n_top = logprob_top(s->lp_buf, nv, top_n, out->top);
+    return true;
+}
+
+/* Prompt logprobs: logits at prompt position p score prompt token p+1. */
+static void prompt_lp_collect(sched_t *s, int32_t n_logits)
+{
+    for (int32_t k = 0; k < n_logits; k++) {
+        job_t *j = s->batch_owner[k];
+        int32_t pos = s->batch_lpos[k];
+        if (!j->plp || j->state != JOB_PREFILL || pos + 1 >= j->n_prompt)
+            continue;
+        const float *logits = fwd_logits(s->fwd, k);
+        if (logits)
+            lp_fill(s, logits, j->prompt[pos + 1], j->params.n_prompt_top, &j->plp->e[pos + 1]);
+    }
+}
+
+static bool is_stop_id(const job_t *j, int32_t tok)
+{
+    for (int32_t i = 0; i < j->params.n_stop_token_ids; i++)
+        if (j->stop_ids[i] == tok)
+            return true;
+    return false;
+}
+
+/* After a successful fwd_decode: advance positions, sample, emit. */
+static void step_commit(sched_t *s, int32_t n_tok, int32_t n_logits)
+{
+    prompt_lp_collect(s, n_logits);
     /* advance n_past for every job by the tokens it had in the batch */
     for (int32_t k = 0; k < n_tok; k++) {
         job_t *j = s->slots[s->batch[k].seq];
@@ -304,6 +390,13 @@ static void step_commit(sched_t *s, int32_t n_tok)
             s->st.cached_tokens += (uint64_t)j->n_cached;
             /* offer this prompt's full blocks to later requests */
             fwd_seq_commit(s->fwd, j->slot, j->prompt, j->n_prompt);
+            if (j->params.share_group > 0 && !j->follower)
+                j->ch->group_ready[j->params.share_group] = true;
+            if (j->plp) {
+                sched_event_t pe = {.kind = SCHED_EV_PROMPT, .index = j->index, .prompt_lp = j->plp};
+                j->plp = NULL;
+                chan_push(j->ch, &pe);
+            }
         }
         const float *logits = fwd_logits(s->fwd, j->logit_j);
         if (!logits) {
@@ -320,9 +413,15 @@ static void step_commit(sched_t *s, int32_t n_tok)
         j->n_gen++;
         s->st.gen_tokens++;
         sched_event_t ev = {.kind = SCHED_EV_TOKEN, .index = j->index, .token = tok};
+        if (j->params.logprobs)
+            lp_fill(s, logits, tok, j->params.top_logprobs, &ev.lp);
+        bool eog = !j->params.ignore_eos && vocab_is_eog(s->vocab, tok);
+        ev.ends = eog || is_stop_id(j, tok);
         chan_push(j->ch, &ev);
-        if (!j->params.ignore_eos && vocab_is_eog(s->vocab, tok))
+        if (eog)
             job_finish(s, j, SCHED_FINISH_STOP, LF_OK);
+        else if (ev.ends)
+            job_finish_tok(s, j, SCHED_FINISH_STOP, LF_OK, tok);
         else if (j->n_gen >= j->params.max_tokens || j->n_past >= s->o.n_ctx)
             job_finish(s, j, SCHED_FINISH_LENGTH, LF_OK);
     }
@@ -332,7 +431,7 @@ static void drop_cancelled(sched_t *s)
 {
     for (int32_t i = 0; i < s->o.n_parallel; i++) {
         job_t *j = s->slots[i];
-        if (j && (s->stop || atomic_load(&j->ch->cancelled)))
+        if (j && (s->stop || job_cancelled(j)))
             job_finish(s, j, SCHED_FINISH_CANCELLED, LF_OK);
     }
     if (s->stop) {
@@ -393,7 +492,7 @@ static void *sched_main(void *arg)
             }
             continue;
         }
-        step_commit(s, n);
+        step_commit(s, n, nl);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -432,7 +531,9 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
     s->slots = calloc((size_t)s->o.n_parallel, sizeof *s->slots);
     s->batch = calloc((size_t)s->o.batch_tokens, sizeof *s->batch);
     s->batch_owner = calloc((size_t)s->o.batch_tokens + (size_t)s->o.n_parallel, sizeof *s->batch_owner);
-    if (!s->slots || !s->batch || !s->batch_owner) {
+    s->batch_lpos = calloc((size_t)s->o.batch_tokens + (size_t)s->o.n_parallel, sizeof *s->batch_lpos);
+    s->lp_buf = malloc((size_t)vocab_n_tokens(s->vocab) * sizeof *s->lp_buf);
+    if (!s->slots || !s->batch || !s->batch_owner || !s->batch_lpos || !s->lp_buf) {
         lf_err_set(err, LF_ERR_NOMEM, "out of memory");
         goto fail;
     }
@@ -451,6 +552,8 @@ fail:
     free(s->slots);
     free(s->batch);
     free(s->batch_owner);
+    free(s->batch_lpos);
+    free(s->lp_buf);
     free(s);
     return NULL;
 }
@@ -478,6 +581,8 @@ void sched_free(sched_t *s)
     free(s->slots);
     free(s->batch);
     free(s->batch_owner);
+    free(s->batch_lpos);
+    free(s->lp_buf);
     free(s);
 }
 
@@ -536,17 +641,58 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
     if (!jobs)
         return lf_err_set(err, LF_ERR_NOMEM, "out of memory");
     int32_t eos = vocab_eos(s->vocab);
+    int32_t n_groups = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (params[i].n_stop_token_ids < 0 || params[i].n_stop_token_ids > 4096 ||
+            params[i].share_group < 0 || params[i].share_group > n)
+        {
+            free(jobs);
+            return lf_err_set(err, LF_ERR_INVALID, "bad job parameters");
+        }
+        if (params[i].share_group >= n_groups)
+            n_groups = params[i].share_group + 1;
+    }
+    atomic_bool *jc = calloc((size_t)n, sizeof *jc);
+    bool *gr = calloc((size_t)n_groups + 1, sizeof *gr);
+    if (!jc || !gr) {
+        free(jc);
+        free(gr);
+        free(jobs);
+        return lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+    }
+    for (int32_t i = 0; i < n; i++)
+        atomic_init(&jc[i], false);
     for (int32_t i = 0; i < n; i++) {
         sampler_params_t sp = params[i].sampling;
         if (params[i].ignore_eos && eos >= 0) {
             sp.banned = &eos;
             sp.n_banned = 1;
         }
+        /* min_tokens: every end-of-generation token and the stop tokens
+         * are banned until reached */
+        int32_t ban[4096 + 64];
+        int32_t nb = 0;
+        if (sp.min_tokens > 0) {
+            for (int32_t t = 0; t < n_vocab && nb < 64; t++)
+                if (vocab_is_eog(s->vocab, t))
+                    ban[nb++] = t;
+            for (int32_t k = 0; k < params[i].n_stop_token_ids; k++)
+                if (params[i].stop_token_ids[k] >= 0 && params[i].stop_token_ids[k] < n_vocab)
+                    ban[nb++] = params[i].stop_token_ids[k];
+            sp.min_tokens_ban = ban;
+            sp.n_min_tokens_ban = nb;
+        }
         lf_code_t rc = LF_ERR_NOMEM;
         jobs[i] = calloc(1, sizeof **jobs);
         if (jobs[i])
             jobs[i]->prompt = malloc(n_prompts[i] * sizeof(int32_t));
-        if (jobs[i] && jobs[i]->prompt) {
+        size_t nst = (size_t)params[i].n_stop_token_ids;
+        if (jobs[i] && nst)
+            jobs[i]->stop_ids = malloc(nst * sizeof(int32_t));
+        if (jobs[i] && params[i].prompt_logprobs)
+            jobs[i]->plp = calloc(1, sizeof(sched_prompt_lp_t) + n_prompts[i] * sizeof(sched_lp_t));
+        if (jobs[i] && jobs[i]->prompt && (!nst || jobs[i]->stop_ids) &&
+            (!params[i].prompt_logprobs || jobs[i]->plp)) {
             jobs[i]->smp = sampler_create(&sp, n_vocab, params[i].entropy, err);
             rc = jobs[i]->smp ? sampler_add_prompt(jobs[i]->smp, prompts[i], (int32_t)n_prompts[i], err)
                               : (err ? err->code : LF_ERR_INVALID);
@@ -557,11 +703,22 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
             for (int32_t k = 0; k <= i; k++)
                 job_free(jobs[k]);
             free(jobs);
+            free(jc);
+            free(gr);
             return err ? err->code : rc;
         }
         memcpy(jobs[i]->prompt, prompts[i], n_prompts[i] * sizeof(int32_t));
         jobs[i]->n_prompt = (int32_t)n_prompts[i];
         jobs[i]->params = params[i];
+        if (nst)
+            memcpy(jobs[i]->stop_ids, params[i].stop_token_ids, nst * sizeof(int32_t));
+        jobs[i]->params.stop_token_ids = jobs[i]->stop_ids;
+        if (jobs[i]->plp)
+            jobs[i]->plp->n = (int32_t)n_prompts[i];
+        /* the first job of a share group leads, the later ones follow */
+        for (int32_t k = 0; k < i && params[i].share_group > 0; k++)
+            if (params[k].share_group == params[i].share_group)
+                jobs[i]->follower = true;
         jobs[i]->index = i;
         jobs[i]->ch = ch;
         jobs[i]->state = JOB_WAITING;
@@ -574,10 +731,15 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
         for (int32_t i = 0; i < n; i++)
             job_free(jobs[i]);
         free(jobs);
+        free(jc);
+        free(gr);
         return lf_err_set(err, LF_ERR_OVERLOAD, "The server is busy: too many requests waiting; retry later");
     }
     pthread_mutex_lock(&ch->mu);
     ch->submitted = true;
+    ch->job_cancel = jc;
+    ch->group_ready = gr;
+    ch->n_jobs = n;
     ch->refs += n;
     ch->jobs_live += n;
     pthread_mutex_unlock(&ch->mu);

@@ -19,6 +19,11 @@
  *   cache (fwd_seq_rm) in that step and their slots reused.
  * - Several jobs can share one channel (one per prompt / choice); events
  *   carry the job's `index`.
+ * - Decoding controls (sched_params_t): stop_token_ids end a job with STOP
+ *   and the id in the DONE event; logprobs ride on TOKEN events; prompt
+ *   logprobs come as one SCHED_EV_PROMPT event before the first TOKEN;
+ *   jobs of a share group (n > 1) compute their common prompt once.
+ *   One job of a channel can be stopped alone (sched_chan_cancel_job).
  *
  * Ownership: sched_submit copies the prompt. A channel is reference-counted
  * between its owner and its jobs: the owner calls sched_chan_free() once,
@@ -32,6 +37,7 @@
 #include <stdint.h>
 
 #include "common/status.h"
+#include "engine/logprob.h"
 #include "engine/model.h"
 #include "engine/sampler.h"
 
@@ -53,7 +59,42 @@ typedef struct {
     sampler_params_t sampling;
     uint64_t entropy;
     bool ignore_eos;      /* never stop on end-of-generation tokens */
+    /* ---- decoding controls (issue 4) ---- */
+    const int32_t *stop_token_ids; /* finish STOP when sampled (copied) */
+    int32_t n_stop_token_ids;      /* sampling.min_tokens also bans these and
+                                      EOS until reached (set by submit) */
+    /* A zeroed struct means: none of the following. */
+    bool logprobs;         /* every TOKEN event carries the token's raw
+                              logprob and the top_logprobs (0..20) best */
+    int32_t top_logprobs;
+    bool prompt_logprobs;  /* one SCHED_EV_PROMPT event with every prompt
+                              token's logprob + top-N (n_prompt_top, 0..20);
+                              the prompt is then computed in full (no
+                              prefix cache) */
+    int32_t n_prompt_top;
+    int32_t share_group;   /* n > 1: jobs with the same group > 0 have the
+                              same prompt; the first one submitted leads, the
+                              others are admitted once the leader's prompt is
+                              computed and attach it from the prefix cache.
+                              0: independent */
 } sched_params_t;
+
+/* Prompt logprobs of one job: entries[0] is the first prompt token (no
+ * logprob: has == false). Owned by whoever reads the SCHED_EV_PROMPT
+ * event: free with free(). */
+typedef struct {
+    bool has;
+    int32_t token;
+    float logprob;
+    int32_t rank;
+    int32_t n_top;
+    logprob_entry_t top[LOGPROB_TOP_MAX];
+} sched_lp_t;
+
+typedef struct {
+    int32_t n;
+    sched_lp_t e[];
+} sched_prompt_lp_t;
 
 typedef enum {
     SCHED_FINISH_NONE = 0,
@@ -65,7 +106,8 @@ typedef enum {
 
 typedef enum {
     SCHED_EV_TOKEN,  /* a sampled token (token valid) */
-    SCHED_EV_DONE    /* the job finished (finish, and code on error) */
+    SCHED_EV_DONE,   /* the job finished (finish, and code on error) */
+    SCHED_EV_PROMPT  /* prompt logprobs (prompt_lp, before the first TOKEN) */
 } sched_ev_kind_t;
 
 typedef struct {
@@ -77,6 +119,11 @@ typedef struct {
     int32_t n_prompt;       /* prompt tokens (DONE) */
     int32_t n_cached;       /* of which reused from the prefix cache (DONE) */
     int32_t n_gen;          /* tokens generated (DONE) */
+    int32_t stop_token;     /* DONE/STOP by a stop_token_ids entry: it; else -1 */
+    bool ends;              /* TOKEN: this token (EOS / a stop_token_ids
+                               entry) ends the job with STOP */
+    sched_lp_t lp;          /* TOKEN with logprobs (lp.has) */
+    sched_prompt_lp_t *prompt_lp; /* SCHED_EV_PROMPT: the reader frees it */
 } sched_event_t;
 
 typedef struct {
@@ -126,6 +173,8 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
 int sched_chan_next(sched_chan_t *ch, sched_event_t *ev, int timeout_ms);
 /* Asks the scheduler to stop the channel's jobs (idempotent). */
 void sched_chan_cancel(sched_chan_t *ch);
+/* Stops one job of the channel (its DONE event still comes, CANCELLED). */
+void sched_chan_cancel_job(sched_chan_t *ch, int32_t index);
 /* Cancels and drops the owner's reference. Accepts NULL. */
 void sched_chan_free(sched_chan_t *ch);
 

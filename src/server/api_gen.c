@@ -6,6 +6,8 @@
  * chunks (flushed per event) or accumulate the texts for one JSON reply.
  * Between events the client socket is polled; a client that went away
  * cancels its jobs at once (the scheduler frees their slots next step).
+ * Per-choice text handling (stop strings, logprobs, echo) is in
+ * api_choice.c, the logprobs JSON in api_logprobs.c.
  */
 #include <json-c/json.h>
 #include <stdio.h>
@@ -13,47 +15,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/stopstr.h"
 #include "engine/vocab.h"
-#include "server/chat_output.h"
-#include "server/request_chat.h"
+#include "server/api_gen.h"
+#include "server/api_logprobs.h"
 #include "server/request.h"
 #include "server/server.h"
+#include "server/request_chat.h"
 #include "server/sse.h"
 
-typedef struct {
-    vocab_detok_t detok;
-    chat_out_t *co;        /* chat: reasoning + tool calls (chat_output.h) */
-    char *text;            /* accumulated (non-streamed) */
-    size_t len, cap;
-    int32_t n_prompt;
-    int32_t n_cached;
-    int32_t n_gen;
-    sched_finish_t finish;
-    bool done;
-} choice_t;
-
-typedef struct {
-    srv_t *s;
-    http_req_t *r;
-    bool chat;
-    const req_gen_t *gen;
-    char id[64];
-    int64_t created;
-    const char *model;
-    size_t n;
-    choice_t *ch;
-    double t0, last_tok, last_write;
-    int32_t prompt_total;
-} run_t;
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static const char *finish_name(sched_finish_t f)
+const char *finish_name(sched_finish_t f)
 {
     switch (f) {
     case SCHED_FINISH_STOP: return "stop";
@@ -62,15 +33,6 @@ static const char *finish_name(sched_finish_t f)
     case SCHED_FINISH_ERROR: return "error";
     default: return NULL;
     }
-}
-
-/* finish_reason of a choice: "tool_calls" when it called tools and ended
- * on its own. */
-static const char *choice_finish(const choice_t *c)
-{
-    if (c->co && c->finish == SCHED_FINISH_STOP && chat_out_n_calls(c->co) > 0)
-        return "tool_calls";
-    return finish_name(c->finish);
 }
 
 static const char *to_json(json_object *o)
@@ -83,7 +45,8 @@ static json_object *usage_json(const run_t *g)
     int32_t gen = 0, cached = 0;
     for (size_t i = 0; i < g->n; i++) {
         gen += g->ch[i].n_gen;
-        cached += g->ch[i].n_cached;
+        if (i % g->per == 0) /* the prompt is counted once, not per choice */
+            cached += g->ch[i].n_cached;
     }
     json_object *u = json_object_new_object();
     json_object_object_add(u, "prompt_tokens", json_object_new_int(g->prompt_total));
@@ -100,6 +63,12 @@ static json_object *usage_json(const run_t *g)
         json_object_object_add(cd, "reasoning_tokens", json_object_new_int(rt));
         json_object_object_add(u, "completion_tokens_details", cd);
     }
+    if (g->mindie && g->n > 0) {
+        const choice_t *c = &g->ch[0];
+        json_object_object_add(u, "prefill_time",
+                               json_object_new_double(c->t_first > 0 ? (c->t_first - g->t0) * 1000.0 : 0.0));
+        json_object_object_add(u, "decode_time_arr", json_object_get(c->decode_ms));
+    }
     return u;
 }
 
@@ -110,19 +79,41 @@ static json_object *head_json(const run_t *g, const char *object)
     json_object_object_add(o, "object", json_object_new_string(object));
     json_object_object_add(o, "created", json_object_new_int64(g->created));
     json_object_object_add(o, "model", json_object_new_string(g->model));
+    json_object_object_add(o, "system_fingerprint", json_object_new_string(g->fingerprint));
     return o;
 }
 
-/* One streamed chunk for choice idx: text (may be NULL), role (first chat
- * chunk), finish reason (last chunk). */
-static int emit_chunk(run_t *g, size_t idx, const char *text, size_t len, bool role, const char *finish)
+/* The logprobs gathered since the last chunk (moved into the chunk). */
+static json_object *take_logprobs(run_t *g, choice_t *ch)
 {
+    if (!ch->has_lp)
+        return NULL;
+    json_object *o;
+    if (g->chat) {
+        o = json_object_new_object();
+        json_object_object_add(o, "content", ch->lp_chat);
+        ch->lp_chat = json_object_new_array();
+    } else {
+        o = lp_legacy_take(&ch->lp_leg);
+        lp_legacy_init(&ch->lp_leg);
+    }
+    return o;
+}
+
+int emit_chunk(run_t *g, size_t idx, const char *text, size_t len, bool role, const char *finish)
+{
+    choice_t *ch = &g->ch[idx];
     json_object *o = head_json(g, g->chat ? "chat.completion.chunk" : "text_completion");
     json_object *choices = json_object_new_array(), *c = json_object_new_object();
     json_object_object_add(c, "index", json_object_new_int((int32_t)idx));
+    if (g->mindie && (text || finish)) { /* full_text streaming: the whole text so far */
+        text_append(ch, text ? text : "", text ? len : 0);
+        text = ch->text ? ch->text : "";
+        len = ch->len;
+    }
     if (g->chat) {
         json_object *d = json_object_new_object();
-        if (role)
+        if (role || g->mindie)
             json_object_object_add(d, "role", json_object_new_string("assistant"));
         if (text)
             json_object_object_add(d, "content", json_object_new_string_len(text, (int)len));
@@ -130,10 +121,32 @@ static int emit_chunk(run_t *g, size_t idx, const char *text, size_t len, bool r
     } else {
         json_object_object_add(c, "text", json_object_new_string_len(text ? text : "", text ? (int)len : 0));
     }
-    json_object_object_add(c, "logprobs", NULL);
+    json_object_object_add(c, "logprobs", role ? NULL : take_logprobs(g, ch));
     json_object_object_add(c, "finish_reason", finish ? json_object_new_string(finish) : NULL);
-    if (finish || !g->chat)
-        json_object_object_add(c, "stop_reason", NULL);
+    json_object_object_add(c, "stop_reason", finish ? json_object_get(ch->stop_reason) : NULL);
+    json_object_array_add(choices, c);
+    json_object_object_add(o, "choices", choices);
+    if (g->mindie && finish) {
+        json_object_object_add(o, "full_text", json_object_new_string_len(ch->text ? ch->text : "", (int)ch->len));
+        json_object_object_add(o, "usage", usage_json(g));
+    } else if (g->gen->continuous_usage) {
+        json_object_object_add(o, "usage", usage_json(g));
+    }
+    int rc = sse_data(g->r, to_json(o));
+    json_object_put(o);
+    g->last_write = now_s();
+    return rc;
+}
+
+int emit_delta(run_t *g, size_t idx, json_object *delta)
+{
+    json_object *o = head_json(g, "chat.completion.chunk");
+    json_object *choices = json_object_new_array(), *c = json_object_new_object();
+    json_object_object_add(c, "index", json_object_new_int((int32_t)idx));
+    json_object_object_add(c, "delta", delta);
+    json_object_object_add(c, "logprobs", take_logprobs(g, &g->ch[idx]));
+    json_object_object_add(c, "finish_reason", NULL);
+    json_object_object_add(c, "stop_reason", NULL);
     json_object_array_add(choices, c);
     json_object_object_add(o, "choices", choices);
     if (g->gen->continuous_usage)
@@ -142,26 +155,6 @@ static int emit_chunk(run_t *g, size_t idx, const char *text, size_t len, bool r
     json_object_put(o);
     g->last_write = now_s();
     return rc;
-}
-
-/* Streamed chat events of one choice (chat_output.h): one chunk each. */
-static void emit_chat_events(run_t *g, size_t idx, const chat_out_ev_t *evs, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        json_object *o = head_json(g, "chat.completion.chunk");
-        json_object *choices = json_object_new_array(), *c = json_object_new_object();
-        json_object_object_add(c, "index", json_object_new_int((int32_t)idx));
-        json_object_object_add(c, "delta", chat_out_delta_json(&evs[i]));
-        json_object_object_add(c, "logprobs", NULL);
-        json_object_object_add(c, "finish_reason", NULL);
-        json_object_array_add(choices, c);
-        json_object_object_add(o, "choices", choices);
-        if (g->gen->continuous_usage)
-            json_object_object_add(o, "usage", usage_json(g));
-        sse_data(g->r, to_json(o));
-        json_object_put(o);
-        g->last_write = now_s();
-    }
 }
 
 static int emit_usage_chunk(run_t *g)
@@ -174,23 +167,6 @@ static int emit_usage_chunk(run_t *g)
     return rc;
 }
 
-static void text_append(choice_t *c, const char *p, size_t n)
-{
-    if (c->len + n + 1 > c->cap) {
-        size_t nc = c->cap ? c->cap * 2 : 256;
-        while (nc < c->len + n + 1)
-            nc *= 2;
-        char *t = realloc(c->text, nc);
-        if (!t)
-            return; /* keep what we have; the reply is still valid JSON */
-        c->text = t;
-        c->cap = nc;
-    }
-    memcpy(c->text + c->len, p, n);
-    c->len += n;
-    c->text[c->len] = '\0';
-}
-
 static void reply_full(run_t *g)
 {
     json_object *o = head_json(g, g->chat ? "chat.completion" : "text_completion");
@@ -201,7 +177,7 @@ static void reply_full(run_t *g)
         json_object_object_add(j, "index", json_object_new_int((int32_t)i));
         json_object *txt = c->co ? NULL : json_object_new_string_len(c->text ? c->text : "", (int)c->len);
         if (c->co) {
-            json_object_object_add(j, "message", chat_out_message_json(c->co));
+            json_object_object_add(j, "message", chat_choice_message(c));
         } else if (g->chat) {
             json_object *m = json_object_new_object();
             json_object_object_add(m, "role", json_object_new_string("assistant"));
@@ -211,25 +187,25 @@ static void reply_full(run_t *g)
         } else {
             json_object_object_add(j, "text", txt);
         }
-        json_object_object_add(j, "logprobs", NULL);
-        const char *f = choice_finish(c);
+        json_object_object_add(j, "logprobs", take_logprobs(g, c));
+        const char *f = choice_finish_reason(c);
         json_object_object_add(j, "finish_reason", f ? json_object_new_string(f) : NULL);
-        json_object_object_add(j, "stop_reason", NULL);
+        json_object_object_add(j, "stop_reason", json_object_get(c->stop_reason));
         if (!g->chat)
-            json_object_object_add(j, "prompt_logprobs", NULL);
+            json_object_object_add(j, "prompt_logprobs", json_object_get(c->prompt_lp));
         json_object_array_add(choices, j);
     }
     json_object_object_add(o, "choices", choices);
     json_object_object_add(o, "usage", usage_json(g));
     if (g->chat)
-        json_object_object_add(o, "prompt_logprobs", NULL);
+        json_object_object_add(o, "prompt_logprobs", g->n ? json_object_get(g->ch[0].prompt_lp) : NULL);
     json_object_object_add(o, "kv_transfer_params", NULL);
     http_reply_json(g->r, 200, to_json(o), NULL);
     json_object_put(o);
 }
 
 /* Pops events until every job is done or the client is gone. */
-static void run_events(run_t *g, sched_chan_t *chan)
+static void run_events(run_t *g, sched_chan_t *chan, int32_t **job_prompts)
 {
     srv_t *s = g->s;
     http_req_t *r = g->r;
@@ -258,9 +234,16 @@ static void run_events(run_t *g, sched_chan_t *chan)
                 g->last_write = now_s();
             continue;
         }
-        if ((size_t)ev.index >= g->n)
+        if ((size_t)ev.index >= g->n) {
+            if (ev.kind == SCHED_EV_PROMPT)
+                free(ev.prompt_lp);
             continue;
+        }
         choice_t *c = &g->ch[ev.index];
+        if (ev.kind == SCHED_EV_PROMPT) {
+            choice_on_prompt_lp(g, (size_t)ev.index, ev.prompt_lp, job_prompts[ev.index]);
+            continue;
+        }
         if (ev.kind == SCHED_EV_TOKEN) {
             double t = now_s();
             if (first) {
@@ -271,39 +254,13 @@ static void run_events(run_t *g, sched_chan_t *chan)
                 metrics_itl(&s->metrics, t - g->last_tok);
             }
             g->last_tok = t;
-            c->n_gen++;
-            if (c->co) {
-                const chat_out_ev_t *evs;
-                size_t nev;
-                lf_err_t ce;
-                if (chat_out_push_token(c->co, ev.token, &evs, &nev, &ce) == LF_OK && stream)
-                    emit_chat_events(g, (size_t)ev.index, evs, nev);
-                continue;
-            }
-            int w = vocab_detok_push(&c->detok, ev.token, piece, sizeof piece);
-            if (w <= 0)
-                continue;
-            if (stream)
-                emit_chunk(g, (size_t)ev.index, piece, (size_t)w, false, NULL);
-            else
-                text_append(c, piece, (size_t)w);
+            choice_on_token(g, chan, (size_t)ev.index, &ev);
             continue;
         }
         /* SCHED_EV_DONE */
-        c->done = true;
-        c->finish = ev.finish;
-        c->n_gen = ev.n_gen;
+        c->dead = true;
         c->n_cached = ev.n_cached;
         n_done++;
-        int w = vocab_detok_flush(&c->detok, piece, sizeof piece);
-        if (c->co) {
-            const chat_out_ev_t *evs;
-            size_t nev;
-            lf_err_t ce;
-            w = 0;
-            if (ev.finish != SCHED_FINISH_ERROR && chat_out_finish(c->co, &evs, &nev, &ce) == LF_OK && stream)
-                emit_chat_events(g, (size_t)ev.index, evs, nev);
-        }
         if (ev.finish == SCHED_FINISH_ERROR) {
             lf_err_t e;
             lf_err_set(&e, ev.code, "generation failed in the engine (%s)", lf_code_name(ev.code));
@@ -316,11 +273,18 @@ static void run_events(run_t *g, sched_chan_t *chan)
             sched_chan_cancel(chan);
             return;
         }
-        if (stream)
-            emit_chunk(g, (size_t)ev.index, w > 0 ? piece : (g->chat ? NULL : ""), w > 0 ? (size_t)w : 0, false,
-                       choice_finish(c));
-        else if (w > 0)
-            text_append(c, piece, (size_t)w);
+        if (c->done)
+            continue; /* ended by a stop string */
+        c->n_gen = ev.n_gen;
+        if (ev.stop_token >= 0)
+            c->stop_reason = json_object_new_int(ev.stop_token);
+        int w = vocab_detok_flush(&c->detok, piece, sizeof piece);
+        sched_finish_t why = ev.finish;
+        if (c->co && chat_choice_finish(g, (size_t)ev.index))
+            why = SCHED_FINISH_STOP;
+        else if (choice_feed(g, (size_t)ev.index, piece, w > 0 ? (size_t)w : 0, true))
+            why = SCHED_FINISH_STOP;
+        choice_end(g, (size_t)ev.index, why);
     }
     if (stream) {
         if (g->gen->include_usage)
@@ -332,22 +296,65 @@ static void run_events(run_t *g, sched_chan_t *chan)
 }
 
 /* Checks the model name, sizes max_tokens against the context, submits
- * and runs. prompts[i] are token arrays (borrowed). */
+ * and runs. prompts[i] are token arrays (borrowed); texts[i] the prompt
+ * texts for echo (NULL: detokenized). Jobs are prompt-major: job i*n + k
+ * is choice k of prompt i. */
 static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t **prompts,
-                     size_t *n_prompts, size_t n, const chat_out_cfg_t *oc)
+                     size_t *n_prompts, size_t n_in, char **texts, const chat_out_cfg_t *oc)
 {
+    const req_sampling_t *sp = &gen->samp;
     int32_t n_ctx = sched_n_ctx(s->sched);
-    sched_params_t *params = calloc(n, sizeof *params);
-    choice_t *ch = calloc(n, sizeof *ch);
+    size_t per = (size_t)sp->n, n = n_in * per;
+    sched_params_t *params = NULL;
+    choice_t *ch = NULL;
+    int32_t **jp = NULL;
+    size_t *jn = NULL;
+    char **echo_owned = NULL;
     sched_chan_t *chan = NULL;
-    if (!params || !ch) {
+    int32_t max_n = s->cfg.max_n > 0 ? s->cfg.max_n : 16;
+    if (sp->n > max_n) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "'n' must be at most %d on this server, got %d", max_n, sp->n);
+        http_reply_error(r, 400, msg, "n", NULL, NULL);
+        return;
+    }
+    if (sp->mindie == 1 && !s->cfg.mindie) {
+        http_reply_error(r, 400, "'mindie' extras are not enabled on this server (start it with --mindie-extras)",
+                         "mindie", "unsupported_parameter", NULL);
+        return;
+    }
+    params = calloc(n, sizeof *params);
+    ch = calloc(n, sizeof *ch);
+    jp = calloc(n, sizeof *jp);
+    jn = calloc(n, sizeof *jn);
+    echo_owned = calloc(n_in, sizeof *echo_owned);
+    if (!params || !ch || !jp || !jn || !echo_owned) {
         http_reply_error(r, 503, "out of memory", NULL, NULL, NULL);
         goto out;
     }
     run_t g = {.s = s, .r = r, .chat = chat, .gen = gen, .created = (int64_t)time(NULL),
-               .model = s->cfg.names[0], .n = n, .ch = ch, .t0 = now_s()};
+               .model = s->cfg.names[0], .n = n, .ch = ch, .t0 = now_s(), .sp = sp, .per = per,
+               .mindie = s->cfg.mindie && sp->mindie == 1};
     snprintf(g.id, sizeof g.id, "%s%s", chat ? "chatcmpl-" : "cmpl-", r->id);
-    for (size_t i = 0; i < n; i++) {
+    snprintf(g.fingerprint, sizeof g.fingerprint, "%s", s->fingerprint);
+    sampler_params_t base;
+    gen_fill_sampling(s, gen, &base);
+    const char *bad_param = NULL;
+    lf_err_t e = {0};
+    if (sampler_params_validate(&base, vocab_n_tokens(s->vocab), &bad_param, &e) != LF_OK) {
+        http_reply_error(r, 400, e.msg, bad_param, NULL, NULL);
+        goto out;
+    }
+    for (int32_t k = 0; k < sp->n_stop_token_ids; k++)
+        if (sp->stop_token_ids[k] >= vocab_n_tokens(s->vocab)) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "stop_token_ids: token id %d is out of vocabulary (0..%d)",
+                     sp->stop_token_ids[k], vocab_n_tokens(s->vocab) - 1);
+            http_reply_error(r, 400, msg, "stop_token_ids", NULL, NULL);
+            goto out;
+        }
+    bool want_plp = sp->prompt_logprobs >= 0 || (sp->echo && sp->logprobs);
+    for (size_t i = 0; i < n_in; i++) {
         g.prompt_total += (int32_t)n_prompts[i];
         int32_t mt = gen->max_tokens;
         if (mt < 0) {
@@ -372,39 +379,77 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
             http_reply_error(r, 400, msg, chat ? "messages" : "prompt", "context_length_exceeded", NULL);
             goto out;
         }
-        /* unseeded requests draw their seed from the request's random id */
-        char hex[17];
-        memcpy(hex, r->id, 16);
-        hex[16] = '\0';
-        uint64_t seed = strtoull(hex, NULL, 16) + (uint64_t)i;
-        params[i].max_tokens = mt;
-        sampler_params_default(&params[i].sampling);
-        params[i].sampling.temperature = gen->temperature;
-        params[i].sampling.has_seed = gen->has_seed;
-        params[i].sampling.seed = gen->seed;
-        params[i].entropy = seed;
-        vocab_detok_init(&ch[i].detok, s->vocab, false);
-        if (oc) {
-            chat_out_cfg_t c1 = *oc;
-            c1.seed = seed;
-            lf_err_t ce = {0};
-            if (!(ch[i].co = chat_out_create(&c1, &ce))) {
-                http_reply_err(r, &ce, NULL, NULL);
+        if (sp->echo && !texts) { /* token prompt: echo its text */
+            size_t cap = n_prompts[i] * 64 + 1, w = 0;
+            echo_owned[i] = malloc(cap);
+            for (size_t t = 0; echo_owned[i] && t < n_prompts[i]; t++) {
+                int m = vocab_token_to_piece(s->vocab, prompts[i][t], !sp->skip_special_tokens, echo_owned[i] + w,
+                                             cap - w - 1);
+                w += m > 0 && (size_t)m < cap - w - 1 ? (size_t)m : 0;
+            }
+            if (echo_owned[i])
+                echo_owned[i][w] = '\0';
+        }
+        for (size_t k = 0; k < per; k++) {
+            size_t j = i * per + k;
+            jp[j] = prompts[i];
+            jn[j] = n_prompts[i];
+            /* unseeded requests draw their seed from the request's random id */
+            char hex[17];
+            memcpy(hex, r->id, 16);
+            hex[16] = '\0';
+            params[j].max_tokens = mt;
+            params[j].sampling = base;
+            params[j].sampling.seed = gen->seed + (uint64_t)k; /* choice k of a seeded request: seed + k */
+            params[j].entropy = strtoull(hex, NULL, 16) + (uint64_t)j;
+            params[j].ignore_eos = sp->ignore_eos;
+            params[j].stop_token_ids = sp->stop_token_ids;
+            params[j].n_stop_token_ids = sp->n_stop_token_ids;
+            params[j].logprobs = sp->logprobs;
+            params[j].top_logprobs = sp->top_logprobs;
+            /* chat: prompt_logprobs once (root); completions: per choice */
+            params[j].prompt_logprobs = want_plp && (!chat || k == 0) && (sp->echo || sp->prompt_logprobs >= 0);
+            params[j].n_prompt_top = sp->prompt_logprobs >= 0 ? sp->prompt_logprobs : sp->top_logprobs;
+            params[j].share_group = per > 1 && !params[j].prompt_logprobs ? (int32_t)i + 1 : 0;
+            vocab_detok_init(&ch[j].detok, s->vocab, !sp->skip_special_tokens);
+            ch[j].ss = stopstr_create((const char *const *)sp->stop, NULL, sp->n_stop,
+                                      sp->include_stop_str_in_output, &e);
+            if (!ch[j].ss) {
+                http_reply_err(r, &e, "stop", NULL);
                 goto out;
             }
+            ch[j].n_prompt = (int32_t)n_prompts[i];
+            ch[j].has_lp = sp->logprobs;
+            if (sp->logprobs) {
+                if (chat)
+                    ch[j].lp_chat = json_object_new_array();
+                else
+                    lp_legacy_init(&ch[j].lp_leg);
+            }
+            if (g.mindie)
+                ch[j].decode_ms = json_object_new_array();
+            ch[j].echo = !sp->echo ? NULL : texts ? texts[i] : echo_owned[i];
+            if (oc) {
+                chat_out_cfg_t c1 = *oc;
+                c1.special = !sp->skip_special_tokens;
+                c1.seed = params[j].entropy;
+                if (!(ch[j].co = chat_out_create(&c1, &e))) {
+                    http_reply_err(r, &e, NULL, NULL);
+                    goto out;
+                }
+            }
         }
-        ch[i].n_prompt = (int32_t)n_prompts[i];
     }
+    /* a share group leader must come before its followers: already so */
     r->prompt_tokens = g.prompt_total;
     chan = sched_chan_create(s->sched);
-    lf_err_t e = {0};
     if (!chan) {
         http_reply_error(r, 503, "out of memory", NULL, NULL, NULL);
         goto out;
     }
-    if (sched_submit(s->sched, chan, (const int32_t *const *)prompts, n_prompts, params, (int32_t)n, &e) != LF_OK) {
+    if (sched_submit(s->sched, chan, (const int32_t *const *)jp, jn, params, (int32_t)n, &e) != LF_OK) {
         const char *param = e.code == LF_ERR_CONTEXT ? (chat ? "messages" : "prompt")
-                            : e.code == LF_ERR_INVALID ? "prompt" : NULL;
+                            : e.code == LF_ERR_INVALID ? (per > 1 ? "n" : "prompt") : NULL;
         http_reply_err(r, &e, param, e.code == LF_ERR_OVERLOAD ? "server_overloaded" : NULL);
         goto out;
     }
@@ -415,16 +460,32 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
         for (size_t i = 0; chat && i < n; i++)
             emit_chunk(&g, i, "", 0, true, NULL);
     }
-    run_events(&g, chan);
+    for (size_t j = 0; j < n; j++)
+        if (ch[j].echo) {
+            ch[j].text_off = (int32_t)strlen(ch[j].echo);
+            choice_deliver(&g, j, ch[j].echo, strlen(ch[j].echo));
+        }
+    run_events(&g, chan, jp);
     for (size_t i = 0; i < n; i++)
         r->completion_tokens += ch[i].n_gen;
 out:
     sched_chan_free(chan);
     for (size_t i = 0; ch && i < n; i++) {
         free(ch[i].text);
+        stopstr_free(ch[i].ss);
+        json_object_put(ch[i].stop_reason);
+        json_object_put(ch[i].lp_chat);
+        lp_legacy_free(&ch[i].lp_leg);
+        json_object_put(ch[i].prompt_lp);
+        json_object_put(ch[i].decode_ms);
         chat_out_free(ch[i].co);
     }
+    for (size_t i = 0; echo_owned && i < n_in; i++)
+        free(echo_owned[i]);
+    free(echo_owned);
     free(ch);
+    free(jp);
+    free(jn);
     free(params);
 }
 
@@ -454,10 +515,11 @@ static int tokenize_text(srv_t *s, http_req_t *r, const char *text, bool add_spe
 }
 
 /* The output parsers of a chat request: the server's reasoning parser, its
- * tool-call parser when the request has tools (tool_choice not "none").
- * Tools without a tool-call parser: 400 (vLLM does the same). */
+ * tool-call parser when the request has tools (tool_choice not "none");
+ * *parse false when neither applies (plain text path). Tools without a
+ * tool-call parser: 400 (vLLM does the same). */
 static int chat_output_config(srv_t *s, http_req_t *r, const chat_req_t *q, const char *prompt,
-                              chat_out_cfg_t *oc)
+                              chat_out_cfg_t *oc, bool *parse)
 {
     bool tools = req_chat_wants_tools(q->ext);
     if (tools && s->tool_format == TOOLCALL_FORMAT_NONE) {
@@ -470,6 +532,7 @@ static int chat_output_config(srv_t *s, http_req_t *r, const chat_req_t *q, cons
                            .starts_in_reasoning = reasoning_starts_inside(s->reasoning, prompt, strlen(prompt)),
                            .tools = tools ? s->tool_format : TOOLCALL_FORMAT_NONE,
                            .parallel_tool_calls = !q->ext || q->ext->parallel_tool_calls};
+    *parse = oc->reasoning != REASONING_MODE_NONE || oc->tools != TOOLCALL_FORMAT_NONE;
     return 0;
 }
 
@@ -496,9 +559,10 @@ void api_chat(srv_t *s, http_req_t *r)
     if (tokenize_text(s, r, prompt, true, &ids, &n_ids) < 0)
         goto out;
     chat_out_cfg_t oc;
-    if (chat_output_config(s, r, &q, prompt, &oc) < 0)
+    bool parse = false;
+    if (chat_output_config(s, r, &q, prompt, &oc, &parse) < 0)
         goto out;
-    generate(s, r, true, &q.gen, &ids, &n_ids, 1, &oc);
+    generate(s, r, true, &q.gen, &ids, &n_ids, 1, NULL, parse ? &oc : NULL);
 out:
     free(ids);
     free(prompt);
@@ -518,7 +582,7 @@ void api_completions(srv_t *s, http_req_t *r)
     if (!check_model(s, r, q.gen.model))
         goto out;
     if (q.toks) {
-        generate(s, r, false, &q.gen, q.toks, q.n_toks, q.n_prompts, NULL);
+        generate(s, r, false, &q.gen, q.toks, q.n_toks, q.n_prompts, NULL, NULL);
         goto out;
     }
     ids = calloc(q.n_prompts, sizeof *ids);
@@ -533,7 +597,7 @@ void api_completions(srv_t *s, http_req_t *r)
         if (tokenize_text(s, r, q.texts[i], true, &ids[i], &n_ids[i]) < 0)
             goto out;
     }
-    generate(s, r, false, &q.gen, ids, n_ids, q.n_prompts, NULL);
+    generate(s, r, false, &q.gen, ids, n_ids, q.n_prompts, q.texts, NULL);
 out:
     for (size_t i = 0; ids && i < q.n_prompts; i++)
         free(ids[i]);

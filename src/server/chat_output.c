@@ -63,7 +63,7 @@ chat_out_t *chat_out_create(const chat_out_cfg_t *cfg, lf_err_t *err)
     }
     co->cfg = *cfg;
     if (cfg->vocab)
-        vocab_detok_init(&co->detok, cfg->vocab, false);
+        vocab_detok_init(&co->detok, cfg->vocab, cfg->special);
     if (cfg->reasoning != REASONING_MODE_NONE &&
         !(co->rp = reasoning_create(cfg->reasoning, cfg->starts_in_reasoning, err)))
         goto fail;
@@ -351,6 +351,13 @@ bool chat_out_tools_on(const chat_out_t *co)
 
 json_object *chat_out_message_json(const chat_out_t *co)
 {
+    size_t l;
+    const char *t = chat_out_content(co, &l);
+    return chat_out_message_json_content(co, t, l);
+}
+
+json_object *chat_out_message_json_content(const chat_out_t *co, const char *content, size_t len)
+{
     json_object *m = json_object_new_object();
     if (!m)
         return NULL;
@@ -361,9 +368,8 @@ json_object *chat_out_message_json(const chat_out_t *co)
         t = chat_out_reasoning(co, &l);
         json_object_object_add(m, "reasoning_content", t ? json_object_new_string_len(t, (int)l) : NULL);
     }
-    t = chat_out_content(co, &l);
-    if (t)
-        json_object_object_add(m, "content", json_object_new_string_len(t, (int)l));
+    if (content && len)
+        json_object_object_add(m, "content", json_object_new_string_len(content, (int)len));
     else
         json_object_object_add(m, "content", co->tc || co->rp ? NULL : json_object_new_string(""));
     json_object *calls = json_object_new_array();

@@ -47,6 +47,7 @@ typedef struct {
     bool starts_in_reasoning;      /* reasoning_starts_inside(prompt) */
     toolcall_format_t tools;       /* TOOLCALL_FORMAT_NONE: no tool parsing */
     bool parallel_tool_calls;
+    bool special;                  /* render every control token (skip_special_tokens false) */
     uint64_t seed;                 /* call ids */
 } chat_out_cfg_t;
 
@@ -94,6 +95,9 @@ bool chat_out_tools_on(const chat_out_t *co);
  * calls; reasoning_content only when a reasoning parser is on, null when
  * empty). New object, caller puts it. NULL on allocation failure. */
 struct json_object *chat_out_message_json(const chat_out_t *co);
+/* Same with the content given (the server's content after stop strings;
+ * NULL or len 0: none). */
+struct json_object *chat_out_message_json_content(const chat_out_t *co, const char *content, size_t len);
 
 /* The streamed delta for one event: {"reasoning_content": t},
  * {"content": t}, {"tool_calls": [{index, id, type, function: {name,

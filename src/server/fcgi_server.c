@@ -257,6 +257,11 @@ int srv_run(srv_config_t *cfg)
     }
     metrics_init(&s.metrics);
     s.cfg = *cfg;
+    { /* system_fingerprint: build and model, stable across restarts */
+        const char *base = strrchr(cfg->model_path, '/');
+        snprintf(s.fingerprint, sizeof s.fingerprint, "llm-fcgi-%s-%.60s", PACKAGE_VERSION,
+                 base ? base + 1 : cfg->model_path);
+    }
     /* the chat template (compiled once) and the output parsers */
     chat_tmpl_renderer_t *tmpl = NULL;
     if (srv_chat_setup(&s, cfg, &tmpl) < 0) {

@@ -106,13 +106,7 @@ typedef struct {
 } unsupported_t;
 
 static const unsupported_t unsupported[] = {
-    {"top_p", 1.0},           {"top_k", -1.0},         {"min_p", 0.0},
-    {"frequency_penalty", 0.0}, {"presence_penalty", 0.0}, {"repetition_penalty", 1.0},
-    {"logit_bias", NAN},      {"stop", NAN},           {"stop_token_ids", NAN},
-    {"logprobs", NAN},        {"top_logprobs", NAN},   {"n", 1.0},
-    {"best_of", 1.0},         {"echo", NAN},           {"suffix", NAN},
     {"response_format", NAN},
-    {"min_tokens", 0.0},      {"ignore_eos", NAN},     {"prompt_logprobs", NAN},
     {"guided_json", NAN},     {"guided_regex", NAN},   {"guided_choice", NAN},
     {"functions", NAN},       {"function_call", NAN},
 };
@@ -146,10 +140,14 @@ static int check_unsupported(json_object *o, req_err_t *e)
     return 0;
 }
 
-static int parse_gen(json_object *o, req_gen_t *g, req_err_t *e)
+static int parse_gen(json_object *o, bool chat, req_gen_t *g, req_err_t *e)
 {
     g->max_tokens = -1;
     g->temperature = 1.0f;
+    json_object *st = field(o, "stream");
+    if (req_sampling_parse(o, chat, st && json_object_is_type(st, json_type_boolean) && json_object_get_boolean(st),
+                           &g->samp, e) < 0)
+        return -1;
     if (get_string(o, "model", &g->model, e) < 0)
         return -1;
     json_object *v = field(o, "user");
@@ -166,6 +164,7 @@ static int parse_gen(json_object *o, req_gen_t *g, req_err_t *e)
         if (n < 1 || n > INT32_MAX)
             return fail(e, 400, mt[i], NULL, "'%s' must be at least 1, got %lld", mt[i], (long long)n);
         g->max_tokens = (int32_t)n;
+        g->samp.has |= REQ_HAS_MAX_TOKENS;
     }
     v = field(o, "temperature");
     if (v && !json_object_is_type(v, json_type_null)) {
@@ -175,6 +174,7 @@ static int parse_gen(json_object *o, req_gen_t *g, req_err_t *e)
         if (!(t >= 0.0 && t <= 2.0))
             return fail(e, 400, "temperature", NULL, "'temperature' must be between 0 and 2, got %g", t);
         g->temperature = (float)t;
+        g->samp.has |= REQ_HAS_TEMPERATURE;
     }
     v = field(o, "seed");
     if (v && !json_object_is_type(v, json_type_null)) {
@@ -321,7 +321,7 @@ int req_chat_parse(const char *body, size_t len, chat_req_t *out, req_err_t *e)
     out->raw = o;
     int rc = parse_messages(o, out, e);
     if (rc == 0)
-        rc = parse_gen(o, &out->gen, e);
+        rc = parse_gen(o, true, &out->gen, e);
     if (rc == 0)
         rc = req_chat_ext_parse(o, out, e);
     if (rc < 0)
@@ -337,6 +337,7 @@ void req_chat_free(chat_req_t *r)
     }
     free(r->msgs);
     free(r->gen.model);
+    req_sampling_free(&r->gen.samp);
     req_chat_ext_free(r->ext);
     json_object_put(r->raw);
     memset(r, 0, sizeof *r);
@@ -428,7 +429,7 @@ int req_cmpl_parse(const char *body, size_t len, cmpl_req_t *out, req_err_t *e)
         return -1;
     int rc = parse_prompt(o, out, e);
     if (rc == 0)
-        rc = parse_gen(o, &out->gen, e);
+        rc = parse_gen(o, false, &out->gen, e);
     json_object_put(o);
     if (rc < 0)
         req_cmpl_free(out);
@@ -447,6 +448,7 @@ void req_cmpl_free(cmpl_req_t *r)
     free(r->toks);
     free(r->n_toks);
     free(r->gen.model);
+    req_sampling_free(&r->gen.samp);
     memset(r, 0, sizeof *r);
 }
 

@@ -4,11 +4,11 @@
  * validation failure fills a req_err_t (HTTP status, message, the offending
  * `param`, an optional `code`) that maps 1:1 onto the OpenAI error body.
  *
- * Sampling fields the engine does not implement yet are rejected with 400
- * naming the parameter (unless they carry their neutral default, e.g.
- * top_p 1 or n 1), never silently ignored. Unknown fields are ignored, as
- * vLLM does. The decoding-controls work extends req_gen_t and the table of
- * unsupported fields in request.c.
+ * The decoding controls (top_p, stop, logprobs, n, ...) are parsed by
+ * request_sampling.c into req_gen_t.samp. Fields this server does not
+ * implement (response_format, tools, ...) are rejected with 400 naming the
+ * parameter unless they carry their neutral value, never silently ignored.
+ * Unknown fields are ignored, as vLLM does.
  *
  * Ownership: req_*_parse allocate everything inside the struct; the matching
  * req_*_free releases it (accepts a zeroed struct).
@@ -20,7 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct {
+#include "server/request_sampling.h"
+
+typedef struct req_err {
     int status;          /* 400, 404, 413 ... */
     char param[64];      /* "" -> null */
     char code[48];       /* "" -> null */
@@ -37,6 +39,7 @@ typedef struct {
     float temperature;    /* default 1 (OpenAI) */
     bool has_seed;
     uint64_t seed;
+    req_sampling_t samp;  /* every other decoding control (request_sampling.h) */
 } req_gen_t;
 
 typedef enum {

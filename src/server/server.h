@@ -38,6 +38,14 @@ typedef struct {
     int drain_seconds;                /* graceful shutdown limit */
     int ping_seconds;                 /* SSE comment interval while waiting */
     bool log_prompts;
+    /* decoding defaults for fields a request leaves out (issue 4) */
+    struct {
+        bool temperature, top_p, top_k, min_p, repetition_penalty;
+    } def_set;
+    float def_temperature, def_top_p, def_min_p, def_repetition_penalty;
+    int32_t def_top_k;
+    int32_t max_n;                    /* largest `n` (<= 0: 16) */
+    bool mindie;                      /* allow MindIE extras ("mindie": true) */
     const char *chat_template_file;   /* --chat-template (NULL: the model's) */
     const char *reasoning_parser;     /* --reasoning-parser (NULL: detect) */
     const char *tool_call_parser;     /* --tool-call-parser (NULL: detect) */
@@ -54,6 +62,7 @@ typedef struct {
     reasoning_mode_t reasoning;       /* output parsers (chat_setup.h) */
     toolcall_format_t tool_format;
     time_t created;
+    char fingerprint[96];             /* system_fingerprint: build + model */
 } srv_t;
 
 /* ---- routing (route.c) ---- */

@@ -219,8 +219,8 @@ await check('errors', async () => {
   ok(r.status === 400 && r.json.error.param === 'stream_options', 'stream_options without stream -> 400');
   r = await post('/v1/chat/completions', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'http://x/y.png' } }] }] });
   ok(r.status === 400 && r.json.error.message === 'this model does not accept image input', 'image part -> 400 image input', r.json);
-  r = await post('/v1/chat/completions', chatBody({ top_p: 0.3 }));
-  ok(r.status === 400 && r.json.error.param === 'top_p', 'unsupported sampling field -> 400 naming it');
+  r = await post('/v1/chat/completions', chatBody({ best_of: 3 }));
+  ok(r.status === 400 && r.json.error.param === 'best_of', 'unsupported sampling field -> 400 naming it');
   r = await post('/v1/chat/completions', { messages: [] });
   ok(r.status === 400 && r.json.error.param === 'messages', 'empty messages -> 400');
   r = await post('/v1/completions', { prompt: 'x', max_tokens: 'many' });

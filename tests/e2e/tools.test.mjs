@@ -16,6 +16,7 @@
 //    as an object) and the tool result (tool_call_id) rendered, the answer
 //    returned as content with tool_calls [] and never finish_reason
 //    tool_calls; streamed == non-streamed;
+//  - stop strings match the content, not the reasoning;
 //  - developer -> system, continue_final_message, and the 400s.
 // Call detection and markup handling are covered by tests/unit/
 // test_chat_output (real vocab tokens through the same code).
@@ -116,6 +117,25 @@ await check('thinking off (chat_template_kwargs)', async () => {
   const s = await streamed(body);
   ok(s.content === m.content && s.reasoning === '' && s.order.every((k) => k === 'c'),
     'thinking off streamed: only delta.content, == non-streamed', s);
+});
+
+await check('stop strings look at the content only', async () => {
+  const body = { model: MODEL, messages: story, max_tokens: N, temperature: 0 };
+  const r = await client.chat.completions.create(body);
+  const words = r.choices[0].message.reasoning_content.split(/\s+/).filter((w) => w.length >= 2);
+  const stop = words[Math.min(2, words.length - 1)];
+  const rs = await client.chat.completions.create({ ...body, stop: [stop] });
+  ok(rs.choices[0].message.reasoning_content === r.choices[0].message.reasoning_content &&
+     rs.choices[0].finish_reason === r.choices[0].finish_reason,
+     `stop '${stop}' inside the reasoning does not stop it`, rs.choices[0]);
+  const kw = { chat_template_kwargs: { enable_thinking: false } };
+  const plain = await client.chat.completions.create({ ...body, ...kw });
+  const cw = plain.choices[0].message.content.split(/\s+/).filter((w) => w.length >= 2);
+  const stop2 = cw[Math.min(2, cw.length - 1)];
+  const rc = await client.chat.completions.create({ ...body, ...kw, stop: [stop2] });
+  const want = plain.choices[0].message.content.slice(0, plain.choices[0].message.content.indexOf(stop2));
+  ok(rc.choices[0].finish_reason === 'stop' && rc.choices[0].stop_reason === stop2 &&
+     (rc.choices[0].message.content || '') === want, `stop '${stop2}' in the content stops it`, rc.choices[0]);
 });
 
 await check('tools round trip', async () => {

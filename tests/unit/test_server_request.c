@@ -37,9 +37,9 @@ static const case_t chat_cases[] = {
     {"stream not bool", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":1}", 400, "stream"},
     {"stream_options without stream", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream_options\":{\"include_usage\":true}}", 400, "stream_options"},
     {"model not string", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"model\":3}", 400, "model"},
-    {"top_p unsupported", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_p\":0.5}", 400, "top_p"},
-    {"n unsupported", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":2}", 400, "n"},
-    {"stop unsupported", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":[\"a\"]}", 400, "stop"},
+    {"top_p out of range", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_p\":1.5}", 400, "top_p"},
+    {"n zero", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":0}", 400, "n"},
+    {"stop number", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":[1]}", 400, "stop"},
     {"tools malformed", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":\"function\"}]}", 400, "tools"},
     {"seed not int", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"seed\":1.5}", 400, "seed"},
 };
@@ -54,8 +54,8 @@ static const case_t cmpl_cases[] = {
     {"mixed prompt", "{\"prompt\":[\"a\",1]}", 400, "prompt"},
     {"negative id", "{\"prompt\":[1,-2]}", 400, "prompt"},
     {"prompt object", "{\"prompt\":{}}", 400, "prompt"},
-    {"echo unsupported", "{\"prompt\":\"x\",\"echo\":true}", 400, "echo"},
-    {"logprobs unsupported", "{\"prompt\":\"x\",\"logprobs\":2}", 400, "logprobs"},
+    {"echo not bool", "{\"prompt\":\"x\",\"echo\":1}", 400, "echo"},
+    {"logprobs above 5", "{\"prompt\":\"x\",\"logprobs\":6}", 400, "logprobs"},
     {"best_of unsupported", "{\"prompt\":\"x\",\"best_of\":3}", 400, "best_of"},
 };
 

@@ -52,7 +52,7 @@ bool chat_choice_finish(run_t *g, size_t idx)
     if (chat_out_finish(c->co, &evs, &n, &e) == LF_OK)
         stopped = deliver(g, idx, evs, n, true);
     if (!stopped)
-        stopped = choice_feed(g, idx, NULL, 0, true); /* releases the matcher's hold-back */
+        stopped = choice_feed(g, idx, "", 0, true); /* releases the matcher's hold-back */
     return stopped;
 }
 

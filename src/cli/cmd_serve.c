@@ -33,7 +33,6 @@ static const char usage[] =
     "      --kv-cache-mb N        KV cache budget in MiB (default: parallel x ctx-size positions);\n"
     "                             when full, the newest stream is preempted and resumed later\n"
     "                             [LLM_KV_CACHE_MB]\n"
-    "      --chat-template FILE   Jinja chat template instead of the model's [LLM_CHAT_TEMPLATE]\n"
     "Requests:\n"
     "      --http-threads N       FastCGI acceptor threads (default parallel + max-queue + 4)\n"
     "                             [LLM_HTTP_THREADS]\n"
@@ -51,6 +50,13 @@ static const char usage[] =
     "      --drain-timeout S      on SIGTERM/SIGINT, seconds in-flight requests may take to finish\n"
     "                             (default 30) [LLM_DRAIN_TIMEOUT]\n"
     "      --log-prompts          log prompts, for debugging; keys are never logged [LLM_LOG_PROMPTS=1]\n"
+    "Chat:\n"
+    "      --chat-template FILE   Jinja chat template instead of the model's (default: the model's;\n"
+    "                             ChatML with a warning when it has none) [LLM_CHAT_TEMPLATE]\n"
+    "      --reasoning-parser P   deepseek_r1, qwen3 or none (default: detected from the template)\n"
+    "                             [LLM_REASONING_PARSER]\n"
+    "      --tool-call-parser P   hermes, llama3_json, mistral or none (default: detected from the\n"
+    "                             template) [LLM_TOOL_CALL_PARSER]\n"
     "  -h, --help                 this help\n"
     "\n"
     "Endpoints: POST /v1/chat/completions, /v1/completions, /invocations, /tokenize, /detokenize;\n"
@@ -128,9 +134,25 @@ static int read_key_file(srv_config_t *c, const char *path)
     return 0;
 }
 
+/* --reasoning-parser / --tool-call-parser names (a usage error, exit 2). */
+static int serve_check_parsers(const srv_config_t *c)
+{
+    lf_err_t err = {0};
+    reasoning_mode_t rm;
+    toolcall_format_t tf;
+    if ((c->reasoning_parser && *c->reasoning_parser &&
+         reasoning_mode_from_name(c->reasoning_parser, &rm, &err) != LF_OK) ||
+        (c->tool_call_parser && *c->tool_call_parser &&
+         toolcall_format_from_name(c->tool_call_parser, &tf, &err) != LF_OK)) {
+        fprintf(stderr, "llm-fcgi serve: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
 enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, O_HTTP, O_QUEUE, O_BODY,
        O_BATCH, O_DRAIN, O_PING, O_LOGP, O_TEMP, O_TOPP, O_TOPK, O_MINP, O_REP, O_MAXN, O_MINDIE, O_KVMB,
-       O_TMPL };
+       O_TMPL, O_RPARSE, O_TPARSE };
 
 /* A float in [lo, hi]; -1 when bad. */
 static int parse_float(const char *s, double lo, double hi, float *out)
@@ -173,6 +195,8 @@ int cmd_serve(int argc, char **argv)
         c.chat_template_file = e;
     if ((e = getenv("LLM_LOG_PROMPTS")) && *e == '1')
         c.log_prompts = true;
+    c.reasoning_parser = getenv("LLM_REASONING_PARSER");
+    c.tool_call_parser = getenv("LLM_TOOL_CALL_PARSER");
 
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},       {"socket", required_argument, 0, O_SOCKET},
@@ -183,11 +207,13 @@ int cmd_serve(int argc, char **argv)
         {"max-queue", required_argument, 0, O_QUEUE}, {"max-body", required_argument, 0, O_BODY},
         {"batch-tokens", required_argument, 0, O_BATCH}, {"drain-timeout", required_argument, 0, O_DRAIN},
         {"ping-interval", required_argument, 0, O_PING}, {"log-prompts", no_argument, 0, O_LOGP},
-        {"kv-cache-mb", required_argument, 0, O_KVMB}, {"chat-template", required_argument, 0, O_TMPL},
+        {"kv-cache-mb", required_argument, 0, O_KVMB},
         {"temperature", required_argument, 0, O_TEMP}, {"top-p", required_argument, 0, O_TOPP},
         {"top-k", required_argument, 0, O_TOPK},    {"min-p", required_argument, 0, O_MINP},
         {"repetition-penalty", required_argument, 0, O_REP}, {"max-n", required_argument, 0, O_MAXN},
         {"mindie-extras", no_argument, 0, O_MINDIE},
+        {"chat-template", required_argument, 0, O_TMPL}, {"reasoning-parser", required_argument, 0, O_RPARSE},
+        {"tool-call-parser", required_argument, 0, O_TPARSE},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     int o;
     optind = 1;
@@ -227,6 +253,8 @@ int cmd_serve(int argc, char **argv)
         case O_LOGP: c.log_prompts = true; break;
         case O_KVMB: bad = parse_int(optarg, 0, &c.kv_cache_mb); break;
         case O_TMPL: c.chat_template_file = optarg; break;
+        case O_RPARSE: c.reasoning_parser = optarg; break;
+        case O_TPARSE: c.tool_call_parser = optarg; break;
         case 'h': fputs(usage, stdout); rc = 0; goto out;
         default: fputs(usage, stderr); goto out;
         }
@@ -235,6 +263,8 @@ int cmd_serve(int argc, char **argv)
             goto out;
         }
     }
+    if (serve_check_parsers(&c) < 0)
+        goto out;
     if (optind < argc) {
         fprintf(stderr, "llm-fcgi serve: unexpected argument '%s'\n", argv[optind]);
         goto out;

@@ -68,7 +68,7 @@ void choice_end(run_t *g, size_t idx, sched_finish_t why)
     c->done = true;
     c->finish = why;
     if (g->gen->stream)
-        emit_chunk(g, idx, g->chat ? NULL : "", 0, false, finish_name(why));
+        emit_chunk(g, idx, g->chat ? NULL : "", 0, false, choice_finish_reason(c));
 }
 
 void choice_on_token(run_t *g, sched_chan_t *chan, size_t idx, const sched_event_t *ev)
@@ -89,6 +89,14 @@ void choice_on_token(run_t *g, sched_chan_t *chan, size_t idx, const sched_event
             json_object_array_add(c->lp_chat, lp_chat_entry(g->s->vocab, &ev->lp));
         else
             lp_legacy_add(&c->lp_leg, g->s->vocab, ev->token, &ev->lp, c->text_off);
+    }
+    if (c->co) { /* reasoning / tool-call parsing (api_chat_out.c) */
+        stopstr_set_active(c->ss, c->n_gen >= sp->min_tokens);
+        if (chat_choice_token(g, idx, ev->token, !ev->ends || sp->include_stop_str_in_output)) {
+            sched_chan_cancel_job(chan, (int32_t)idx);
+            choice_end(g, idx, SCHED_FINISH_STOP);
+        }
+        return;
     }
     char piece[VOCAB_DETOK_MAX + 1];
     size_t off = 0;

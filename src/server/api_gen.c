@@ -21,6 +21,7 @@
 #include "server/api_logprobs.h"
 #include "server/request.h"
 #include "server/server.h"
+#include "server/request_chat.h"
 #include "server/sse.h"
 
 const char *finish_name(sched_finish_t f)
@@ -54,6 +55,14 @@ static json_object *usage_json(const run_t *g)
     json_object *d = json_object_new_object();
     json_object_object_add(d, "cached_tokens", json_object_new_int(cached));
     json_object_object_add(u, "prompt_tokens_details", d);
+    if (g->n && g->ch[0].co && chat_out_reasoning_on(g->ch[0].co)) {
+        int32_t rt = 0;
+        for (size_t i = 0; i < g->n; i++)
+            rt += g->ch[i].co ? chat_out_reasoning_tokens(g->ch[i].co) : 0;
+        json_object *cd = json_object_new_object();
+        json_object_object_add(cd, "reasoning_tokens", json_object_new_int(rt));
+        json_object_object_add(u, "completion_tokens_details", cd);
+    }
     if (g->mindie && g->n > 0) {
         const choice_t *c = &g->ch[0];
         json_object_object_add(u, "prefill_time",
@@ -129,6 +138,25 @@ int emit_chunk(run_t *g, size_t idx, const char *text, size_t len, bool role, co
     return rc;
 }
 
+int emit_delta(run_t *g, size_t idx, json_object *delta)
+{
+    json_object *o = head_json(g, "chat.completion.chunk");
+    json_object *choices = json_object_new_array(), *c = json_object_new_object();
+    json_object_object_add(c, "index", json_object_new_int((int32_t)idx));
+    json_object_object_add(c, "delta", delta);
+    json_object_object_add(c, "logprobs", take_logprobs(g, &g->ch[idx]));
+    json_object_object_add(c, "finish_reason", NULL);
+    json_object_object_add(c, "stop_reason", NULL);
+    json_object_array_add(choices, c);
+    json_object_object_add(o, "choices", choices);
+    if (g->gen->continuous_usage)
+        json_object_object_add(o, "usage", usage_json(g));
+    int rc = sse_data(g->r, to_json(o));
+    json_object_put(o);
+    g->last_write = now_s();
+    return rc;
+}
+
 static int emit_usage_chunk(run_t *g)
 {
     json_object *o = head_json(g, g->chat ? "chat.completion.chunk" : "text_completion");
@@ -147,8 +175,10 @@ static void reply_full(run_t *g)
         choice_t *c = &g->ch[i];
         json_object *j = json_object_new_object();
         json_object_object_add(j, "index", json_object_new_int((int32_t)i));
-        json_object *txt = json_object_new_string_len(c->text ? c->text : "", (int)c->len);
-        if (g->chat) {
+        json_object *txt = c->co ? NULL : json_object_new_string_len(c->text ? c->text : "", (int)c->len);
+        if (c->co) {
+            json_object_object_add(j, "message", chat_choice_message(c));
+        } else if (g->chat) {
             json_object *m = json_object_new_object();
             json_object_object_add(m, "role", json_object_new_string("assistant"));
             json_object_object_add(m, "content", txt);
@@ -158,7 +188,7 @@ static void reply_full(run_t *g)
             json_object_object_add(j, "text", txt);
         }
         json_object_object_add(j, "logprobs", take_logprobs(g, c));
-        const char *f = finish_name(c->finish);
+        const char *f = choice_finish_reason(c);
         json_object_object_add(j, "finish_reason", f ? json_object_new_string(f) : NULL);
         json_object_object_add(j, "stop_reason", json_object_get(c->stop_reason));
         if (!g->chat)
@@ -250,7 +280,9 @@ static void run_events(run_t *g, sched_chan_t *chan, int32_t **job_prompts)
             c->stop_reason = json_object_new_int(ev.stop_token);
         int w = vocab_detok_flush(&c->detok, piece, sizeof piece);
         sched_finish_t why = ev.finish;
-        if (choice_feed(g, (size_t)ev.index, piece, w > 0 ? (size_t)w : 0, true))
+        if (c->co && chat_choice_finish(g, (size_t)ev.index))
+            why = SCHED_FINISH_STOP;
+        else if (choice_feed(g, (size_t)ev.index, piece, w > 0 ? (size_t)w : 0, true))
             why = SCHED_FINISH_STOP;
         choice_end(g, (size_t)ev.index, why);
     }
@@ -268,7 +300,7 @@ static void run_events(run_t *g, sched_chan_t *chan, int32_t **job_prompts)
  * texts for echo (NULL: detokenized). Jobs are prompt-major: job i*n + k
  * is choice k of prompt i. */
 static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t **prompts,
-                     size_t *n_prompts, size_t n_in, char **texts)
+                     size_t *n_prompts, size_t n_in, char **texts, const chat_out_cfg_t *oc)
 {
     const req_sampling_t *sp = &gen->samp;
     int32_t n_ctx = sched_n_ctx(s->sched);
@@ -397,6 +429,15 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
             if (g.mindie)
                 ch[j].decode_ms = json_object_new_array();
             ch[j].echo = !sp->echo ? NULL : texts ? texts[i] : echo_owned[i];
+            if (oc) {
+                chat_out_cfg_t c1 = *oc;
+                c1.special = !sp->skip_special_tokens;
+                c1.seed = params[j].entropy;
+                if (!(ch[j].co = chat_out_create(&c1, &e))) {
+                    http_reply_err(r, &e, NULL, NULL);
+                    goto out;
+                }
+            }
         }
     }
     /* a share group leader must come before its followers: already so */
@@ -437,6 +478,7 @@ out:
         lp_legacy_free(&ch[i].lp_leg);
         json_object_put(ch[i].prompt_lp);
         json_object_put(ch[i].decode_ms);
+        chat_out_free(ch[i].co);
     }
     for (size_t i = 0; echo_owned && i < n_in; i++)
         free(echo_owned[i]);
@@ -472,6 +514,28 @@ static int tokenize_text(srv_t *s, http_req_t *r, const char *text, bool add_spe
     return 0;
 }
 
+/* The output parsers of a chat request: the server's reasoning parser, its
+ * tool-call parser when the request has tools (tool_choice not "none");
+ * *parse false when neither applies (plain text path). Tools without a
+ * tool-call parser: 400 (vLLM does the same). */
+static int chat_output_config(srv_t *s, http_req_t *r, const chat_req_t *q, const char *prompt,
+                              chat_out_cfg_t *oc, bool *parse)
+{
+    bool tools = req_chat_wants_tools(q->ext);
+    if (tools && s->tool_format == TOOLCALL_FORMAT_NONE) {
+        http_reply_error(r, 400, "this server parses no tool calls: start it with --tool-call-parser "
+                         "(hermes, llama3_json, mistral) or use a model whose template it detects",
+                         "tools", NULL, NULL);
+        return -1;
+    }
+    *oc = (chat_out_cfg_t){.vocab = s->vocab, .reasoning = s->reasoning,
+                           .starts_in_reasoning = reasoning_starts_inside(s->reasoning, prompt, strlen(prompt)),
+                           .tools = tools ? s->tool_format : TOOLCALL_FORMAT_NONE,
+                           .parallel_tool_calls = !q->ext || q->ext->parallel_tool_calls};
+    *parse = oc->reasoning != REASONING_MODE_NONE || oc->tools != TOOLCALL_FORMAT_NONE;
+    return 0;
+}
+
 void api_chat(srv_t *s, http_req_t *r)
 {
     chat_req_t q;
@@ -494,7 +558,11 @@ void api_chat(srv_t *s, http_req_t *r)
         fprintf(stderr, "req %s prompt: %s\n", r->id, prompt);
     if (tokenize_text(s, r, prompt, true, &ids, &n_ids) < 0)
         goto out;
-    generate(s, r, true, &q.gen, &ids, &n_ids, 1, NULL);
+    chat_out_cfg_t oc;
+    bool parse = false;
+    if (chat_output_config(s, r, &q, prompt, &oc, &parse) < 0)
+        goto out;
+    generate(s, r, true, &q.gen, &ids, &n_ids, 1, NULL, parse ? &oc : NULL);
 out:
     free(ids);
     free(prompt);
@@ -514,7 +582,7 @@ void api_completions(srv_t *s, http_req_t *r)
     if (!check_model(s, r, q.gen.model))
         goto out;
     if (q.toks) {
-        generate(s, r, false, &q.gen, q.toks, q.n_toks, q.n_prompts, NULL);
+        generate(s, r, false, &q.gen, q.toks, q.n_toks, q.n_prompts, NULL, NULL);
         goto out;
     }
     ids = calloc(q.n_prompts, sizeof *ids);
@@ -529,7 +597,7 @@ void api_completions(srv_t *s, http_req_t *r)
         if (tokenize_text(s, r, q.texts[i], true, &ids[i], &n_ids[i]) < 0)
             goto out;
     }
-    generate(s, r, false, &q.gen, ids, n_ids, q.n_prompts, q.texts);
+    generate(s, r, false, &q.gen, ids, n_ids, q.n_prompts, q.texts, NULL);
 out:
     for (size_t i = 0; ids && i < q.n_prompts; i++)
         free(ids[i]);

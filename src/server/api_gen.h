@@ -18,6 +18,7 @@
 #include "engine/stopstr.h"
 #include "engine/vocab.h"
 #include "server/api_logprobs.h"
+#include "server/chat_output.h"
 #include "server/request.h"
 #include "server/server.h"
 
@@ -42,6 +43,7 @@ typedef struct {
     const char *echo;      /* completions echo: the prompt text (borrowed) */
     double t_first, t_last;
     json_object *decode_ms;/* MindIE decode_time_arr */
+    chat_out_t *co;        /* chat with a reasoning/tool-call parser, else NULL */
 } choice_t;
 
 typedef struct {
@@ -68,6 +70,25 @@ const char *finish_name(sched_finish_t f);
 /* One streamed chunk for choice idx: text (may be NULL), role (first chat
  * chunk), finish reason (last chunk). */
 int emit_chunk(run_t *g, size_t idx, const char *text, size_t len, bool role, const char *finish);
+
+/* One streamed chunk for choice idx with the given delta (taken). */
+int emit_delta(run_t *g, size_t idx, json_object *delta);
+
+/* api_chat_out.c: chat choices with reasoning / tool-call parsing
+ * (chat_output.h). Content goes on through the stop-string matcher
+ * (choice_feed); reasoning and tool calls go straight to the client
+ * (streamed) or stay in c->co for the message (not streamed). */
+/* A generated token (push false: the token's text is not output, e.g. the
+ * EOS); true when a stop string matched in the content. */
+bool chat_choice_token(run_t *g, size_t idx, int32_t token, bool push);
+/* End of generation: releases what the parsers hold; true on a stop
+ * string. */
+bool chat_choice_finish(run_t *g, size_t idx);
+/* finish_reason of choice c: "tool_calls" when it called tools and
+ * ended on its own, else finish_name(). */
+const char *choice_finish_reason(const choice_t *c);
+/* The non-streamed message of a parsed chat choice (c->co != NULL). */
+json_object *chat_choice_message(const choice_t *c);
 
 /* api_choice.c: decoded text -> stop strings -> client, per choice */
 void text_append(choice_t *c, const char *p, size_t n);

@@ -28,6 +28,7 @@
 #include <uuid/uuid.h>
 
 #include "server/chat_render_tmpl.h"
+#include "server/chat_setup.h"
 #include "server/server.h"
 
 typedef struct {
@@ -231,52 +232,13 @@ static int is_listening_socket(int fd)
 }
 
 /* The whole of a small text file, NUL-terminated; NULL on error. */
-static char *read_text_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 8192;
-            char *p = cap <= (64u << 20) ? realloc(buf, cap) : NULL;
-            if (!p) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = p;
-        }
-        size_t got = fread(buf + len, 1, 4096, f);
-        len += got;
-        if (got < 4096)
-            break;
-    }
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return NULL;
-    }
-    buf[len] = '\0';
-    return buf;
-}
-
 int srv_run(srv_config_t *cfg)
 {
     srv_t s = {.render = chat_render_chatml, .created = time(NULL)};
     lf_err_t err = {0};
-    char *tmpl_src = NULL;
-    if (cfg->chat_template_file && !(tmpl_src = read_text_file(cfg->chat_template_file))) {
-        fprintf(stderr, "llm-fcgi: cannot read --chat-template %s: %s\n", cfg->chat_template_file, strerror(errno));
-        return 1;
-    }
     s.model = model_load(cfg->model_path, &err);
     if (!s.model) {
         fprintf(stderr, "llm-fcgi: cannot load model: %s\n", err.msg);
-        free(tmpl_src);
         return 1;
     }
     s.vocab = model_vocab(s.model);
@@ -302,15 +264,13 @@ int srv_run(srv_config_t *cfg)
         snprintf(s.fingerprint, sizeof s.fingerprint, "llm-fcgi-%s-%.60s", PACKAGE_VERSION,
                  base ? base + 1 : cfg->model_path);
     }
-    /* the model's chat template, compiled once; ChatML when it has none */
-    char note[300] = "";
-    chat_tmpl_renderer_t *tmpl = chat_tmpl_renderer_create_with(s.model, tmpl_src, note, sizeof note);
-    free(tmpl_src);
-    tmpl_src = NULL;
-    if (tmpl) {
-        s.render = chat_tmpl_render;
-        s.render_ctx = tmpl;
-        fprintf(stderr, "llm-fcgi: chat: %s\n", note);
+    /* the chat template (compiled once) and the output parsers */
+    chat_tmpl_renderer_t *tmpl = NULL;
+    if (srv_chat_setup(&s, cfg, &tmpl) < 0) {
+        sched_free(s.sched);
+        metrics_destroy(&s.metrics);
+        model_free(s.model);
+        return 1;
     }
 
     int fd = -1;

@@ -1,5 +1,6 @@
 /* request.c - JSON -> typed requests (see request.h). */
 #include "server/request.h"
+#include "server/request_chat.h"
 
 #include <json-c/json.h>
 #include <math.h>
@@ -105,9 +106,9 @@ typedef struct {
 } unsupported_t;
 
 static const unsupported_t unsupported[] = {
-    {"response_format", NAN}, {"tools", NAN},          {"tool_choice", NAN},
+    {"response_format", NAN},
     {"guided_json", NAN},     {"guided_regex", NAN},   {"guided_choice", NAN},
-    {"parallel_tool_calls", NAN}, {"functions", NAN},  {"function_call", NAN},
+    {"functions", NAN},       {"function_call", NAN},
 };
 
 static bool neutral(json_object *v, const unsupported_t *u)
@@ -321,6 +322,8 @@ int req_chat_parse(const char *body, size_t len, chat_req_t *out, req_err_t *e)
     int rc = parse_messages(o, out, e);
     if (rc == 0)
         rc = parse_gen(o, true, &out->gen, e);
+    if (rc == 0)
+        rc = req_chat_ext_parse(o, out, e);
     if (rc < 0)
         req_chat_free(out);
     return rc;
@@ -335,6 +338,7 @@ void req_chat_free(chat_req_t *r)
     free(r->msgs);
     free(r->gen.model);
     req_sampling_free(&r->gen.samp);
+    req_chat_ext_free(r->ext);
     json_object_put(r->raw);
     memset(r, 0, sizeof *r);
 }
@@ -473,6 +477,8 @@ int req_tokenize_parse(const char *body, size_t len, tokenize_req_t *out, req_er
         rc = parse_messages(o, &out->chat, e);
         if (rc == 0)
             rc = get_bool(o, "add_generation_prompt", &out->add_generation_prompt, e);
+        if (rc == 0) /* the same template view as chat (request_chat.h) */
+            rc = req_chat_ext_parse(o, &out->chat, e);
     } else if (rc == 0) {
         out->add_special = true;
         json_object *p = field(o, "prompt");

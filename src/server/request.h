@@ -66,6 +66,9 @@ typedef struct {
      * renderers that need more than the typed messages: a Jinja chat
      * template gets messages with tool_calls, tools, chat_template_kwargs. */
     struct json_object *raw;
+    /* tools, tool_choice, template switches (request_chat.h); NULL when
+     * only the messages were parsed (/tokenize) */
+    struct chat_ext *ext;
 } chat_req_t;
 
 typedef struct {

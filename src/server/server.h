@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "chat/reasoning.h"
+#include "chat/toolcall.h"
 #include "engine/model.h"
 #include "engine/sched.h"
 #include "server/chat_render.h"
@@ -33,7 +35,6 @@ typedef struct {
     bool inherit_fd0;                 /* spawn-fcgi: listening socket is fd 0 */
     int32_t ctx_size, parallel, threads, http_threads, max_queue, batch_tokens;
     int32_t kv_cache_mb;              /* KV budget in MiB (0: parallel x ctx) */
-    const char *chat_template_file;   /* overrides the model's template */
     size_t max_body;
     int drain_seconds;                /* graceful shutdown limit */
     int ping_seconds;                 /* SSE comment interval while waiting */
@@ -46,6 +47,9 @@ typedef struct {
     int32_t def_top_k;
     int32_t max_n;                    /* largest `n` (<= 0: 16) */
     bool mindie;                      /* allow MindIE extras ("mindie": true) */
+    const char *chat_template_file;   /* --chat-template (NULL: the model's) */
+    const char *reasoning_parser;     /* --reasoning-parser (NULL: detect) */
+    const char *tool_call_parser;     /* --tool-call-parser (NULL: detect) */
 } srv_config_t;
 
 typedef struct {
@@ -56,6 +60,8 @@ typedef struct {
     metrics_t metrics;
     chat_render_fn render;            /* chat prompt renderer (chat_render.h) */
     void *render_ctx;
+    reasoning_mode_t reasoning;       /* output parsers (chat_setup.h) */
+    toolcall_format_t tool_format;
     time_t created;
     char fingerprint[96];             /* system_fingerprint: build + model */
 } srv_t;

@@ -187,15 +187,16 @@ grep -q "chat: using the --chat-template file" "$E2E_TMP/llm.log"; ok $? "the --
 toks=$(c -d '{"messages":[{"role":"user","content":"hello"}]}' "$BASE/tokenize" | sed -n 's/.*"tokens":\(\[[0-9,]*\]\).*/\1/p')
 text=$(c -d "{\"tokens\":$toks}" "$BASE/detokenize")
 printf "%s" "$text" | grep -q '"prompt":"[^"]*\[user\]hello\[assistant\]'; ok $? "chat prompt rendered by the template ($text)"
-code=$(c -o "$E2E_TMP/t" -w '%{http_code}' -d '{"messages":[{"role":"tool","content":"x"}]}' "$BASE/v1/chat/completions")
+code=$(c -o "$E2E_TMP/t" -w '%{http_code}' -d '{"messages":[{"role":"tool","tool_call_id":"c1","content":"x"}]}' "$BASE/v1/chat/completions")
 ok $([ "$code" = 400 ] && grep -q 'no tool turns here' "$E2E_TMP/t"; echo $?) "template raise_exception -> 400 with its message"
 code=$(c -o /dev/null -w '%{http_code}' -d '{"messages":[{"role":"user","content":"x"}],"max_tokens":2}' "$BASE/v1/chat/completions")
 ok $([ "$code" = 200 ]; echo $?) "chat through the template"
 stop_server
 printf '{%% for %%}' >"$E2E_TMP/broken.jinja"
-start_server "$SRV" serve -m "$M" --threads 1 --chat-template "$E2E_TMP/broken.jinja" || ok 1 "server with a broken template starts"
-grep -q "chat: the --chat-template file does not compile.*ChatML" "$E2E_TMP/llm.log"; ok $? "a template that does not compile: ChatML fallback (logged)"
-stop_server
+timeout 60 "$LLM_FCGI" serve -m "$M" --threads 1 --socket "$E2E_TMP/broken.sock" \
+    --chat-template "$E2E_TMP/broken.jinja" >/dev/null 2>"$E2E_TMP/broken.log"
+ok $([ $? -eq 1 ] && grep -q "does not compile" "$E2E_TMP/broken.log"; echo $?) \
+    "a --chat-template file that does not compile: refuses to start, exit 1, says why"
 
 # nginx-side key check (as in nginx/llm-fcgi.conf): llm-fcgi has no keys, a
 # map on $http_authorization in nginx lets only the listed key through

@@ -150,9 +150,10 @@ int main(void)
         chat_req_t q;
         req_err_t qe;
         req_chat_parse(body, strlen(body), &q, &qe);
-        chat_tmpl_renderer_t *tr = chat_tmpl_renderer_create_with(tm,
+        bool failed = false;
+        chat_tmpl_renderer_t *tr = chat_tmpl_renderer_create_src(tm,
                "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"
-               "{% if add_generation_prompt %}[assistant]{% endif %}", note, sizeof note);
+               "{% if add_generation_prompt %}[assistant]{% endif %}", note, sizeof note, &failed);
         tap_ok(tr && strstr(note, "--chat-template"), "template compiled: %s", note);
         out = NULL;
         lf_code_t trc = chat_tmpl_render(tr, &q, true, &out, &le);
@@ -164,19 +165,20 @@ int main(void)
                "add_generation_prompt false");
         free(out);
         chat_tmpl_renderer_free(tr);
-        tr = chat_tmpl_renderer_create_with(tm, "{{ raise_exception('only user turns please') }}", note, sizeof note);
+        tr = chat_tmpl_renderer_create_src(tm, "{{ raise_exception('only user turns please') }}", note, sizeof note,
+                                           &failed);
         out = NULL;
         trc = chat_tmpl_render(tr, &q, true, &out, &le);
         tap_ok(trc == LF_ERR_INVALID && !out && strstr(le.msg, "only user turns please"),
                "raise_exception -> invalid with the template's message: %s", le.msg);
         chat_tmpl_renderer_free(tr);
-        tr = chat_tmpl_renderer_create_with(tm, "{% for %}", note, sizeof note);
-        tap_ok(tr && strstr(note, "does not compile") && strstr(note, "ChatML"), "broken template: ChatML fallback (%s)", note);
+        tr = chat_tmpl_renderer_create_src(tm, "{% for %}", note, sizeof note, &failed);
+        tap_ok(!tr && failed && strstr(note, "does not compile"),
+               "a --chat-template source that does not compile is refused (%s)", note);
         out = NULL;
-        tap_ok(chat_tmpl_render(tr, &q, true, &out, &le) == LF_OK && out && !strncmp(out, "<|im_start|>system", 18),
-               "fallback renders ChatML");
+        tap_ok(chat_tmpl_render(NULL, &q, true, &out, &le) == LF_OK && out && !strncmp(out, "<|im_start|>system", 18),
+               "no renderer context: ChatML");
         free(out);
-        chat_tmpl_renderer_free(tr);
         tr = chat_tmpl_renderer_create(tm, note, sizeof note);
         tap_ok(tr && strstr(note, "no chat template"), "no template: ChatML (%s)", note);
         chat_tmpl_renderer_free(tr);

@@ -15,7 +15,7 @@ typedef struct {
 static const case_t chat_cases[] = {
     {"minimal chat", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", 0, ""},
     {"text parts", "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"}]}]}", 0, ""},
-    {"all roles", "{\"messages\":[{\"role\":\"system\",\"content\":\"s\"},{\"role\":\"developer\",\"content\":\"d\"},{\"role\":\"user\",\"content\":\"u\"},{\"role\":\"assistant\",\"content\":null},{\"role\":\"tool\",\"content\":\"t\"}]}", 0, ""},
+    {"all roles", "{\"messages\":[{\"role\":\"system\",\"content\":\"s\"},{\"role\":\"developer\",\"content\":\"d\"},{\"role\":\"user\",\"content\":\"u\"},{\"role\":\"assistant\",\"content\":null},{\"role\":\"tool\",\"content\":\"t\",\"tool_call_id\":\"c1\"}]}", 0, ""},
     {"neutral defaults allowed", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_p\":1,\"n\":1,\"stop\":null,\"frequency_penalty\":0,\"logprobs\":false,\"user\":\"u\"}", 0, ""},
     {"not json", "{\"messages\":", 400, ""},
     {"empty body", "", 400, ""},
@@ -40,7 +40,7 @@ static const case_t chat_cases[] = {
     {"top_p out of range", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_p\":1.5}", 400, "top_p"},
     {"n zero", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":0}", 400, "n"},
     {"stop number", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":[1]}", 400, "stop"},
-    {"tools unsupported", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":\"function\"}]}", 400, "tools"},
+    {"tools malformed", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":\"function\"}]}", 400, "tools"},
     {"seed not int", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"seed\":1.5}", 400, "seed"},
 };
 

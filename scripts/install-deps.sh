@@ -4,7 +4,12 @@
 set -e
 PKGS="build-essential autoconf automake libtool pkg-config
       libfcgi-dev libjson-c-dev libopenblas-dev uuid-dev libpcre2-dev
-      nginx-light curl nodejs npm"
+      nginx-light lighttpd curl"
+# Node.js (for the tests' official `openai` client): use the one on the
+# machine if there is one (it may come from outside Debian, with its own
+# npm, which Debian's npm package conflicts with); else Debian's.
+if ! command -v node >/dev/null 2>&1; then PKGS="$PKGS nodejs"; fi
+if ! command -v npm >/dev/null 2>&1; then PKGS="$PKGS npm"; fi
 SUDO=
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 missing=
@@ -13,6 +18,17 @@ for p in $PKGS; do
 done
 if [ -n "$missing" ]; then
     echo "install-deps: installing$missing" >&2
+    # The packages' own services (system nginx and lighttpd on port 80) are
+    # not wanted: llm-fcgi runs its own instances. policy-rc.d keeps
+    # invoke-rc.d from starting them during the install (two servers racing
+    # for port 80 can make a package's configuration fail).
+    policy=
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        policy=/usr/sbin/policy-rc.d
+        printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+        $SUDO chmod 755 "$policy"
+        trap '$SUDO rm -f "$policy"' EXIT
+    fi
     $SUDO apt-get update -q
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q $missing
 fi

@@ -61,4 +61,29 @@ static inline const char *tap_env_dir(const char *var, const char *fallback)
     return v && *v ? v : fallback;
 }
 
+/* The whole file at path as a malloc'd, NUL-terminated buffer (caller
+ * frees); its length in *len if len is not NULL. NULL if unreadable. */
+static inline char *tap_read_file(const char *path, size_t *len) __attribute__((unused));
+static inline char *tap_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    if (buf) {
+        buf[n] = 0;
+        if (len)
+            *len = (size_t)n;
+    }
+    fclose(f);
+    return buf;
+}
+
 #endif

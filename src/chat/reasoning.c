@@ -284,13 +284,7 @@ lf_code_t reasoning_split(reasoning_mode_t mode, bool starts_in_reasoning,
 
 static bool contains(const char *hay, size_t len, const char *needle)
 {
-    size_t n = strlen(needle);
-    if (!hay || n > len)
-        return false;
-    for (size_t i = 0; i + n <= len; i++)
-        if (memcmp(hay + i, needle, n) == 0)
-            return true;
-    return false;
+    return hay && memmem(hay, len, needle, strlen(needle)) != NULL;
 }
 
 reasoning_mode_t reasoning_mode_detect(const char *tmpl, size_t len)

@@ -587,13 +587,7 @@ toolcall_t *toolcall_parse(const toolcall_config_t *cfg, const char *text, size_
 
 static bool contains(const char *hay, size_t len, const char *needle)
 {
-    size_t n = strlen(needle);
-    if (!hay || n > len)
-        return false;
-    for (size_t i = 0; i + n <= len; i++)
-        if (memcmp(hay + i, needle, n) == 0)
-            return true;
-    return false;
+    return hay && memmem(hay, len, needle, strlen(needle)) != NULL;
 }
 
 toolcall_format_t toolcall_format_detect(const char *tmpl, size_t len)

@@ -24,6 +24,8 @@ static void usage(FILE *out)
             "  -t N       compute threads (default: number of cores)\n"
             "  --batch B  B sequences decode together (one token each per step); tg reports\n"
             "             the aggregate tokens/s (default 1)\n"
+            "  --prefix N prefix-cache case: time to the first token of an N-token prompt\n"
+            "             computed from scratch and with its first N-16 tokens cached\n"
             "  --json     one JSON object with pp_tokens_per_s and tg_tokens_per_s\n");
 }
 
@@ -60,12 +62,46 @@ static lf_code_t run_tg(fwd_t *fw, int32_t n, int32_t B, int32_t n_vocab, int32_
         fwd_seq_rm(fw, s);
     for (int32_t i = 0; i < n; i++) {
         for (int32_t s = 0; s < B; s++)
-            batch[s] = (fwd_tok_t){i == 0 && bos >= 0 ? bos : rand_token(n_vocab), s, i, true};
+            batch[s] = (fwd_tok_t){i == 0 && bos >= 0 ? bos : rand_token(n_vocab), s, i, true, false};
         lf_code_t rc = fwd_decode(fw, batch, B, err);
         if (rc != LF_OK)
             return rc;
     }
     return LF_OK;
+}
+
+/* Prefix-cache case: best-of-reps time to the logits of an n-token prompt,
+ * computed whole (seq 0) and with its registered prefix reused (seq 1). */
+static lf_code_t run_prefix(fwd_t *fw, int32_t n, int32_t n_vocab, int reps, double *uncached_ms,
+                            double *cached_ms, lf_err_t *err)
+{
+    int32_t *toks = malloc((size_t)n * sizeof *toks);
+    double best_u = 1e30, best_c = 1e30;
+    lf_code_t rc = toks ? LF_OK : lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+    for (int32_t i = 0; rc == LF_OK && i < n; i++)
+        toks[i] = rand_token(n_vocab);
+    for (int r = 0; rc == LF_OK && r < reps; r++) {
+        fwd_seq_rm(fw, 0);
+        fwd_seq_rm(fw, 1);
+        double t0 = now();
+        rc = fwd_prefill(fw, 0, toks, n, true, err);
+        double t1 = now();
+        if (rc != LF_OK)
+            break;
+        fwd_seq_commit(fw, 0, toks, n);
+        double t2 = now();
+        int32_t reused = fwd_seq_attach_prefix(fw, 1, toks, n);
+        rc = fwd_prefill(fw, 1, toks + reused, n - reused, true, err);
+        double t3 = now();
+        if (t1 - t0 < best_u)
+            best_u = t1 - t0;
+        if (t3 - t2 < best_c)
+            best_c = t3 - t2;
+    }
+    free(toks);
+    *uncached_ms = best_u * 1e3;
+    *cached_ms = best_c * 1e3;
+    return rc;
 }
 
 static void stats(const double *v, int n, double *mean, double *sd)
@@ -83,9 +119,10 @@ int cmd_bench(int argc, char **argv)
 {
     static const struct option opts[] = {{"model", required_argument, 0, 'm'}, {"threads", required_argument, 0, 't'},
                                          {"batch", required_argument, 0, 'B'}, {"json", no_argument, 0, 'J'},
+                                         {"prefix", required_argument, 0, 'X'},
                                          {"help", no_argument, 0, 'h'}, {0}};
     const char *path = NULL;
-    long threads = 0, pp = 512, tg = 128, reps = 5, B = 1;
+    long threads = 0, pp = 512, tg = 128, reps = 5, B = 1, prefix = 0;
     int json = 0, c;
     while ((c = getopt_long(argc, argv, "m:t:p:n:r:h", opts, NULL)) != -1) {
         switch (c) {
@@ -95,13 +132,14 @@ int cmd_bench(int argc, char **argv)
         case 'n': tg = strtol(optarg, NULL, 10); break;
         case 'r': reps = strtol(optarg, NULL, 10); break;
         case 'B': B = strtol(optarg, NULL, 10); break;
+        case 'X': prefix = strtol(optarg, NULL, 10); break;
         case 'J': json = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
     if (!path || optind != argc || pp < 0 || tg < 0 || reps < 1 || reps > 1000 || B < 1 || B > 256 ||
-        threads < 0 || pp > 65536 || tg > 65536) {
+        threads < 0 || pp > 65536 || tg > 65536 || prefix < 0 || prefix > 65536 || (prefix && prefix < 32)) {
         usage(stderr);
         return 2;
     }
@@ -113,10 +151,12 @@ int cmd_bench(int argc, char **argv)
     }
     const model_hparams_t *hp = model_hparams(m);
     int32_t n_ctx = (int32_t)(pp > tg ? pp : tg) + 1;
+    if (prefix + 1 > n_ctx)
+        n_ctx = (int32_t)prefix + 1;
     int32_t max_batch = (int32_t)(pp > B ? (pp < 512 ? pp : 512) : B);
     if (max_batch < 1)
         max_batch = 1;
-    fwd_opts_t fo = {.n_seq = (int32_t)B, .n_ctx = n_ctx, .max_batch = max_batch, .n_threads = (int32_t)threads};
+    fwd_opts_t fo = {.n_seq = (int32_t)(B > 2 ? B : 2), .n_ctx = n_ctx, .max_batch = max_batch, .n_threads = (int32_t)threads};
     fwd_t *fw = fwd_create(m, &fo, &err);
     int32_t *toks = malloc((size_t)(pp + 1) * sizeof *toks);
     fwd_tok_t *batch = malloc((size_t)B * sizeof *batch);
@@ -140,9 +180,11 @@ int cmd_bench(int argc, char **argv)
         pp_ts[r] = pp ? (double)pp / (t1 - t0) : 0;
         tg_ts[r] = tg ? (double)(tg * B) / (t2 - t1) : 0;
     }
-    double ppm, pps, tgm, tgs;
+    double ppm, pps, tgm, tgs, unc_ms = 0, cac_ms = 0;
     stats(pp_ts, (int)reps, &ppm, &pps);
     stats(tg_ts, (int)reps, &tgm, &tgs);
+    if (prefix && run_prefix(fw, (int32_t)prefix, hp->n_vocab, (int)reps, &unc_ms, &cac_ms, &err) != LF_OK)
+        goto out;
     const char *isa = kern_isa_name(kern_isa());
     if (json) {
         json_object *o = json_object_new_object();
@@ -157,6 +199,11 @@ int cmd_bench(int argc, char **argv)
         json_object_object_add(o, "pp_stddev", json_object_new_double(pps));
         json_object_object_add(o, "tg_tokens_per_s", json_object_new_double(tgm));
         json_object_object_add(o, "tg_stddev", json_object_new_double(tgs));
+        if (prefix) {
+            json_object_object_add(o, "prefix_tokens", json_object_new_int((int)prefix));
+            json_object_object_add(o, "prefix_uncached_ms", json_object_new_double(unc_ms));
+            json_object_object_add(o, "prefix_cached_ms", json_object_new_double(cac_ms));
+        }
         printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(o);
     } else {
@@ -167,6 +214,10 @@ int cmd_bench(int argc, char **argv)
         if (tg)
             printf("| %s | %.2f M | %s | %ld | %ld | tg%ld | %.2f ± %.2f |\n", hp->name[0] ? hp->name : hp->arch,
                    (double)hp->n_params / 1e6, isa, threads, B, tg, tgm, tgs);
+        if (prefix)
+            printf("\nprefix cache, %ld-token prompt: first token after %.2f ms uncached, %.2f ms with %ld "
+                   "tokens cached (%.3fx)\n",
+                   prefix, unc_ms, cac_ms, (prefix - 1) / FWD_KV_BLOCK_TOKENS * FWD_KV_BLOCK_TOKENS, cac_ms / unc_ms);
     }
     status = 0;
 out:

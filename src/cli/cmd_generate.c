@@ -183,7 +183,7 @@ int cmd_generate(int argc, char **argv)
         }
         if (vocab_is_eog(v, tok) || n_gen == o.n_predict)
             break;
-        fwd_tok_t t = {tok, 0, pos, true};
+        fwd_tok_t t = {tok, 0, pos, true, false};
         if (fwd_decode(fw, &t, 1, &err) != LF_OK) {
             failed = true;
             break;

@@ -12,12 +12,13 @@ typedef struct {
 
 /* Keep this table sorted by the order a new user meets the commands. */
 static const command_t commands[] = {
-    {"help", NULL, "list the subcommands"},
+    {"serve", cmd_serve, "serve the OpenAI-compatible API over FastCGI (behind nginx)"},
     {"info", cmd_info, "describe a GGUF model (architecture, vocabulary, tensors, KV memory)"},
     {"tokenize", cmd_tokenize, "print the token ids of a text"},
     {"generate", cmd_generate, "generate a completion of a prompt on the command line"},
     {"chat-template", cmd_chat_template, "render a chat request's prompt with a model's chat template"},
     {"bench", cmd_bench, "measure prompt-processing and generation speed"},
+    {"help", NULL, "list the subcommands"},
 };
 
 static int print_help(FILE *out)

@@ -1,30 +1,41 @@
-/* attention.h - causal self-attention over the F16 KV cache.
+/* attention.h - causal self-attention over the paged F16 KV cache.
  *
  * For each (token, head) of a batch: scores = (K . q16) * scale over the
- * token's sequence positions 0..n_kv-1, softmax (denominator in double),
- * probabilities rounded to F16, out = sum_p p16 * V[p]. q is rounded to F16
- * first, as ggml does when K is F16. Grouped-query attention: head h reads
- * KV head h / (n_head / n_head_kv). Work is split over (token, head) pairs,
- * and each pair's arithmetic is independent of the batch.
+ * token's sequence positions 0..n_kv-1, softmax, out = sum_p p * V[p], all
+ * in the operation order of ggml's CPU backend (attention.c, ggml_exact.h).
+ * q is rounded to F16 first, as ggml does when K is F16, and so are the
+ * probabilities before they meet V. ATTN_ORDER_VEC sums p * V as
+ * ggml_vec_dot_f16 does (ggml's order for a single token), ATTN_ORDER_TINY
+ * as llamafile's tinyBLAS (one 16-lane accumulator; ggml's order for
+ * batches of >= 2 tokens). Grouped-query
+ * attention: head h reads KV head h / (n_head / n_head_kv). Work is split
+ * over (token, head) pairs, and each pair's arithmetic depends only on the
+ * pair and its order, never on the rest of the batch.
  */
 #ifndef LF_ATTENTION_H
 #define LF_ATTENTION_H
 
 #include <stdint.h>
 
+#include "engine/kv.h"
 #include "engine/tpool.h"
+
+enum { ATTN_ORDER_VEC = 0, ATTN_ORDER_TINY = 1 };
 
 typedef struct {
     int32_t n_tok, n_head, n_head_kv, head_dim;
     int64_t kv_dim;              /* n_head_kv * head_dim: stride of cache rows */
     const float *q;              /* [n_tok][n_head * head_dim], rope applied */
     float *out;                  /* [n_tok][n_head * head_dim] */
-    uint16_t *const *k_base;     /* [n_tok] first cache row of the token's sequence */
-    uint16_t *const *v_base;     /* [n_tok] */
+    const kv_cache_t *kv;        /* the paged cache and the layer to read */
+    int32_t layer;
+    const int32_t *const *blocks; /* [n_tok] block table of the token's sequence */
     const int32_t *n_kv;         /* [n_tok] positions to attend (pos + 1) */
     float scale;                 /* 1 / sqrt(head_dim) */
+    const uint8_t *order;        /* [n_tok] ATTN_ORDER_*, NULL: all VEC */
+    int32_t n_ctx;               /* largest n_kv; sizes the scratch */
     float *scratch;              /* per thread: scratch_stride floats */
-    int64_t scratch_stride;      /* >= n_ctx + head_dim */
+    int64_t scratch_stride;      /* >= attn_scratch_floats(n_ctx, head_dim) */
 } attn_job_t;
 
 /* Floats of scratch needed per thread for contexts up to n_ctx. */

@@ -6,6 +6,9 @@
  * are rounded to F16 before they multiply V. Rope angles are computed as
  * ggml does (theta multiplied up by theta_scale in float). Sums that ggml
  * does in double (rms norm, softmax denominator) are done in double here.
+ * F32 weights, attention, SiLU and rope go further and repeat ggml's exact
+ * operation order (ggml_exact.h, attention.c), choosing per token between
+ * llama.cpp's prompt order and its decode order (token_orders).
  *
  * Every value computed for one token depends only on that token's row and
  * its sequence's cache, never on the other tokens of the batch, so a
@@ -20,7 +23,9 @@
 
 #include "engine/attention.h"
 #include "engine/fp16.h"
+#include "engine/ggml_exact.h"
 #include "engine/kernels.h"
+#include "engine/kv.h"
 #include "engine/quant.h"
 #include "engine/tpool.h"
 
@@ -31,9 +36,7 @@ struct fwd {
     tpool_t *pool;
     int32_t n_seq, n_ctx, max_batch;
     int64_t kv_dim;          /* n_head_kv * head_dim */
-    uint16_t *kcache;        /* [n_layer][n_seq][n_ctx][kv_dim] F16 */
-    uint16_t *vcache;        /* same layout */
-    int32_t *seq_len;        /* [n_seq] cached positions */
+    kv_cache_t *kv;          /* paged F16 K/V of every sequence */
     /* scratch for max_batch tokens */
     float *x;                /* [B][n_embd] residual stream */
     float *xn;               /* [B][max(n_embd, n_head*head_dim)] normed input */
@@ -46,8 +49,9 @@ struct fwd {
     float *logits;           /* [n_logits_cap][n_vocab] */
     int32_t n_logits, n_logits_cap;
     int32_t *out_rows;       /* [B] batch index of each logits row */
-    uint16_t **k_base, **v_base; /* [B] per-token cache rows for attention */
+    const int32_t **blocks;  /* [B] block table of each token's sequence */
     int32_t *n_kv;           /* [B] */
+    uint8_t *order;          /* [B] GX_ORDER_* of each token (see token_orders) */
     float *attn_scratch;     /* [threads][attn_scratch_floats] */
     fwd_tok_t *prefill;      /* [B] batch buffer of fwd_prefill */
     int64_t attn_stride;
@@ -95,11 +99,18 @@ fwd_t *fwd_create(const model_t *m, const fwd_opts_t *opts, lf_err_t *err)
     f->kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
     int64_t qdim = (int64_t)hp->n_head * hp->head_dim;
     int64_t B = f->max_batch;
-    size_t cache_elems = (size_t)hp->n_layer * (size_t)f->n_seq * (size_t)f->n_ctx * (size_t)f->kv_dim;
     int64_t xn_dim = qdim > hp->n_embd ? qdim : hp->n_embd;
-    f->kcache = malloc(cache_elems * sizeof(uint16_t));
-    f->vcache = malloc(cache_elems * sizeof(uint16_t));
-    f->seq_len = calloc((size_t)f->n_seq, sizeof *f->seq_len);
+    kv_opts_t ko = {
+        .n_layer = hp->n_layer,
+        .kv_dim = f->kv_dim,
+        .block_tokens = opts && opts->kv_block_tokens > 0 ? opts->kv_block_tokens : FWD_KV_BLOCK_TOKENS,
+        .n_seq = f->n_seq,
+        .max_seq_len = f->n_ctx,
+    };
+    ko.n_blocks = opts && opts->kv_blocks > 0 ? opts->kv_blocks
+                                              : f->n_seq * ((f->n_ctx + ko.block_tokens - 1) / ko.block_tokens);
+    if (!(f->kv = kv_create(&ko, err)))
+        goto fail;
     f->x = malloc((size_t)(B * hp->n_embd) * sizeof(float));
     f->xn = malloc((size_t)(B * xn_dim) * sizeof(float));
     f->q = malloc((size_t)(B * qdim) * sizeof(float));
@@ -110,18 +121,17 @@ fwd_t *fwd_create(const model_t *m, const fwd_opts_t *opts, lf_err_t *err)
     f->ff_b = malloc((size_t)(B * hp->n_ff) * sizeof(float));
     f->out_rows = malloc((size_t)B * sizeof(int32_t));
     f->prefill = malloc((size_t)B * sizeof *f->prefill);
-    f->k_base = malloc((size_t)B * sizeof *f->k_base);
-    f->v_base = malloc((size_t)B * sizeof *f->v_base);
+    f->blocks = malloc((size_t)B * sizeof *f->blocks);
     f->n_kv = malloc((size_t)B * sizeof *f->n_kv);
+    f->order = malloc((size_t)B);
     f->attn_stride = attn_scratch_floats(f->n_ctx, hp->head_dim);
     f->attn_scratch = malloc((size_t)(f->attn_stride * tpool_size(f->pool)) * sizeof(float));
     f->act_bytes = max_act_bytes(f->w, hp->n_layer, B);
     f->act = malloc(f->act_bytes ? f->act_bytes : 1);
-    if (!f->kcache || !f->vcache || !f->seq_len || !f->x || !f->xn || !f->q || !f->k || !f->v || !f->att ||
-        !f->ff_a || !f->ff_b || !f->out_rows || !f->act || !f->prefill || !f->k_base || !f->v_base || !f->n_kv ||
-        !f->attn_scratch) {
-        lf_err_set(err, LF_ERR_NOMEM, "out of memory for a KV cache of %d x %d tokens (%.1f MiB)", f->n_seq,
-                   f->n_ctx, (double)cache_elems * 4 / (1 << 20));
+    if (!f->x || !f->xn || !f->q || !f->k || !f->v || !f->att ||
+        !f->ff_a || !f->ff_b || !f->out_rows || !f->act || !f->prefill || !f->blocks || !f->n_kv ||
+        !f->order || !f->attn_scratch) {
+        lf_err_set(err, LF_ERR_NOMEM, "out of memory for the batch buffers (%d tokens)", f->max_batch);
         goto fail;
     }
     return f;
@@ -135,9 +145,7 @@ void fwd_free(fwd_t *f)
     if (!f)
         return;
     tpool_free(f->pool);
-    free(f->kcache);
-    free(f->vcache);
-    free(f->seq_len);
+    kv_free(f->kv);
     free(f->x);
     free(f->xn);
     free(f->q);
@@ -150,9 +158,9 @@ void fwd_free(fwd_t *f)
     free(f->logits);
     free(f->out_rows);
     free(f->prefill);
-    free(f->k_base);
-    free(f->v_base);
+    free(f->blocks);
     free(f->n_kv);
+    free(f->order);
     free(f->attn_scratch);
     free(f);
 }
@@ -169,26 +177,49 @@ static void rms_norm(const float *x, const float *w, float *y, int64_t n, float 
         y[i] = (x[i] * scale) * w[i];
 }
 
-/* out[i][t][r] = W[i] x[t] (+ bias[i]) for n (<= 3) matrices on the same
- * x, activations converted as ggml does, in one pool run (kernels.h). */
+/* out[t][r] = W x[t] (+ bias), activations converted as ggml does. F32
+ * and F16 weights take ggml's exact summation order, per token (order[t]);
+ * F16 activations are rounded to F16 first (F16's vec_dot_type). */
+static void linear(fwd_t *f, const model_tensor_t *W, const float *bias, const float *x, int64_t n_tok,
+                   const uint8_t *order, float *out)
+{
+    if (W->type == QTYPE_F32) {
+        gx_matmul_f32(f->pool, W->data, W->n_out, W->n_in, x, n_tok, order, out);
+    } else if (W->type == QTYPE_F16) {
+        uint16_t *x16 = f->act;
+        for (int64_t t = 0; t < n_tok; t++)
+            fp16_row_from_fp32(x + t * W->n_in, x16 + t * W->n_in, W->n_in);
+        gx_matmul_f16(f->pool, W->data, W->n_out, W->n_in, x16, n_tok, order, out);
+    } else {
+        kern_mm_t job = {W->type, W->data, W->n_out, W->n_in, NULL, out};
+        kern_linear_multi(f->pool, 1, &job, x, n_tok, f->act);
+    }
+    if (bias)
+        for (int64_t t = 0; t < n_tok; t++)
+            for (int64_t r = 0; r < W->n_out; r++)
+                out[t * W->n_out + r] += bias[r];
+}
+
+/* linear() for n (<= 3) matrices on the same x: quantized ones in one
+ * pool run (kern_linear_multi; values identical to linear()). */
 static void linear_n(fwd_t *f, int n, const model_tensor_t *const *W, const float *const *bias, const float *x,
-                     int64_t n_tok, float *const *out)
+                     int64_t n_tok, const uint8_t *order, float *const *out)
 {
     kern_mm_t jobs[3];
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        if (W[i]->type == QTYPE_F32 || W[i]->type == QTYPE_F16) {
+            for (int j = 0; j < n; j++)
+                linear(f, W[j], bias[j], x, n_tok, order, out[j]);
+            return;
+        }
         jobs[i] = (kern_mm_t){W[i]->type, W[i]->data, W[i]->n_out, W[i]->n_in, NULL, out[i]};
+    }
     kern_linear_multi(f->pool, n, jobs, x, n_tok, f->act);
     for (int i = 0; i < n; i++)
         if (bias[i])
             for (int64_t t = 0; t < n_tok; t++)
                 for (int64_t r = 0; r < W[i]->n_out; r++)
                     out[i][t * W[i]->n_out + r] += bias[i][r];
-}
-
-static void linear(fwd_t *f, const model_tensor_t *W, const float *bias, const float *x, int64_t n_tok,
-                   float *out)
-{
-    linear_n(f, 1, &W, &bias, x, n_tok, &out);
 }
 
 /* Rotates the first n_rot dims of each head of vec (n_heads heads). */
@@ -212,10 +243,25 @@ static void rope(const model_hparams_t *hp, const float *freq_factors, float *ve
             int a = hp->rope_neox ? i0 / 2 : i0;
             int b = hp->rope_neox ? i0 / 2 + n_rot / 2 : i0 + 1;
             const float x0 = x[a], x1 = x[b];
-            x[a] = x0 * c - x1 * s;
-            x[b] = x0 * s + x1 * c;
+            /* gcc -O3 -ffp-contract=fast fuses ggml's x0*c - x1*s and
+             * x0*s + x1*c like this (checked against the goldens) */
+            x[a] = fmaf(x0, c, -(x1 * s));
+            x[b] = fmaf(x0, s, x1 * c);
         }
     }
+}
+
+/* The summation order of each token. llama.cpp's depends on the batch:
+ * a batch of >= 2 tokens (a prompt) runs F32/F16 matrix products and
+ * V.softmax through llamafile's tinyBLAS, a single token (a decode step)
+ * through ggml_vec_dot. Ours must not depend on the batch (batch
+ * invariance), so it is a property of the token (forward.h): prompt tokens
+ * and tokens without logits take the prompt order, the others the decode
+ * order. */
+static void token_orders(const fwd_tok_t *toks, int32_t n, uint8_t *order)
+{
+    for (int32_t i = 0; i < n; i++)
+        order[i] = toks[i].prompt || !toks[i].logits ? GX_ORDER_TINY : GX_ORDER_VEC;
 }
 
 static lf_code_t validate(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
@@ -230,7 +276,7 @@ static lf_code_t validate(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *
                               f->hp->n_vocab);
         if (t->seq < 0 || t->seq >= f->n_seq)
             return lf_err_set(err, LF_ERR_INVALID, "sequence %d out of range", t->seq);
-        int32_t expect = f->seq_len[t->seq];
+        int32_t expect = kv_seq_len(f->kv, t->seq);
         for (int32_t j = 0; j < i; j++)
             if (toks[j].seq == t->seq)
                 expect++;
@@ -244,10 +290,17 @@ static lf_code_t validate(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *
     return LF_OK;
 }
 
-static uint16_t *cache_at(const fwd_t *f, uint16_t *cache, int layer, int32_t seq, int32_t pos)
+/* Makes room in the cache for every position of the batch. Blocks taken
+ * for an earlier sequence stay with it if a later one does not fit (they
+ * are used by its next tokens), so no position is ever lost. */
+static lf_code_t reserve(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
 {
-    return cache + (((size_t)layer * (size_t)f->n_seq + (size_t)seq) * (size_t)f->n_ctx + (size_t)pos) *
-                       (size_t)f->kv_dim;
+    for (int32_t i = 0; i < n; i++) {
+        lf_code_t rc = kv_seq_reserve(f->kv, toks[i].seq, toks[i].pos + 1, err);
+        if (rc != LF_OK)
+            return rc;
+    }
+    return LF_OK;
 }
 
 static void attention_layer(fwd_t *f, int layer, const fwd_tok_t *toks, int32_t n)
@@ -261,16 +314,18 @@ static void attention_layer(fwd_t *f, int layer, const fwd_tok_t *toks, int32_t 
         .kv_dim = f->kv_dim,
         .q = f->q,
         .out = f->att,
-        .k_base = f->k_base,
-        .v_base = f->v_base,
+        .kv = f->kv,
+        .layer = layer,
+        .blocks = f->blocks,
         .n_kv = f->n_kv,
         .scale = 1.0f / sqrtf((float)hp->head_dim),
+        .order = f->order,
+        .n_ctx = f->n_ctx,
         .scratch = f->attn_scratch,
         .scratch_stride = f->attn_stride,
     };
     for (int32_t i = 0; i < n; i++) {
-        f->k_base[i] = cache_at(f, f->kcache, layer, toks[i].seq, 0);
-        f->v_base[i] = cache_at(f, f->vcache, layer, toks[i].seq, 0);
+        f->blocks[i] = kv_seq_blocks(f->kv, toks[i].seq);
         f->n_kv[i] = toks[i].pos + 1;
     }
     attn_run(f->pool, &job);
@@ -279,11 +334,14 @@ static void attention_layer(fwd_t *f, int layer, const fwd_tok_t *toks, int32_t 
 lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
 {
     lf_code_t rc = validate(f, toks, n, err);
+    if (rc == LF_OK)
+        rc = reserve(f, toks, n, err);
     if (rc != LF_OK)
         return rc;
     const model_hparams_t *hp = f->hp;
     const model_weights_t *w = f->w;
     const int64_t E = hp->n_embd, QD = (int64_t)hp->n_head * hp->head_dim, KVD = f->kv_dim, FF = hp->n_ff;
+    token_orders(toks, n, f->order);
 
     for (int32_t i = 0; i < n; i++)
         quant_dequantize_row(w->tok_embd.type, (const uint8_t *)w->tok_embd.data +
@@ -295,27 +353,33 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
         for (int32_t i = 0; i < n; i++)
             rms_norm(f->x + i * E, L->attn_norm, f->xn + i * E, E, hp->rms_eps);
         linear_n(f, 3, (const model_tensor_t *[]){&L->wq, &L->wk, &L->wv}, (const float *[]){L->bq, L->bk, L->bv},
-                 f->xn, n, (float *[]){f->q, f->k, f->v});
+                 f->xn, n, f->order, (float *[]){f->q, f->k, f->v});
         for (int32_t i = 0; i < n; i++) {
             rope(hp, w->rope_freqs, f->q + i * QD, hp->n_head, toks[i].pos);
             rope(hp, w->rope_freqs, f->k + i * KVD, hp->n_head_kv, toks[i].pos);
-            fp16_row_from_fp32(f->k + i * KVD, cache_at(f, f->kcache, l, toks[i].seq, toks[i].pos), KVD);
-            fp16_row_from_fp32(f->v + i * KVD, cache_at(f, f->vcache, l, toks[i].seq, toks[i].pos), KVD);
+            fp16_row_from_fp32(f->k + i * KVD, kv_k_row(f->kv, l, toks[i].seq, toks[i].pos), KVD);
+            fp16_row_from_fp32(f->v + i * KVD, kv_v_row(f->kv, l, toks[i].seq, toks[i].pos), KVD);
         }
         attention_layer(f, l, toks, n);
-        linear(f, &L->wo, NULL, f->att, n, f->xn);
+        linear(f, &L->wo, NULL, f->att, n, f->order, f->xn);
         for (int64_t j = 0; j < n * E; j++)
             f->x[j] += f->xn[j];
 
+        /* llama.cpp keeps only the output rows after the last layer's
+         * attention (a batch of one row for the last prompt token) */
+        if (l == hp->n_layer - 1)
+            for (int32_t i = 0; i < n; i++)
+                if (toks[i].logits)
+                    f->order[i] = GX_ORDER_VEC;
         for (int32_t i = 0; i < n; i++)
             rms_norm(f->x + i * E, L->ffn_norm, f->xn + i * E, E, hp->rms_eps);
         linear_n(f, 2, (const model_tensor_t *[]){&L->w_gate, &L->w_up}, (const float *[]){NULL, NULL}, f->xn, n,
-                 (float *[]){f->ff_a, f->ff_b});
-        for (int64_t j = 0; j < n * FF; j++) {
-            const float g = f->ff_a[j];
-            f->ff_a[j] = (g / (1.0f + expf(-g))) * f->ff_b[j];
-        }
-        linear(f, &L->w_down, NULL, f->ff_a, n, f->xn);
+                 f->order, (float *[]){f->ff_a, f->ff_b});
+        for (int32_t i = 0; i < n; i++)
+            gx_silu_row(f->ff_a + i * FF, f->ff_a + i * FF, FF);
+        for (int64_t j = 0; j < n * FF; j++)
+            f->ff_a[j] = f->ff_a[j] * f->ff_b[j];
+        linear(f, &L->w_down, NULL, f->ff_a, n, f->order, f->xn);
         for (int64_t j = 0; j < n * E; j++)
             f->x[j] += f->xn[j];
     }
@@ -335,10 +399,10 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
         f->n_logits_cap = n_out;
     }
     if (n_out)
-        linear(f, &w->output, NULL, f->xn, n_out, f->logits);
+        linear(f, &w->output, NULL, f->xn, n_out, NULL, f->logits);
     f->n_logits = n_out;
     for (int32_t i = 0; i < n; i++)
-        f->seq_len[toks[i].seq] = toks[i].pos + 1;
+        kv_seq_set_len(f->kv, toks[i].seq, toks[i].pos + 1);
     return LF_OK;
 }
 
@@ -349,14 +413,19 @@ lf_code_t fwd_prefill(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n, b
         return lf_err_set(err, LF_ERR_INVALID, "sequence %d out of range", seq);
     if (n <= 0)
         return lf_err_set(err, LF_ERR_INVALID, "empty prompt");
-    if (f->seq_len[seq] + n > f->n_ctx)
+    if (kv_seq_len(f->kv, seq) + n > f->n_ctx)
         return lf_err_set(err, LF_ERR_CONTEXT, "%d prompt tokens do not fit the context of %d (%d used)", n,
-                          f->n_ctx, f->seq_len[seq]);
+                          f->n_ctx, kv_seq_len(f->kv, seq));
+    /* a one-token prompt is a decode step for llama.cpp; a prompt that
+     * continues a reused prefix keeps the prompt order, so that a cached
+     * prefix gives the same bits as recomputing it */
+    const bool prompt_order = n >= 2 || kv_seq_len(f->kv, seq) > 0;
     for (int32_t start = 0; start < n; start += f->max_batch) {
         int32_t m = n - start < f->max_batch ? n - start : f->max_batch;
-        int32_t pos0 = f->seq_len[seq];
+        int32_t pos0 = kv_seq_len(f->kv, seq);
         for (int32_t i = 0; i < m; i++)
-            f->prefill[i] = (fwd_tok_t){tokens[start + i], seq, pos0 + i, want_logits && start + i == n - 1};
+            f->prefill[i] = (fwd_tok_t){tokens[start + i], seq, pos0 + i, want_logits && start + i == n - 1,
+                                        prompt_order};
         lf_code_t rc = fwd_decode(f, f->prefill, m, err);
         if (rc != LF_OK)
             return rc;
@@ -375,19 +444,34 @@ const float *fwd_logits(const fwd_t *f, int32_t j)
 
 void fwd_seq_rm(fwd_t *f, int32_t seq)
 {
-    if (seq >= 0 && seq < f->n_seq)
-        f->seq_len[seq] = 0;
+    kv_seq_release(f->kv, seq);
 }
 
 int32_t fwd_seq_len(const fwd_t *f, int32_t seq)
 {
-    return seq >= 0 && seq < f->n_seq ? f->seq_len[seq] : 0;
+    return kv_seq_len(f->kv, seq);
+}
+
+int32_t fwd_seq_attach_prefix(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n)
+{
+    return kv_seq_attach_prefix(f->kv, seq, tokens, n);
+}
+
+void fwd_seq_commit(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n)
+{
+    kv_seq_commit(f->kv, seq, tokens, n);
 }
 
 int32_t fwd_n_ctx(const fwd_t *f) { return f->n_ctx; }
 
-uint64_t fwd_kv_bytes(const fwd_t *f)
+uint64_t fwd_kv_bytes(const fwd_t *f) { return kv_bytes(f->kv); }
+
+void fwd_kv_usage(const fwd_t *f, int32_t *blocks_total, int32_t *blocks_used, int32_t *block_tokens)
 {
-    return 2ull * (uint64_t)f->hp->n_layer * (uint64_t)f->n_seq * (uint64_t)f->n_ctx * (uint64_t)f->kv_dim *
-           sizeof(uint16_t);
+    if (blocks_total)
+        *blocks_total = kv_n_blocks(f->kv);
+    if (blocks_used)
+        *blocks_used = kv_blocks_in_use(f->kv);
+    if (block_tokens)
+        *block_tokens = kv_block_tokens(f->kv);
 }

@@ -71,5 +71,10 @@ node -e 'const o = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"
 process.exit(o.pp_tokens_per_s > 0 && o.tg_tokens_per_s > 0 ? 0 : 1)' "$TMP/bench.json"
 ok $? "bench --json reports pp_tokens_per_s and tg_tokens_per_s"
 
+"$BIN" bench -m "$M" -p 16 -n 4 -r 1 --prefix 100 --json > "$TMP/bench2.json" 2>&1; ok $? "bench --prefix exits 0"
+node -e 'const o = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+process.exit(o.prefix_tokens === 100 && o.prefix_uncached_ms > 0 && o.prefix_cached_ms > 0 ? 0 : 1)' "$TMP/bench2.json"
+ok $? "bench --prefix reports the uncached and cached time to first token"
+
 echo "1..$n"
 [ "$failed" -eq 0 ]

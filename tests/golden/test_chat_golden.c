@@ -9,25 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf)
-        buf[n] = 0;
-    fclose(f);
-    return buf;
-}
-
 static const char *str_member(json_object *o, const char *k)
 {
     json_object *v;
@@ -65,7 +46,7 @@ int main(void)
         n++;
         const char *tname = str_member(rec, "template"), *conv = str_member(rec, "conversation");
         snprintf(path, sizeof path, "%s/templates/%s", dir, tname ? tname : "?");
-        char *src = read_file(path);
+        char *src = tap_read_file(path, NULL);
         json_object *ctx = json_object_new_object(), *v;
         json_object_object_get_ex(rec, "messages", &v);
         json_object_object_add(ctx, "messages", json_object_get(v));

@@ -15,27 +15,6 @@
 #include "engine/vocab.h"
 #include "tap.h"
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf) {
-        buf[n] = '\0';
-        *len = (size_t)n;
-    }
-    return buf;
-}
-
 static void show_ids(const char *what, const int32_t *ids, size_t n)
 {
     char line[1024];
@@ -71,7 +50,7 @@ static void run_inp_out(const vocab_t *v, const char *dir, const char *name, int
     snprintf(p1, sizeof p1, "%s/tokenizer/%s.gguf.inp", dir, name);
     snprintf(p2, sizeof p2, "%s/tokenizer/%s.gguf.out", dir, name);
     size_t li, lo;
-    char *inp = slurp(p1, &li), *outp = slurp(p2, &lo);
+    char *inp = tap_read_file(p1, &li), *outp = tap_read_file(p2, &lo);
     if (!inp || !outp) {
         tap_ok(0, "%s: read %s / %s", name, p1, p2);
         free(inp);
@@ -124,7 +103,7 @@ static size_t json_ids(json_object *arr, int32_t *out, size_t cap)
 static void run_jsonl(const vocab_t *v, const char *path, const char *name, int *pass, int *total)
 {
     size_t len;
-    char *all = slurp(path, &len);
+    char *all = tap_read_file(path, &len);
     if (!all) {
         tap_ok(0, "%s: read %s", name, path);
         return;
@@ -180,7 +159,7 @@ static void run_greedy_prompts(const char *gdir, const char *mdir, const char *m
     }
     snprintf(path, sizeof path, "%s/greedy-%s.jsonl", gdir, model);
     size_t len;
-    char *all = slurp(path, &len);
+    char *all = tap_read_file(path, &len);
     if (!all) {
         tap_ok(0, "read %s", path);
         vocab_free(v);

@@ -12,26 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *read_file(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)len + 1);
-    if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf)
-        buf[len] = 0;
-    *n = (size_t)len;
-    fclose(f);
-    return buf;
-}
-
 static int try_one(const char *src, size_t n, json_object *ctx, const chat_render_opts_t *opts)
 {
     chat_template_t *t = NULL;
@@ -77,7 +57,7 @@ int main(void)
             continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         size_t n;
-        char *src = read_file(path, &n);
+        char *src = tap_read_file(path, &n);
         if (!src)
             continue;
         files++;

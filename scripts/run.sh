@@ -1,0 +1,101 @@
+#!/bin/sh
+# run.sh - the quick start: install the Debian packages, build, and run
+# llm-fcgi + nginx in the foreground on http://127.0.0.1:8080/v1.
+#
+#   scripts/run.sh -m MODEL.gguf [--port 8080] [--no-install] [-- SERVE_OPTIONS...]
+#   LLM_MODEL=MODEL.gguf scripts/run.sh
+#
+# Everything it writes lives in build/run/ (socket, nginx config, pid, logs,
+# temp files): no system nginx configuration is read or changed, nginx runs
+# as the current user. Ctrl-C stops both processes. Options after `--` go to
+# `llm-fcgi serve` (e.g. -- --api-key sk-mine --parallel 8).
+set -e
+top=$(cd "$(dirname "$0")/.." && pwd)
+model=${LLM_MODEL:-}
+port=${LLM_PORT:-8080}
+install=1
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -m|--model) model=$2; shift 2 ;;
+        --port) port=$2; shift 2 ;;
+        --no-install) install=0; shift ;;
+        -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --) shift; break ;;
+        *) echo "run.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
+    esac
+done
+
+if [ -z "$model" ]; then
+    cat >&2 <<'MSG'
+run.sh: no model given. Pass -m MODEL.gguf or set LLM_MODEL.
+
+llm-fcgi serves GGUF models (llama, qwen2 architectures). A small one to
+start with is SmolLM2-135M-Instruct in Q8_0 (about 145 MB), e.g.:
+
+  mkdir -p models
+  curl -L -o models/SmolLM2-135M-Instruct-Q8_0.gguf \
+    https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF/resolve/main/smollm2-135m-instruct-q8_0.gguf
+  scripts/run.sh -m models/SmolLM2-135M-Instruct-Q8_0.gguf
+
+Any GGUF file from Hugging Face works the same way (Q8_0, Q4_K_M, F16 ...).
+MSG
+    exit 2
+fi
+if [ ! -r "$model" ]; then
+    echo "run.sh: cannot read model file '$model'" >&2
+    exit 1
+fi
+model=$(cd "$(dirname "$model")" && pwd)/$(basename "$model")
+
+[ "$install" = 1 ] && "$top/scripts/install-deps.sh"
+"$top/scripts/build.sh" >/dev/null
+
+run=$top/build/run
+mkdir -p "$run/tmp"
+sock=$run/llm-fcgi.sock
+sed -e "s|@PREFIX@|$run|g" -e "s|@UPSTREAM@|unix:$sock|g" -e "s|@LISTEN@|127.0.0.1:$port|g" \
+    -e "s|@USER@|$(id -un)|g" -e "s|@GROUP@|$(id -gn)|g" -e "s|@MAX_BODY@|16m|g" \
+    "$top/nginx/llm-fcgi-run.conf.in" >"$run/nginx.conf"
+
+llm_pid=; nginx_pid=; tail_pid=
+stop() {
+    trap - INT TERM EXIT
+    set +e # processes may already be gone
+    [ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null
+    [ -n "$llm_pid" ] && kill -TERM "$llm_pid" 2>/dev/null
+    [ -n "$llm_pid" ] && wait "$llm_pid" 2>/dev/null
+    [ -n "$tail_pid" ] && kill "$tail_pid" 2>/dev/null
+    wait 2>/dev/null
+    echo "run.sh: stopped" >&2
+}
+trap 'stop; exit 0' INT TERM
+trap stop EXIT
+
+"$top/build/llm-fcgi" serve -m "$model" --socket "$sock" "$@" 2>>"$run/llm-fcgi.log" &
+llm_pid=$!
+tail -n 0 -f "$run/llm-fcgi.log" >&2 &
+tail_pid=$!
+i=0
+while [ ! -S "$sock" ]; do
+    sleep 0.2; i=$((i + 1))
+    if [ $i -gt 600 ] || ! kill -0 "$llm_pid" 2>/dev/null; then
+        echo "run.sh: llm-fcgi did not start (see $run/llm-fcgi.log)" >&2
+        exit 1
+    fi
+done
+nginx -p "$run" -e "$run/error.log" -c "$run/nginx.conf" &
+nginx_pid=$!
+sleep 0.5
+if ! kill -0 "$nginx_pid" 2>/dev/null; then
+    echo "run.sh: nginx did not start (see $run/error.log; is port $port free?)" >&2
+    exit 1
+fi
+cat >&2 <<MSG
+
+llm-fcgi is serving $(basename "$model") at http://127.0.0.1:$port/v1  (Ctrl-C stops)
+  curl http://127.0.0.1:$port/v1/chat/completions -H 'Content-Type: application/json' \\
+    -d '{"messages":[{"role":"user","content":"Hello!"}],"stream":true}'
+Logs: $run/llm-fcgi.log, $run/error.log, $run/access.log
+
+MSG
+wait "$nginx_pid"

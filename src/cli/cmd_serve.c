@@ -1,0 +1,299 @@
+/* cmd_serve.c - `llm-fcgi serve`: options and environment, then srv_run. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "server/server.h"
+
+static const char usage[] =
+    "usage: llm-fcgi serve -m MODEL.gguf [OPTIONS]\n"
+    "\n"
+    "Serves an OpenAI-compatible API over FastCGI (put nginx in front; see nginx/).\n"
+    "Each option can also be set by the environment variable in brackets; a flag wins.\n"
+    "\n"
+    "Model and names:\n"
+    "  -m, --model PATH           GGUF model file [LLM_MODEL]\n"
+    "      --served-model-name N  name accepted in \"model\"; repeat for aliases; the first is\n"
+    "                             reported (default: MODEL as given) [LLM_SERVED_MODEL_NAME, a,b]\n"
+    "Listening:\n"
+    "      --socket PATH          unix socket, mode 0660 (default /run/llm-fcgi/llm-fcgi.sock)\n"
+    "                             [LLM_SOCKET]; refuses a path held by a live server\n"
+    "      --listen HOST:PORT     TCP instead; never expose a FastCGI port [LLM_LISTEN]\n"
+    "                             (under spawn-fcgi the socket is fd 0: give neither)\n"
+    "Authentication:\n"
+    "      --api-key KEY          require \"Authorization: Bearer KEY\"; repeatable [LLM_API_KEY, a,b]\n"
+    "      --api-key-file FILE    keys, one per line, # comments [LLM_API_KEY_FILE]\n"
+    "Engine:\n"
+    "      --ctx-size N           tokens per sequence (default: the model's, at most 4096) [LLM_CTX_SIZE]\n"
+    "      --parallel N           sequences generated together (default 4) [LLM_PARALLEL]\n"
+    "      --threads N            engine threads (default: all cores) [LLM_THREADS]\n"
+    "      --batch-tokens N       token budget of one engine step (default 512) [LLM_BATCH_TOKENS]\n"
+    "      --kv-cache-mb N        KV cache budget in MiB (default: parallel x ctx-size positions);\n"
+    "                             when full, the newest stream is preempted and resumed later\n"
+    "                             [LLM_KV_CACHE_MB]\n"
+    "Requests:\n"
+    "      --http-threads N       FastCGI acceptor threads (default parallel + max-queue + 4)\n"
+    "                             [LLM_HTTP_THREADS]\n"
+    "      --max-queue N          requests waiting for a slot before 429 (default 32) [LLM_MAX_QUEUE]\n"
+    "      --max-body BYTES       largest body, k/m suffix ok (default 16m); 413 above [LLM_MAX_BODY]\n"
+    "      --temperature F        default temperature for requests without one (0..2; default 1)\n"
+    "      --top-p F              default top_p, (0..1] (default 1)\n"
+    "      --top-k N              default top_k, -1 or 0 = off (default -1)\n"
+    "      --min-p F              default min_p, 0..1 (default 0)\n"
+    "      --repetition-penalty F default repetition_penalty, > 0 (default 1)\n"
+    "      --max-n N              largest `n` (choices per prompt) a request may ask (default 16)\n"
+    "      --mindie-extras        allow \"mindie\": true (full_text streaming, prefill_time, decode_time_arr)\n"
+    "      --ping-interval S      SSE \": ping\" comment while no token is ready (default 10)\n"
+    "                             [LLM_PING_INTERVAL]\n"
+    "      --drain-timeout S      on SIGTERM/SIGINT, seconds in-flight requests may take to finish\n"
+    "                             (default 30) [LLM_DRAIN_TIMEOUT]\n"
+    "      --log-prompts          log prompts, for debugging; keys are never logged [LLM_LOG_PROMPTS=1]\n"
+    "Chat:\n"
+    "      --chat-template FILE   Jinja chat template instead of the model's (default: the model's;\n"
+    "                             ChatML with a warning when it has none) [LLM_CHAT_TEMPLATE]\n"
+    "      --reasoning-parser P   deepseek_r1, qwen3 or none (default: detected from the template)\n"
+    "                             [LLM_REASONING_PARSER]\n"
+    "      --tool-call-parser P   hermes, llama3_json, mistral or none (default: detected from the\n"
+    "                             template) [LLM_TOOL_CALL_PARSER]\n"
+    "  -h, --help                 this help\n"
+    "\n"
+    "Endpoints: POST /v1/chat/completions, /v1/completions, /invocations, /tokenize, /detokenize;\n"
+    "GET /v1/models[/ID], /metrics; GET /health, /ping (never need a key).\n"
+    "Exit status: 0 after a clean stop, 1 if the model or socket fails, 2 on a usage error.\n";
+
+static size_t parse_size(const char *s, int *ok)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s) {
+        *ok = 0;
+        return 0;
+    }
+    if (*end == 'k' || *end == 'K')
+        v <<= 10, end++;
+    else if (*end == 'm' || *end == 'M')
+        v <<= 20, end++;
+    else if (*end == 'g' || *end == 'G')
+        v <<= 30, end++;
+    if (*end)
+        *ok = 0;
+    return (size_t)v;
+}
+
+static int parse_int(const char *s, int lo, int *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < lo || v > 1 << 24)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static void add_key(srv_config_t *c, const char *k, size_t len)
+{
+    while (len && (k[len - 1] == '\r' || k[len - 1] == ' ' || k[len - 1] == '\t'))
+        len--;
+    while (len && (*k == ' ' || *k == '\t'))
+        k++, len--;
+    if (!len || *k == '#' || c->n_keys >= SRV_MAX_KEYS)
+        return;
+    c->keys[c->n_keys++] = strndup(k, len);
+}
+
+static void add_list(srv_config_t *c, const char *list, int names)
+{
+    const char *p = list;
+    while (*p) {
+        size_t l = strcspn(p, ",");
+        if (names) {
+            if (l && c->n_names < SRV_MAX_NAMES)
+                c->names[c->n_names++] = strndup(p, l);
+        } else {
+            add_key(c, p, l);
+        }
+        p += l;
+        if (*p == ',')
+            p++;
+    }
+}
+
+static int read_key_file(srv_config_t *c, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "llm-fcgi serve: cannot read --api-key-file %s\n", path);
+        return -1;
+    }
+    char line[1024];
+    while (fgets(line, sizeof line, f))
+        add_key(c, line, strcspn(line, "\n"));
+    fclose(f);
+    return 0;
+}
+
+/* --reasoning-parser / --tool-call-parser names (a usage error, exit 2). */
+static int serve_check_parsers(const srv_config_t *c)
+{
+    lf_err_t err = {0};
+    reasoning_mode_t rm;
+    toolcall_format_t tf;
+    if ((c->reasoning_parser && *c->reasoning_parser &&
+         reasoning_mode_from_name(c->reasoning_parser, &rm, &err) != LF_OK) ||
+        (c->tool_call_parser && *c->tool_call_parser &&
+         toolcall_format_from_name(c->tool_call_parser, &tf, &err) != LF_OK)) {
+        fprintf(stderr, "llm-fcgi serve: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, O_HTTP, O_QUEUE, O_BODY,
+       O_BATCH, O_DRAIN, O_PING, O_LOGP, O_TEMP, O_TOPP, O_TOPK, O_MINP, O_REP, O_MAXN, O_MINDIE, O_KVMB,
+       O_TMPL, O_RPARSE, O_TPARSE };
+
+/* A float in [lo, hi]; -1 when bad. */
+static int parse_float(const char *s, double lo, double hi, float *out)
+{
+    char *end = NULL;
+    double d = strtod(s, &end);
+    if (!*s || *end || !(d >= lo && d <= hi))
+        return -1;
+    *out = (float)d;
+    return 0;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    srv_config_t c = {.parallel = 4, .max_queue = 32, .max_body = 16u << 20, .drain_seconds = 30,
+                      .ping_seconds = 10, .batch_tokens = 512};
+    const char *e;
+    int ok = 1, names_from_flags = 0, keys_from_flags = 0, rc = 2;
+    const char *key_file = getenv("LLM_API_KEY_FILE");
+    c.model_path = getenv("LLM_MODEL");
+    c.socket_path = getenv("LLM_SOCKET");
+    c.listen_addr = getenv("LLM_LISTEN");
+    if (c.socket_path && !*c.socket_path)
+        c.socket_path = NULL;
+    if (c.listen_addr && !*c.listen_addr)
+        c.listen_addr = NULL;
+    struct { const char *var; int *dst; int lo; } ints[] = {
+        {"LLM_CTX_SIZE", &c.ctx_size, 0}, {"LLM_PARALLEL", &c.parallel, 1}, {"LLM_THREADS", &c.threads, 0},
+        {"LLM_HTTP_THREADS", &c.http_threads, 0}, {"LLM_MAX_QUEUE", &c.max_queue, 0},
+        {"LLM_BATCH_TOKENS", &c.batch_tokens, 1}, {"LLM_DRAIN_TIMEOUT", &c.drain_seconds, 0},
+        {"LLM_PING_INTERVAL", &c.ping_seconds, 1}, {"LLM_KV_CACHE_MB", &c.kv_cache_mb, 0}};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if ((e = getenv(ints[i].var)) && *e && parse_int(e, ints[i].lo, ints[i].dst) < 0) {
+            fprintf(stderr, "llm-fcgi serve: bad %s=%s\n", ints[i].var, e);
+            return 2;
+        }
+    if ((e = getenv("LLM_MAX_BODY")) && *e)
+        c.max_body = parse_size(e, &ok);
+    if ((e = getenv("LLM_CHAT_TEMPLATE")) && *e)
+        c.chat_template_file = e;
+    if ((e = getenv("LLM_LOG_PROMPTS")) && *e == '1')
+        c.log_prompts = true;
+    c.reasoning_parser = getenv("LLM_REASONING_PARSER");
+    c.tool_call_parser = getenv("LLM_TOOL_CALL_PARSER");
+
+    static const struct option opts[] = {
+        {"model", required_argument, 0, 'm'},       {"socket", required_argument, 0, O_SOCKET},
+        {"listen", required_argument, 0, O_LISTEN}, {"served-model-name", required_argument, 0, O_NAME},
+        {"api-key", required_argument, 0, O_KEY},   {"api-key-file", required_argument, 0, O_KEYFILE},
+        {"ctx-size", required_argument, 0, O_CTX},  {"parallel", required_argument, 0, O_PAR},
+        {"threads", required_argument, 0, O_THR},   {"http-threads", required_argument, 0, O_HTTP},
+        {"max-queue", required_argument, 0, O_QUEUE}, {"max-body", required_argument, 0, O_BODY},
+        {"batch-tokens", required_argument, 0, O_BATCH}, {"drain-timeout", required_argument, 0, O_DRAIN},
+        {"ping-interval", required_argument, 0, O_PING}, {"log-prompts", no_argument, 0, O_LOGP},
+        {"kv-cache-mb", required_argument, 0, O_KVMB},
+        {"temperature", required_argument, 0, O_TEMP}, {"top-p", required_argument, 0, O_TOPP},
+        {"top-k", required_argument, 0, O_TOPK},    {"min-p", required_argument, 0, O_MINP},
+        {"repetition-penalty", required_argument, 0, O_REP}, {"max-n", required_argument, 0, O_MAXN},
+        {"mindie-extras", no_argument, 0, O_MINDIE},
+        {"chat-template", required_argument, 0, O_TMPL}, {"reasoning-parser", required_argument, 0, O_RPARSE},
+        {"tool-call-parser", required_argument, 0, O_TPARSE},
+        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+    int o;
+    optind = 1;
+    while ((o = getopt_long(argc, argv, "m:h", opts, NULL)) != -1) {
+        int bad = 0;
+        switch (o) {
+        case 'm': c.model_path = optarg; break;
+        case O_SOCKET: c.socket_path = optarg; break;
+        case O_LISTEN: c.listen_addr = optarg; break;
+        case O_NAME:
+            if (!names_from_flags++)
+                c.n_names = 0;
+            if (c.n_names < SRV_MAX_NAMES)
+                c.names[c.n_names++] = strdup(optarg);
+            break;
+        case O_KEY: keys_from_flags = 1; add_key(&c, optarg, strlen(optarg)); break;
+        case O_KEYFILE: key_file = optarg; break;
+        case O_CTX: bad = parse_int(optarg, 0, &c.ctx_size); break;
+        case O_PAR: bad = parse_int(optarg, 1, &c.parallel); break;
+        case O_THR: bad = parse_int(optarg, 0, &c.threads); break;
+        case O_HTTP: bad = parse_int(optarg, 1, &c.http_threads); break;
+        case O_QUEUE: bad = parse_int(optarg, 0, &c.max_queue); break;
+        case O_BODY: c.max_body = parse_size(optarg, &ok); break;
+        case O_BATCH: bad = parse_int(optarg, 1, &c.batch_tokens); break;
+        case O_DRAIN: bad = parse_int(optarg, 0, &c.drain_seconds); break;
+        case O_PING: bad = parse_int(optarg, 1, &c.ping_seconds); break;
+        case O_TEMP: bad = parse_float(optarg, 0, 2, &c.def_temperature); c.def_set.temperature = true; break;
+        case O_TOPP: bad = parse_float(optarg, 1e-9, 1, &c.def_top_p); c.def_set.top_p = true; break;
+        case O_TOPK: bad = parse_int(optarg, -1, &c.def_top_k); c.def_set.top_k = true; break;
+        case O_MINP: bad = parse_float(optarg, 0, 1, &c.def_min_p); c.def_set.min_p = true; break;
+        case O_REP:
+            bad = parse_float(optarg, 1e-9, 1e6, &c.def_repetition_penalty);
+            c.def_set.repetition_penalty = true;
+            break;
+        case O_MAXN: bad = parse_int(optarg, 1, &c.max_n); break;
+        case O_MINDIE: c.mindie = true; break;
+        case O_LOGP: c.log_prompts = true; break;
+        case O_KVMB: bad = parse_int(optarg, 0, &c.kv_cache_mb); break;
+        case O_TMPL: c.chat_template_file = optarg; break;
+        case O_RPARSE: c.reasoning_parser = optarg; break;
+        case O_TPARSE: c.tool_call_parser = optarg; break;
+        case 'h': fputs(usage, stdout); rc = 0; goto out;
+        default: fputs(usage, stderr); goto out;
+        }
+        if (bad || !ok) {
+            fprintf(stderr, "llm-fcgi serve: bad value '%s' (try --help)\n", optarg);
+            goto out;
+        }
+    }
+    if (serve_check_parsers(&c) < 0)
+        goto out;
+    if (optind < argc) {
+        fprintf(stderr, "llm-fcgi serve: unexpected argument '%s'\n", argv[optind]);
+        goto out;
+    }
+    if (!c.model_path || !*c.model_path) {
+        fprintf(stderr, "llm-fcgi serve: no model: pass -m MODEL.gguf or set LLM_MODEL (try --help)\n");
+        goto out;
+    }
+    if (!names_from_flags && (e = getenv("LLM_SERVED_MODEL_NAME")) && *e)
+        add_list(&c, e, 1);
+    if (c.n_names == 0)
+        c.names[c.n_names++] = strdup(c.model_path);
+    if (!keys_from_flags && (e = getenv("LLM_API_KEY")) && *e)
+        add_list(&c, e, 0);
+    if (key_file && *key_file && read_key_file(&c, key_file) < 0) {
+        rc = 1;
+        goto out;
+    }
+    if (!c.socket_path && !c.listen_addr)
+        c.socket_path = NULL; /* srv_run checks fd 0 first, then the default */
+    if (c.http_threads <= 0)
+        c.http_threads = c.parallel + c.max_queue + 4;
+    rc = srv_run(&c);
+out:
+    for (int i = 0; i < c.n_keys; i++) {
+        memset(c.keys[i], 0, strlen(c.keys[i]));
+        free(c.keys[i]);
+    }
+    for (int i = 0; i < c.n_names; i++)
+        free((char *)c.names[i]);
+    return rc;
+}

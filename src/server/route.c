@@ -1,0 +1,135 @@
+/* route.c - routing table lookup, Bearer auth, the request pipeline. */
+#include "server/server.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static bool path_matches(const route_t *rt, const char *path)
+{
+    if (rt->match == ROUTE_EXACT)
+        return !strcmp(rt->path, path);
+    size_t l = strlen(rt->path);
+    return !strncmp(rt->path, path, l) && path[l] != '\0';
+}
+
+const route_t *route_find(const route_t *table, size_t n, const char *method, const char *path,
+                          int *status, char *allow, size_t cap)
+{
+    bool known = false;
+    if (cap)
+        allow[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if (!path_matches(&table[i], path))
+            continue;
+        if (!strcmp(table[i].method, method))
+            return &table[i];
+        if (cap && !strstr(allow, table[i].method)) {
+            size_t l = strlen(allow);
+            snprintf(allow + l, cap - l, "%s%s", l ? ", " : "", table[i].method);
+        }
+        known = true;
+    }
+    *status = known ? 405 : 404;
+    return NULL;
+}
+
+/* Compares without an early exit so timing does not leak the key: every
+ * configured key is compared over the full presented length. */
+static bool key_equal(const char *key, const char *given, size_t glen)
+{
+    size_t klen = strlen(key);
+    volatile unsigned char diff = (unsigned char)(klen != glen);
+    for (size_t i = 0; i < glen; i++)
+        diff |= (unsigned char)(given[i] ^ (i < klen ? key[i] : 0));
+    return diff == 0;
+}
+
+bool auth_check(const srv_config_t *c, const char *h)
+{
+    if (c->n_keys == 0)
+        return true;
+    if (!h || strncasecmp(h, "Bearer ", 7))
+        return false;
+    h += 7;
+    while (*h == ' ')
+        h++;
+    size_t glen = strlen(h);
+    while (glen && (h[glen - 1] == ' ' || h[glen - 1] == '\t'))
+        glen--;
+    bool ok = false;
+    for (int i = 0; i < c->n_keys; i++)
+        ok |= key_equal(c->keys[i], h, glen);
+    return ok && glen > 0;
+}
+
+bool srv_model_ok(const srv_t *s, const char *model)
+{
+    if (!model)
+        return true;
+    for (int i = 0; i < s->cfg.n_names; i++)
+        if (!strcmp(s->cfg.names[i], model))
+            return true;
+    return false;
+}
+
+static const route_t routes[] = {
+    {"POST", "/v1/chat/completions", ROUTE_EXACT, false, api_chat},
+    {"POST", "/v1/completions", ROUTE_EXACT, false, api_completions},
+    {"POST", "/invocations", ROUTE_EXACT, false, api_invocations},
+    {"GET", "/v1/models", ROUTE_EXACT, false, api_models},
+    {"GET", "/v1/models/", ROUTE_PREFIX, false, api_model_one},
+    {"GET", "/health", ROUTE_EXACT, true, api_health},
+    {"GET", "/ping", ROUTE_EXACT, true, api_ping},
+    {"POST", "/tokenize", ROUTE_EXACT, false, api_tokenize},
+    {"POST", "/detokenize", ROUTE_EXACT, false, api_detokenize},
+    {"GET", "/metrics", ROUTE_EXACT, false, api_metrics},
+};
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+void srv_handle(srv_t *s, http_req_t *r)
+{
+    double t0 = now_s();
+    r->ttft_ms = -1.0;
+    int status = 0;
+    char allow[64], extra[96];
+    const route_t *rt = route_find(routes, sizeof routes / sizeof routes[0], r->method, r->path, &status,
+                                   allow, sizeof allow);
+    /* HEAD on GET routes behaves like GET for health checkers */
+    if (!rt && !strcmp(r->method, "HEAD"))
+        rt = route_find(routes, sizeof routes / sizeof routes[0], "GET", r->path, &status, allow, sizeof allow);
+    if (!rt && status == 404) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "Not found: %.200s", r->path);
+        http_reply_error(r, 404, msg, NULL, "not_found", NULL);
+    } else if (!rt) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "Method %.16s not allowed on %.200s", r->method, r->path);
+        snprintf(extra, sizeof extra, "Allow: %s\r\n", allow);
+        http_reply_error(r, 405, msg, NULL, "method_not_allowed", extra);
+    } else if (!rt->open && !auth_check(&s->cfg, r->auth)) {
+        http_reply_error(r, 401, "Invalid or missing API key: send 'Authorization: Bearer <key>'", NULL,
+                         "invalid_api_key", "WWW-Authenticate: Bearer\r\n");
+    } else if (s->cfg.max_body && r->body_len > s->cfg.max_body) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "The request body is %zu bytes; the limit is %zu", r->body_len, s->cfg.max_body);
+        http_reply_error(r, 413, msg, NULL, "request_too_large", NULL);
+    } else {
+        rt->fn(s, r);
+    }
+    if (!r->headers_sent) /* a handler that forgot to answer is a bug */
+        http_reply_error(r, 500, "internal error: no response", NULL, NULL, NULL);
+    metrics_request(&s->metrics, r->status);
+    double dt = (now_s() - t0) * 1000.0;
+    char ttft[32] = "-";
+    if (r->ttft_ms >= 0)
+        snprintf(ttft, sizeof ttft, "%.1fms", r->ttft_ms);
+    fprintf(stderr, "req %s %s %s %d prompt=%d completion=%d ttft=%s dur=%.1fms%s\n", r->id, r->method, r->path,
+            r->status, r->prompt_tokens, r->completion_tokens, ttft, dt, r->write_failed ? " client-gone" : "");
+}

@@ -1,0 +1,118 @@
+/* server.h - the llm-fcgi server: configuration, shared state, routing.
+ *
+ * srv_t is shared read-only by all acceptor threads once serving starts,
+ * except for the thread-safe parts (scheduler, metrics). Handlers get the
+ * srv_t and one http_req_t; they never touch the model's forward state
+ * (only the scheduler does) and only read the immutable model/vocab.
+ */
+#ifndef LF_SERVER_H
+#define LF_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "chat/reasoning.h"
+#include "chat/toolcall.h"
+#include "engine/model.h"
+#include "engine/sched.h"
+#include "server/chat_render.h"
+#include "server/http.h"
+#include "server/metrics.h"
+
+#define SRV_MAX_NAMES 16
+#define SRV_MAX_KEYS 64
+
+typedef struct {
+    const char *model_path;
+    const char *names[SRV_MAX_NAMES]; /* served names; names[0] is reported */
+    int n_names;
+    char *keys[SRV_MAX_KEYS];         /* API keys (owned, wiped on free) */
+    int n_keys;
+    const char *socket_path;          /* default unix socket */
+    const char *listen_addr;          /* "HOST:PORT" or NULL */
+    bool inherit_fd0;                 /* spawn-fcgi: listening socket is fd 0 */
+    int32_t ctx_size, parallel, threads, http_threads, max_queue, batch_tokens;
+    int32_t kv_cache_mb;              /* KV budget in MiB (0: parallel x ctx) */
+    size_t max_body;
+    int drain_seconds;                /* graceful shutdown limit */
+    int ping_seconds;                 /* SSE comment interval while waiting */
+    bool log_prompts;
+    /* decoding defaults for fields a request leaves out (issue 4) */
+    struct {
+        bool temperature, top_p, top_k, min_p, repetition_penalty;
+    } def_set;
+    float def_temperature, def_top_p, def_min_p, def_repetition_penalty;
+    int32_t def_top_k;
+    int32_t max_n;                    /* largest `n` (<= 0: 16) */
+    bool mindie;                      /* allow MindIE extras ("mindie": true) */
+    const char *chat_template_file;   /* --chat-template (NULL: the model's) */
+    const char *reasoning_parser;     /* --reasoning-parser (NULL: detect) */
+    const char *tool_call_parser;     /* --tool-call-parser (NULL: detect) */
+} srv_config_t;
+
+typedef struct {
+    srv_config_t cfg;
+    model_t *model;
+    const vocab_t *vocab;
+    sched_t *sched;
+    metrics_t metrics;
+    chat_render_fn render;            /* chat prompt renderer (chat_render.h) */
+    void *render_ctx;
+    reasoning_mode_t reasoning;       /* output parsers (chat_setup.h) */
+    toolcall_format_t tool_format;
+    time_t created;
+    char fingerprint[96];             /* system_fingerprint: build + model */
+} srv_t;
+
+/* ---- routing (route.c) ---- */
+typedef void (*srv_handler_fn)(srv_t *s, http_req_t *r);
+
+typedef enum {
+    ROUTE_EXACT,
+    ROUTE_PREFIX   /* path starts with pattern (e.g. "/v1/models/") */
+} route_match_t;
+
+typedef struct {
+    const char *method;
+    const char *path;
+    route_match_t match;
+    bool open;            /* no auth (health checks) */
+    srv_handler_fn fn;
+} route_t;
+
+/* Finds the handler for method+path in table[0..n). Returns the route, or
+ * NULL with *status 404 (unknown path) or 405 (path known, method not) and
+ * allow (cap bytes) listing the allowed methods ("GET, POST"). */
+const route_t *route_find(const route_t *table, size_t n, const char *method, const char *path,
+                          int *status, char *allow, size_t cap);
+
+/* Constant-time check of "Bearer KEY" against the configured keys (true
+ * when no key is configured). */
+bool auth_check(const srv_config_t *c, const char *authorization);
+
+/* The whole request pipeline: route, auth, dispatch, errors, log line. */
+void srv_handle(srv_t *s, http_req_t *r);
+
+/* Does `model` (may be NULL = any) name this server's model? */
+bool srv_model_ok(const srv_t *s, const char *model);
+
+/* ---- handlers (api_*.c) ---- */
+void api_chat(srv_t *s, http_req_t *r);
+void api_completions(srv_t *s, http_req_t *r);
+void api_invocations(srv_t *s, http_req_t *r);
+void api_models(srv_t *s, http_req_t *r);
+void api_model_one(srv_t *s, http_req_t *r);
+void api_health(srv_t *s, http_req_t *r);
+void api_ping(srv_t *s, http_req_t *r);
+void api_tokenize(srv_t *s, http_req_t *r);
+void api_detokenize(srv_t *s, http_req_t *r);
+void api_metrics(srv_t *s, http_req_t *r);
+
+/* ---- process (fcgi_server.c) ---- */
+/* Loads the model, opens the socket, serves until SIGTERM/SIGINT, drains.
+ * Returns the exit status (0 clean, 1 failure). */
+int srv_run(srv_config_t *cfg);
+
+#endif

@@ -1,0 +1,108 @@
+# lib.sh - helpers for the end-to-end tests: TAP output, a temp dir, nginx +
+# llm-fcgi started on a free port and a private unix socket, and cleanup
+# that always runs (trap). Sourced by tests/e2e/*.sh.
+#
+# Every external call is bounded by a timeout so a test never hangs.
+
+E2E_TMP=$(mktemp -d "${TMPDIR:-/tmp}/llm-e2e.XXXXXX")
+E2E_N=0
+E2E_FAILED=0
+E2E_PIDS=""
+TOP_SRCDIR=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+
+ok() { # ok COND_STATUS NAME
+    E2E_N=$((E2E_N + 1))
+    if [ "$1" -eq 0 ]; then echo "ok - $2"; else echo "not ok - $2"; E2E_FAILED=$((E2E_FAILED + 1)); fi
+}
+# run_node SCRIPT: runs a node TAP producer (bounded), folds its lines in
+run_node() {
+    timeout "${NODE_TIMEOUT:-180}" node "$@" >"$E2E_TMP/node.tap" 2>&1
+    cat "$E2E_TMP/node.tap"
+    E2E_N=$((E2E_N + $(grep -cE '^(not )?ok' "$E2E_TMP/node.tap")))
+    E2E_FAILED=$((E2E_FAILED + $(grep -c '^not ok' "$E2E_TMP/node.tap")))
+    if ! grep -qE '^(not )?ok' "$E2E_TMP/node.tap"; then ok 1 "node $1 produced no results"; fi
+}
+skip_all() { echo "1..0 # SKIP $1"; exit 0; }
+diag() { echo "# $*"; }
+
+e2e_cleanup() {
+    for p in $E2E_PIDS; do kill "$p" 2>/dev/null; done
+    sleep 0.2
+    for p in $E2E_PIDS; do kill -9 "$p" 2>/dev/null; done
+    if [ -n "$E2E_KEEP" ]; then echo "# kept $E2E_TMP" ; else rm -rf "$E2E_TMP"; fi
+}
+trap e2e_cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+free_port() {
+    node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+
+# stop_server: SIGTERM to both; sets LLM_STATUS to llm-fcgi's exit status
+stop_server() {
+    kill -TERM "$LLM_PID" 2>/dev/null
+    i=0
+    while kill -0 "$LLM_PID" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    wait "$LLM_PID" 2>/dev/null; LLM_STATUS=$?
+    kill "$NGINX_PID" 2>/dev/null; wait "$NGINX_PID" 2>/dev/null
+}
+
+# start_server BINARY ARGS... : llm-fcgi on $E2E_TMP/llm.sock, nginx on $PORT
+start_server() {
+    SOCK=$E2E_TMP/llm.sock
+    "$@" --socket "$SOCK" >"$E2E_TMP/llm.out" 2>"$E2E_TMP/llm.log" &
+    LLM_PID=$!
+    E2E_PIDS="$E2E_PIDS $LLM_PID"
+    wait_socket "$SOCK" || return 1
+    start_nginx "unix:$SOCK"
+}
+
+# wait_socket PATH: until PATH is a socket or llm-fcgi died (30 s max)
+wait_socket() {
+    i=0
+    while [ ! -S "$1" ] && [ $i -lt 300 ]; do
+        kill -0 "$LLM_PID" 2>/dev/null || break
+        sleep 0.1; i=$((i + 1))
+    done
+    [ -S "$1" ] || { diag "llm-fcgi did not start:"; sed 's/^/# /' "$E2E_TMP/llm.log"; return 1; }
+}
+
+# start_nginx UPSTREAM: nginx on a free port in front of UPSTREAM
+# ("unix:/path" or "127.0.0.1:9000"); sets BASE
+start_nginx() {
+    PORT=$(free_port)
+    mkdir -p "$E2E_TMP/nginx/tmp"
+    sed -e "s|@PREFIX@|$E2E_TMP/nginx|g" -e "s|@UPSTREAM@|$1|g" -e "s|@LISTEN@|127.0.0.1:$PORT|g" \
+        -e "s|@USER@|$(id -un)|g" -e "s|@GROUP@|$(id -gn)|g" -e "s|@MAX_BODY@|${E2E_NGINX_MAX_BODY:-16m}|g" \
+        "${E2E_NGINX_TEMPLATE:-$TOP_SRCDIR/nginx/llm-fcgi-run.conf.in}" >"$E2E_TMP/nginx/nginx.conf"
+    nginx -p "$E2E_TMP/nginx" -e "$E2E_TMP/nginx/error.log" -c "$E2E_TMP/nginx/nginx.conf" \
+        >"$E2E_TMP/nginx/out.log" 2>&1 &
+    NGINX_PID=$!
+    E2E_PIDS="$E2E_PIDS $NGINX_PID"
+    BASE=http://127.0.0.1:$PORT
+    i=0
+    while [ "$(curl -s -m 2 -o /dev/null -w "%{http_code}" "$BASE/health")" != 200 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+    [ "$(curl -s -m 2 -o /dev/null -w "%{http_code}" "$BASE/health")" = 200 ] || { diag "nginx did not start:"; sed 's/^/# /' "$E2E_TMP/nginx/error.log" "$E2E_TMP/nginx/out.log"; return 1; }
+    export BASE
+}
+
+# wait_metric NAME VALUE [AUTH_HEADER]: polls /metrics (10 s max) until the
+# gauge NAME equals VALUE; returns 1 on timeout
+wait_metric() {
+    i=0
+    while [ $i -lt 200 ]; do
+        v=$(curl -s -m 2 ${3:+-H "$3"} "$BASE/metrics" | sed -n "s/^$1{[^}]*} //p")
+        [ "$v" = "$2" ] && return 0
+        sleep 0.05; i=$((i + 1))
+    done
+    diag "$1 stayed at '$v', wanted $2"
+    return 1
+}
+
+# curl with a hard time limit; extra args pass through
+c() { curl -s -m "${CURL_TIMEOUT:-30}" "$@"; }
+
+e2e_done() {
+    echo "1..$E2E_N"
+    [ "$E2E_FAILED" -eq 0 ]
+}

@@ -1,0 +1,158 @@
+/* test_forward.c - the forward pass as the scheduler uses it: batch
+ * invariance, prefix reuse, the KV budget and input validation. */
+#include "engine/forward.h"
+#include "tap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int32_t n_vocab;
+
+static int same_logits(const float *a, const float *b)
+{
+    return a && b && !memcmp(a, b, (size_t)n_vocab * sizeof(float));
+}
+
+static float *copy_logits(const fwd_t *f, int32_t j)
+{
+    float *c = malloc((size_t)n_vocab * sizeof(float));
+    memcpy(c, fwd_logits(f, j), (size_t)n_vocab * sizeof(float));
+    return c;
+}
+
+/* Prompt of n tokens on seq, then `steps` single-token decodes of fixed
+ * tokens; returns the logits of the last step. */
+static float *run_alone(fwd_t *f, int32_t seq, const int32_t *prompt, int32_t n, const int32_t *next, int steps)
+{
+    fwd_seq_rm(f, seq);
+    if (fwd_prefill(f, seq, prompt, n, true, NULL) != LF_OK)
+        return NULL;
+    for (int i = 0; i < steps; i++) {
+        fwd_tok_t t = {next[i], seq, n + i, true, false};
+        if (fwd_decode(f, &t, 1, NULL) != LF_OK)
+            return NULL;
+    }
+    return copy_logits(f, 0);
+}
+
+static void test_batch_invariance(const model_t *m, const char *name)
+{
+    fwd_opts_t o = {.n_seq = 4, .n_ctx = 256, .max_batch = 64, .n_threads = 2};
+    fwd_t *f = fwd_create(m, &o, NULL);
+    int32_t pa[24], pb[37], pc[9], next[6] = {5, 17, 99, 3, 42, 7};
+    for (int i = 0; i < 37; i++) {
+        if (i < 24)
+            pa[i] = (i * 7 + 3) % n_vocab;
+        pb[i] = (i * 13 + 11) % n_vocab;
+        if (i < 9)
+            pc[i] = (i * 5 + 1) % n_vocab;
+    }
+    float *alone = run_alone(f, 0, pa, 24, next, 6);
+    /* the same sequence decoded in a batch with two others, whose prompts
+     * are prefilled in the same batches */
+    fwd_seq_rm(f, 0);
+    fwd_seq_rm(f, 1);
+    fwd_seq_rm(f, 2);
+    fwd_prefill(f, 1, pb, 37, false, NULL);
+    fwd_prefill(f, 0, pa, 24, true, NULL);
+    fwd_prefill(f, 2, pc, 9, true, NULL);
+    lf_code_t rc = LF_OK;
+    for (int i = 0; i < 6 && rc == LF_OK; i++) {
+        fwd_tok_t batch[3] = {
+            {next[(i + 2) % 6], 2, 9 + i, true, false},
+            {next[i], 0, 24 + i, true, false},
+            {next[(i + 1) % 6], 1, 37 + i, true, false},
+        };
+        rc = fwd_decode(f, batch, 3, NULL);
+    }
+    tap_ok(rc == LF_OK && same_logits(alone, fwd_logits(f, 1)),
+           "%s: a sequence decodes bitwise the same alone and in a batch of 3", name);
+    free(alone);
+    fwd_free(f);
+}
+
+static void test_prefix_reuse(const model_t *m, const char *name)
+{
+    fwd_opts_t o = {.n_seq = 3, .n_ctx = 256, .max_batch = 32, .n_threads = 2};
+    fwd_t *f = fwd_create(m, &o, NULL);
+    int32_t p[70];
+    for (int i = 0; i < 70; i++)
+        p[i] = (i * 31 + 7) % n_vocab;
+    /* uncached reference: the 70-token prompt in one go */
+    fwd_prefill(f, 0, p, 70, true, NULL);
+    float *ref = copy_logits(f, 0);
+    fwd_seq_commit(f, 0, p, 60); /* register the first 60 positions: 3 full blocks */
+    int32_t reused = fwd_seq_attach_prefix(f, 1, p, 70);
+    tap_ok(reused == 48 && fwd_seq_len(f, 1) == 48, "%s: prefix of 3 blocks reused (%d)", name, reused);
+    lf_code_t rc = fwd_prefill(f, 1, p + reused, 70 - reused, true, NULL);
+    tap_ok(rc == LF_OK && same_logits(ref, fwd_logits(f, 0)), "%s: cached prefix gives bitwise the uncached logits",
+           name);
+    int32_t used;
+    fwd_kv_usage(f, NULL, &used, NULL);
+    tap_ok(used == 5 + 2, "%s: shared blocks stored once (%d blocks in use)", name, used);
+    /* after the owner is gone the blocks are still reusable */
+    fwd_seq_rm(f, 0);
+    fwd_seq_rm(f, 1);
+    reused = fwd_seq_attach_prefix(f, 2, p, 70);
+    rc = fwd_prefill(f, 2, p + reused, 70 - reused, true, NULL);
+    tap_ok(reused == 48 && rc == LF_OK && same_logits(ref, fwd_logits(f, 0)),
+           "%s: reuse after the first sequence released its blocks", name);
+    /* a 49-token prompt of which 48 are cached: one token left to compute */
+    fwd_seq_rm(f, 2);
+    fwd_prefill(f, 0, p, 49, true, NULL);
+    float *ref49 = copy_logits(f, 0);
+    fwd_seq_rm(f, 0);
+    reused = fwd_seq_attach_prefix(f, 1, p, 49);
+    rc = fwd_prefill(f, 1, p + reused, 49 - reused, true, NULL);
+    tap_ok(reused == 48 && rc == LF_OK && same_logits(ref49, fwd_logits(f, 0)),
+           "%s: a single remaining prompt token after a cached prefix gives the uncached logits", name);
+    free(ref49);
+    free(ref);
+    fwd_free(f);
+}
+
+static void test_budget_and_errors(const model_t *m)
+{
+    fwd_opts_t o = {.n_seq = 2, .n_ctx = 64, .max_batch = 64, .n_threads = 1, .kv_blocks = 5};
+    fwd_t *f = fwd_create(m, &o, NULL);
+    int32_t p[64];
+    for (int i = 0; i < 64; i++)
+        p[i] = i % n_vocab;
+    lf_err_t err;
+    tap_ok(fwd_prefill(f, 0, p, 48, true, &err) == LF_OK, "48 tokens fit a budget of 5 blocks of 16");
+    tap_ok(fwd_prefill(f, 1, p, 40, true, &err) == LF_ERR_NOMEM && fwd_seq_len(f, 1) == 0,
+           "beyond the budget: LF_ERR_NOMEM and no position added (%s)", err.msg);
+    fwd_seq_rm(f, 0);
+    fwd_seq_rm(f, 1);
+    tap_ok(fwd_prefill(f, 1, p, 40, true, &err) == LF_OK, "after a release it fits");
+    fwd_tok_t bad_tok = {n_vocab, 1, 40, true, false};
+    tap_ok(fwd_decode(f, &bad_tok, 1, &err) == LF_ERR_INVALID, "token id out of range rejected");
+    fwd_tok_t bad_pos = {1, 1, 42, true, false};
+    tap_ok(fwd_decode(f, &bad_pos, 1, &err) == LF_ERR_INVALID, "a gap in positions rejected");
+    fwd_tok_t bad_seq = {1, 2, 0, true, false};
+    tap_ok(fwd_decode(f, &bad_seq, 1, &err) == LF_ERR_INVALID, "sequence out of range rejected");
+    tap_ok(fwd_prefill(f, 1, p, 30, true, &err) == LF_ERR_CONTEXT, "beyond the context: LF_ERR_CONTEXT");
+    tap_ok(fwd_seq_len(f, 1) == 40, "errors leave the sequence as it was");
+    fwd_free(f);
+}
+
+int main(void)
+{
+    const char *dir = tap_env_dir("LLM_MODELS_DIR", "../shared/models");
+    const char *files[] = {"stories260K.gguf", "tiny256-q4_k_m.gguf", "tinyqwen2-q8_0.gguf"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        lf_err_t err;
+        model_t *m = model_load(path, &err);
+        if (!tap_ok(m != NULL, "load %s", files[i]))
+            continue;
+        n_vocab = model_hparams(m)->n_vocab;
+        test_batch_invariance(m, files[i]);
+        test_prefix_reuse(m, files[i]);
+        if (i == 0)
+            test_budget_and_errors(m);
+        model_free(m);
+    }
+    return tap_done();
+}

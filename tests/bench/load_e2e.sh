@@ -8,16 +8,15 @@
 # Emits TAP.
 . "$(dirname "$0")/../e2e/lib.sh"
 
-SRV=${LLM_FCGI:-$TOP_SRCDIR/build/llm-fcgi}
-M=${LLM_MODELS_DIR:-$TOP_SRCDIR/../shared/models}/stories260K.gguf
+LLM_FCGI=${LLM_FCGI:-$TOP_SRCDIR/build/llm-fcgi}
+SRV=$LLM_FCGI
+MODEL_FILE=${LLM_MODELS_DIR:-$TOP_SRCDIR/../shared/models}/stories260K.gguf
+M=$MODEL_FILE
 LOAD=$TOP_SRCDIR/tests/bench/load.mjs
-command -v node >/dev/null || skip_all "node not installed"
+need node nginx binary model
 
 TAP_NO_PLAN=1 run_node "$TOP_SRCDIR/tests/bench/load_lib.test.mjs"
 
-command -v nginx >/dev/null || { diag "nginx not installed: server cases skipped"; e2e_done; exit $?; }
-[ -x "$SRV" ] || { diag "no llm-fcgi binary at $SRV: server cases skipped"; e2e_done; exit $?; }
-[ -f "$M" ] || { diag "no fixture model $M: server cases skipped"; e2e_done; exit $?; }
 
 # jq-free JSON checks: jcheck FILE 'JS expression over r' NAME
 jcheck() {

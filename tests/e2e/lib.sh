@@ -22,7 +22,21 @@ run_node() {
     E2E_FAILED=$((E2E_FAILED + $(grep -c '^not ok' "$E2E_TMP/node.tap")))
     if ! grep -qE '^(not )?ok' "$E2E_TMP/node.tap"; then ok 1 "node $1 produced no results"; fi
 }
-skip_all() { echo "1..0 # SKIP $1"; exit 0; }
+# A missing prerequisite is a failure, not a skip: scripts/test.sh (and so
+# CI) installs every one of them, so a skip would only hide a broken setup.
+bail() { echo "not ok 1 - prerequisite: $1"; echo "1..1"; exit 1; }
+# need WHAT...: commands by name, plus `model` ($MODEL_FILE), `binary`
+# ($LLM_FCGI) and `openai` (the pinned npm client in tests/e2e/node_modules).
+need() {
+    for w in "$@"; do
+        case $w in
+            model) [ -f "$MODEL_FILE" ] || bail "fixture model $MODEL_FILE missing" ;;
+            binary) [ -x "$LLM_FCGI" ] || bail "no llm-fcgi binary (LLM_FCGI=$LLM_FCGI)" ;;
+            openai) [ -d "$TOP_SRCDIR/tests/e2e/node_modules/openai" ] || bail "the openai npm package is missing (npm ci in tests/e2e)" ;;
+            *) command -v "$w" >/dev/null 2>&1 || bail "$w is not installed" ;;
+        esac
+    done
+}
 diag() { echo "# $*"; }
 
 e2e_cleanup() {

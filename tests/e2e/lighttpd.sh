@@ -3,7 +3,7 @@
 # in front of the real llm-fcgi: health, a completion, and a stream that
 # arrives event by event (server.stream-response-body). TAP.
 . "$(dirname "$0")/lib.sh"
-command -v lighttpd >/dev/null 2>&1 || skip_all "lighttpd is not installed"
+need lighttpd
 M=${LLM_MODELS_DIR:?}/stories260K.gguf
 PORT=$(free_port)
 SOCK=$E2E_TMP/llm.sock

@@ -5,12 +5,12 @@
 # root (certificates, /var/log) are redirected into a temp dir. Emits TAP.
 . "$(dirname "$0")/lib.sh"
 
-command -v nginx >/dev/null || skip_all "nginx not installed"
-command -v openssl >/dev/null || skip_all "openssl not installed (needed for a test certificate)"
+need nginx
+command -v openssl >/dev/null || bail "openssl not installed (needed for a test certificate)"
 d=$E2E_TMP
 mkdir -p "$d/tmp"
 timeout 60 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$d/k.pem" -out "$d/c.pem" -days 1 -subj /CN=test \
-    >/dev/null 2>&1 || skip_all "openssl cannot make a test certificate"
+    >/dev/null 2>&1 || bail "openssl cannot make a test certificate"
 site=$TOP_SRCDIR/nginx/llm-fcgi.conf
 localize() {
     sed -e "s|/etc/letsencrypt/live/llm.example.com/fullchain.pem|$d/c.pem|" \

@@ -8,12 +8,8 @@
 
 MODEL_FILE=${LLM_MODELS_DIR:-$TOP_SRCDIR/../shared/models}/stories260K.gguf
 GOLDEN_FILE=${LLM_GOLDEN_DIR:-$TOP_SRCDIR/../shared/golden}/greedy-stories260K.jsonl
-command -v nginx >/dev/null || skip_all "nginx not installed"
-command -v node >/dev/null || skip_all "node not installed"
-[ -f "$MODEL_FILE" ] || skip_all "fixture model $MODEL_FILE missing"
-[ -f "$GOLDEN_FILE" ] || skip_all "golden file $GOLDEN_FILE missing"
-[ -x "$LLM_FCGI" ] || skip_all "no llm-fcgi binary"
-[ -d "$TOP_SRCDIR/tests/e2e/node_modules/openai" ] || skip_all "run npm ci in tests/e2e"
+need nginx node model binary openai
+[ -f "$GOLDEN_FILE" ] || bail "golden file $GOLDEN_FILE missing"
 
 if ! start_server "$LLM_FCGI" serve -m "$MODEL_FILE" --served-model-name stories --api-key sk-dec \
         --parallel 4 --threads 1 --ctx-size 512 --batch-tokens 128 --temperature 0 --max-n 4 --mindie-extras; then

@@ -11,11 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 
 MODEL_FILE=${LLM_MODELS_DIR:-$TOP_SRCDIR/../shared/models}/stories260K.gguf
-command -v nginx >/dev/null || skip_all "nginx not installed"
-command -v node >/dev/null || skip_all "node not installed"
-[ -f "$MODEL_FILE" ] || skip_all "fixture model $MODEL_FILE missing"
-[ -x "$LLM_FCGI" ] || skip_all "no llm-fcgi binary"
-[ -d "$TOP_SRCDIR/tests/e2e/node_modules/openai" ] || skip_all "run npm ci in tests/e2e"
+need nginx node model binary openai
 SRV="$LLM_FCGI"
 M=$MODEL_FILE
 # text of a non-streamed completion reply

@@ -13,10 +13,7 @@
 . "$(dirname "$0")/lib.sh"
 
 MODEL_FILE=${LLM_MODELS_DIR:-$TOP_SRCDIR/../shared/models}/stories260K.gguf
-command -v nginx >/dev/null || skip_all "nginx not installed"
-command -v node >/dev/null || skip_all "node not installed"
-[ -f "$MODEL_FILE" ] || skip_all "fixture model $MODEL_FILE missing"
-[ -x "$LLM_FCGI" ] || skip_all "no llm-fcgi binary"
+need nginx node model binary
 M=$MODEL_FILE
 CURL_TIMEOUT=120
 # the text of a completion reply (JSON on stdin), of a streamed one (SSE)

@@ -8,11 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 MODEL_FILE=${LLM_MODELS_DIR:-$TOP_SRCDIR/../shared/models}/stories260K.gguf
-command -v nginx >/dev/null || skip_all "nginx not installed"
-command -v node >/dev/null || skip_all "node not installed"
-[ -f "$MODEL_FILE" ] || skip_all "fixture model $MODEL_FILE missing"
-[ -x "$LLM_FCGI" ] || skip_all "no llm-fcgi binary"
-[ -d "$TOP_SRCDIR/tests/e2e/node_modules/openai" ] || skip_all "run npm ci in tests/e2e"
+need nginx node model binary openai
 
 TMPL=$TOP_SRCDIR/tests/e2e/tools_template.jinja
 if ! start_server "$LLM_FCGI" serve -m "$MODEL_FILE" --served-model-name stories --api-key sk-tools \

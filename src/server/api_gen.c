@@ -489,21 +489,6 @@ out:
     free(params);
 }
 
-static void reply_req_err(http_req_t *r, const req_err_t *e)
-{
-    http_reply_error(r, e->status, e->msg, e->param[0] ? e->param : NULL, e->code[0] ? e->code : NULL, NULL);
-}
-
-static bool check_model(srv_t *s, http_req_t *r, const char *model)
-{
-    if (srv_model_ok(s, model))
-        return true;
-    char msg[300];
-    snprintf(msg, sizeof msg, "The model `%.200s` does not exist.", model);
-    http_reply_error(r, 404, msg, "model", "model_not_found", NULL);
-    return false;
-}
-
 static int tokenize_text(srv_t *s, http_req_t *r, const char *text, bool add_special, int32_t **ids, size_t *n)
 {
     lf_err_t e = {0};
@@ -541,14 +526,14 @@ void api_chat(srv_t *s, http_req_t *r)
     chat_req_t q;
     req_err_t e;
     if (req_chat_parse(r->body, r->body_len, &q, &e) < 0) {
-        reply_req_err(r, &e);
+        srv_reply_req_err(r, &e);
         return;
     }
     char *prompt = NULL;
     int32_t *ids = NULL;
     size_t n_ids = 0;
     lf_err_t le = {0};
-    if (!check_model(s, r, q.gen.model))
+    if (!srv_require_model(s, r, q.gen.model))
         goto out;
     if (s->render(s->render_ctx, &q, true, &prompt, &le) != LF_OK) {
         http_reply_err(r, &le, "messages", NULL);
@@ -574,12 +559,12 @@ void api_completions(srv_t *s, http_req_t *r)
     cmpl_req_t q;
     req_err_t e;
     if (req_cmpl_parse(r->body, r->body_len, &q, &e) < 0) {
-        reply_req_err(r, &e);
+        srv_reply_req_err(r, &e);
         return;
     }
     int32_t **ids = NULL;
     size_t *n_ids = NULL;
-    if (!check_model(s, r, q.gen.model))
+    if (!srv_require_model(s, r, q.gen.model))
         goto out;
     if (q.toks) {
         generate(s, r, false, &q.gen, q.toks, q.n_toks, q.n_prompts, NULL, NULL);

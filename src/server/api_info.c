@@ -41,12 +41,8 @@ void api_models(srv_t *s, http_req_t *r)
 void api_model_one(srv_t *s, http_req_t *r)
 {
     const char *id = r->path + strlen("/v1/models/");
-    if (!srv_model_ok(s, id)) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "The model `%.200s` does not exist.", id);
-        http_reply_error(r, 404, msg, "model", "model_not_found", NULL);
+    if (!srv_require_model(s, r, id))
         return;
-    }
     reply_obj(r, model_card(s, id));
 }
 
@@ -63,34 +59,19 @@ void api_ping(srv_t *s, http_req_t *r)
     http_reply_json(r, 200, "{\"status\":\"healthy\"}", NULL);
 }
 
-static void reply_req_err(http_req_t *r, const req_err_t *e)
-{
-    http_reply_error(r, e->status, e->msg, e->param[0] ? e->param : NULL, e->code[0] ? e->code : NULL, NULL);
-}
-
-static bool model_ok(srv_t *s, http_req_t *r, const char *model)
-{
-    if (srv_model_ok(s, model))
-        return true;
-    char msg[300];
-    snprintf(msg, sizeof msg, "The model `%.200s` does not exist.", model);
-    http_reply_error(r, 404, msg, "model", "model_not_found", NULL);
-    return false;
-}
-
 void api_tokenize(srv_t *s, http_req_t *r)
 {
     tokenize_req_t q;
     req_err_t e;
     if (req_tokenize_parse(r->body, r->body_len, &q, &e) < 0) {
-        reply_req_err(r, &e);
+        srv_reply_req_err(r, &e);
         return;
     }
     char *rendered = NULL;
     int32_t *ids = NULL;
     size_t n = 0;
     lf_err_t le = {0};
-    if (!model_ok(s, r, q.model))
+    if (!srv_require_model(s, r, q.model))
         goto out;
     const char *text = q.prompt;
     if (!text) {
@@ -123,10 +104,10 @@ void api_detokenize(srv_t *s, http_req_t *r)
     detok_req_t q;
     req_err_t e;
     if (req_detok_parse(r->body, r->body_len, &q, &e) < 0) {
-        reply_req_err(r, &e);
+        srv_reply_req_err(r, &e);
         return;
     }
-    if (!model_ok(s, r, q.model)) {
+    if (!srv_require_model(s, r, q.model)) {
         req_detok_free(&q);
         return;
     }

@@ -73,6 +73,21 @@ bool srv_model_ok(const srv_t *s, const char *model)
     return false;
 }
 
+bool srv_require_model(const srv_t *s, http_req_t *r, const char *model)
+{
+    if (srv_model_ok(s, model))
+        return true;
+    char msg[300];
+    snprintf(msg, sizeof msg, "The model `%.200s` does not exist.", model);
+    http_reply_error(r, 404, msg, "model", "model_not_found", NULL);
+    return false;
+}
+
+void srv_reply_req_err(http_req_t *r, const req_err_t *e)
+{
+    http_reply_error(r, e->status, e->msg, e->param[0] ? e->param : NULL, e->code[0] ? e->code : NULL, NULL);
+}
+
 static const route_t routes[] = {
     {"POST", "/v1/chat/completions", ROUTE_EXACT, false, api_chat},
     {"POST", "/v1/completions", ROUTE_EXACT, false, api_completions},

@@ -97,6 +97,11 @@ void srv_handle(srv_t *s, http_req_t *r);
 
 /* Does `model` (may be NULL = any) name this server's model? */
 bool srv_model_ok(const srv_t *s, const char *model);
+/* srv_model_ok, else replies 404 "The model `X` does not exist." (OpenAI's
+ * model_not_found) and returns false. */
+bool srv_require_model(const srv_t *s, http_req_t *r, const char *model);
+/* Replies with a request-validation error (status, message, param, code). */
+void srv_reply_req_err(http_req_t *r, const req_err_t *e);
 
 /* ---- handlers (api_*.c) ---- */
 void api_chat(srv_t *s, http_req_t *r);

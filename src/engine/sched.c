@@ -151,8 +151,12 @@ static void chan_push(sched_chan_t *ch, const sched_event_t *ev)
     }
     if (ev->kind == SCHED_EV_DONE)
         ch->jobs_live--;
-    pthread_cond_broadcast(&ch->cv);
     pthread_mutex_unlock(&ch->mu);
+    /* Wake the reader after unlocking: woken under the lock it would
+     * immediately block on ch->mu again and need a second futex wake (once
+     * per token on 2 shared cores). ch stays alive: the pushing job still
+     * holds its reference (chan_unref comes after the last push). */
+    pthread_cond_broadcast(&ch->cv);
 }
 
 int sched_chan_next(sched_chan_t *ch, sched_event_t *ev, int timeout_ms)

@@ -1,12 +1,24 @@
 /* tpool.c - fixed thread pool: generation counter + condvars, short spin.
  *
- * A job is published by bumping `gen` under the mutex and broadcasting
- * `wake`. Each worker remembers the last generation it ran. After a job a
- * worker first spins on the atomic `gen` for a bounded number of
- * iterations (consecutive matmuls of one forward pass follow each other
+ * A job is published by bumping the atomic `gen`. Each worker remembers the
+ * last generation it ran. After a job a worker first spins on `gen` for a
+ * bounded time (consecutive matmuls of one forward pass follow each other
  * within microseconds, and a condvar wake-up costs tens of microseconds),
- * then sleeps. `pending` counts workers still running; the last one to
- * finish signals `done`. The caller likewise spins briefly, then sleeps.
+ * then sleeps on `wake`. `pending` counts workers still running; the last
+ * one to finish signals `done` if the caller sleeps. The caller likewise
+ * spins briefly, then sleeps.
+ *
+ * The mutex is only taken by a thread that goes to sleep and by a thread
+ * that must wake a sleeper: a forward pass makes ~50 runs per token, and
+ * locking on every publish / finish made the caller and the worker collide
+ * on the mutex (futex wake-ups on every run once a thread is descheduled
+ * while holding it). Lost wake-ups are excluded by the Dekker pattern on
+ * seq_cst atomics: a sleeper first announces itself (`sleepers`,
+ * `caller_sleeping`) and then, under the mutex, re-checks the condition; a
+ * waker first publishes the condition (`gen`, `pending`) and then reads the
+ * announcement. In the single order of seq_cst operations one of the two
+ * sees the other's store; when the waker sees the announcement it takes the
+ * mutex, which the sleeper holds until it is inside pthread_cond_wait.
  */
 #include "engine/tpool.h"
 
@@ -63,8 +75,8 @@ struct tpool {
     atomic_uint gen;        /* bumped once per job */
     atomic_int pending;     /* workers still running the current job */
     atomic_bool quit;
-    int sleepers;           /* workers blocked on `wake` (under mu) */
-    int caller_sleeping;    /* caller blocked on `done` (under mu) */
+    atomic_int sleepers;    /* workers about to block / blocked on `wake` (set under mu) */
+    atomic_int caller_sleeping; /* caller about to block / blocked on `done` (set under mu) */
     tpool_fn_t fn;
     void *arg;
 };
@@ -85,21 +97,20 @@ static void *tpool_worker_main(void *p)
         unsigned g = tpool_spin_while_eq(&pool->gen, seen);
         if (g == seen) {
             pthread_mutex_lock(&pool->mu);
-            while ((g = atomic_load(&pool->gen)) == seen && !atomic_load(&pool->quit)) {
-                pool->sleepers++;
+            atomic_fetch_add(&pool->sleepers, 1); /* announce, then re-check gen (seq_cst) */
+            while ((g = atomic_load(&pool->gen)) == seen && !atomic_load(&pool->quit))
                 pthread_cond_wait(&pool->wake, &pool->mu);
-                pool->sleepers--;
-            }
+            atomic_fetch_sub(&pool->sleepers, 1);
             pthread_mutex_unlock(&pool->mu);
         }
         if (atomic_load(&pool->quit))
             return NULL;
         seen = g;
         pool->fn(pool->arg, ith, pool->n);
-        if (atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_acq_rel) == 1) {
+        /* the last worker wakes the caller only if it announced sleeping */
+        if (atomic_fetch_sub(&pool->pending, 1) == 1 && atomic_load(&pool->caller_sleeping)) {
             pthread_mutex_lock(&pool->mu);
-            if (pool->caller_sleeping)
-                pthread_cond_signal(&pool->done);
+            pthread_cond_signal(&pool->done);
             pthread_mutex_unlock(&pool->mu);
         }
     }
@@ -120,6 +131,8 @@ lf_code_t tpool_create(int n_threads, tpool_t **out, lf_err_t *err)
     atomic_init(&pool->gen, 0);
     atomic_init(&pool->pending, 0);
     atomic_init(&pool->quit, false);
+    atomic_init(&pool->sleepers, 0);
+    atomic_init(&pool->caller_sleeping, 0);
     if (n_threads > 1) {
         pool->threads = calloc((size_t)n_threads - 1, sizeof *pool->threads);
         if (!pool->threads) {
@@ -176,11 +189,13 @@ void tpool_run(tpool_t *pool, tpool_fn_t fn, void *arg)
     pool->fn = fn;
     pool->arg = arg;
     atomic_store_explicit(&pool->pending, pool->n - 1, memory_order_relaxed);
-    pthread_mutex_lock(&pool->mu);
-    atomic_fetch_add_explicit(&pool->gen, 1, memory_order_release);
-    if (pool->sleepers)
+    /* publish (seq_cst, also releases fn/arg/pending), then look for sleepers */
+    atomic_fetch_add(&pool->gen, 1);
+    if (atomic_load(&pool->sleepers)) {
+        pthread_mutex_lock(&pool->mu);
         pthread_cond_broadcast(&pool->wake);
-    pthread_mutex_unlock(&pool->mu);
+        pthread_mutex_unlock(&pool->mu);
+    }
 
     fn(arg, 0, pool->n);
 
@@ -198,10 +213,9 @@ void tpool_run(tpool_t *pool, tpool_fn_t fn, void *arg)
     if (atomic_load_explicit(&pool->pending, memory_order_acquire) == 0)
         return;
     pthread_mutex_lock(&pool->mu);
-    while (atomic_load_explicit(&pool->pending, memory_order_acquire) != 0) {
-        pool->caller_sleeping = 1;
+    atomic_store(&pool->caller_sleeping, 1); /* announce, then re-check pending (seq_cst) */
+    while (atomic_load(&pool->pending) != 0)
         pthread_cond_wait(&pool->done, &pool->mu);
-        pool->caller_sleeping = 0;
-    }
+    atomic_store(&pool->caller_sleeping, 0);
     pthread_mutex_unlock(&pool->mu);
 }

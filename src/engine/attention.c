@@ -130,6 +130,70 @@ ATTN_AVX2 static void left_row_avx2(double *left, float w, const uint16_t *v, in
 }
 #endif
 
+/* The V rows one (token, head) pair reads: block by block through the
+ * sequence's block table, so the block lookup happens once per block, not
+ * once per position. */
+typedef struct {
+    const attn_job_t *job;
+    const int32_t *blocks;
+    int32_t kvh;
+    const uint16_t *p16;  /* the probabilities, rounded to F16 */
+    int lv;               /* GX_LEVEL_* */
+} v_rows_t;
+
+/* Calls row(ctx, p, v) for positions p in [from, to) in order, v being the
+ * F16 V row of position p for this KV head. */
+#define V_FOR_ROWS(vr, from, to, BODY)                                                                        \
+    do {                                                                                                      \
+        const int32_t bt_ = kv_block_tokens((vr)->job->kv);                                                    \
+        for (int32_t p = (from); p < (to);) {                                                                 \
+            const int32_t b_ = p / bt_, end_ = (to) < (b_ + 1) * bt_ ? (to) : (b_ + 1) * bt_;                  \
+            const uint16_t *vb_ = kv_block_v((vr)->job->kv, (vr)->blocks[b_], (vr)->job->layer) +             \
+                                  (int64_t)(vr)->kvh * (vr)->job->head_dim;                                   \
+            for (; p < end_; p++) {                                                                           \
+                const uint16_t *v = vb_ + (int64_t)(p - b_ * bt_) * (vr)->job->kv_dim;                         \
+                const float w = fp16_to_fp32((vr)->p16[p]);                                                   \
+                BODY;                                                                                         \
+            }                                                                                                 \
+        }                                                                                                     \
+    } while (0)
+
+/* acc[(p % lanes) * hd + d] += w_p * V[p][d] for p in [from, to), one FMA
+ * per position and lane in position order (tinyBLAS's and
+ * ggml_vec_dot_f16's order). */
+static void v_accumulate(const v_rows_t *vr, int32_t from, int32_t to, int lanes, float *acc)
+{
+    const int32_t hd = vr->job->head_dim;
+    V_FOR_ROWS(vr, from, to, {
+        float *a = acc + (int64_t)(p % lanes) * hd;
+#ifdef ATTN_X86
+        if (vr->lv == GX_LEVEL_AVX512)
+            fma_row_avx512(a, w, v, hd);
+        else if (vr->lv == GX_LEVEL_AVX2)
+            fma_row_avx2(a, w, v, hd);
+        else
+#endif
+            add_row_c(a, w, v, hd);
+    });
+}
+
+/* left[d] += (double)(w_p * V[p][d]) for p in [from, to) (ggml's double
+ * leftovers). */
+static void v_accumulate_double(const v_rows_t *vr, int32_t from, int32_t to, double *left)
+{
+    const int32_t hd = vr->job->head_dim;
+    V_FOR_ROWS(vr, from, to, {
+#ifdef ATTN_X86
+        if (vr->lv == GX_LEVEL_AVX512)
+            left_row_avx512(left, w, v, hd);
+        else if (vr->lv == GX_LEVEL_AVX2)
+            left_row_avx2(left, w, v, hd);
+        else
+#endif
+            left_row_c(left, w, v, hd);
+    });
+}
+
 static void attn_one(const attn_job_t *job, int32_t t, int32_t h, float *scratch)
 {
     const int32_t hd = job->head_dim;
@@ -157,31 +221,17 @@ static void attn_one(const attn_job_t *job, int32_t t, int32_t h, float *scratch
     gx_softmax_row(scores, n_kv);
 
     float *out = job->out + ((int64_t)t * job->n_head + h) * hd;
-#define V_ROW(p) (kv_block_v(job->kv, blocks[(p) / bt], job->layer) + (int64_t)((p) % bt) * job->kv_dim + \
-                  (int64_t)kvh * hd)
 #ifdef ATTN_X86
     const int lv = gx_level();
+#else
+    const int lv = 0;
 #endif
     fp16_row_from_fp32(scores, p16, n_kv);
+    const v_rows_t vr = {job, blocks, kvh, p16, lv};
     if (tiny) {
         /* tinyBLAS: lane p % 16 accumulates position p, one FMA each */
         memset(acc, 0, (size_t)16 * (size_t)hd * sizeof(float));
-        for (int32_t p = 0; p < n_kv; p++) {
-            float *a = acc + (int64_t)(p % 16) * hd;
-            const uint16_t *v = V_ROW(p);
-            const float w = fp16_to_fp32(p16[p]);
-#ifdef ATTN_X86
-            if (lv == GX_LEVEL_AVX512) {
-                fma_row_avx512(a, w, v, hd);
-                continue;
-            }
-            if (lv == GX_LEVEL_AVX2) {
-                fma_row_avx2(a, w, v, hd);
-                continue;
-            }
-#endif
-            add_row_c(a, w, v, hd);
-        }
+        v_accumulate(&vr, 0, n_kv, 16, acc);
         hsum_lanes(acc, hd, out);
         return;
     }
@@ -194,26 +244,10 @@ static void attn_one(const attn_job_t *job, int32_t t, int32_t h, float *scratch
     if (n_pad < 32)
         n_pad = 32;
     const int32_t np = (int32_t)(n_pad & ~(int64_t)63) < n_kv ? (int32_t)(n_pad & ~(int64_t)63) : n_kv;
-    if (np > 0)
-        memset(acc, 0, (size_t)64 * (size_t)hd * sizeof(float));
-    for (int32_t p = 0; p < np; p++) {
-        float *a = acc + (int64_t)(p % 64) * hd;
-        const uint16_t *v = V_ROW(p);
-        const float w = fp16_to_fp32(p16[p]);
-#ifdef ATTN_X86
-        if (lv == GX_LEVEL_AVX512) {
-            fma_row_avx512(a, w, v, hd);
-            continue;
-        }
-        if (lv == GX_LEVEL_AVX2) {
-            fma_row_avx2(a, w, v, hd);
-            continue;
-        }
-#endif
-        add_row_c(a, w, v, hd);
-    }
-    /* GGML_F32x16_REDUCE: x0 + x2, x1 + x3, then x0 + x1 */
     if (np > 0) {
+        memset(acc, 0, (size_t)64 * (size_t)hd * sizeof(float));
+        v_accumulate(&vr, 0, np, 64, acc);
+        /* GGML_F32x16_REDUCE: x0 + x2, x1 + x3, then x0 + x1 */
         const int64_t n16 = 16 * (int64_t)hd;
         for (int64_t i = 0; i < n16; i++) {
             acc[i] = acc[i] + acc[i + 2 * n16];
@@ -228,24 +262,9 @@ static void attn_one(const attn_job_t *job, int32_t t, int32_t h, float *scratch
         for (int d = 0; d < hd; d++)
             left[d] = 0.0;
     }
-    for (int32_t p = np; p < n_kv; p++) {
-        const uint16_t *v = V_ROW(p);
-        const float w = fp16_to_fp32(p16[p]);
-#ifdef ATTN_X86
-        if (lv == GX_LEVEL_AVX512) {
-            left_row_avx512(left, w, v, hd);
-            continue;
-        }
-        if (lv == GX_LEVEL_AVX2) {
-            left_row_avx2(left, w, v, hd);
-            continue;
-        }
-#endif
-        left_row_c(left, w, v, hd);
-    }
+    v_accumulate_double(&vr, np, n_kv, left);
     for (int d = 0; d < hd; d++)
         out[d] = (float)left[d];
-#undef V_ROW
 }
 
 static void attn_worker(void *arg, int ith, int nth)

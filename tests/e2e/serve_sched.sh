@@ -97,7 +97,13 @@ while [ $i -lt 340 ]; do
 done
 r1=$(rss)
 ok $fails "300 sequential requests answered"
-ok $([ $((${r1:-999999} - ${r0:-0})) -lt 2048 ]; echo $?) "resident memory bounded over 300 requests (${r0} kB -> ${r1} kB)"
+if ldd "$LLM_FCGI" 2>/dev/null | grep -q libasan; then
+    # AddressSanitizer keeps freed memory in quarantine, so RSS grows by design
+    echo "ok - resident memory bounded over 300 requests # SKIP AddressSanitizer build (${r0} kB -> ${r1} kB)"
+    E2E_N=$((E2E_N + 1))
+else
+    ok $([ $((${r1:-999999} - ${r0:-0})) -lt 2048 ]; echo $?) "resident memory bounded over 300 requests (${r0} kB -> ${r1} kB)"
+fi
 stop_server
 ok $([ "$LLM_STATUS" = 0 ]; echo $?) "SIGTERM: exit 0 (got $LLM_STATUS)"
 e2e_done

@@ -120,3 +120,14 @@ e2e_done() {
     echo "1..$E2E_N"
     [ "$E2E_FAILED" -eq 0 ]
 }
+
+# scripted_model OUT [TEMPLATE]: writes the scripted fixture model (a real
+# llama GGUF whose greedy output follows reasoning/tool-call scripts, see
+# tests/fixtures/scripted_model.h) to OUT with TEMPLATE as its chat
+# template (default tests/fixtures/scripted_template.jinja), using the
+# mk_scripted built next to $LLM_FCGI (or $MK_SCRIPTED); bails if missing.
+scripted_model() {
+    mk=${MK_SCRIPTED:-$(dirname "$LLM_FCGI")/tests/fixtures/mk_scripted}
+    [ -x "$mk" ] || bail "no fixture generator (MK_SCRIPTED=$mk)"
+    "$mk" "$1" "${2:-$TOP_SRCDIR/tests/fixtures/scripted_template.jinja}" 2>"$E2E_TMP/mk_scripted.log"
+}

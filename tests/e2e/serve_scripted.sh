@@ -13,11 +13,9 @@
 # Also `llm-fcgi generate` on the fixture. Emits TAP.
 . "$(dirname "$0")/lib.sh"
 
-MK=${MK_SCRIPTED:-$(dirname "$LLM_FCGI")/tests/fixtures/mk_scripted}
 MODEL_FILE=$E2E_TMP/scripted.gguf
 need nginx node binary openai
-[ -x "$MK" ] || bail "no fixture generator (MK_SCRIPTED=$MK)"
-"$MK" "$MODEL_FILE" "$TOP_SRCDIR/tests/fixtures/scripted_template.jinja" 2>"$E2E_TMP/mk.log"
+scripted_model "$MODEL_FILE"
 ok $? "mk_scripted writes the fixture model"
 need model
 

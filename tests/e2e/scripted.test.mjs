@@ -264,6 +264,29 @@ if (SUITE === 'model') await check('tools off', async () => {
      n.choices[0].finish_reason === 'stop', 'tool_choice none: not parsed, plain content', n.choices[0]);
 });
 
+if (SUITE === 'model') await check('concurrent requests and n', async () => {
+  // different scripts decoded in the same batches (--parallel 2) stay apart
+  const [w, t, b, h] = await Promise.all([
+    client.chat.completions.create(req(qWeather)),
+    streamed(req(qTwice)),
+    client.chat.completions.create(req(qBroken)),
+    streamed(req(qHello)),
+  ]);
+  ok(w.choices[0].message.tool_calls.length === 1 && w.choices[0].message.reasoning_content === W_REASONING &&
+     t.calls.length === 2 && t.calls[1].arguments === '{"city":"London"}' &&
+     b.choices[0].message.content.startsWith('<tool_call>{"name": oops') &&
+     h.reasoning === D_REASONING && h.content === D_CONTENT,
+  'four concurrent requests, each follows its own script', { w: w.choices[0].message, t: t.calls, h });
+  const r = await client.chat.completions.create(req(qWeather, { n: 2 }));
+  ok(r.choices.length === 2 && r.choices.every((c) => c.finish_reason === 'tool_calls' && c.message.tool_calls.length === 1 &&
+     c.message.tool_calls[0].function.arguments === '{"city":"Paris"}'),
+  'n 2: both choices carry the call', r.choices);
+  ok(r.choices.length === 2 && r.choices[0].message.tool_calls[0].id !== r.choices[1].message.tool_calls[0].id,
+    'n 2: each call has its own id');
+  ok(r.usage.completion_tokens === 26 && r.usage.completion_tokens_details.reasoning_tokens === 14,
+    'n 2: usage sums both choices (26 tokens, 14 reasoning)', r.usage);
+});
+
 if (SUITE === 'model') await check('sampling', async () => {
   // the script wins by ~20 logits: default sampling follows it too
   const r = await client.chat.completions.create({ model: MODEL, messages: qWeather, tools, max_tokens: 64,

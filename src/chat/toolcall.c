@@ -194,6 +194,10 @@ static void after_object(toolcall_t *tc, bool closed)
  * content (llama3_json: content to the end). */
 static void not_a_call(toolcall_t *tc)
 {
+    /* the block itself failed (not a later object of a block that held a
+     * call): its closing markup will be content as well */
+    tc->failed_open = tc->cfg.format == TOOLCALL_FORMAT_HERMES && tc->raw.len >= strlen(HERMES_OPEN) &&
+                      memcmp(tc->raw.p, HERMES_OPEN, strlen(HERMES_OPEN)) == 0;
     release_raw(tc);
     tc->st = ST_CONTENT;
 }
@@ -267,11 +271,18 @@ static void step_content(toolcall_t *tc, unsigned char c)
         tc->raw.len = 0; /* ws_pending stays: dropped only if a call commits */
         buf_add(tc, &tc->raw, tc->tag, tc->tag_len);
         tc->tag_len = 0;
+        tc->failed_open = false;
         tc->st = ST_OPEN;
         return;
     }
     if (close && tc->tag_len == strlen(close) && memcmp(tc->tag, close, tc->tag_len) == 0) {
-        tc->tag_len = 0; /* stray closing markup: dropped */
+        /* the close of a block that was not a call is returned with it;
+         * any other stray closing markup is dropped */
+        if (tc->failed_open)
+            for (size_t i = 0; i < tc->tag_len; i++)
+                emit_content_byte(tc, tc->tag[i]);
+        tc->failed_open = false;
+        tc->tag_len = 0;
         return;
     }
     while (tc->tag_len > 0 && !tag_prefix(tc->tag, tc->tag_len, open) &&

@@ -18,9 +18,10 @@
  *
  * Formats (names as vLLM's --tool-call-parser):
  *   hermes       <tool_call>{"name": N, "arguments": {...}}</tool_call>, any
- *                number of them, text around them is content. A stray
- *                "</tool_call>" in content is dropped (markup never reaches
- *                content). A missing "</tool_call>" after a complete object
+ *                number of them, text around them is content. A block
+ *                that is not a valid call is content, its "</tool_call>"
+ *                included (malformed output is returned, not dropped); any
+ *                other stray "</tool_call>" is dropped. A missing "</tool_call>" after a complete object
  *                is tolerated (generation often stops there). Several
  *                objects inside one block (separated by whitespace) are
  *                several calls.

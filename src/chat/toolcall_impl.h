@@ -64,6 +64,8 @@ struct toolcall {
     buf_t content;    /* every content byte released (the result) */
     buf_t ws_pending; /* trailing whitespace of content, not decided yet */
     bool after_call;  /* no content byte since the last call: drop spaces */
+    bool failed_open; /* a block's opening markup turned out not to be a call:
+                       * its closing markup is content too */
 
     char tag[16]; /* ST_CONTENT: possible start of a markup tag */
     size_t tag_len;

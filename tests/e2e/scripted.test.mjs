@@ -247,7 +247,7 @@ await check('parallel tool calls', async () => {
 if (SUITE === 'model') await check('malformed markup', async () => {
   const r = await client.chat.completions.create(req(qBroken));
   const m = r.choices[0].message;
-  ok(typeof m.content === 'string' && m.content.startsWith('<tool_call>{"name": oops') && m.tool_calls.length === 0 &&
+  ok(typeof m.content === 'string' && m.content === '<tool_call>{"name": oops</tool_call>' && m.tool_calls.length === 0 &&
      r.choices[0].finish_reason === 'stop', 'malformed: returned as plain content, no tool calls, finish stop', m);
   ok(m.reasoning_content === 'I will write bad markup.', 'malformed: the reasoning is separate');
   const s = await streamed(req(qBroken));
@@ -274,7 +274,7 @@ if (SUITE === 'model') await check('concurrent requests and n', async () => {
   ]);
   ok(w.choices[0].message.tool_calls.length === 1 && w.choices[0].message.reasoning_content === W_REASONING &&
      t.calls.length === 2 && t.calls[1].arguments === '{"city":"London"}' &&
-     b.choices[0].message.content.startsWith('<tool_call>{"name": oops') &&
+     b.choices[0].message.content === '<tool_call>{"name": oops</tool_call>' &&
      h.reasoning === D_REASONING && h.content === D_CONTENT,
   'four concurrent requests, each follows its own script', { w: w.choices[0].message, t: t.calls, h });
   const r = await client.chat.completions.create(req(qWeather, { n: 2 }));

@@ -1,0 +1,478 @@
+/* attn_lanes.c - the lane kernels of attn_lanes.h: portable, AVX2, AVX-512.
+ *
+ * K.q (kq): ggml_vec_dot_f16 over head_dim, for 16 positions at once. For
+ * the dimensions below a multiple of 64 it keeps four 16-wide accumulators
+ * per position, indexed by (d / 16) % 4 and d % 16; here the 16 values
+ * "lane j of accumulator i" of all 16 positions are one vector, so
+ * accumulator (i, j) of every position is an FMA chain over the 64-steps.
+ * GGML_F32x16_REDUCE (acc0 + acc2, acc1 + acc3, then their sum) and the
+ * _mm512_reduce_add_ps pairing over j (j + 8, then + 4, then {0,2} and
+ * {1,3}, then the two) become vertical adds between those vectors. The
+ * dimensions past the multiple of 64 are added in double, in order, as
+ * ggml's leftover loop does. The result is the per-position dot, bit for
+ * bit, for 16 positions in one vector.
+ *
+ * P.V (pv): tinyBLAS and ggml_vec_dot_f16 give position p the lane p % 16
+ * anyway, so with V transposed each chunk is one FMA per dimension into
+ * that dimension's accumulator vector; hsum then adds each dimension's 16
+ * lanes in _mm512_reduce_add_ps's pairing, 16 (AVX-512) or 8 (AVX2)
+ * dimensions at once with a transpose-add tree whose every add is one of
+ * gx_hsum16's adds.
+ */
+#include "engine/attn_lanes.h"
+
+#include <string.h>
+
+#include "engine/fp16.h"
+#include "engine/ggml_exact.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define AL_X86 1
+#define AL_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")))
+#define AL_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define AL_INLINE inline __attribute__((always_inline))
+#endif
+
+/* ---- portable ------------------------------------------------------------ */
+
+static float kq_one_c(const uint16_t *kc, int64_t stride, int l, const float *qf, int hd)
+{
+    const int np = hd & ~63;
+    float acc[4][16];
+    memset(acc, 0, sizeof acc);
+    for (int s = 0; s < np; s += 64)
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 16; j++) {
+                const int d = s + 16 * i + j;
+                acc[i][j] = acc[i][j] + fp16_to_fp32(kc[d * stride + l]) * qf[d]; /* exact product */
+            }
+    for (int j = 0; j < 16; j++) {
+        acc[0][j] = acc[0][j] + acc[2][j];
+        acc[1][j] = acc[1][j] + acc[3][j];
+    }
+    for (int j = 0; j < 16; j++)
+        acc[0][j] = acc[0][j] + acc[1][j];
+    double sum = (double)gx_hsum16(acc[0]);
+    for (int d = np; d < hd; d++)
+        sum += (double)(fp16_to_fp32(kc[d * stride + l]) * qf[d]);
+    return (float)sum;
+}
+
+static void kq_c(const uint16_t *kc, int64_t stride, const float *qf, int ng, int hd, float scale, float *out,
+                 int64_t out_stride)
+{
+    for (int g = 0; g < ng; g++)
+        for (int l = 0; l < ATTN_CHUNK; l++)
+            out[g * out_stride + l] = kq_one_c(kc, stride, l, qf + g * hd, hd) * scale;
+}
+
+/* pv for dimensions [d0, d1) of every head; the other levels use it for
+ * the dimensions their vector loops leave. */
+static void pv_dims_c(const uint16_t *const *vc, int64_t stride, const uint16_t *p16, int64_t p_stride, int ng,
+                      int32_t c0, int32_t c1, int32_t step, int32_t n_valid, int hd, int d0, int d1, float *acc)
+{
+    for (int g = 0; g < ng; g++)
+        for (int d = d0; d < d1; d++) {
+            float *a = acc + ((int64_t)g * hd + d) * ATTN_CHUNK;
+            for (int l = 0; l < ATTN_CHUNK; l++)
+                a[l] = 0.0f;
+            for (int32_t c = c0; c < c1; c += step) {
+                const int32_t valid = n_valid - ATTN_CHUNK * c;
+                const int n = valid < ATTN_CHUNK ? (int)valid : ATTN_CHUNK;
+                for (int l = 0; l < n; l++)
+                    a[l] = a[l] + fp16_to_fp32(p16[g * p_stride + ATTN_CHUNK * c + l]) *
+                                      fp16_to_fp32(vc[c][d * stride + l]);
+            }
+        }
+}
+
+static void pv_c(const uint16_t *const *vc, int64_t stride, const uint16_t *p16, int64_t p_stride, int ng,
+                 int32_t c0, int32_t c1, int32_t step, int32_t n_valid, int hd, float *acc)
+{
+    pv_dims_c(vc, stride, p16, p_stride, ng, c0, c1, step, n_valid, hd, 0, hd, acc);
+}
+
+static void hsum_c(const float *acc, int hd, float *out)
+{
+    for (int d = 0; d < hd; d++)
+        out[d] = gx_hsum16(acc + (int64_t)d * ATTN_CHUNK);
+}
+
+static void prod_c(const uint16_t *vc, int64_t stride, const uint16_t *w16, int hd, float *prod)
+{
+    for (int d = 0; d < hd; d++)
+        for (int l = 0; l < ATTN_CHUNK; l++)
+            prod[d * ATTN_CHUNK + l] = fp16_to_fp32(w16[l]) * fp16_to_fp32(vc[d * stride + l]);
+}
+
+static const attn_lanes_t lanes_c = {kq_c, pv_c, hsum_c, prod_c};
+
+#ifdef AL_X86
+/* ---- AVX-512: a chunk's 16 lanes are one __m512 --------------------------- */
+
+AL_AVX512 static AL_INLINE __m512 ld16_512(const uint16_t *p)
+{
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+
+/* For accumulator lane j of every position and NG heads: the four
+ * accumulators' chains, reduced (a0 + a2) + (a1 + a3). */
+AL_AVX512 static AL_INLINE void kq_lane_512(const uint16_t *kc, int64_t stride, const float *qf, int hd, int np,
+                                            int j, const int NG, __m512 *r)
+{
+    __m512 a[ATTN_GROUP][4];
+    for (int g = 0; g < NG; g++)
+        for (int i = 0; i < 4; i++)
+            a[g][i] = _mm512_setzero_ps();
+    for (int s = 0; s < np; s += 64)
+        for (int i = 0; i < 4; i++) {
+            const int d = s + 16 * i + j;
+            const __m512 k = ld16_512(kc + d * stride);
+            for (int g = 0; g < NG; g++)
+                a[g][i] = _mm512_fmadd_ps(k, _mm512_set1_ps(qf[g * hd + d]), a[g][i]);
+        }
+    for (int g = 0; g < NG; g++)
+        r[g] = _mm512_add_ps(_mm512_add_ps(a[g][0], a[g][2]), _mm512_add_ps(a[g][1], a[g][3]));
+}
+
+AL_AVX512 static AL_INLINE void kq_n_512(const uint16_t *kc, int64_t stride, const float *qf, int hd, float scale,
+                                         float *out, int64_t out_stride, const int NG)
+{
+    const int np = hd & ~63;
+    __m512 h[ATTN_GROUP];
+    for (int g = 0; g < NG; g++)
+        h[g] = _mm512_setzero_ps();
+    if (np > 0) {
+        /* gx_hsum16 over j: t3[i] = r[i + 8] + r[i], t6[i] = t3[i + 4] +
+         * t3[i], then (t6[0] + t6[2]) + (t6[1] + t6[3]) */
+        __m512 t6[4][ATTN_GROUP];
+        for (int i = 0; i < 4; i++) {
+            __m512 r0[ATTN_GROUP], r8[ATTN_GROUP], r4[ATTN_GROUP], r12[ATTN_GROUP];
+            kq_lane_512(kc, stride, qf, hd, np, i, NG, r0);
+            kq_lane_512(kc, stride, qf, hd, np, i + 8, NG, r8);
+            kq_lane_512(kc, stride, qf, hd, np, i + 4, NG, r4);
+            kq_lane_512(kc, stride, qf, hd, np, i + 12, NG, r12);
+            for (int g = 0; g < NG; g++)
+                t6[i][g] = _mm512_add_ps(_mm512_add_ps(r12[g], r4[g]), _mm512_add_ps(r8[g], r0[g]));
+        }
+        for (int g = 0; g < NG; g++)
+            h[g] = _mm512_add_ps(_mm512_add_ps(t6[0][g], t6[2][g]), _mm512_add_ps(t6[1][g], t6[3][g]));
+    }
+    if (np < hd) {
+        /* the leftover dimensions, summed in double in order */
+        __m512d lo[ATTN_GROUP], hi[ATTN_GROUP];
+        for (int g = 0; g < NG; g++) {
+            lo[g] = np ? _mm512_cvtps_pd(_mm512_castps512_ps256(h[g])) : _mm512_setzero_pd();
+            hi[g] = np ? _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(h[g]), 1)))
+                       : _mm512_setzero_pd();
+        }
+        for (int d = np; d < hd; d++) {
+            const __m512 k = ld16_512(kc + d * stride);
+            for (int g = 0; g < NG; g++) {
+                const __m512 pr = _mm512_mul_ps(k, _mm512_set1_ps(qf[g * hd + d]));
+                lo[g] = _mm512_add_pd(lo[g], _mm512_cvtps_pd(_mm512_castps512_ps256(pr)));
+                hi[g] = _mm512_add_pd(
+                    hi[g], _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(pr), 1))));
+            }
+        }
+        for (int g = 0; g < NG; g++)
+            h[g] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo[g])), _mm512_cvtpd_ps(hi[g]), 1);
+    }
+    for (int g = 0; g < NG; g++)
+        _mm512_storeu_ps(out + g * out_stride, _mm512_mul_ps(h[g], _mm512_set1_ps(scale)));
+}
+
+AL_AVX512 static void kq_512(const uint16_t *kc, int64_t stride, const float *qf, int ng, int hd, float scale,
+                             float *out, int64_t out_stride)
+{
+    if (ng == 1)
+        kq_n_512(kc, stride, qf, hd, scale, out, out_stride, 1);
+    else if (ng == 2)
+        kq_n_512(kc, stride, qf, hd, scale, out, out_stride, 2);
+    else
+        kq_n_512(kc, stride, qf, hd, scale, out, out_stride, 3);
+}
+
+/* pv for dimensions [d0, d0 + ND) of NG heads, accumulators in registers. */
+AL_AVX512 static AL_INLINE void pv_n_512(const uint16_t *const *vc, int64_t stride, const uint16_t *p16,
+                                         int64_t p_stride, int32_t c0, int32_t c1, int32_t step, int32_t n_valid,
+                                         int hd, int d0, float *acc, const int NG, const int ND)
+{
+    __m512 a[ATTN_GROUP][16];
+    for (int g = 0; g < NG; g++)
+        for (int i = 0; i < ND; i++)
+            a[g][i] = _mm512_setzero_ps();
+    for (int32_t c = c0; c < c1; c += step) {
+        const uint16_t *v = vc[c] + d0 * stride;
+        const int32_t valid = n_valid - ATTN_CHUNK * c;
+        __m512 w[ATTN_GROUP];
+        if (valid >= ATTN_CHUNK) {
+            for (int g = 0; g < NG; g++)
+                w[g] = ld16_512(p16 + g * p_stride + ATTN_CHUNK * c);
+            for (int i = 0; i < ND; i++) {
+                const __m512 x = ld16_512(v + i * stride);
+                for (int g = 0; g < NG; g++)
+                    a[g][i] = _mm512_fmadd_ps(x, w[g], a[g][i]);
+            }
+        } else {
+            const __mmask16 m = (__mmask16)((1u << valid) - 1);
+            for (int g = 0; g < NG; g++)
+                w[g] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p16 + g * p_stride + ATTN_CHUNK * c));
+            for (int i = 0; i < ND; i++) {
+                const __m512 x = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, v + i * stride));
+                for (int g = 0; g < NG; g++)
+                    a[g][i] = _mm512_mask3_fmadd_ps(x, w[g], a[g][i], m);
+            }
+        }
+    }
+    for (int g = 0; g < NG; g++)
+        for (int i = 0; i < ND; i++)
+            _mm512_storeu_ps(acc + ((int64_t)g * hd + d0 + i) * ATTN_CHUNK, a[g][i]);
+}
+
+AL_AVX512 static void pv_512(const uint16_t *const *vc, int64_t stride, const uint16_t *p16, int64_t p_stride,
+                             int ng, int32_t c0, int32_t c1, int32_t step, int32_t n_valid, int hd, float *acc)
+{
+    int d0 = 0;
+    if (ng == 1)
+        for (; d0 + 16 <= hd; d0 += 16)
+            pv_n_512(vc, stride, p16, p_stride, c0, c1, step, n_valid, hd, d0, acc, 1, 16);
+    for (; d0 + 8 <= hd; d0 += 8) {
+        if (ng == 1)
+            pv_n_512(vc, stride, p16, p_stride, c0, c1, step, n_valid, hd, d0, acc, 1, 8);
+        else if (ng == 2)
+            pv_n_512(vc, stride, p16, p_stride, c0, c1, step, n_valid, hd, d0, acc, 2, 8);
+        else
+            pv_n_512(vc, stride, p16, p_stride, c0, c1, step, n_valid, hd, d0, acc, 3, 8);
+    }
+    if (d0 < hd)
+        pv_dims_c(vc, stride, p16, p_stride, ng, c0, c1, step, n_valid, hd, d0, hd, acc);
+}
+
+/* gx_hsum16 of 16 rows at once. Each step adds two vectors whose lanes
+ * are the two operands of one of gx_hsum16's adds for some row: lanes
+ * 8-15 + 0-7, then 4-7 + 0-3, then {0,1} + {2,3}, then 0 + 1 (the tree
+ * leaves the rows in the order `perm`, an involution undone at the end). */
+AL_AVX512 static void hsum16_rows_512(const float *acc, float *out, int n)
+{
+    __m512 b[8], c[4], e[2];
+    for (int k = 0; k < 8; k++) {
+        const __m512 x = _mm512_loadu_ps(acc + k * 16), y = _mm512_loadu_ps(acc + (k + 8) * 16);
+        b[k] = _mm512_add_ps(_mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(3, 2, 3, 2)),
+                             _mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(1, 0, 1, 0)));
+    }
+    for (int k = 0; k < 4; k++)
+        c[k] = _mm512_add_ps(_mm512_shuffle_f32x4(b[k], b[k + 4], _MM_SHUFFLE(3, 1, 3, 1)),
+                             _mm512_shuffle_f32x4(b[k], b[k + 4], _MM_SHUFFLE(2, 0, 2, 0)));
+    for (int k = 0; k < 2; k++)
+        e[k] = _mm512_add_ps(_mm512_shuffle_ps(c[k], c[k + 2], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_ps(c[k], c[k + 2], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512 f = _mm512_add_ps(_mm512_shuffle_ps(e[0], e[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_ps(e[0], e[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512i perm = _mm512_setr_epi32(0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15);
+    _mm512_mask_storeu_ps(out, (__mmask16)((1u << n) - 1), _mm512_permutexvar_ps(perm, f));
+}
+
+AL_AVX512 static void hsum_512(const float *acc, int hd, float *out)
+{
+    int d = 0;
+    for (; d + 16 <= hd; d += 16)
+        hsum16_rows_512(acc + (int64_t)d * 16, out + d, 16);
+    if (d < hd) {
+        float pad[16 * 16];
+        memset(pad, 0, sizeof pad);
+        memcpy(pad, acc + (int64_t)d * 16, (size_t)(hd - d) * 16 * sizeof(float));
+        hsum16_rows_512(pad, out + d, hd - d);
+    }
+}
+
+AL_AVX512 static void prod_512(const uint16_t *vc, int64_t stride, const uint16_t *w16, int hd, float *prod)
+{
+    const __m512 w = ld16_512(w16);
+    for (int d = 0; d < hd; d++)
+        _mm512_storeu_ps(prod + d * 16, _mm512_mul_ps(ld16_512(vc + d * stride), w));
+}
+
+static const attn_lanes_t lanes_512 = {kq_512, pv_512, hsum_512, prod_512};
+
+/* ---- AVX2: a chunk's 16 lanes are two __m256 (lanes 0-7, 8-15) ----------- */
+
+AL_AVX2 static AL_INLINE void ld16_256(const uint16_t *p, __m256 *lo, __m256 *hi)
+{
+    *lo = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+    *hi = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 8)));
+}
+
+/* r = (a0 + a2) + (a1 + a3) of accumulator lane j (two halves). */
+AL_AVX2 static AL_INLINE void kq_lane_256(const uint16_t *kc, int64_t stride, const float *qf, int np, int j,
+                                          __m256 r[2])
+{
+    __m256 a[4][2];
+    for (int i = 0; i < 4; i++)
+        a[i][0] = a[i][1] = _mm256_setzero_ps();
+    for (int s = 0; s < np; s += 64)
+        for (int i = 0; i < 4; i++) {
+            const int d = s + 16 * i + j;
+            const __m256 q = _mm256_set1_ps(qf[d]);
+            __m256 lo, hi;
+            ld16_256(kc + d * stride, &lo, &hi);
+            a[i][0] = _mm256_fmadd_ps(lo, q, a[i][0]);
+            a[i][1] = _mm256_fmadd_ps(hi, q, a[i][1]);
+        }
+    for (int x = 0; x < 2; x++)
+        r[x] = _mm256_add_ps(_mm256_add_ps(a[0][x], a[2][x]), _mm256_add_ps(a[1][x], a[3][x]));
+}
+
+AL_AVX2 static void kq_one_256(const uint16_t *kc, int64_t stride, const float *qf, int hd, float scale,
+                               float *out)
+{
+    const int np = hd & ~63;
+    __m256 h[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    if (np > 0) {
+        __m256 t6[4][2];
+        for (int i = 0; i < 4; i++) {
+            __m256 r0[2], r8[2], r4[2], r12[2];
+            kq_lane_256(kc, stride, qf, np, i, r0);
+            kq_lane_256(kc, stride, qf, np, i + 8, r8);
+            kq_lane_256(kc, stride, qf, np, i + 4, r4);
+            kq_lane_256(kc, stride, qf, np, i + 12, r12);
+            for (int x = 0; x < 2; x++)
+                t6[i][x] = _mm256_add_ps(_mm256_add_ps(r12[x], r4[x]), _mm256_add_ps(r8[x], r0[x]));
+        }
+        for (int x = 0; x < 2; x++)
+            h[x] = _mm256_add_ps(_mm256_add_ps(t6[0][x], t6[2][x]), _mm256_add_ps(t6[1][x], t6[3][x]));
+    }
+    if (np < hd) {
+        __m256d s[4];
+        for (int x = 0; x < 4; x++)
+            s[x] = np ? _mm256_cvtps_pd(x & 1 ? _mm256_extractf128_ps(h[x / 2], 1) : _mm256_castps256_ps128(h[x / 2]))
+                      : _mm256_setzero_pd();
+        for (int d = np; d < hd; d++) {
+            const __m256 q = _mm256_set1_ps(qf[d]);
+            __m256 k[2];
+            ld16_256(kc + d * stride, &k[0], &k[1]);
+            for (int x = 0; x < 2; x++) {
+                const __m256 pr = _mm256_mul_ps(k[x], q);
+                s[2 * x] = _mm256_add_pd(s[2 * x], _mm256_cvtps_pd(_mm256_castps256_ps128(pr)));
+                s[2 * x + 1] = _mm256_add_pd(s[2 * x + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(pr, 1)));
+            }
+        }
+        for (int x = 0; x < 2; x++)
+            h[x] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(s[2 * x])),
+                                        _mm256_cvtpd_ps(s[2 * x + 1]), 1);
+    }
+    for (int x = 0; x < 2; x++)
+        _mm256_storeu_ps(out + 8 * x, _mm256_mul_ps(h[x], _mm256_set1_ps(scale)));
+}
+
+AL_AVX2 static void kq_256(const uint16_t *kc, int64_t stride, const float *qf, int ng, int hd, float scale,
+                           float *out, int64_t out_stride)
+{
+    for (int g = 0; g < ng; g++)
+        kq_one_256(kc, stride, qf + g * hd, hd, scale, out + g * out_stride);
+}
+
+/* pv for dimensions [d0, d0 + 4) of head g. */
+AL_AVX2 static void pv_4_256(const uint16_t *const *vc, int64_t stride, const uint16_t *w16, int32_t c0, int32_t c1,
+                             int32_t step, int32_t n_valid, int d0, float *acc)
+{
+    __m256 a[4][2];
+    for (int i = 0; i < 4; i++)
+        a[i][0] = a[i][1] = _mm256_setzero_ps();
+    for (int32_t c = c0; c < c1; c += step) {
+        const uint16_t *v = vc[c] + d0 * stride;
+        const int32_t valid = n_valid - ATTN_CHUNK * c;
+        __m256 w[2];
+        if (valid >= ATTN_CHUNK) {
+            ld16_256(w16 + ATTN_CHUNK * c, &w[0], &w[1]);
+            for (int i = 0; i < 4; i++) {
+                __m256 x[2];
+                ld16_256(v + i * stride, &x[0], &x[1]);
+                for (int h = 0; h < 2; h++)
+                    a[i][h] = _mm256_fmadd_ps(x[h], w[h], a[i][h]);
+            }
+            continue;
+        }
+        /* the last, partial chunk: lanes >= valid keep their sums */
+        uint16_t tw[16] = {0}, tv[16] = {0};
+        memcpy(tw, w16 + ATTN_CHUNK * c, (size_t)valid * sizeof *tw);
+        ld16_256(tw, &w[0], &w[1]);
+        const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        const __m256 m[2] = {_mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(valid), iota)),
+                             _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(valid - 8), iota))};
+        for (int i = 0; i < 4; i++) {
+            __m256 x[2];
+            memcpy(tv, v + i * stride, (size_t)valid * sizeof *tv);
+            ld16_256(tv, &x[0], &x[1]);
+            for (int h = 0; h < 2; h++)
+                a[i][h] = _mm256_blendv_ps(a[i][h], _mm256_fmadd_ps(x[h], w[h], a[i][h]), m[h]);
+        }
+    }
+    for (int i = 0; i < 4; i++)
+        for (int h = 0; h < 2; h++)
+            _mm256_storeu_ps(acc + (int64_t)(d0 + i) * ATTN_CHUNK + 8 * h, a[i][h]);
+}
+
+AL_AVX2 static void pv_256(const uint16_t *const *vc, int64_t stride, const uint16_t *p16, int64_t p_stride,
+                           int ng, int32_t c0, int32_t c1, int32_t step, int32_t n_valid, int hd, float *acc)
+{
+    const int d4 = hd & ~3;
+    for (int g = 0; g < ng; g++)
+        for (int d0 = 0; d0 < d4; d0 += 4)
+            pv_4_256(vc, stride, p16 + g * p_stride, c0, c1, step, n_valid, d0, acc + (int64_t)g * hd * ATTN_CHUNK);
+    if (d4 < hd)
+        pv_dims_c(vc, stride, p16, p_stride, ng, c0, c1, step, n_valid, hd, d4, hd, acc);
+}
+
+/* gx_hsum16 of 8 rows at once: t3 = lanes 8-15 + 0-7 per row, then the
+ * 4-7 + 0-3, {0,1} + {2,3} and 0 + 1 steps across rows (rows come out as
+ * 0 2 1 3 | 4 6 5 7, reordered at the end). */
+AL_AVX2 static void hsum8_rows_256(const float *acc, float *out)
+{
+    __m256 t[8], c[4], e[2];
+    for (int k = 0; k < 8; k++)
+        t[k] = _mm256_add_ps(_mm256_loadu_ps(acc + k * 16 + 8), _mm256_loadu_ps(acc + k * 16));
+    for (int k = 0; k < 4; k++)
+        c[k] = _mm256_add_ps(_mm256_permute2f128_ps(t[k], t[k + 4], 0x31), _mm256_permute2f128_ps(t[k], t[k + 4], 0x20));
+    for (int k = 0; k < 2; k++)
+        e[k] = _mm256_add_ps(_mm256_shuffle_ps(c[k], c[k + 2], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm256_shuffle_ps(c[k], c[k + 2], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m256 f = _mm256_add_ps(_mm256_shuffle_ps(e[0], e[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm256_shuffle_ps(e[0], e[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    _mm256_storeu_ps(out, _mm256_permute_ps(f, _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+AL_AVX2 static void hsum_256(const float *acc, int hd, float *out)
+{
+    int d = 0;
+    for (; d + 8 <= hd; d += 8)
+        hsum8_rows_256(acc + (int64_t)d * 16, out + d);
+    hsum_c(acc + (int64_t)d * 16, hd - d, out + d);
+}
+
+AL_AVX2 static void prod_256(const uint16_t *vc, int64_t stride, const uint16_t *w16, int hd, float *prod)
+{
+    __m256 w[2], x[2];
+    ld16_256(w16, &w[0], &w[1]);
+    for (int d = 0; d < hd; d++) {
+        ld16_256(vc + d * stride, &x[0], &x[1]);
+        _mm256_storeu_ps(prod + d * 16, _mm256_mul_ps(x[0], w[0]));
+        _mm256_storeu_ps(prod + d * 16 + 8, _mm256_mul_ps(x[1], w[1]));
+    }
+}
+
+static const attn_lanes_t lanes_256 = {kq_256, pv_256, hsum_256, prod_256};
+#endif
+
+const attn_lanes_t *attn_lanes(int lv)
+{
+#ifdef AL_X86
+    if (lv == GX_LEVEL_AVX512)
+        return &lanes_512;
+    if (lv == GX_LEVEL_AVX2)
+        return &lanes_256;
+#endif
+    (void)lv;
+    return &lanes_c;
+}

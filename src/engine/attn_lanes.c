@@ -32,6 +32,8 @@
 #define AL_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")))
 #define AL_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define AL_INLINE inline __attribute__((always_inline))
+/* loops over registers (heads, dimensions, accumulators) unroll fully */
+#define AL_UNROLL _Pragma("GCC unroll 16")
 #endif
 
 /* ---- portable ------------------------------------------------------------ */
@@ -116,24 +118,81 @@ AL_AVX512 static AL_INLINE __m512 ld16_512(const uint16_t *p)
     return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
 }
 
-/* For accumulator lane j of every position and NG heads: the four
- * accumulators' chains, reduced (a0 + a2) + (a1 + a3). */
+/* For accumulator lane j and NG heads: ggml's four accumulators of that
+ * lane (FMA chains over the 64-steps), reduced (a0 + a2) + (a1 + a3). */
 AL_AVX512 static AL_INLINE void kq_lane_512(const uint16_t *kc, int64_t stride, const float *qf, int hd, int np,
                                             int j, const int NG, __m512 *r)
 {
     __m512 a[ATTN_GROUP][4];
-    for (int g = 0; g < NG; g++)
-        for (int i = 0; i < 4; i++)
+    AL_UNROLL
+    for (int g = 0; g < NG; g++) {
+        AL_UNROLL
+        for (int i = 0; i < 4; i++) {
             a[g][i] = _mm512_setzero_ps();
-    for (int s = 0; s < np; s += 64)
+        }
+    }
+    for (int s = 0; s < np; s += 64) {
+        AL_UNROLL
         for (int i = 0; i < 4; i++) {
             const int d = s + 16 * i + j;
             const __m512 k = ld16_512(kc + d * stride);
-            for (int g = 0; g < NG; g++)
+            AL_UNROLL
+            for (int g = 0; g < NG; g++) {
                 a[g][i] = _mm512_fmadd_ps(k, _mm512_set1_ps(qf[g * hd + d]), a[g][i]);
+            }
         }
-    for (int g = 0; g < NG; g++)
+    }
+    AL_UNROLL
+    for (int g = 0; g < NG; g++) {
         r[g] = _mm512_add_ps(_mm512_add_ps(a[g][0], a[g][2]), _mm512_add_ps(a[g][1], a[g][3]));
+    }
+}
+
+/* t6[i] of gx_hsum16 over the accumulator lanes: (r[i + 12] + r[i + 4]) +
+ * (r[i + 8] + r[i]). */
+AL_AVX512 static AL_INLINE void kq_t6_512(const uint16_t *kc, int64_t stride, const float *qf, int hd, int np,
+                                          int i, const int NG, __m512 *t6)
+{
+    __m512 r0[ATTN_GROUP], r8[ATTN_GROUP], t3[ATTN_GROUP];
+    kq_lane_512(kc, stride, qf, hd, np, i, NG, r0);
+    kq_lane_512(kc, stride, qf, hd, np, i + 8, NG, r8);
+    AL_UNROLL
+    for (int g = 0; g < NG; g++) {
+        t3[g] = _mm512_add_ps(r8[g], r0[g]);
+    }
+    kq_lane_512(kc, stride, qf, hd, np, i + 4, NG, r0);
+    kq_lane_512(kc, stride, qf, hd, np, i + 12, NG, r8);
+    AL_UNROLL
+    for (int g = 0; g < NG; g++) {
+        t6[g] = _mm512_add_ps(_mm512_add_ps(r8[g], r0[g]), t3[g]);
+    }
+}
+
+/* The leftover dimensions [np, hd) added in double, in order, to h. */
+AL_AVX512 static AL_INLINE void kq_left_512(const uint16_t *kc, int64_t stride, const float *qf, int hd, int np,
+                                            const int NG, __m512 *h)
+{
+    __m512d lo[ATTN_GROUP], hi[ATTN_GROUP];
+    AL_UNROLL
+    for (int g = 0; g < NG; g++) {
+        lo[g] = np ? _mm512_cvtps_pd(_mm512_castps512_ps256(h[g])) : _mm512_setzero_pd();
+        hi[g] = np ? _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(h[g]), 1)))
+                   : _mm512_setzero_pd();
+    }
+    for (int d = np; d < hd; d++) {
+        const __m512 k = ld16_512(kc + d * stride);
+        AL_UNROLL
+        for (int g = 0; g < NG; g++) {
+            const __m512 pr = _mm512_mul_ps(k, _mm512_set1_ps(qf[g * hd + d]));
+            lo[g] = _mm512_add_pd(lo[g], _mm512_cvtps_pd(_mm512_castps512_ps256(pr)));
+            hi[g] = _mm512_add_pd(hi[g],
+                                  _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(pr), 1))));
+        }
+    }
+    AL_UNROLL
+    for (int g = 0; g < NG; g++) {
+        h[g] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo[g])), _mm512_cvtpd_ps(hi[g]), 1);
+    }
 }
 
 AL_AVX512 static AL_INLINE void kq_n_512(const uint16_t *kc, int64_t stride, const float *qf, int hd, float scale,
@@ -141,46 +200,32 @@ AL_AVX512 static AL_INLINE void kq_n_512(const uint16_t *kc, int64_t stride, con
 {
     const int np = hd & ~63;
     __m512 h[ATTN_GROUP];
-    for (int g = 0; g < NG; g++)
+    AL_UNROLL
+    for (int g = 0; g < NG; g++) {
         h[g] = _mm512_setzero_ps();
+    }
     if (np > 0) {
-        /* gx_hsum16 over j: t3[i] = r[i + 8] + r[i], t6[i] = t3[i + 4] +
-         * t3[i], then (t6[0] + t6[2]) + (t6[1] + t6[3]) */
-        __m512 t6[4][ATTN_GROUP];
-        for (int i = 0; i < 4; i++) {
-            __m512 r0[ATTN_GROUP], r8[ATTN_GROUP], r4[ATTN_GROUP], r12[ATTN_GROUP];
-            kq_lane_512(kc, stride, qf, hd, np, i, NG, r0);
-            kq_lane_512(kc, stride, qf, hd, np, i + 8, NG, r8);
-            kq_lane_512(kc, stride, qf, hd, np, i + 4, NG, r4);
-            kq_lane_512(kc, stride, qf, hd, np, i + 12, NG, r12);
-            for (int g = 0; g < NG; g++)
-                t6[i][g] = _mm512_add_ps(_mm512_add_ps(r12[g], r4[g]), _mm512_add_ps(r8[g], r0[g]));
-        }
-        for (int g = 0; g < NG; g++)
-            h[g] = _mm512_add_ps(_mm512_add_ps(t6[0][g], t6[2][g]), _mm512_add_ps(t6[1][g], t6[3][g]));
-    }
-    if (np < hd) {
-        /* the leftover dimensions, summed in double in order */
-        __m512d lo[ATTN_GROUP], hi[ATTN_GROUP];
+        /* (t6[0] + t6[2]) + (t6[1] + t6[3]) */
+        __m512 a[ATTN_GROUP], b[ATTN_GROUP], t6[ATTN_GROUP];
+        kq_t6_512(kc, stride, qf, hd, np, 0, NG, a);
+        kq_t6_512(kc, stride, qf, hd, np, 2, NG, t6);
+        AL_UNROLL
         for (int g = 0; g < NG; g++) {
-            lo[g] = np ? _mm512_cvtps_pd(_mm512_castps512_ps256(h[g])) : _mm512_setzero_pd();
-            hi[g] = np ? _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(h[g]), 1)))
-                       : _mm512_setzero_pd();
+            a[g] = _mm512_add_ps(a[g], t6[g]);
         }
-        for (int d = np; d < hd; d++) {
-            const __m512 k = ld16_512(kc + d * stride);
-            for (int g = 0; g < NG; g++) {
-                const __m512 pr = _mm512_mul_ps(k, _mm512_set1_ps(qf[g * hd + d]));
-                lo[g] = _mm512_add_pd(lo[g], _mm512_cvtps_pd(_mm512_castps512_ps256(pr)));
-                hi[g] = _mm512_add_pd(
-                    hi[g], _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(pr), 1))));
-            }
+        kq_t6_512(kc, stride, qf, hd, np, 1, NG, b);
+        kq_t6_512(kc, stride, qf, hd, np, 3, NG, t6);
+        AL_UNROLL
+        for (int g = 0; g < NG; g++) {
+            h[g] = _mm512_add_ps(a[g], _mm512_add_ps(b[g], t6[g]));
         }
-        for (int g = 0; g < NG; g++)
-            h[g] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo[g])), _mm512_cvtpd_ps(hi[g]), 1);
     }
-    for (int g = 0; g < NG; g++)
+    if (np < hd)
+        kq_left_512(kc, stride, qf, hd, np, NG, h);
+    AL_UNROLL
+    for (int g = 0; g < NG; g++) {
         _mm512_storeu_ps(out + g * out_stride, _mm512_mul_ps(h[g], _mm512_set1_ps(scale)));
+    }
 }
 
 AL_AVX512 static void kq_512(const uint16_t *kc, int64_t stride, const float *qf, int ng, int hd, float scale,
@@ -199,36 +244,55 @@ AL_AVX512 static AL_INLINE void pv_n_512(const uint16_t *const *vc, int64_t stri
                                          int64_t p_stride, int32_t c0, int32_t c1, int32_t step, int32_t n_valid,
                                          int hd, int d0, float *acc, const int NG, const int ND)
 {
-    __m512 a[ATTN_GROUP][16];
-    for (int g = 0; g < NG; g++)
-        for (int i = 0; i < ND; i++)
+    __m512 a[ATTN_GROUP][16], w[ATTN_GROUP];
+    AL_UNROLL
+    for (int g = 0; g < NG; g++) {
+        AL_UNROLL
+        for (int i = 0; i < ND; i++) {
             a[g][i] = _mm512_setzero_ps();
-    for (int32_t c = c0; c < c1; c += step) {
+        }
+    }
+    const int32_t c_full = n_valid / ATTN_CHUNK < c1 ? n_valid / ATTN_CHUNK : c1;
+    int32_t c = c0;
+    for (; c < c_full; c += step) {
         const uint16_t *v = vc[c] + d0 * stride;
-        const int32_t valid = n_valid - ATTN_CHUNK * c;
-        __m512 w[ATTN_GROUP];
-        if (valid >= ATTN_CHUNK) {
-            for (int g = 0; g < NG; g++)
-                w[g] = ld16_512(p16 + g * p_stride + ATTN_CHUNK * c);
-            for (int i = 0; i < ND; i++) {
-                const __m512 x = ld16_512(v + i * stride);
-                for (int g = 0; g < NG; g++)
-                    a[g][i] = _mm512_fmadd_ps(x, w[g], a[g][i]);
-            }
-        } else {
-            const __mmask16 m = (__mmask16)((1u << valid) - 1);
-            for (int g = 0; g < NG; g++)
-                w[g] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p16 + g * p_stride + ATTN_CHUNK * c));
-            for (int i = 0; i < ND; i++) {
-                const __m512 x = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, v + i * stride));
-                for (int g = 0; g < NG; g++)
-                    a[g][i] = _mm512_mask3_fmadd_ps(x, w[g], a[g][i], m);
+        AL_UNROLL
+        for (int g = 0; g < NG; g++) {
+            w[g] = ld16_512(p16 + g * p_stride + ATTN_CHUNK * c);
+        }
+        AL_UNROLL
+        for (int i = 0; i < ND; i++) {
+            const __m512 x = ld16_512(v + i * stride);
+            AL_UNROLL
+            for (int g = 0; g < NG; g++) {
+                a[g][i] = _mm512_fmadd_ps(x, w[g], a[g][i]);
             }
         }
     }
-    for (int g = 0; g < NG; g++)
-        for (int i = 0; i < ND; i++)
+    if (c < c1) {
+        /* the last, partial chunk: lanes past n_valid keep their sums */
+        const uint16_t *v = vc[c] + d0 * stride;
+        const __mmask16 m = (__mmask16)((1u << (n_valid - ATTN_CHUNK * c)) - 1);
+        AL_UNROLL
+        for (int g = 0; g < NG; g++) {
+            w[g] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p16 + g * p_stride + ATTN_CHUNK * c));
+        }
+        AL_UNROLL
+        for (int i = 0; i < ND; i++) {
+            const __m512 x = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, v + i * stride));
+            AL_UNROLL
+            for (int g = 0; g < NG; g++) {
+                a[g][i] = _mm512_mask3_fmadd_ps(x, w[g], a[g][i], m);
+            }
+        }
+    }
+    AL_UNROLL
+    for (int g = 0; g < NG; g++) {
+        AL_UNROLL
+        for (int i = 0; i < ND; i++) {
             _mm512_storeu_ps(acc + ((int64_t)g * hd + d0 + i) * ATTN_CHUNK, a[g][i]);
+        }
+    }
 }
 
 AL_AVX512 static void pv_512(const uint16_t *const *vc, int64_t stride, const uint16_t *p16, int64_t p_stride,

@@ -41,7 +41,6 @@
 /* Per-thread scratch, carved from job->scratch (see attn_scratch_floats). */
 typedef struct {
     float *qf;             /* [ATTN_GROUP][hd]: q rounded to F16, as float */
-    uint16_t *q16;         /* [hd] */
     float *scores;         /* [ATTN_GROUP][n16] */
     uint16_t *p16;         /* [ATTN_GROUP][n16]: probabilities as F16 */
     const uint16_t **kc;   /* [n16 / 16]: the chunks of the KV head */
@@ -58,21 +57,21 @@ static int64_t round16(int64_t n) { return (n + 15) & ~(int64_t)15; }
 static size_t scratch_layout(void *base, int32_t n_ctx, int32_t hd, attn_scr_t *s)
 {
     const int64_t n16 = round16(n_ctx > 0 ? n_ctx : 1), h16 = round16(hd);
-    const size_t sizes[9] = {
-        (size_t)(ATTN_GROUP * h16) * sizeof(float),          (size_t)h16 * sizeof(uint16_t),
+    const size_t sizes[8] = {
+        (size_t)(ATTN_GROUP * h16) * sizeof(float),
         (size_t)(ATTN_GROUP * n16) * sizeof(float),          (size_t)(ATTN_GROUP * n16) * sizeof(uint16_t),
         (size_t)(n16 / 16) * sizeof(void *),                 (size_t)(n16 / 16) * sizeof(void *),
         (size_t)(4 * ATTN_GROUP * h16 * 16) * sizeof(float), (size_t)(h16 * 16) * sizeof(float),
         (size_t)h16 * sizeof(double),
     };
-    void *parts[9];
+    void *parts[8];
     size_t off = 0;
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < 8; i++) {
         parts[i] = base ? (char *)base + off : NULL;
         off += (sizes[i] + 63) & ~(size_t)63;
     }
     if (s)
-        *s = (attn_scr_t){parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6], parts[7], parts[8]};
+        *s = (attn_scr_t){parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6], parts[7]};
     return off;
 }
 
@@ -100,8 +99,7 @@ static void attn_scores(const attn_job_t *job, const attn_lanes_t *L, const attn
     const int32_t hd = job->head_dim, bt = kv_block_tokens(job->kv);
     for (int g = 0; g < it->ng; g++) {
         const float *q = job->q + ((int64_t)it->t * job->n_head + it->h0 + g) * hd;
-        fp16_row_from_fp32(q, s->q16, hd);
-        fp16_row_to_fp32(s->q16, s->qf + (int64_t)g * hd, hd);
+        L->qround(q, hd, s->qf + (int64_t)g * hd);
     }
     for (int32_t c = 0; c < it->nch; c++)
         L->kq(s->kc[c], bt, s->qf, it->ng, hd, job->scale, s->scores + (int64_t)c * ATTN_CHUNK, n16);

@@ -38,6 +38,12 @@
 
 /* ---- portable ------------------------------------------------------------ */
 
+static void qround_c(const float *q, int hd, float *qf)
+{
+    for (int d = 0; d < hd; d++)
+        qf[d] = fp16_to_fp32(fp16_from_fp32(q[d]));
+}
+
 static float kq_one_c(const uint16_t *kc, int64_t stride, int l, const float *qf, int hd)
 {
     const int np = hd & ~63;
@@ -108,7 +114,7 @@ static void prod_c(const uint16_t *vc, int64_t stride, const uint16_t *w16, int 
             prod[d * ATTN_CHUNK + l] = fp16_to_fp32(w16[l]) * fp16_to_fp32(vc[d * stride + l]);
 }
 
-static const attn_lanes_t lanes_c = {kq_c, pv_c, hsum_c, prod_c};
+static const attn_lanes_t lanes_c = {qround_c, kq_c, pv_c, hsum_c, prod_c};
 
 #ifdef AL_X86
 /* ---- AVX-512: a chunk's 16 lanes are one __m512 --------------------------- */
@@ -116,6 +122,15 @@ static const attn_lanes_t lanes_c = {kq_c, pv_c, hsum_c, prod_c};
 AL_AVX512 static AL_INLINE __m512 ld16_512(const uint16_t *p)
 {
     return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+
+AL_AVX512 static void qround_512(const float *q, int hd, float *qf)
+{
+    for (int d = 0; d < hd; d += 16) {
+        const __mmask16 m = hd - d >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (hd - d)) - 1);
+        const __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, q + d), _MM_FROUND_TO_NEAREST_INT);
+        _mm512_mask_storeu_ps(qf + d, m, _mm512_cvtph_ps(h));
+    }
 }
 
 /* For accumulator lane j and NG heads: ggml's four accumulators of that
@@ -358,7 +373,7 @@ AL_AVX512 static void prod_512(const uint16_t *vc, int64_t stride, const uint16_
         _mm512_storeu_ps(prod + d * 16, _mm512_mul_ps(ld16_512(vc + d * stride), w));
 }
 
-static const attn_lanes_t lanes_512 = {kq_512, pv_512, hsum_512, prod_512};
+static const attn_lanes_t lanes_512 = {qround_512, kq_512, pv_512, hsum_512, prod_512};
 
 /* ---- AVX2: a chunk's 16 lanes are two __m256 (lanes 0-7, 8-15) ----------- */
 
@@ -368,14 +383,25 @@ AL_AVX2 static AL_INLINE void ld16_256(const uint16_t *p, __m256 *lo, __m256 *hi
     *hi = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 8)));
 }
 
+AL_AVX2 static void qround_256(const float *q, int hd, float *qf)
+{
+    int d = 0;
+    for (; d + 8 <= hd; d += 8)
+        _mm256_storeu_ps(qf + d, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(q + d), _MM_FROUND_TO_NEAREST_INT)));
+    qround_c(q + d, hd - d, qf + d);
+}
+
 /* r = (a0 + a2) + (a1 + a3) of accumulator lane j (two halves). */
 AL_AVX2 static AL_INLINE void kq_lane_256(const uint16_t *kc, int64_t stride, const float *qf, int np, int j,
                                           __m256 r[2])
 {
     __m256 a[4][2];
-    for (int i = 0; i < 4; i++)
+    AL_UNROLL
+    for (int i = 0; i < 4; i++) {
         a[i][0] = a[i][1] = _mm256_setzero_ps();
-    for (int s = 0; s < np; s += 64)
+    }
+    for (int s = 0; s < np; s += 64) {
+        AL_UNROLL
         for (int i = 0; i < 4; i++) {
             const int d = s + 16 * i + j;
             const __m256 q = _mm256_set1_ps(qf[d]);
@@ -384,8 +410,58 @@ AL_AVX2 static AL_INLINE void kq_lane_256(const uint16_t *kc, int64_t stride, co
             a[i][0] = _mm256_fmadd_ps(lo, q, a[i][0]);
             a[i][1] = _mm256_fmadd_ps(hi, q, a[i][1]);
         }
-    for (int x = 0; x < 2; x++)
+    }
+    AL_UNROLL
+    for (int x = 0; x < 2; x++) {
         r[x] = _mm256_add_ps(_mm256_add_ps(a[0][x], a[2][x]), _mm256_add_ps(a[1][x], a[3][x]));
+    }
+}
+
+/* t6[i] = (r[i + 12] + r[i + 4]) + (r[i + 8] + r[i]), as kq_t6_512. */
+AL_AVX2 static AL_INLINE void kq_t6_256(const uint16_t *kc, int64_t stride, const float *qf, int np, int i,
+                                        __m256 t6[2])
+{
+    __m256 r0[2], r8[2], t3[2];
+    kq_lane_256(kc, stride, qf, np, i, r0);
+    kq_lane_256(kc, stride, qf, np, i + 8, r8);
+    AL_UNROLL
+    for (int x = 0; x < 2; x++) {
+        t3[x] = _mm256_add_ps(r8[x], r0[x]);
+    }
+    kq_lane_256(kc, stride, qf, np, i + 4, r0);
+    kq_lane_256(kc, stride, qf, np, i + 12, r8);
+    AL_UNROLL
+    for (int x = 0; x < 2; x++) {
+        t6[x] = _mm256_add_ps(_mm256_add_ps(r8[x], r0[x]), t3[x]);
+    }
+}
+
+/* The leftover dimensions [np, hd) added in double, in order, to h. */
+AL_AVX2 static AL_INLINE void kq_left_256(const uint16_t *kc, int64_t stride, const float *qf, int hd, int np,
+                                          __m256 h[2])
+{
+    __m256d s[4];
+    AL_UNROLL
+    for (int x = 0; x < 4; x++) {
+        const __m128 part = x & 1 ? _mm256_extractf128_ps(h[x / 2], 1) : _mm256_castps256_ps128(h[x / 2]);
+        s[x] = np ? _mm256_cvtps_pd(part) : _mm256_setzero_pd();
+    }
+    for (int d = np; d < hd; d++) {
+        const __m256 q = _mm256_set1_ps(qf[d]);
+        __m256 k[2];
+        ld16_256(kc + d * stride, &k[0], &k[1]);
+        AL_UNROLL
+        for (int x = 0; x < 2; x++) {
+            const __m256 pr = _mm256_mul_ps(k[x], q);
+            s[2 * x] = _mm256_add_pd(s[2 * x], _mm256_cvtps_pd(_mm256_castps256_ps128(pr)));
+            s[2 * x + 1] = _mm256_add_pd(s[2 * x + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(pr, 1)));
+        }
+    }
+    AL_UNROLL
+    for (int x = 0; x < 2; x++) {
+        h[x] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(s[2 * x])), _mm256_cvtpd_ps(s[2 * x + 1]),
+                                    1);
+    }
 }
 
 AL_AVX2 static void kq_one_256(const uint16_t *kc, int64_t stride, const float *qf, int hd, float scale,
@@ -394,40 +470,26 @@ AL_AVX2 static void kq_one_256(const uint16_t *kc, int64_t stride, const float *
     const int np = hd & ~63;
     __m256 h[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     if (np > 0) {
-        __m256 t6[4][2];
-        for (int i = 0; i < 4; i++) {
-            __m256 r0[2], r8[2], r4[2], r12[2];
-            kq_lane_256(kc, stride, qf, np, i, r0);
-            kq_lane_256(kc, stride, qf, np, i + 8, r8);
-            kq_lane_256(kc, stride, qf, np, i + 4, r4);
-            kq_lane_256(kc, stride, qf, np, i + 12, r12);
-            for (int x = 0; x < 2; x++)
-                t6[i][x] = _mm256_add_ps(_mm256_add_ps(r12[x], r4[x]), _mm256_add_ps(r8[x], r0[x]));
+        __m256 a[2], b[2], t6[2];
+        kq_t6_256(kc, stride, qf, np, 0, a);
+        kq_t6_256(kc, stride, qf, np, 2, t6);
+        AL_UNROLL
+        for (int x = 0; x < 2; x++) {
+            a[x] = _mm256_add_ps(a[x], t6[x]);
         }
-        for (int x = 0; x < 2; x++)
-            h[x] = _mm256_add_ps(_mm256_add_ps(t6[0][x], t6[2][x]), _mm256_add_ps(t6[1][x], t6[3][x]));
-    }
-    if (np < hd) {
-        __m256d s[4];
-        for (int x = 0; x < 4; x++)
-            s[x] = np ? _mm256_cvtps_pd(x & 1 ? _mm256_extractf128_ps(h[x / 2], 1) : _mm256_castps256_ps128(h[x / 2]))
-                      : _mm256_setzero_pd();
-        for (int d = np; d < hd; d++) {
-            const __m256 q = _mm256_set1_ps(qf[d]);
-            __m256 k[2];
-            ld16_256(kc + d * stride, &k[0], &k[1]);
-            for (int x = 0; x < 2; x++) {
-                const __m256 pr = _mm256_mul_ps(k[x], q);
-                s[2 * x] = _mm256_add_pd(s[2 * x], _mm256_cvtps_pd(_mm256_castps256_ps128(pr)));
-                s[2 * x + 1] = _mm256_add_pd(s[2 * x + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(pr, 1)));
-            }
+        kq_t6_256(kc, stride, qf, np, 1, b);
+        kq_t6_256(kc, stride, qf, np, 3, t6);
+        AL_UNROLL
+        for (int x = 0; x < 2; x++) {
+            h[x] = _mm256_add_ps(a[x], _mm256_add_ps(b[x], t6[x]));
         }
-        for (int x = 0; x < 2; x++)
-            h[x] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(s[2 * x])),
-                                        _mm256_cvtpd_ps(s[2 * x + 1]), 1);
     }
-    for (int x = 0; x < 2; x++)
+    if (np < hd)
+        kq_left_256(kc, stride, qf, hd, np, h);
+    AL_UNROLL
+    for (int x = 0; x < 2; x++) {
         _mm256_storeu_ps(out + 8 * x, _mm256_mul_ps(h[x], _mm256_set1_ps(scale)));
+    }
 }
 
 AL_AVX2 static void kq_256(const uint16_t *kc, int64_t stride, const float *qf, int ng, int hd, float scale,
@@ -437,28 +499,32 @@ AL_AVX2 static void kq_256(const uint16_t *kc, int64_t stride, const float *qf, 
         kq_one_256(kc, stride, qf + g * hd, hd, scale, out + g * out_stride);
 }
 
-/* pv for dimensions [d0, d0 + 4) of head g. */
+/* pv for dimensions [d0, d0 + 4) of one head (weights w16). */
 AL_AVX2 static void pv_4_256(const uint16_t *const *vc, int64_t stride, const uint16_t *w16, int32_t c0, int32_t c1,
                              int32_t step, int32_t n_valid, int d0, float *acc)
 {
-    __m256 a[4][2];
-    for (int i = 0; i < 4; i++)
+    __m256 a[4][2], w[2];
+    AL_UNROLL
+    for (int i = 0; i < 4; i++) {
         a[i][0] = a[i][1] = _mm256_setzero_ps();
-    for (int32_t c = c0; c < c1; c += step) {
+    }
+    const int32_t c_full = n_valid / ATTN_CHUNK < c1 ? n_valid / ATTN_CHUNK : c1;
+    int32_t c = c0;
+    for (; c < c_full; c += step) {
         const uint16_t *v = vc[c] + d0 * stride;
-        const int32_t valid = n_valid - ATTN_CHUNK * c;
-        __m256 w[2];
-        if (valid >= ATTN_CHUNK) {
-            ld16_256(w16 + ATTN_CHUNK * c, &w[0], &w[1]);
-            for (int i = 0; i < 4; i++) {
-                __m256 x[2];
-                ld16_256(v + i * stride, &x[0], &x[1]);
-                for (int h = 0; h < 2; h++)
-                    a[i][h] = _mm256_fmadd_ps(x[h], w[h], a[i][h]);
-            }
-            continue;
+        ld16_256(w16 + ATTN_CHUNK * c, &w[0], &w[1]);
+        AL_UNROLL
+        for (int i = 0; i < 4; i++) {
+            __m256 x[2];
+            ld16_256(v + i * stride, &x[0], &x[1]);
+            a[i][0] = _mm256_fmadd_ps(x[0], w[0], a[i][0]);
+            a[i][1] = _mm256_fmadd_ps(x[1], w[1], a[i][1]);
         }
-        /* the last, partial chunk: lanes >= valid keep their sums */
+    }
+    if (c < c1) {
+        /* the last, partial chunk: lanes past n_valid keep their sums */
+        const int32_t valid = n_valid - ATTN_CHUNK * c;
+        const uint16_t *v = vc[c] + d0 * stride;
         uint16_t tw[16] = {0}, tv[16] = {0};
         memcpy(tw, w16 + ATTN_CHUNK * c, (size_t)valid * sizeof *tw);
         ld16_256(tw, &w[0], &w[1]);
@@ -526,7 +592,7 @@ AL_AVX2 static void prod_256(const uint16_t *vc, int64_t stride, const uint16_t 
     }
 }
 
-static const attn_lanes_t lanes_256 = {kq_256, pv_256, hsum_256, prod_256};
+static const attn_lanes_t lanes_256 = {qround_256, kq_256, pv_256, hsum_256, prod_256};
 #endif
 
 const attn_lanes_t *attn_lanes(int lv)

@@ -27,6 +27,8 @@
 enum { ATTN_GROUP = 3 };
 
 typedef struct {
+    /* qf[d] = q[d] rounded to F16 (round to nearest even), as float. */
+    void (*qround)(const float *q, int hd, float *qf);
     /* K.q for the 16 positions of chunk kc and ng (1..ATTN_GROUP) query
      * heads: out[g * out_stride + l] = ggml_vec_dot_f16(K row of lane l,
      * q_g, hd) * scale, where qf[g * hd + d] is q_g rounded to F16 (as

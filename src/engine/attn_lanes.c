@@ -134,11 +134,35 @@ AL_AVX512 static void qround_512(const float *q, int hd, float *qf)
 }
 
 /* For accumulator lane j and NG heads: ggml's four accumulators of that
- * lane (FMA chains over the 64-steps), reduced (a0 + a2) + (a1 + a3). */
+ * lane (FMA chains over the 64-steps), reduced (a0 + a2) + (a1 + a3).
+ * ONE: np is 64 (one step). */
 AL_AVX512 static AL_INLINE void kq_lane_512(const uint16_t *kc, int64_t stride, const float *qf, int hd, int np,
-                                            int j, const int NG, __m512 *r)
+                                            int j, const int NG, const int ONE, __m512 *r)
 {
     __m512 a[ATTN_GROUP][4];
+    if (ONE) {
+        /* one step: a_i = fma(k_i, q_i, +0), exact products (but never
+         * -0). a0 + a2 is then fma(k0, q0, a2) with no other rounding
+         * (and the same zero sign); likewise a1 + a3. */
+        __m512 k[4];
+        AL_UNROLL
+        for (int i = 0; i < 4; i++) {
+            k[i] = ld16_512(kc + (16 * i + j) * stride);
+        }
+        AL_UNROLL
+        for (int g = 0; g < NG; g++) {
+            const float *qg = qf + g * hd + j;
+            const __m512 a2 = _mm512_fmadd_ps(k[2], _mm512_set1_ps(qg[32]), _mm512_setzero_ps());
+            const __m512 a3 = _mm512_fmadd_ps(k[3], _mm512_set1_ps(qg[48]), _mm512_setzero_ps());
+            r[g] = _mm512_add_ps(_mm512_fmadd_ps(k[0], _mm512_set1_ps(qg[0]), a2),
+                                 _mm512_fmadd_ps(k[1], _mm512_set1_ps(qg[16]), a3));
+            /* pins r[g] here: else gcc moves the loads of this
+             * straight-line code up and the adds down, and spills */
+            __asm__ volatile("" : "+v"(r[g]));
+        }
+        __asm__ volatile("" ::: "memory");
+        return;
+    }
     AL_UNROLL
     for (int g = 0; g < NG; g++) {
         AL_UNROLL
@@ -166,17 +190,17 @@ AL_AVX512 static AL_INLINE void kq_lane_512(const uint16_t *kc, int64_t stride, 
 /* t6[i] of gx_hsum16 over the accumulator lanes: (r[i + 12] + r[i + 4]) +
  * (r[i + 8] + r[i]). */
 AL_AVX512 static AL_INLINE void kq_t6_512(const uint16_t *kc, int64_t stride, const float *qf, int hd, int np,
-                                          int i, const int NG, __m512 *t6)
+                                          int i, const int NG, const int ONE, __m512 *t6)
 {
     __m512 r0[ATTN_GROUP], r8[ATTN_GROUP], t3[ATTN_GROUP];
-    kq_lane_512(kc, stride, qf, hd, np, i, NG, r0);
-    kq_lane_512(kc, stride, qf, hd, np, i + 8, NG, r8);
+    kq_lane_512(kc, stride, qf, hd, np, i, NG, ONE, r0);
+    kq_lane_512(kc, stride, qf, hd, np, i + 8, NG, ONE, r8);
     AL_UNROLL
     for (int g = 0; g < NG; g++) {
         t3[g] = _mm512_add_ps(r8[g], r0[g]);
     }
-    kq_lane_512(kc, stride, qf, hd, np, i + 4, NG, r0);
-    kq_lane_512(kc, stride, qf, hd, np, i + 12, NG, r8);
+    kq_lane_512(kc, stride, qf, hd, np, i + 4, NG, ONE, r0);
+    kq_lane_512(kc, stride, qf, hd, np, i + 12, NG, ONE, r8);
     AL_UNROLL
     for (int g = 0; g < NG; g++) {
         t6[g] = _mm512_add_ps(_mm512_add_ps(r8[g], r0[g]), t3[g]);
@@ -210,10 +234,9 @@ AL_AVX512 static AL_INLINE void kq_left_512(const uint16_t *kc, int64_t stride, 
     }
 }
 
-AL_AVX512 static AL_INLINE void kq_n_512(const uint16_t *kc, int64_t stride, const float *qf, int hd, float scale,
-                                         float *out, int64_t out_stride, const int NG)
+AL_AVX512 static AL_INLINE void kq_n_512(const uint16_t *kc, int64_t stride, const float *qf, int hd, int np,
+                                         float scale, float *out, int64_t out_stride, const int NG, const int ONE)
 {
-    const int np = hd & ~63;
     __m512 h[ATTN_GROUP];
     AL_UNROLL
     for (int g = 0; g < NG; g++) {
@@ -222,14 +245,14 @@ AL_AVX512 static AL_INLINE void kq_n_512(const uint16_t *kc, int64_t stride, con
     if (np > 0) {
         /* (t6[0] + t6[2]) + (t6[1] + t6[3]) */
         __m512 a[ATTN_GROUP], b[ATTN_GROUP], t6[ATTN_GROUP];
-        kq_t6_512(kc, stride, qf, hd, np, 0, NG, a);
-        kq_t6_512(kc, stride, qf, hd, np, 2, NG, t6);
+        kq_t6_512(kc, stride, qf, hd, np, 0, NG, ONE, a);
+        kq_t6_512(kc, stride, qf, hd, np, 2, NG, ONE, t6);
         AL_UNROLL
         for (int g = 0; g < NG; g++) {
             a[g] = _mm512_add_ps(a[g], t6[g]);
         }
-        kq_t6_512(kc, stride, qf, hd, np, 1, NG, b);
-        kq_t6_512(kc, stride, qf, hd, np, 3, NG, t6);
+        kq_t6_512(kc, stride, qf, hd, np, 1, NG, ONE, b);
+        kq_t6_512(kc, stride, qf, hd, np, 3, NG, ONE, t6);
         AL_UNROLL
         for (int g = 0; g < NG; g++) {
             h[g] = _mm512_add_ps(a[g], _mm512_add_ps(b[g], t6[g]));
@@ -243,15 +266,28 @@ AL_AVX512 static AL_INLINE void kq_n_512(const uint16_t *kc, int64_t stride, con
     }
 }
 
+/* One function per (heads, one step) variant, so that each gets its own
+ * register allocation. */
+#define AL_KQ_512(name, NG, ONE)                                                                                   \
+    AL_AVX512 __attribute__((noinline)) static void name(const uint16_t *kc, int64_t stride, const float *qf,     \
+                                                         int hd, int np, float scale, float *out, int64_t os)     \
+    {                                                                                                              \
+        kq_n_512(kc, stride, qf, hd, np, scale, out, os, NG, ONE);                                                 \
+    }
+AL_KQ_512(kq_1_512, 1, 0)
+AL_KQ_512(kq_2_512, 2, 0)
+AL_KQ_512(kq_3_512, 3, 0)
+AL_KQ_512(kq_1_one_512, 1, 1)
+AL_KQ_512(kq_2_one_512, 2, 1)
+AL_KQ_512(kq_3_one_512, 3, 1)
+
 AL_AVX512 static void kq_512(const uint16_t *kc, int64_t stride, const float *qf, int ng, int hd, float scale,
                              float *out, int64_t out_stride)
 {
-    if (ng == 1)
-        kq_n_512(kc, stride, qf, hd, scale, out, out_stride, 1);
-    else if (ng == 2)
-        kq_n_512(kc, stride, qf, hd, scale, out, out_stride, 2);
-    else
-        kq_n_512(kc, stride, qf, hd, scale, out, out_stride, 3);
+    typedef void (*kq_fn_t)(const uint16_t *, int64_t, const float *, int, int, float, float *, int64_t);
+    static const kq_fn_t fns[2][3] = {{kq_1_512, kq_2_512, kq_3_512}, {kq_1_one_512, kq_2_one_512, kq_3_one_512}};
+    const int np = hd & ~63;
+    fns[np == 64][ng - 1](kc, stride, qf, hd, np == 64 ? 64 : np, scale, out, out_stride);
 }
 
 /* pv for dimensions [d0, d0 + ND) of NG heads, accumulators in registers. */

@@ -35,14 +35,13 @@
 #include <string.h>
 
 #include "engine/attn_lanes.h"
-#include "engine/fp16.h"
 #include "engine/ggml_exact.h"
 
 /* Per-thread scratch, carved from job->scratch (see attn_scratch_floats). */
 typedef struct {
     float *qf;             /* [ATTN_GROUP][hd]: q rounded to F16, as float */
-    float *scores;         /* [ATTN_GROUP][n16] */
-    uint16_t *p16;         /* [ATTN_GROUP][n16]: probabilities as F16 */
+    float *scores;         /* [ATTN_GROUP][n16]: then the probabilities,
+                              rounded to F16 (zero past n_kv) */
     const uint16_t **kc;   /* [n16 / 16]: the chunks of the KV head */
     const uint16_t **vc;
     float *acc;            /* [4][ATTN_GROUP][hd][16] lane accumulators */
@@ -57,21 +56,21 @@ static int64_t round16(int64_t n) { return (n + 15) & ~(int64_t)15; }
 static size_t scratch_layout(void *base, int32_t n_ctx, int32_t hd, attn_scr_t *s)
 {
     const int64_t n16 = round16(n_ctx > 0 ? n_ctx : 1), h16 = round16(hd);
-    const size_t sizes[8] = {
+    const size_t sizes[7] = {
         (size_t)(ATTN_GROUP * h16) * sizeof(float),
-        (size_t)(ATTN_GROUP * n16) * sizeof(float),          (size_t)(ATTN_GROUP * n16) * sizeof(uint16_t),
+        (size_t)(ATTN_GROUP * n16) * sizeof(float),
         (size_t)(n16 / 16) * sizeof(void *),                 (size_t)(n16 / 16) * sizeof(void *),
         (size_t)(4 * ATTN_GROUP * h16 * 16) * sizeof(float), (size_t)(h16 * 16) * sizeof(float),
         (size_t)h16 * sizeof(double),
     };
-    void *parts[8];
+    void *parts[7];
     size_t off = 0;
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 7; i++) {
         parts[i] = base ? (char *)base + off : NULL;
         off += (sizes[i] + 63) & ~(size_t)63;
     }
     if (s)
-        *s = (attn_scr_t){parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6], parts[7]};
+        *s = (attn_scr_t){parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6]};
     return off;
 }
 
@@ -91,24 +90,23 @@ static float *head_out(const attn_job_t *job, const attn_item_t *it, int g)
     return job->out + ((int64_t)it->t * job->n_head + it->h0 + g) * job->head_dim;
 }
 
-/* Scores of the group's heads, softmax, and the probabilities as F16
- * (zero past n_kv up to the chunk end). */
+/* Scores of the group's heads, softmax, and the probabilities rounded to
+ * F16 (zero past n_kv up to the chunk end). */
 static void attn_scores(const attn_job_t *job, const attn_lanes_t *L, const attn_item_t *it, const attn_scr_t *s,
                         int64_t n16)
 {
     const int32_t hd = job->head_dim, bt = kv_block_tokens(job->kv);
     for (int g = 0; g < it->ng; g++) {
         const float *q = job->q + ((int64_t)it->t * job->n_head + it->h0 + g) * hd;
-        L->qround(q, hd, s->qf + (int64_t)g * hd);
+        L->round16(q, hd, s->qf + (int64_t)g * hd);
     }
     for (int32_t c = 0; c < it->nch; c++)
         L->kq(s->kc[c], bt, s->qf, it->ng, hd, job->scale, s->scores + (int64_t)c * ATTN_CHUNK, n16);
     for (int g = 0; g < it->ng; g++) {
         float *sc = s->scores + g * n16;
-        uint16_t *p16 = s->p16 + g * n16;
         gx_softmax_row(sc, it->n_kv);
-        fp16_row_from_fp32(sc, p16, it->n_kv);
-        memset(p16 + it->n_kv, 0, (size_t)((int64_t)it->nch * ATTN_CHUNK - it->n_kv) * sizeof *p16);
+        L->round16(sc, it->n_kv, sc);
+        memset(sc + it->n_kv, 0, (size_t)((int64_t)it->nch * ATTN_CHUNK - it->n_kv) * sizeof *sc);
     }
 }
 
@@ -128,7 +126,7 @@ static void attn_pv_vec(const attn_job_t *job, const attn_lanes_t *L, const attn
     if (np > 0) {
         const int32_t c1 = (np + ATTN_CHUNK - 1) / ATTN_CHUNK;
         for (int j = 0; j < 4; j++)
-            L->pv(s->vc, bt, s->p16, n16, it->ng, j, c1, 4, np, hd, s->acc + j * set);
+            L->pv(s->vc, bt, s->scores, n16, it->ng, j, c1, 4, np, hd, s->acc + j * set);
         float *a = s->acc;
         for (int64_t i = 0; i < set; i++)
             a[i] = (a[i] + a[i + 2 * set]) + (a[i + set] + a[i + 3 * set]);
@@ -146,7 +144,7 @@ static void attn_pv_vec(const attn_job_t *job, const attn_lanes_t *L, const attn
         if (np == n_kv)
             continue;
         for (int32_t c = np / ATTN_CHUNK; c < it->nch; c++) {
-            L->prod(s->vc[c], bt, s->p16 + g * n16 + (int64_t)c * ATTN_CHUNK, hd, s->prod);
+            L->prod(s->vc[c], bt, s->scores + g * n16 + (int64_t)c * ATTN_CHUNK, hd, s->prod);
             const int32_t valid = n_kv - c * ATTN_CHUNK < ATTN_CHUNK ? n_kv - c * ATTN_CHUNK : ATTN_CHUNK;
             for (int32_t l = 0; l < valid; l++)
                 for (int d = 0; d < hd; d++)
@@ -173,7 +171,7 @@ static void attn_item(const attn_job_t *job, const attn_lanes_t *L, attn_item_t 
     attn_scores(job, L, it, s, n16);
     if (job->order && job->order[it->t] == ATTN_ORDER_TINY) {
         /* tinyBLAS: lane p % 16 accumulates position p, one FMA each */
-        L->pv(s->vc, bt, s->p16, n16, it->ng, 0, it->nch, 1, it->n_kv, hd, s->acc);
+        L->pv(s->vc, bt, s->scores, n16, it->ng, 0, it->nch, 1, it->n_kv, hd, s->acc);
         for (int g = 0; g < it->ng; g++)
             L->hsum(s->acc + (int64_t)g * hd * ATTN_CHUNK, hd, head_out(job, it, g));
         return;

@@ -38,10 +38,10 @@
 
 /* ---- portable ------------------------------------------------------------ */
 
-static void qround_c(const float *q, int hd, float *qf)
+static void round16_c(const float *x, int n, float *y)
 {
-    for (int d = 0; d < hd; d++)
-        qf[d] = fp16_to_fp32(fp16_from_fp32(q[d]));
+    for (int i = 0; i < n; i++)
+        y[i] = fp16_to_fp32(fp16_from_fp32(x[i]));
 }
 
 static float kq_one_c(const uint16_t *kc, int64_t stride, int l, const float *qf, int hd)
@@ -77,7 +77,7 @@ static void kq_c(const uint16_t *kc, int64_t stride, const float *qf, int ng, in
 
 /* pv for dimensions [d0, d1) of every head; the other levels use it for
  * the dimensions their vector loops leave. */
-static void pv_dims_c(const uint16_t *const *vc, int64_t stride, const uint16_t *p16, int64_t p_stride, int ng,
+static void pv_dims_c(const uint16_t *const *vc, int64_t stride, const float *pw, int64_t p_stride, int ng,
                       int32_t c0, int32_t c1, int32_t step, int32_t n_valid, int hd, int d0, int d1, float *acc)
 {
     for (int g = 0; g < ng; g++)
@@ -89,16 +89,15 @@ static void pv_dims_c(const uint16_t *const *vc, int64_t stride, const uint16_t 
                 const int32_t valid = n_valid - ATTN_CHUNK * c;
                 const int n = valid < ATTN_CHUNK ? (int)valid : ATTN_CHUNK;
                 for (int l = 0; l < n; l++)
-                    a[l] = a[l] + fp16_to_fp32(p16[g * p_stride + ATTN_CHUNK * c + l]) *
-                                      fp16_to_fp32(vc[c][d * stride + l]);
+                    a[l] = a[l] + pw[g * p_stride + ATTN_CHUNK * c + l] * fp16_to_fp32(vc[c][d * stride + l]);
             }
         }
 }
 
-static void pv_c(const uint16_t *const *vc, int64_t stride, const uint16_t *p16, int64_t p_stride, int ng,
+static void pv_c(const uint16_t *const *vc, int64_t stride, const float *pw, int64_t p_stride, int ng,
                  int32_t c0, int32_t c1, int32_t step, int32_t n_valid, int hd, float *acc)
 {
-    pv_dims_c(vc, stride, p16, p_stride, ng, c0, c1, step, n_valid, hd, 0, hd, acc);
+    pv_dims_c(vc, stride, pw, p_stride, ng, c0, c1, step, n_valid, hd, 0, hd, acc);
 }
 
 static void hsum_c(const float *acc, int hd, float *out)
@@ -107,14 +106,14 @@ static void hsum_c(const float *acc, int hd, float *out)
         out[d] = gx_hsum16(acc + (int64_t)d * ATTN_CHUNK);
 }
 
-static void prod_c(const uint16_t *vc, int64_t stride, const uint16_t *w16, int hd, float *prod)
+static void prod_c(const uint16_t *vc, int64_t stride, const float *w, int hd, float *prod)
 {
     for (int d = 0; d < hd; d++)
         for (int l = 0; l < ATTN_CHUNK; l++)
-            prod[d * ATTN_CHUNK + l] = fp16_to_fp32(w16[l]) * fp16_to_fp32(vc[d * stride + l]);
+            prod[d * ATTN_CHUNK + l] = w[l] * fp16_to_fp32(vc[d * stride + l]);
 }
 
-static const attn_lanes_t lanes_c = {qround_c, kq_c, pv_c, hsum_c, prod_c};
+static const attn_lanes_t lanes_c = {round16_c, kq_c, pv_c, hsum_c, prod_c};
 
 #ifdef AL_X86
 /* ---- AVX-512: a chunk's 16 lanes are one __m512 --------------------------- */
@@ -124,12 +123,12 @@ AL_AVX512 static AL_INLINE __m512 ld16_512(const uint16_t *p)
     return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
 }
 
-AL_AVX512 static void qround_512(const float *q, int hd, float *qf)
+AL_AVX512 static void round16_512(const float *x, int n, float *y)
 {
-    for (int d = 0; d < hd; d += 16) {
-        const __mmask16 m = hd - d >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (hd - d)) - 1);
-        const __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, q + d), _MM_FROUND_TO_NEAREST_INT);
-        _mm512_mask_storeu_ps(qf + d, m, _mm512_cvtph_ps(h));
+    for (int i = 0; i < n; i += 16) {
+        const __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        const __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_cvtph_ps(h));
     }
 }
 
@@ -291,7 +290,7 @@ AL_AVX512 static void kq_512(const uint16_t *kc, int64_t stride, const float *qf
 }
 
 /* pv for dimensions [d0, d0 + ND) of NG heads, accumulators in registers. */
-AL_AVX512 static AL_INLINE void pv_n_512(const uint16_t *const *vc, int64_t stride, const uint16_t *p16,
+AL_AVX512 static AL_INLINE void pv_n_512(const uint16_t *const *vc, int64_t stride, const float *pw,
                                          int64_t p_stride, int32_t c0, int32_t c1, int32_t step, int32_t n_valid,
                                          int hd, int d0, float *acc, const int NG, const int ND)
 {
@@ -309,7 +308,7 @@ AL_AVX512 static AL_INLINE void pv_n_512(const uint16_t *const *vc, int64_t stri
         const uint16_t *v = vc[c] + d0 * stride;
         AL_UNROLL
         for (int g = 0; g < NG; g++) {
-            w[g] = ld16_512(p16 + g * p_stride + ATTN_CHUNK * c);
+            w[g] = _mm512_loadu_ps(pw + g * p_stride + ATTN_CHUNK * c);
         }
         AL_UNROLL
         for (int i = 0; i < ND; i++) {
@@ -326,7 +325,7 @@ AL_AVX512 static AL_INLINE void pv_n_512(const uint16_t *const *vc, int64_t stri
         const __mmask16 m = (__mmask16)((1u << (n_valid - ATTN_CHUNK * c)) - 1);
         AL_UNROLL
         for (int g = 0; g < NG; g++) {
-            w[g] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p16 + g * p_stride + ATTN_CHUNK * c));
+            w[g] = _mm512_maskz_loadu_ps(m, pw + g * p_stride + ATTN_CHUNK * c);
         }
         AL_UNROLL
         for (int i = 0; i < ND; i++) {
@@ -346,23 +345,23 @@ AL_AVX512 static AL_INLINE void pv_n_512(const uint16_t *const *vc, int64_t stri
     }
 }
 
-AL_AVX512 static void pv_512(const uint16_t *const *vc, int64_t stride, const uint16_t *p16, int64_t p_stride,
+AL_AVX512 static void pv_512(const uint16_t *const *vc, int64_t stride, const float *pw, int64_t p_stride,
                              int ng, int32_t c0, int32_t c1, int32_t step, int32_t n_valid, int hd, float *acc)
 {
     int d0 = 0;
     if (ng == 1)
         for (; d0 + 16 <= hd; d0 += 16)
-            pv_n_512(vc, stride, p16, p_stride, c0, c1, step, n_valid, hd, d0, acc, 1, 16);
+            pv_n_512(vc, stride, pw, p_stride, c0, c1, step, n_valid, hd, d0, acc, 1, 16);
     for (; d0 + 8 <= hd; d0 += 8) {
         if (ng == 1)
-            pv_n_512(vc, stride, p16, p_stride, c0, c1, step, n_valid, hd, d0, acc, 1, 8);
+            pv_n_512(vc, stride, pw, p_stride, c0, c1, step, n_valid, hd, d0, acc, 1, 8);
         else if (ng == 2)
-            pv_n_512(vc, stride, p16, p_stride, c0, c1, step, n_valid, hd, d0, acc, 2, 8);
+            pv_n_512(vc, stride, pw, p_stride, c0, c1, step, n_valid, hd, d0, acc, 2, 8);
         else
-            pv_n_512(vc, stride, p16, p_stride, c0, c1, step, n_valid, hd, d0, acc, 3, 8);
+            pv_n_512(vc, stride, pw, p_stride, c0, c1, step, n_valid, hd, d0, acc, 3, 8);
     }
     if (d0 < hd)
-        pv_dims_c(vc, stride, p16, p_stride, ng, c0, c1, step, n_valid, hd, d0, hd, acc);
+        pv_dims_c(vc, stride, pw, p_stride, ng, c0, c1, step, n_valid, hd, d0, hd, acc);
 }
 
 /* gx_hsum16 of 16 rows at once. Each step adds two vectors whose lanes
@@ -402,14 +401,14 @@ AL_AVX512 static void hsum_512(const float *acc, int hd, float *out)
     }
 }
 
-AL_AVX512 static void prod_512(const uint16_t *vc, int64_t stride, const uint16_t *w16, int hd, float *prod)
+AL_AVX512 static void prod_512(const uint16_t *vc, int64_t stride, const float *pw, int hd, float *prod)
 {
-    const __m512 w = ld16_512(w16);
+    const __m512 w = _mm512_loadu_ps(pw);
     for (int d = 0; d < hd; d++)
         _mm512_storeu_ps(prod + d * 16, _mm512_mul_ps(ld16_512(vc + d * stride), w));
 }
 
-static const attn_lanes_t lanes_512 = {qround_512, kq_512, pv_512, hsum_512, prod_512};
+static const attn_lanes_t lanes_512 = {round16_512, kq_512, pv_512, hsum_512, prod_512};
 
 /* ---- AVX2: a chunk's 16 lanes are two __m256 (lanes 0-7, 8-15) ----------- */
 
@@ -419,12 +418,12 @@ AL_AVX2 static AL_INLINE void ld16_256(const uint16_t *p, __m256 *lo, __m256 *hi
     *hi = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 8)));
 }
 
-AL_AVX2 static void qround_256(const float *q, int hd, float *qf)
+AL_AVX2 static void round16_256(const float *x, int n, float *y)
 {
-    int d = 0;
-    for (; d + 8 <= hd; d += 8)
-        _mm256_storeu_ps(qf + d, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(q + d), _MM_FROUND_TO_NEAREST_INT)));
-    qround_c(q + d, hd - d, qf + d);
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
+    round16_c(x + i, n - i, y + i);
 }
 
 /* r = (a0 + a2) + (a1 + a3) of accumulator lane j (two halves). */
@@ -535,8 +534,8 @@ AL_AVX2 static void kq_256(const uint16_t *kc, int64_t stride, const float *qf, 
         kq_one_256(kc, stride, qf + g * hd, hd, scale, out + g * out_stride);
 }
 
-/* pv for dimensions [d0, d0 + 4) of one head (weights w16). */
-AL_AVX2 static void pv_4_256(const uint16_t *const *vc, int64_t stride, const uint16_t *w16, int32_t c0, int32_t c1,
+/* pv for dimensions [d0, d0 + 4) of one head (weights pw). */
+AL_AVX2 static void pv_4_256(const uint16_t *const *vc, int64_t stride, const float *pw, int32_t c0, int32_t c1,
                              int32_t step, int32_t n_valid, int d0, float *acc)
 {
     __m256 a[4][2], w[2];
@@ -548,7 +547,8 @@ AL_AVX2 static void pv_4_256(const uint16_t *const *vc, int64_t stride, const ui
     int32_t c = c0;
     for (; c < c_full; c += step) {
         const uint16_t *v = vc[c] + d0 * stride;
-        ld16_256(w16 + ATTN_CHUNK * c, &w[0], &w[1]);
+        w[0] = _mm256_loadu_ps(pw + ATTN_CHUNK * c);
+        w[1] = _mm256_loadu_ps(pw + ATTN_CHUNK * c + 8);
         AL_UNROLL
         for (int i = 0; i < 4; i++) {
             __m256 x[2];
@@ -561,9 +561,11 @@ AL_AVX2 static void pv_4_256(const uint16_t *const *vc, int64_t stride, const ui
         /* the last, partial chunk: lanes past n_valid keep their sums */
         const int32_t valid = n_valid - ATTN_CHUNK * c;
         const uint16_t *v = vc[c] + d0 * stride;
-        uint16_t tw[16] = {0}, tv[16] = {0};
-        memcpy(tw, w16 + ATTN_CHUNK * c, (size_t)valid * sizeof *tw);
-        ld16_256(tw, &w[0], &w[1]);
+        float tw[16] = {0};
+        uint16_t tv[16] = {0};
+        memcpy(tw, pw + ATTN_CHUNK * c, (size_t)valid * sizeof *tw);
+        w[0] = _mm256_loadu_ps(tw);
+        w[1] = _mm256_loadu_ps(tw + 8);
         const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
         const __m256 m[2] = {_mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(valid), iota)),
                              _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(valid - 8), iota))};
@@ -580,15 +582,15 @@ AL_AVX2 static void pv_4_256(const uint16_t *const *vc, int64_t stride, const ui
             _mm256_storeu_ps(acc + (int64_t)(d0 + i) * ATTN_CHUNK + 8 * h, a[i][h]);
 }
 
-AL_AVX2 static void pv_256(const uint16_t *const *vc, int64_t stride, const uint16_t *p16, int64_t p_stride,
+AL_AVX2 static void pv_256(const uint16_t *const *vc, int64_t stride, const float *pw, int64_t p_stride,
                            int ng, int32_t c0, int32_t c1, int32_t step, int32_t n_valid, int hd, float *acc)
 {
     const int d4 = hd & ~3;
     for (int g = 0; g < ng; g++)
         for (int d0 = 0; d0 < d4; d0 += 4)
-            pv_4_256(vc, stride, p16 + g * p_stride, c0, c1, step, n_valid, d0, acc + (int64_t)g * hd * ATTN_CHUNK);
+            pv_4_256(vc, stride, pw + g * p_stride, c0, c1, step, n_valid, d0, acc + (int64_t)g * hd * ATTN_CHUNK);
     if (d4 < hd)
-        pv_dims_c(vc, stride, p16, p_stride, ng, c0, c1, step, n_valid, hd, d4, hd, acc);
+        pv_dims_c(vc, stride, pw, p_stride, ng, c0, c1, step, n_valid, hd, d4, hd, acc);
 }
 
 /* gx_hsum16 of 8 rows at once: t3 = lanes 8-15 + 0-7 per row, then the
@@ -617,10 +619,10 @@ AL_AVX2 static void hsum_256(const float *acc, int hd, float *out)
     hsum_c(acc + (int64_t)d * 16, hd - d, out + d);
 }
 
-AL_AVX2 static void prod_256(const uint16_t *vc, int64_t stride, const uint16_t *w16, int hd, float *prod)
+AL_AVX2 static void prod_256(const uint16_t *vc, int64_t stride, const float *pw, int hd, float *prod)
 {
-    __m256 w[2], x[2];
-    ld16_256(w16, &w[0], &w[1]);
+    const __m256 w[2] = {_mm256_loadu_ps(pw), _mm256_loadu_ps(pw + 8)};
+    __m256 x[2];
     for (int d = 0; d < hd; d++) {
         ld16_256(vc + d * stride, &x[0], &x[1]);
         _mm256_storeu_ps(prod + d * 16, _mm256_mul_ps(x[0], w[0]));
@@ -628,7 +630,7 @@ AL_AVX2 static void prod_256(const uint16_t *vc, int64_t stride, const uint16_t 
     }
 }
 
-static const attn_lanes_t lanes_256 = {qround_256, kq_256, pv_256, hsum_256, prod_256};
+static const attn_lanes_t lanes_256 = {round16_256, kq_256, pv_256, hsum_256, prod_256};
 #endif
 
 const attn_lanes_t *attn_lanes(int lv)

@@ -27,8 +27,9 @@
 enum { ATTN_GROUP = 3 };
 
 typedef struct {
-    /* qf[d] = q[d] rounded to F16 (round to nearest even), as float. */
-    void (*qround)(const float *q, int hd, float *qf);
+    /* y[i] = x[i] rounded to F16 (to nearest even), as float; x == y is
+     * allowed. */
+    void (*round16)(const float *x, int n, float *y);
     /* K.q for the 16 positions of chunk kc and ng (1..ATTN_GROUP) query
      * heads: out[g * out_stride + l] = ggml_vec_dot_f16(K row of lane l,
      * q_g, hd) * scale, where qf[g * hd + d] is q_g rounded to F16 (as
@@ -39,14 +40,15 @@ typedef struct {
     /* P.V lane accumulators of ng heads: acc[(g * hd + d) * 16 + l] = the
      * sum, from +0, over chunks c = c0, c0 + step, ... < c1 in that order,
      * of w_g[16c + l] * V(16c + l, d), one add per chunk; positions
-     * >= n_valid are left out. w_g = p16 + g * p_stride (F16), vc[c] is
-     * chunk c of the V head. */
-    void (*pv)(const uint16_t *const *vc, int64_t stride, const uint16_t *p16, int64_t p_stride, int ng,
+     * >= n_valid are left out. w_g = pw + g * p_stride (values of F16s),
+     * vc[c] is chunk c of the V head. */
+    void (*pv)(const uint16_t *const *vc, int64_t stride, const float *pw, int64_t p_stride, int ng,
                int32_t c0, int32_t c1, int32_t step, int32_t n_valid, int hd, float *acc);
     /* out[d] = gx_hsum16(acc + 16 * d) for d < hd. */
     void (*hsum)(const float *acc, int hd, float *out);
-    /* prod[d * 16 + l] = w16[l] * V(l, d) of chunk vc (exact products). */
-    void (*prod)(const uint16_t *vc, int64_t stride, const uint16_t *w16, int hd, float *prod);
+    /* prod[d * 16 + l] = w[l] * V(l, d) of chunk vc (w: values of F16s, so
+     * the products are exact). */
+    void (*prod)(const uint16_t *vc, int64_t stride, const float *w, int hd, float *prod);
 } attn_lanes_t;
 
 /* The kernels of level lv (GX_LEVEL_*; levels the CPU lacks are never

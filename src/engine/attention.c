@@ -127,9 +127,7 @@ static void attn_pv_vec(const attn_job_t *job, const attn_lanes_t *L, const attn
         const int32_t c1 = (np + ATTN_CHUNK - 1) / ATTN_CHUNK;
         for (int j = 0; j < 4; j++)
             L->pv(s->vc, bt, s->scores, n16, it->ng, j, c1, 4, np, hd, s->acc + j * set);
-        float *a = s->acc;
-        for (int64_t i = 0; i < set; i++)
-            a[i] = (a[i] + a[i + 2 * set]) + (a[i + set] + a[i + 3 * set]);
+        L->reduce4(s->acc, set);
     }
     for (int g = 0; g < it->ng; g++) {
         float *out = head_out(job, it, g);
@@ -146,9 +144,12 @@ static void attn_pv_vec(const attn_job_t *job, const attn_lanes_t *L, const attn
         for (int32_t c = np / ATTN_CHUNK; c < it->nch; c++) {
             L->prod(s->vc[c], bt, s->scores + g * n16 + (int64_t)c * ATTN_CHUNK, hd, s->prod);
             const int32_t valid = n_kv - c * ATTN_CHUNK < ATTN_CHUNK ? n_kv - c * ATTN_CHUNK : ATTN_CHUNK;
-            for (int32_t l = 0; l < valid; l++)
-                for (int d = 0; d < hd; d++)
-                    s->left[d] += (double)s->prod[d * ATTN_CHUNK + l];
+            for (int d = 0; d < hd; d++) {
+                double x = s->left[d];
+                for (int32_t l = 0; l < valid; l++)
+                    x += (double)s->prod[d * ATTN_CHUNK + l];
+                s->left[d] = x;
+            }
         }
         for (int d = 0; d < hd; d++)
             out[d] = (float)s->left[d];

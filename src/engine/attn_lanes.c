@@ -100,6 +100,12 @@ static void pv_c(const uint16_t *const *vc, int64_t stride, const float *pw, int
     pv_dims_c(vc, stride, pw, p_stride, ng, c0, c1, step, n_valid, hd, 0, hd, acc);
 }
 
+static void reduce4_c(float *acc, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        acc[i] = (acc[i] + acc[i + 2 * n]) + (acc[i + n] + acc[i + 3 * n]);
+}
+
 static void hsum_c(const float *acc, int hd, float *out)
 {
     for (int d = 0; d < hd; d++)
@@ -113,7 +119,7 @@ static void prod_c(const uint16_t *vc, int64_t stride, const float *w, int hd, f
             prod[d * ATTN_CHUNK + l] = w[l] * fp16_to_fp32(vc[d * stride + l]);
 }
 
-static const attn_lanes_t lanes_c = {round16_c, kq_c, pv_c, hsum_c, prod_c};
+static const attn_lanes_t lanes_c = {round16_c, kq_c, pv_c, reduce4_c, hsum_c, prod_c};
 
 #ifdef AL_X86
 /* ---- AVX-512: a chunk's 16 lanes are one __m512 --------------------------- */
@@ -388,6 +394,17 @@ AL_AVX512 static void hsum16_rows_512(const float *acc, float *out, int n)
     _mm512_mask_storeu_ps(out, (__mmask16)((1u << n) - 1), _mm512_permutexvar_ps(perm, f));
 }
 
+AL_AVX512 static void reduce4_512(float *acc, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 a02 = _mm512_add_ps(_mm512_loadu_ps(acc + i), _mm512_loadu_ps(acc + i + 2 * n));
+        const __m512 a13 = _mm512_add_ps(_mm512_loadu_ps(acc + i + n), _mm512_loadu_ps(acc + i + 3 * n));
+        _mm512_storeu_ps(acc + i, _mm512_add_ps(a02, a13));
+    }
+    reduce4_c(acc + i, n - i);
+}
+
 AL_AVX512 static void hsum_512(const float *acc, int hd, float *out)
 {
     int d = 0;
@@ -408,7 +425,7 @@ AL_AVX512 static void prod_512(const uint16_t *vc, int64_t stride, const float *
         _mm512_storeu_ps(prod + d * 16, _mm512_mul_ps(ld16_512(vc + d * stride), w));
 }
 
-static const attn_lanes_t lanes_512 = {round16_512, kq_512, pv_512, hsum_512, prod_512};
+static const attn_lanes_t lanes_512 = {round16_512, kq_512, pv_512, reduce4_512, hsum_512, prod_512};
 
 /* ---- AVX2: a chunk's 16 lanes are two __m256 (lanes 0-7, 8-15) ----------- */
 
@@ -611,6 +628,17 @@ AL_AVX2 static void hsum8_rows_256(const float *acc, float *out)
     _mm256_storeu_ps(out, _mm256_permute_ps(f, _MM_SHUFFLE(3, 1, 2, 0)));
 }
 
+AL_AVX2 static void reduce4_256(float *acc, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 a02 = _mm256_add_ps(_mm256_loadu_ps(acc + i), _mm256_loadu_ps(acc + i + 2 * n));
+        const __m256 a13 = _mm256_add_ps(_mm256_loadu_ps(acc + i + n), _mm256_loadu_ps(acc + i + 3 * n));
+        _mm256_storeu_ps(acc + i, _mm256_add_ps(a02, a13));
+    }
+    reduce4_c(acc + i, n - i);
+}
+
 AL_AVX2 static void hsum_256(const float *acc, int hd, float *out)
 {
     int d = 0;
@@ -630,7 +658,7 @@ AL_AVX2 static void prod_256(const uint16_t *vc, int64_t stride, const float *pw
     }
 }
 
-static const attn_lanes_t lanes_256 = {round16_256, kq_256, pv_256, hsum_256, prod_256};
+static const attn_lanes_t lanes_256 = {round16_256, kq_256, pv_256, reduce4_256, hsum_256, prod_256};
 #endif
 
 const attn_lanes_t *attn_lanes(int lv)

@@ -44,6 +44,9 @@ typedef struct {
      * vc[c] is chunk c of the V head. */
     void (*pv)(const uint16_t *const *vc, int64_t stride, const float *pw, int64_t p_stride, int ng,
                int32_t c0, int32_t c1, int32_t step, int32_t n_valid, int hd, float *acc);
+    /* GGML_F32x16_REDUCE's first steps over four sets of n floats:
+     * acc[i] = (acc[i] + acc[i + 2n]) + (acc[i + n] + acc[i + 3n]). */
+    void (*reduce4)(float *acc, int64_t n);
     /* out[d] = gx_hsum16(acc + 16 * d) for d < hd. */
     void (*hsum)(const float *acc, int hd, float *out);
     /* prod[d * 16 + l] = w[l] * V(l, d) of chunk vc (w: values of F16s, so

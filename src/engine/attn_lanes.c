@@ -223,14 +223,17 @@ AL_AVX512 static AL_INLINE void kq_left_512(const uint16_t *kc, int64_t stride, 
         hi[g] = np ? _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(h[g]), 1)))
                    : _mm512_setzero_pd();
     }
+    /* k * q is exact in float and in double, so adding the float product
+     * in double is one double FMA */
     for (int d = np; d < hd; d++) {
         const __m512 k = ld16_512(kc + d * stride);
+        const __m512d klo = _mm512_cvtps_pd(_mm512_castps512_ps256(k));
+        const __m512d khi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(k), 1)));
         AL_UNROLL
         for (int g = 0; g < NG; g++) {
-            const __m512 pr = _mm512_mul_ps(k, _mm512_set1_ps(qf[g * hd + d]));
-            lo[g] = _mm512_add_pd(lo[g], _mm512_cvtps_pd(_mm512_castps512_ps256(pr)));
-            hi[g] = _mm512_add_pd(hi[g],
-                                  _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(pr), 1))));
+            const __m512d q = _mm512_set1_pd((double)qf[g * hd + d]);
+            lo[g] = _mm512_fmadd_pd(klo, q, lo[g]);
+            hi[g] = _mm512_fmadd_pd(khi, q, hi[g]);
         }
     }
     AL_UNROLL
@@ -498,15 +501,15 @@ AL_AVX2 static AL_INLINE void kq_left_256(const uint16_t *kc, int64_t stride, co
         const __m128 part = x & 1 ? _mm256_extractf128_ps(h[x / 2], 1) : _mm256_castps256_ps128(h[x / 2]);
         s[x] = np ? _mm256_cvtps_pd(part) : _mm256_setzero_pd();
     }
+    /* one double FMA per exact product, as kq_left_512 */
     for (int d = np; d < hd; d++) {
-        const __m256 q = _mm256_set1_ps(qf[d]);
+        const __m256d q = _mm256_set1_pd((double)qf[d]);
         __m256 k[2];
         ld16_256(kc + d * stride, &k[0], &k[1]);
         AL_UNROLL
         for (int x = 0; x < 2; x++) {
-            const __m256 pr = _mm256_mul_ps(k[x], q);
-            s[2 * x] = _mm256_add_pd(s[2 * x], _mm256_cvtps_pd(_mm256_castps256_ps128(pr)));
-            s[2 * x + 1] = _mm256_add_pd(s[2 * x + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(pr, 1)));
+            s[2 * x] = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(k[x])), q, s[2 * x]);
+            s[2 * x + 1] = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(k[x], 1)), q, s[2 * x + 1]);
         }
     }
     AL_UNROLL

@@ -12,8 +12,11 @@
  * part of a block is a contiguous [head_dim][block_tokens] matrix whose
  * rows are the positions of one dimension: attention (attention.c) loads
  * 16 consecutive positions of one dimension as one vector, which is what
- * lets it keep positions in SIMD lanes. Positions are written one at a
- * time with kv_store (a scatter) and read back with kv_load (a gather).
+ * lets it keep positions in SIMD lanes. The layout changes no value:
+ * attention performs the same per-position arithmetic as over rows (see
+ * attention.c). Positions are written one at a time with kv_store (a
+ * scatter) and read back with kv_load (a gather); the memory starts zeroed,
+ * so columns not yet written read as zeros.
  *
  * Prefix caching: once a block is full, its contents are a pure function of
  * the tokens that led to it (the chain of blocks before it and its own
@@ -26,7 +29,7 @@
  * its contents in an LRU list while it is registered, and is reused (its
  * registration dropped) only when no never-used block is left.
  *
- * Not thread-safe: owned by the scheduler thread (reads of rows by the
+ * Not thread-safe: owned by the scheduler thread (reads of blocks by the
  * compute threads happen inside a step, while nothing changes the tables).
  */
 #ifndef LF_KV_H

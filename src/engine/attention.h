@@ -39,7 +39,7 @@ typedef struct {
     const uint8_t *order;        /* [n_tok] ATTN_ORDER_*, NULL: all VEC */
     int32_t n_ctx;               /* largest n_kv; sizes the scratch */
     float *scratch;              /* per thread: scratch_stride floats */
-    int64_t scratch_stride;      /* >= attn_scratch_floats(n_ctx, head_dim) */
+    int64_t scratch_stride;      /* >= attn_scratch_floats(n_ctx, head_dim, n_rep) */
 } attn_job_t;
 
 /* Floats of scratch needed per thread for contexts up to n_ctx, n_rep =

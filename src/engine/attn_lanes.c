@@ -448,9 +448,26 @@ AL_AVX2 static void round16_256(const float *x, int n, float *y)
 
 /* r = (a0 + a2) + (a1 + a3) of accumulator lane j (two halves). */
 AL_AVX2 static AL_INLINE void kq_lane_256(const uint16_t *kc, int64_t stride, const float *qf, int np, int j,
-                                          __m256 r[2])
+                                          const int ONE, __m256 r[2])
 {
     __m256 a[4][2];
+    if (ONE) { /* np == 64: a0 + a2 = fma(k0, q0, a2), as kq_lane_512 */
+        AL_UNROLL
+        for (int x = 0; x < 2; x++) {
+            __m256 k[4];
+            AL_UNROLL
+            for (int i = 0; i < 4; i++) {
+                k[i] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kc + (16 * i + j) * stride + 8 * x)));
+            }
+            const __m256 a2 = _mm256_fmadd_ps(k[2], _mm256_set1_ps(qf[j + 32]), _mm256_setzero_ps());
+            const __m256 a3 = _mm256_fmadd_ps(k[3], _mm256_set1_ps(qf[j + 48]), _mm256_setzero_ps());
+            r[x] = _mm256_add_ps(_mm256_fmadd_ps(k[0], _mm256_set1_ps(qf[j]), a2),
+                                 _mm256_fmadd_ps(k[1], _mm256_set1_ps(qf[j + 16]), a3));
+            __asm__ volatile("" : "+x"(r[x])); /* see kq_lane_512 */
+        }
+        __asm__ volatile("" ::: "memory");
+        return;
+    }
     AL_UNROLL
     for (int i = 0; i < 4; i++) {
         a[i][0] = a[i][1] = _mm256_setzero_ps();
@@ -474,17 +491,17 @@ AL_AVX2 static AL_INLINE void kq_lane_256(const uint16_t *kc, int64_t stride, co
 
 /* t6[i] = (r[i + 12] + r[i + 4]) + (r[i + 8] + r[i]), as kq_t6_512. */
 AL_AVX2 static AL_INLINE void kq_t6_256(const uint16_t *kc, int64_t stride, const float *qf, int np, int i,
-                                        __m256 t6[2])
+                                        const int ONE, __m256 t6[2])
 {
     __m256 r0[2], r8[2], t3[2];
-    kq_lane_256(kc, stride, qf, np, i, r0);
-    kq_lane_256(kc, stride, qf, np, i + 8, r8);
+    kq_lane_256(kc, stride, qf, np, i, ONE, r0);
+    kq_lane_256(kc, stride, qf, np, i + 8, ONE, r8);
     AL_UNROLL
     for (int x = 0; x < 2; x++) {
         t3[x] = _mm256_add_ps(r8[x], r0[x]);
     }
-    kq_lane_256(kc, stride, qf, np, i + 4, r0);
-    kq_lane_256(kc, stride, qf, np, i + 12, r8);
+    kq_lane_256(kc, stride, qf, np, i + 4, ONE, r0);
+    kq_lane_256(kc, stride, qf, np, i + 12, ONE, r8);
     AL_UNROLL
     for (int x = 0; x < 2; x++) {
         t6[x] = _mm256_add_ps(_mm256_add_ps(r8[x], r0[x]), t3[x]);
@@ -519,21 +536,20 @@ AL_AVX2 static AL_INLINE void kq_left_256(const uint16_t *kc, int64_t stride, co
     }
 }
 
-AL_AVX2 static void kq_one_256(const uint16_t *kc, int64_t stride, const float *qf, int hd, float scale,
-                               float *out)
+AL_AVX2 static AL_INLINE void kq_one_256(const uint16_t *kc, int64_t stride, const float *qf, int hd, int np,
+                                         float scale, float *out, const int ONE)
 {
-    const int np = hd & ~63;
     __m256 h[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     if (np > 0) {
         __m256 a[2], b[2], t6[2];
-        kq_t6_256(kc, stride, qf, np, 0, a);
-        kq_t6_256(kc, stride, qf, np, 2, t6);
+        kq_t6_256(kc, stride, qf, np, 0, ONE, a);
+        kq_t6_256(kc, stride, qf, np, 2, ONE, t6);
         AL_UNROLL
         for (int x = 0; x < 2; x++) {
             a[x] = _mm256_add_ps(a[x], t6[x]);
         }
-        kq_t6_256(kc, stride, qf, np, 1, b);
-        kq_t6_256(kc, stride, qf, np, 3, t6);
+        kq_t6_256(kc, stride, qf, np, 1, ONE, b);
+        kq_t6_256(kc, stride, qf, np, 3, ONE, t6);
         AL_UNROLL
         for (int x = 0; x < 2; x++) {
             h[x] = _mm256_add_ps(a[x], _mm256_add_ps(b[x], t6[x]));
@@ -547,70 +563,117 @@ AL_AVX2 static void kq_one_256(const uint16_t *kc, int64_t stride, const float *
     }
 }
 
+AL_AVX2 __attribute__((noinline)) static void kq_any_256(const uint16_t *kc, int64_t stride, const float *qf, int hd,
+                                                         int np, float scale, float *out)
+{
+    kq_one_256(kc, stride, qf, hd, np, scale, out, 0);
+}
+
+AL_AVX2 __attribute__((noinline)) static void kq_64_256(const uint16_t *kc, int64_t stride, const float *qf, int hd,
+                                                        float scale, float *out)
+{
+    kq_one_256(kc, stride, qf, hd, 64, scale, out, 1);
+}
+
 AL_AVX2 static void kq_256(const uint16_t *kc, int64_t stride, const float *qf, int ng, int hd, float scale,
                            float *out, int64_t out_stride)
 {
-    for (int g = 0; g < ng; g++)
-        kq_one_256(kc, stride, qf + g * hd, hd, scale, out + g * out_stride);
+    const int np = hd & ~63;
+    for (int g = 0; g < ng; g++) {
+        if (np == 64)
+            kq_64_256(kc, stride, qf + g * hd, hd, scale, out + g * out_stride);
+        else
+            kq_any_256(kc, stride, qf + g * hd, hd, np, scale, out + g * out_stride);
+    }
 }
 
-/* pv for dimensions [d0, d0 + 4) of one head (weights pw). */
-AL_AVX2 static void pv_4_256(const uint16_t *const *vc, int64_t stride, const float *pw, int32_t c0, int32_t c1,
-                             int32_t step, int32_t n_valid, int d0, float *acc)
+/* pv for dimensions [d0, d0 + ND) of NG heads (two halves each). */
+AL_AVX2 static AL_INLINE void pv_n_256(const uint16_t *const *vc, int64_t stride, const float *pw, int64_t p_stride,
+                                       int32_t c0, int32_t c1, int32_t step, int32_t n_valid, int hd, int d0,
+                                       float *acc, const int NG, const int ND)
 {
-    __m256 a[4][2], w[2];
+    __m256 a[2][4][2], w[2][2];
     AL_UNROLL
-    for (int i = 0; i < 4; i++) {
-        a[i][0] = a[i][1] = _mm256_setzero_ps();
+    for (int g = 0; g < NG; g++) {
+        AL_UNROLL
+        for (int i = 0; i < ND; i++) {
+            a[g][i][0] = a[g][i][1] = _mm256_setzero_ps();
+        }
     }
     const int32_t c_full = n_valid / ATTN_CHUNK < c1 ? n_valid / ATTN_CHUNK : c1;
     int32_t c = c0;
     for (; c < c_full; c += step) {
         const uint16_t *v = vc[c] + d0 * stride;
-        w[0] = _mm256_loadu_ps(pw + ATTN_CHUNK * c);
-        w[1] = _mm256_loadu_ps(pw + ATTN_CHUNK * c + 8);
         AL_UNROLL
-        for (int i = 0; i < 4; i++) {
+        for (int g = 0; g < NG; g++) {
+            w[g][0] = _mm256_loadu_ps(pw + g * p_stride + ATTN_CHUNK * c);
+            w[g][1] = _mm256_loadu_ps(pw + g * p_stride + ATTN_CHUNK * c + 8);
+        }
+        AL_UNROLL
+        for (int i = 0; i < ND; i++) {
             __m256 x[2];
             ld16_256(v + i * stride, &x[0], &x[1]);
-            a[i][0] = _mm256_fmadd_ps(x[0], w[0], a[i][0]);
-            a[i][1] = _mm256_fmadd_ps(x[1], w[1], a[i][1]);
+            AL_UNROLL
+            for (int g = 0; g < NG; g++) {
+                a[g][i][0] = _mm256_fmadd_ps(x[0], w[g][0], a[g][i][0]);
+                a[g][i][1] = _mm256_fmadd_ps(x[1], w[g][1], a[g][i][1]);
+            }
         }
     }
     if (c < c1) {
         /* the last, partial chunk: lanes past n_valid keep their sums */
         const int32_t valid = n_valid - ATTN_CHUNK * c;
         const uint16_t *v = vc[c] + d0 * stride;
-        float tw[16] = {0};
-        uint16_t tv[16] = {0};
-        memcpy(tw, pw + ATTN_CHUNK * c, (size_t)valid * sizeof *tw);
-        w[0] = _mm256_loadu_ps(tw);
-        w[1] = _mm256_loadu_ps(tw + 8);
         const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
         const __m256 m[2] = {_mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(valid), iota)),
                              _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(valid - 8), iota))};
-        for (int i = 0; i < 4; i++) {
+        for (int g = 0; g < NG; g++) {
+            float tw[16] = {0};
+            memcpy(tw, pw + g * p_stride + ATTN_CHUNK * c, (size_t)valid * sizeof *tw);
+            w[g][0] = _mm256_loadu_ps(tw);
+            w[g][1] = _mm256_loadu_ps(tw + 8);
+        }
+        for (int i = 0; i < ND; i++) {
+            uint16_t tv[16] = {0};
             __m256 x[2];
             memcpy(tv, v + i * stride, (size_t)valid * sizeof *tv);
             ld16_256(tv, &x[0], &x[1]);
-            for (int h = 0; h < 2; h++)
-                a[i][h] = _mm256_blendv_ps(a[i][h], _mm256_fmadd_ps(x[h], w[h], a[i][h]), m[h]);
+            for (int g = 0; g < NG; g++)
+                for (int h = 0; h < 2; h++)
+                    a[g][i][h] = _mm256_blendv_ps(a[g][i][h], _mm256_fmadd_ps(x[h], w[g][h], a[g][i][h]), m[h]);
         }
     }
-    for (int i = 0; i < 4; i++)
-        for (int h = 0; h < 2; h++)
-            _mm256_storeu_ps(acc + (int64_t)(d0 + i) * ATTN_CHUNK + 8 * h, a[i][h]);
+    AL_UNROLL
+    for (int g = 0; g < NG; g++) {
+        AL_UNROLL
+        for (int i = 0; i < ND; i++) {
+            float *dst = acc + ((int64_t)g * hd + d0 + i) * ATTN_CHUNK;
+            _mm256_storeu_ps(dst, a[g][i][0]);
+            _mm256_storeu_ps(dst + 8, a[g][i][1]);
+        }
+    }
 }
 
+/* Two heads share each V load (two dimensions at a time: 16 registers). */
 AL_AVX2 static void pv_256(const uint16_t *const *vc, int64_t stride, const float *pw, int64_t p_stride,
                            int ng, int32_t c0, int32_t c1, int32_t step, int32_t n_valid, int hd, float *acc)
 {
-    const int d4 = hd & ~3;
-    for (int g = 0; g < ng; g++)
-        for (int d0 = 0; d0 < d4; d0 += 4)
-            pv_4_256(vc, stride, pw + g * p_stride, c0, c1, step, n_valid, d0, acc + (int64_t)g * hd * ATTN_CHUNK);
-    if (d4 < hd)
-        pv_dims_c(vc, stride, pw, p_stride, ng, c0, c1, step, n_valid, hd, d4, hd, acc);
+    int g = 0;
+    for (; g + 2 <= ng; g += 2)
+        for (int d0 = 0; d0 + 2 <= hd; d0 += 2)
+            pv_n_256(vc, stride, pw + g * p_stride, p_stride, c0, c1, step, n_valid, hd, d0,
+                     acc + (int64_t)g * hd * ATTN_CHUNK, 2, 2);
+    for (; g < ng; g++)
+        for (int d0 = 0; d0 + 4 <= hd; d0 += 4)
+            pv_n_256(vc, stride, pw + g * p_stride, p_stride, c0, c1, step, n_valid, hd, d0,
+                     acc + (int64_t)g * hd * ATTN_CHUNK, 1, 4);
+    /* the dimensions the loops above left */
+    const int d_pair = ng >= 2 ? hd & ~1 : hd, d_one = hd & ~3;
+    if (ng >= 2 && d_pair < hd)
+        pv_dims_c(vc, stride, pw, p_stride, ng & ~1, c0, c1, step, n_valid, hd, d_pair, hd, acc);
+    if (ng % 2 && d_one < hd)
+        pv_dims_c(vc, stride, pw + (ng - 1) * p_stride, p_stride, 1, c0, c1, step, n_valid, hd, d_one, hd,
+                  acc + (int64_t)(ng - 1) * hd * ATTN_CHUNK);
 }
 
 /* gx_hsum16 of 8 rows at once: t3 = lanes 8-15 + 0-7 per row, then the

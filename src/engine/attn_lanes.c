@@ -161,11 +161,7 @@ AL_AVX512 static AL_INLINE void kq_lane_512(const uint16_t *kc, int64_t stride, 
             const __m512 a3 = _mm512_fmadd_ps(k[3], _mm512_set1_ps(qg[48]), _mm512_setzero_ps());
             r[g] = _mm512_add_ps(_mm512_fmadd_ps(k[0], _mm512_set1_ps(qg[0]), a2),
                                  _mm512_fmadd_ps(k[1], _mm512_set1_ps(qg[16]), a3));
-            /* pins r[g] here: else gcc moves the loads of this
-             * straight-line code up and the adds down, and spills */
-            __asm__ volatile("" : "+v"(r[g]));
         }
-        __asm__ volatile("" ::: "memory");
         return;
     }
     AL_UNROLL
@@ -251,19 +247,15 @@ AL_AVX512 static AL_INLINE void kq_n_512(const uint16_t *kc, int64_t stride, con
         h[g] = _mm512_setzero_ps();
     }
     if (np > 0) {
-        /* (t6[0] + t6[2]) + (t6[1] + t6[3]) */
-        __m512 a[ATTN_GROUP], b[ATTN_GROUP], t6[ATTN_GROUP];
-        kq_t6_512(kc, stride, qf, hd, np, 0, NG, ONE, a);
-        kq_t6_512(kc, stride, qf, hd, np, 2, NG, ONE, t6);
+        /* (t6[0] + t6[2]) + (t6[1] + t6[3]); a rolled loop over the four
+         * t6 keeps the straight-line code (and its registers) small */
+        __m512 t6[4][ATTN_GROUP];
+#pragma GCC unroll 1
+        for (int i = 0; i < 4; i++)
+            kq_t6_512(kc, stride, qf, hd, np, i, NG, ONE, t6[i]);
         AL_UNROLL
         for (int g = 0; g < NG; g++) {
-            a[g] = _mm512_add_ps(a[g], t6[g]);
-        }
-        kq_t6_512(kc, stride, qf, hd, np, 1, NG, ONE, b);
-        kq_t6_512(kc, stride, qf, hd, np, 3, NG, ONE, t6);
-        AL_UNROLL
-        for (int g = 0; g < NG; g++) {
-            h[g] = _mm512_add_ps(a[g], _mm512_add_ps(b[g], t6[g]));
+            h[g] = _mm512_add_ps(_mm512_add_ps(t6[0][g], t6[2][g]), _mm512_add_ps(t6[1][g], t6[3][g]));
         }
     }
     if (np < hd)
@@ -463,9 +455,7 @@ AL_AVX2 static AL_INLINE void kq_lane_256(const uint16_t *kc, int64_t stride, co
             const __m256 a3 = _mm256_fmadd_ps(k[3], _mm256_set1_ps(qf[j + 48]), _mm256_setzero_ps());
             r[x] = _mm256_add_ps(_mm256_fmadd_ps(k[0], _mm256_set1_ps(qf[j]), a2),
                                  _mm256_fmadd_ps(k[1], _mm256_set1_ps(qf[j + 16]), a3));
-            __asm__ volatile("" : "+x"(r[x])); /* see kq_lane_512 */
         }
-        __asm__ volatile("" ::: "memory");
         return;
     }
     AL_UNROLL
@@ -541,18 +531,13 @@ AL_AVX2 static AL_INLINE void kq_one_256(const uint16_t *kc, int64_t stride, con
 {
     __m256 h[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     if (np > 0) {
-        __m256 a[2], b[2], t6[2];
-        kq_t6_256(kc, stride, qf, np, 0, ONE, a);
-        kq_t6_256(kc, stride, qf, np, 2, ONE, t6);
+        __m256 t6[4][2];
+#pragma GCC unroll 1
+        for (int i = 0; i < 4; i++)
+            kq_t6_256(kc, stride, qf, np, i, ONE, t6[i]);
         AL_UNROLL
         for (int x = 0; x < 2; x++) {
-            a[x] = _mm256_add_ps(a[x], t6[x]);
-        }
-        kq_t6_256(kc, stride, qf, np, 1, ONE, b);
-        kq_t6_256(kc, stride, qf, np, 3, ONE, t6);
-        AL_UNROLL
-        for (int x = 0; x < 2; x++) {
-            h[x] = _mm256_add_ps(a[x], _mm256_add_ps(b[x], t6[x]));
+            h[x] = _mm256_add_ps(_mm256_add_ps(t6[0][x], t6[2][x]), _mm256_add_ps(t6[1][x], t6[3][x]));
         }
     }
     if (np < hd)
@@ -654,6 +639,21 @@ AL_AVX2 static AL_INLINE void pv_n_256(const uint16_t *const *vc, int64_t stride
     }
 }
 
+/* One function per variant (own register allocation). */
+AL_AVX2 __attribute__((noinline)) static void pv_2x2_256(const uint16_t *const *vc, int64_t stride, const float *pw,
+                                                         int64_t p_stride, int32_t c0, int32_t c1, int32_t step,
+                                                         int32_t n_valid, int hd, int d0, float *acc)
+{
+    pv_n_256(vc, stride, pw, p_stride, c0, c1, step, n_valid, hd, d0, acc, 2, 2);
+}
+
+AL_AVX2 __attribute__((noinline)) static void pv_1x4_256(const uint16_t *const *vc, int64_t stride, const float *pw,
+                                                         int32_t c0, int32_t c1, int32_t step, int32_t n_valid, int hd,
+                                                         int d0, float *acc)
+{
+    pv_n_256(vc, stride, pw, 0, c0, c1, step, n_valid, hd, d0, acc, 1, 4);
+}
+
 /* Two heads share each V load (two dimensions at a time: 16 registers). */
 AL_AVX2 static void pv_256(const uint16_t *const *vc, int64_t stride, const float *pw, int64_t p_stride,
                            int ng, int32_t c0, int32_t c1, int32_t step, int32_t n_valid, int hd, float *acc)
@@ -661,12 +661,11 @@ AL_AVX2 static void pv_256(const uint16_t *const *vc, int64_t stride, const floa
     int g = 0;
     for (; g + 2 <= ng; g += 2)
         for (int d0 = 0; d0 + 2 <= hd; d0 += 2)
-            pv_n_256(vc, stride, pw + g * p_stride, p_stride, c0, c1, step, n_valid, hd, d0,
-                     acc + (int64_t)g * hd * ATTN_CHUNK, 2, 2);
+            pv_2x2_256(vc, stride, pw + g * p_stride, p_stride, c0, c1, step, n_valid, hd, d0,
+                       acc + (int64_t)g * hd * ATTN_CHUNK);
     for (; g < ng; g++)
         for (int d0 = 0; d0 + 4 <= hd; d0 += 4)
-            pv_n_256(vc, stride, pw + g * p_stride, p_stride, c0, c1, step, n_valid, hd, d0,
-                     acc + (int64_t)g * hd * ATTN_CHUNK, 1, 4);
+            pv_1x4_256(vc, stride, pw + g * p_stride, c0, c1, step, n_valid, hd, d0, acc + (int64_t)g * hd * ATTN_CHUNK);
     /* the dimensions the loops above left */
     const int d_pair = ng >= 2 ? hd & ~1 : hd, d_one = hd & ~3;
     if (ng >= 2 && d_pair < hd)

@@ -1,4 +1,4 @@
-/* attention.c - per-(token, head) attention in ggml's arithmetic order.
+/* attention.c - attention in ggml's arithmetic order, 16 positions at a time.
  *
  * What llama.cpp c392e509 computes without flash attention (llm_build_kqv):
  *  - kq = mul_mat(K, q): q is a permuted view, so it is first rounded to
@@ -17,263 +17,185 @@
  *    outputs are reproduced bit for bit with exactly these two orders.
  * The order is chosen per token by the caller (attn_job_t.order), never
  * from the batch, so results stay batch invariant.
+ *
+ * How: the cache stores each block transposed (kv.h), so 16 consecutive
+ * positions of one dimension are one vector, and every kernel keeps
+ * positions in SIMD lanes (attn_lanes.h). That is exact, not an
+ * approximation: for P.V both orders already give position p the lane
+ * p % 16, so the lane accumulators are literally theirs, and their final
+ * horizontal sums are done with the very same pairs of adds; for K.q each
+ * lane runs ggml_vec_dot_f16's own accumulators and reduction tree for its
+ * position. The query heads sharing a KV head are processed together (up
+ * to ATTN_GROUP), sharing the K and V loads; grouping changes no value.
+ * tests/unit/test_attention.c compares all of it bitwise with the former
+ * one-position-at-a-time implementation.
  */
 #include "engine/attention.h"
 
-#include <math.h>
 #include <string.h>
 
-#include "engine/fp16.h"
+#include "engine/attn_lanes.h"
 #include "engine/ggml_exact.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define ATTN_X86 1
-#define ATTN_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,fma,f16c")))
-#define ATTN_AVX2 __attribute__((target("avx2,fma,f16c")))
-#endif
-
-int64_t attn_scratch_floats(int32_t n_ctx, int32_t head_dim)
-{
-    /* scores, probabilities as F16, q as F16, 64 accumulators per dim,
-     * and the double leftovers (two floats each) */
-    return (int64_t)n_ctx + (n_ctx + 1) / 2 + (head_dim + 1) / 2 + 64 * (int64_t)head_dim + 2 * (int64_t)head_dim +
-           64;
-}
-
-/* acc[d] += w * v[d] over d < n. w and v[d] are F16 values, so their
- * product is exact in float and this equals a fused multiply-add. */
-static void add_row_c(float *acc, float w, const uint16_t *v, int n)
-{
-    for (int d = 0; d < n; d++)
-        acc[d] = acc[d] + w * fp16_to_fp32(v[d]);
-}
-
-#ifdef ATTN_X86
-ATTN_AVX512 static void fma_row_avx512(float *acc, float w, const uint16_t *v, int n)
-{
-    const __m512 vw = _mm512_set1_ps(w);
-    int d = 0;
-    for (; d + 16 <= n; d += 16) {
-        const __m512 vv = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(v + d)));
-        _mm512_storeu_ps(acc + d, _mm512_fmadd_ps(vv, vw, _mm512_loadu_ps(acc + d)));
-    }
-    if (d < n) {
-        const __mmask16 m = (__mmask16)((1u << (n - d)) - 1);
-        const __m512 vv = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, v + d));
-        _mm512_mask_storeu_ps(acc + d, m, _mm512_fmadd_ps(vv, vw, _mm512_maskz_loadu_ps(m, acc + d)));
-    }
-}
-
-ATTN_AVX2 static void fma_row_avx2(float *acc, float w, const uint16_t *v, int n)
-{
-    const __m256 vw = _mm256_set1_ps(w);
-    int d = 0;
-    for (; d + 8 <= n; d += 8) {
-        const __m256 vv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + d)));
-        _mm256_storeu_ps(acc + d, _mm256_fmadd_ps(vv, vw, _mm256_loadu_ps(acc + d)));
-    }
-    add_row_c(acc + d, w, v + d, n - d);
-}
-#endif
-
-/* out[d] = the 16 lane accumulators acc[l * hd + d] (l < 16) summed in
- * _mm512_reduce_add_ps's pairing (gx_hsum16), done row-wise so it
- * vectorises over d. Destroys acc. */
-static void hsum_lanes(float *acc, int hd, float *out)
-{
-    const int64_t n8 = 8 * (int64_t)hd, n4 = 4 * (int64_t)hd;
-    for (int64_t i = 0; i < n8; i++)
-        acc[i] = acc[i + n8] + acc[i];
-    for (int64_t i = 0; i < n4; i++)
-        acc[i] = acc[i + n4] + acc[i];
-    for (int d = 0; d < hd; d++) {
-        const float a = acc[d] + acc[2 * hd + d];
-        const float b = acc[hd + d] + acc[3 * hd + d];
-        out[d] = a + b;
-    }
-}
-
-/* left[d] += (double)(w * v[d]): exact products summed in double. */
-static void left_row_c(double *left, float w, const uint16_t *v, int n)
-{
-    for (int d = 0; d < n; d++)
-        left[d] += (double)(w * fp16_to_fp32(v[d]));
-}
-
-#ifdef ATTN_X86
-ATTN_AVX512 static void left_row_avx512(double *left, float w, const uint16_t *v, int n)
-{
-    const __m512 vw = _mm512_set1_ps(w);
-    int d = 0;
-    for (; d + 16 <= n; d += 16) {
-        const __m512 pr = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(v + d))), vw);
-        const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(pr));
-        const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(pr), 1)));
-        _mm512_storeu_pd(left + d, _mm512_add_pd(_mm512_loadu_pd(left + d), lo));
-        _mm512_storeu_pd(left + d + 8, _mm512_add_pd(_mm512_loadu_pd(left + d + 8), hi));
-    }
-    left_row_c(left + d, w, v + d, n - d);
-}
-
-ATTN_AVX2 static void left_row_avx2(double *left, float w, const uint16_t *v, int n)
-{
-    const __m256 vw = _mm256_set1_ps(w);
-    int d = 0;
-    for (; d + 8 <= n; d += 8) {
-        const __m256 pr = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + d))), vw);
-        _mm256_storeu_pd(left + d, _mm256_add_pd(_mm256_loadu_pd(left + d), _mm256_cvtps_pd(_mm256_castps256_ps128(pr))));
-        _mm256_storeu_pd(left + d + 4,
-                         _mm256_add_pd(_mm256_loadu_pd(left + d + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(pr, 1))));
-    }
-    left_row_c(left + d, w, v + d, n - d);
-}
-#endif
-
-/* The V rows one (token, head) pair reads: block by block through the
- * sequence's block table, so the block lookup happens once per block, not
- * once per position. */
+/* Per-thread scratch, carved from job->scratch (see attn_scratch_floats). */
 typedef struct {
-    const attn_job_t *job;
-    const int32_t *blocks;
-    int32_t kvh;
-    const uint16_t *p16;  /* the probabilities, rounded to F16 */
-    int lv;               /* GX_LEVEL_* */
-} v_rows_t;
+    float *qf;             /* [ATTN_GROUP][hd]: q rounded to F16, as float */
+    float *scores;         /* [ATTN_GROUP][n16]: then the probabilities,
+                              rounded to F16 (zero past n_kv) */
+    const uint16_t **kc;   /* [n16 / 16]: the chunks of the KV head */
+    const uint16_t **vc;
+    float *acc;            /* [4][ATTN_GROUP][hd][16] lane accumulators */
+    float *prod;           /* [hd][16] */
+    double *left;          /* [hd] */
+} attn_scr_t;
 
-/* Calls row(ctx, p, v) for positions p in [from, to) in order, v being the
- * F16 V row of position p for this KV head. */
-#define V_FOR_ROWS(vr, from, to, BODY)                                                                        \
-    do {                                                                                                      \
-        const int32_t bt_ = kv_block_tokens((vr)->job->kv);                                                    \
-        for (int32_t p = (from); p < (to);) {                                                                 \
-            const int32_t b_ = p / bt_, end_ = (to) < (b_ + 1) * bt_ ? (to) : (b_ + 1) * bt_;                  \
-            const uint16_t *vb_ = kv_block_v((vr)->job->kv, (vr)->blocks[b_], (vr)->job->layer) +             \
-                                  (int64_t)(vr)->kvh * (vr)->job->head_dim;                                   \
-            for (; p < end_; p++) {                                                                           \
-                const uint16_t *v = vb_ + (int64_t)(p - b_ * bt_) * (vr)->job->kv_dim;                         \
-                const float w = fp16_to_fp32((vr)->p16[p]);                                                   \
-                BODY;                                                                                         \
-            }                                                                                                 \
-        }                                                                                                     \
-    } while (0)
+static int64_t round16(int64_t n) { return (n + 15) & ~(int64_t)15; }
 
-/* acc[(p % lanes) * hd + d] += w_p * V[p][d] for p in [from, to), one FMA
- * per position and lane in position order (tinyBLAS's and
- * ggml_vec_dot_f16's order). */
-static void v_accumulate(const v_rows_t *vr, int32_t from, int32_t to, int lanes, float *acc)
+/* Lays the scratch out (each part 64-byte aligned relative to base) and
+ * returns its size in bytes; base NULL only measures. */
+static size_t scratch_layout(void *base, int32_t n_ctx, int32_t hd, attn_scr_t *s)
 {
-    const int32_t hd = vr->job->head_dim;
-    V_FOR_ROWS(vr, from, to, {
-        float *a = acc + (int64_t)(p % lanes) * hd;
-#ifdef ATTN_X86
-        if (vr->lv == GX_LEVEL_AVX512)
-            fma_row_avx512(a, w, v, hd);
-        else if (vr->lv == GX_LEVEL_AVX2)
-            fma_row_avx2(a, w, v, hd);
-        else
-#endif
-            add_row_c(a, w, v, hd);
-    });
+    const int64_t n16 = round16(n_ctx > 0 ? n_ctx : 1), h16 = round16(hd);
+    const size_t sizes[7] = {
+        (size_t)(ATTN_GROUP * h16) * sizeof(float),
+        (size_t)(ATTN_GROUP * n16) * sizeof(float),
+        (size_t)(n16 / 16) * sizeof(void *),                 (size_t)(n16 / 16) * sizeof(void *),
+        (size_t)(4 * ATTN_GROUP * h16 * 16) * sizeof(float), (size_t)(h16 * 16) * sizeof(float),
+        (size_t)h16 * sizeof(double),
+    };
+    void *parts[7];
+    size_t off = 0;
+    for (int i = 0; i < 7; i++) {
+        parts[i] = base ? (char *)base + off : NULL;
+        off += (sizes[i] + 63) & ~(size_t)63;
+    }
+    if (s)
+        *s = (attn_scr_t){parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6]};
+    return off;
 }
 
-/* left[d] += (double)(w_p * V[p][d]) for p in [from, to) (ggml's double
- * leftovers). */
-static void v_accumulate_double(const v_rows_t *vr, int32_t from, int32_t to, double *left)
+int64_t attn_scratch_floats(int32_t n_ctx, int32_t head_dim, int32_t n_rep)
 {
-    const int32_t hd = vr->job->head_dim;
-    V_FOR_ROWS(vr, from, to, {
-#ifdef ATTN_X86
-        if (vr->lv == GX_LEVEL_AVX512)
-            left_row_avx512(left, w, v, hd);
-        else if (vr->lv == GX_LEVEL_AVX2)
-            left_row_avx2(left, w, v, hd);
-        else
-#endif
-            left_row_c(left, w, v, hd);
-    });
+    (void)n_rep; /* groups are at most ATTN_GROUP heads whatever n_rep is */
+    return round16((int64_t)(scratch_layout(NULL, n_ctx, head_dim, NULL) / sizeof(float)));
 }
 
-static void attn_one(const attn_job_t *job, int32_t t, int32_t h, float *scratch)
+/* One work item: token t, KV head kvh, query heads h0 .. h0 + ng - 1. */
+typedef struct {
+    int32_t t, kvh, h0, ng, n_kv, nch;
+} attn_item_t;
+
+static float *head_out(const attn_job_t *job, const attn_item_t *it, int g)
 {
-    const int32_t hd = job->head_dim;
-    const int32_t kvh = h / (job->n_head / job->n_head_kv);
-    const int32_t n_kv = job->n_kv[t];
-    const bool tiny = job->order && job->order[t] == ATTN_ORDER_TINY;
-    float *scores = scratch;
-    uint16_t *p16 = (uint16_t *)(scores + job->n_ctx);
-    uint16_t *q16 = (uint16_t *)(scores + job->n_ctx + (job->n_ctx + 1) / 2);
-    float *acc = scores + job->n_ctx + (job->n_ctx + 1) / 2 + (hd + 1) / 2; /* [64][hd] */
-    double *left = (double *)(void *)(acc + 64 * (int64_t)hd + 1);
-    left = (double *)(void *)(((uintptr_t)left + 7) & ~(uintptr_t)7);
+    return job->out + ((int64_t)it->t * job->n_head + it->h0 + g) * job->head_dim;
+}
 
-    const float *q = job->q + ((int64_t)t * job->n_head + h) * hd;
-    fp16_row_from_fp32(q, q16, hd);
-    /* rows are contiguous within a block: one strided dot run per block
-     * (every score is computed on its own, so the split changes no bit) */
-    const int32_t bt = kv_block_tokens(job->kv);
-    const int32_t *blocks = job->blocks[t];
-    for (int32_t p0 = 0; p0 < n_kv; p0 += bt) {
-        const int32_t cnt = n_kv - p0 < bt ? n_kv - p0 : bt;
-        const uint16_t *kb = kv_block_k(job->kv, blocks[p0 / bt], job->layer) + (int64_t)kvh * hd;
-        gx_dot_f16_rows(kb, job->kv_dim, cnt, q16, hd, job->scale, scores + p0);
+/* Scores of the group's heads, softmax, and the probabilities rounded to
+ * F16 (zero past n_kv up to the chunk end). */
+static void attn_scores(const attn_job_t *job, const attn_lanes_t *L, const attn_item_t *it, const attn_scr_t *s,
+                        int64_t n16)
+{
+    const int32_t hd = job->head_dim, bt = kv_block_tokens(job->kv);
+    for (int g = 0; g < it->ng; g++) {
+        const float *q = job->q + ((int64_t)it->t * job->n_head + it->h0 + g) * hd;
+        L->round16(q, hd, s->qf + (int64_t)g * hd);
     }
-    gx_softmax_row(scores, n_kv);
-
-    float *out = job->out + ((int64_t)t * job->n_head + h) * hd;
-#ifdef ATTN_X86
-    const int lv = gx_level();
-#else
-    const int lv = 0;
-#endif
-    fp16_row_from_fp32(scores, p16, n_kv);
-    const v_rows_t vr = {job, blocks, kvh, p16, lv};
-    if (tiny) {
-        /* tinyBLAS: lane p % 16 accumulates position p, one FMA each */
-        memset(acc, 0, (size_t)16 * (size_t)hd * sizeof(float));
-        v_accumulate(&vr, 0, n_kv, 16, acc);
-        hsum_lanes(acc, hd, out);
-        return;
+    for (int32_t c = 0; c < it->nch; c++)
+        L->kq(s->kc[c], bt, s->qf, it->ng, hd, job->scale, s->scores + (int64_t)c * ATTN_CHUNK, n16);
+    for (int g = 0; g < it->ng; g++) {
+        float *sc = s->scores + g * n16;
+        gx_softmax_row(sc, it->n_kv);
+        L->round16(sc, it->n_kv, sc);
+        memset(sc + it->n_kv, 0, (size_t)((int64_t)it->nch * ATTN_CHUNK - it->n_kv) * sizeof *sc);
     }
+}
 
-    /* ggml_vec_dot_f16 over n_kv rounded up to 32: positions below a
-     * multiple of 64 go to accumulator (p / 16) % 4, lane p % 16 (the
-     * products of two F16 values are exact, so FMA or not is the same),
-     * the rest is summed in double */
+/* ggml_vec_dot_f16 over the positions: those below np (a multiple of 64,
+ * or all of them) in four accumulators, chunk c going to accumulator c % 4,
+ * reduced (0 + 2) + (1 + 3) and over the lanes; the rest added in double
+ * in position order. */
+static void attn_pv_vec(const attn_job_t *job, const attn_lanes_t *L, const attn_item_t *it, const attn_scr_t *s,
+                        int64_t n16)
+{
+    const int32_t hd = job->head_dim, bt = kv_block_tokens(job->kv), n_kv = it->n_kv;
     int64_t n_pad = ((int64_t)n_kv + 31) & ~(int64_t)31;
     if (n_pad < 32)
         n_pad = 32;
     const int32_t np = (int32_t)(n_pad & ~(int64_t)63) < n_kv ? (int32_t)(n_pad & ~(int64_t)63) : n_kv;
+    const int64_t set = (int64_t)it->ng * hd * ATTN_CHUNK;
     if (np > 0) {
-        memset(acc, 0, (size_t)64 * (size_t)hd * sizeof(float));
-        v_accumulate(&vr, 0, np, 64, acc);
-        /* GGML_F32x16_REDUCE: x0 + x2, x1 + x3, then x0 + x1 */
-        const int64_t n16 = 16 * (int64_t)hd;
-        for (int64_t i = 0; i < n16; i++) {
-            acc[i] = acc[i] + acc[i + 2 * n16];
-            acc[i + n16] = acc[i + n16] + acc[i + 3 * n16];
-        }
-        for (int64_t i = 0; i < n16; i++)
-            acc[i] = acc[i] + acc[i + n16];
-        hsum_lanes(acc, hd, out);
-        for (int d = 0; d < hd; d++)
-            left[d] = (double)out[d];
-    } else {
-        for (int d = 0; d < hd; d++)
-            left[d] = 0.0;
+        const int32_t c1 = (np + ATTN_CHUNK - 1) / ATTN_CHUNK;
+        for (int j = 0; j < 4; j++)
+            L->pv(s->vc, bt, s->scores, n16, it->ng, j, c1, 4, np, hd, s->acc + j * set);
+        L->reduce4(s->acc, set);
     }
-    v_accumulate_double(&vr, np, n_kv, left);
-    for (int d = 0; d < hd; d++)
-        out[d] = (float)left[d];
+    for (int g = 0; g < it->ng; g++) {
+        float *out = head_out(job, it, g);
+        if (np > 0) {
+            L->hsum(s->acc + (int64_t)g * hd * ATTN_CHUNK, hd, out);
+            for (int d = 0; d < hd; d++)
+                s->left[d] = (double)out[d];
+        } else {
+            for (int d = 0; d < hd; d++)
+                s->left[d] = 0.0;
+        }
+        if (np == n_kv)
+            continue;
+        for (int32_t c = np / ATTN_CHUNK; c < it->nch; c++) {
+            L->prod(s->vc[c], bt, s->scores + g * n16 + (int64_t)c * ATTN_CHUNK, hd, s->prod);
+            const int32_t valid = n_kv - c * ATTN_CHUNK < ATTN_CHUNK ? n_kv - c * ATTN_CHUNK : ATTN_CHUNK;
+            for (int d = 0; d < hd; d++) {
+                double x = s->left[d];
+                for (int32_t l = 0; l < valid; l++)
+                    x += (double)s->prod[d * ATTN_CHUNK + l];
+                s->left[d] = x;
+            }
+        }
+        for (int d = 0; d < hd; d++)
+            out[d] = (float)s->left[d];
+    }
+}
+
+static void attn_item(const attn_job_t *job, const attn_lanes_t *L, attn_item_t *it, const attn_scr_t *s)
+{
+    const int32_t hd = job->head_dim, bt = kv_block_tokens(job->kv);
+    const int64_t n16 = round16(job->n_ctx);
+    it->n_kv = job->n_kv[it->t];
+    it->nch = (it->n_kv + ATTN_CHUNK - 1) / ATTN_CHUNK;
+    const int32_t *blocks = job->blocks[it->t];
+    const int64_t head_off = (int64_t)it->kvh * hd * bt;
+    for (int32_t c = 0; c < it->nch; c++) {
+        const int32_t p = c * ATTN_CHUNK, b = blocks[p / bt];
+        s->kc[c] = kv_block_k(job->kv, b, job->layer) + head_off + p % bt;
+        s->vc[c] = kv_block_v(job->kv, b, job->layer) + head_off + p % bt;
+    }
+    attn_scores(job, L, it, s, n16);
+    if (job->order && job->order[it->t] == ATTN_ORDER_TINY) {
+        /* tinyBLAS: lane p % 16 accumulates position p, one FMA each */
+        L->pv(s->vc, bt, s->scores, n16, it->ng, 0, it->nch, 1, it->n_kv, hd, s->acc);
+        for (int g = 0; g < it->ng; g++)
+            L->hsum(s->acc + (int64_t)g * hd * ATTN_CHUNK, hd, head_out(job, it, g));
+        return;
+    }
+    attn_pv_vec(job, L, it, s, n16);
 }
 
 static void attn_worker(void *arg, int ith, int nth)
 {
     const attn_job_t *job = arg;
-    float *scratch = job->scratch + (int64_t)ith * job->scratch_stride;
-    const int32_t total = job->n_tok * job->n_head;
-    for (int32_t i = ith; i < total; i += nth)
-        attn_one(job, i / job->n_head, i % job->n_head, scratch);
+    attn_scr_t s;
+    scratch_layout(job->scratch + (int64_t)ith * job->scratch_stride, job->n_ctx, job->head_dim, &s);
+    const attn_lanes_t *L = attn_lanes(gx_level());
+    const int32_t n_rep = job->n_head / job->n_head_kv;
+    const int32_t n_grp = (n_rep + ATTN_GROUP - 1) / ATTN_GROUP;
+    const int32_t per_tok = job->n_head_kv * n_grp;
+    const int32_t total = job->n_tok * per_tok;
+    for (int32_t i = ith; i < total; i += nth) {
+        const int32_t kvh = i % per_tok / n_grp, grp = i % n_grp;
+        attn_item_t it = {.t = i / per_tok, .kvh = kvh, .h0 = kvh * n_rep + grp * ATTN_GROUP};
+        it.ng = n_rep - grp * ATTN_GROUP < ATTN_GROUP ? n_rep - grp * ATTN_GROUP : ATTN_GROUP;
+        attn_item(job, L, &it, &s);
+    }
 }
 
 void attn_run(tpool_t *pool, const attn_job_t *job)

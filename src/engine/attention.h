@@ -7,10 +7,14 @@
  * probabilities before they meet V. ATTN_ORDER_VEC sums p * V as
  * ggml_vec_dot_f16 does (ggml's order for a single token), ATTN_ORDER_TINY
  * as llamafile's tinyBLAS (one 16-lane accumulator; ggml's order for
- * batches of >= 2 tokens). Grouped-query
- * attention: head h reads KV head h / (n_head / n_head_kv). Work is split
- * over (token, head) pairs, and each pair's arithmetic depends only on the
- * pair and its order, never on the rest of the batch.
+ * batches of >= 2 tokens). Grouped-query attention: head h reads KV head
+ * h / (n_head / n_head_kv). Work is split over (token, group of heads)
+ * items, and each head's arithmetic depends only on its token, its head
+ * and its order, never on the rest of the batch or on how heads are
+ * grouped.
+ *
+ * The cache's block_tokens must be a multiple of ATTN_CHUNK (positions are
+ * processed 16 at a time, see attn_lanes.h).
  */
 #ifndef LF_ATTENTION_H
 #define LF_ATTENTION_H
@@ -21,10 +25,10 @@
 #include "engine/tpool.h"
 
 enum { ATTN_ORDER_VEC = 0, ATTN_ORDER_TINY = 1 };
+enum { ATTN_CHUNK = 16 };
 
 typedef struct {
     int32_t n_tok, n_head, n_head_kv, head_dim;
-    int64_t kv_dim;              /* n_head_kv * head_dim: stride of cache rows */
     const float *q;              /* [n_tok][n_head * head_dim], rope applied */
     float *out;                  /* [n_tok][n_head * head_dim] */
     const kv_cache_t *kv;        /* the paged cache and the layer to read */
@@ -35,11 +39,12 @@ typedef struct {
     const uint8_t *order;        /* [n_tok] ATTN_ORDER_*, NULL: all VEC */
     int32_t n_ctx;               /* largest n_kv; sizes the scratch */
     float *scratch;              /* per thread: scratch_stride floats */
-    int64_t scratch_stride;      /* >= attn_scratch_floats(n_ctx, head_dim) */
+    int64_t scratch_stride;      /* >= attn_scratch_floats(n_ctx, head_dim, n_rep) */
 } attn_job_t;
 
-/* Floats of scratch needed per thread for contexts up to n_ctx. */
-int64_t attn_scratch_floats(int32_t n_ctx, int32_t head_dim);
+/* Floats of scratch needed per thread for contexts up to n_ctx, n_rep =
+ * n_head / n_head_kv query heads per KV head. */
+int64_t attn_scratch_floats(int32_t n_ctx, int32_t head_dim, int32_t n_rep);
 
 void attn_run(tpool_t *pool, const attn_job_t *job);
 

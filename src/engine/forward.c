@@ -42,6 +42,7 @@ struct fwd {
     float *xn;               /* [B][max(n_embd, n_head*head_dim)] normed input */
     float *q;                /* [B][n_head*head_dim] */
     float *k, *v;            /* [B][kv_dim] */
+    uint16_t *kv16;          /* [2][kv_dim]: one position's K and V as F16 */
     float *att;              /* [B][n_head*head_dim] attention output */
     float *ff_a, *ff_b;      /* [B][n_ff] */
     void *act;               /* quantized activations, act_bytes */
@@ -107,6 +108,11 @@ fwd_t *fwd_create(const model_t *m, const fwd_opts_t *opts, lf_err_t *err)
         .n_seq = f->n_seq,
         .max_seq_len = f->n_ctx,
     };
+    if (ko.block_tokens % ATTN_CHUNK != 0) {
+        lf_err_set(err, LF_ERR_INVALID, "KV block of %d positions: must be a multiple of %d", ko.block_tokens,
+                   ATTN_CHUNK);
+        goto fail;
+    }
     ko.n_blocks = opts && opts->kv_blocks > 0 ? opts->kv_blocks
                                               : f->n_seq * ((f->n_ctx + ko.block_tokens - 1) / ko.block_tokens);
     if (!(f->kv = kv_create(&ko, err)))
@@ -116,6 +122,7 @@ fwd_t *fwd_create(const model_t *m, const fwd_opts_t *opts, lf_err_t *err)
     f->q = malloc((size_t)(B * qdim) * sizeof(float));
     f->k = malloc((size_t)(B * f->kv_dim) * sizeof(float));
     f->v = malloc((size_t)(B * f->kv_dim) * sizeof(float));
+    f->kv16 = malloc((size_t)(2 * f->kv_dim) * sizeof(uint16_t));
     f->att = malloc((size_t)(B * qdim) * sizeof(float));
     f->ff_a = malloc((size_t)(B * hp->n_ff) * sizeof(float));
     f->ff_b = malloc((size_t)(B * hp->n_ff) * sizeof(float));
@@ -124,11 +131,11 @@ fwd_t *fwd_create(const model_t *m, const fwd_opts_t *opts, lf_err_t *err)
     f->blocks = malloc((size_t)B * sizeof *f->blocks);
     f->n_kv = malloc((size_t)B * sizeof *f->n_kv);
     f->order = malloc((size_t)B);
-    f->attn_stride = attn_scratch_floats(f->n_ctx, hp->head_dim);
+    f->attn_stride = attn_scratch_floats(f->n_ctx, hp->head_dim, hp->n_head / hp->n_head_kv);
     f->attn_scratch = malloc((size_t)(f->attn_stride * tpool_size(f->pool)) * sizeof(float));
     f->act_bytes = max_act_bytes(f->w, hp->n_layer, B);
     f->act = malloc(f->act_bytes ? f->act_bytes : 1);
-    if (!f->x || !f->xn || !f->q || !f->k || !f->v || !f->att ||
+    if (!f->x || !f->xn || !f->q || !f->k || !f->v || !f->kv16 || !f->att ||
         !f->ff_a || !f->ff_b || !f->out_rows || !f->act || !f->prefill || !f->blocks || !f->n_kv ||
         !f->order || !f->attn_scratch) {
         lf_err_set(err, LF_ERR_NOMEM, "out of memory for the batch buffers (%d tokens)", f->max_batch);
@@ -151,6 +158,7 @@ void fwd_free(fwd_t *f)
     free(f->q);
     free(f->k);
     free(f->v);
+    free(f->kv16);
     free(f->att);
     free(f->ff_a);
     free(f->ff_b);
@@ -311,7 +319,6 @@ static void attention_layer(fwd_t *f, int layer, const fwd_tok_t *toks, int32_t 
         .n_head = hp->n_head,
         .n_head_kv = hp->n_head_kv,
         .head_dim = hp->head_dim,
-        .kv_dim = f->kv_dim,
         .q = f->q,
         .out = f->att,
         .kv = f->kv,
@@ -357,8 +364,9 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
         for (int32_t i = 0; i < n; i++) {
             rope(hp, w->rope_freqs, f->q + i * QD, hp->n_head, toks[i].pos);
             rope(hp, w->rope_freqs, f->k + i * KVD, hp->n_head_kv, toks[i].pos);
-            fp16_row_from_fp32(f->k + i * KVD, kv_k_row(f->kv, l, toks[i].seq, toks[i].pos), KVD);
-            fp16_row_from_fp32(f->v + i * KVD, kv_v_row(f->kv, l, toks[i].seq, toks[i].pos), KVD);
+            fp16_row_from_fp32(f->k + i * KVD, f->kv16, KVD);
+            fp16_row_from_fp32(f->v + i * KVD, f->kv16 + KVD, KVD);
+            kv_store(f->kv, l, toks[i].seq, toks[i].pos, f->kv16, f->kv16 + KVD);
         }
         attention_layer(f, l, toks, n);
         linear(f, &L->wo, NULL, f->att, n, f->order, f->xn);

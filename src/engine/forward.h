@@ -48,7 +48,7 @@ typedef struct {
     int32_t n_threads; /* <= 0: number of cores */
     int32_t kv_blocks; /* KV budget in blocks (<= 0: room for every sequence
                           at full context, n_seq * n_ctx positions) */
-    int32_t kv_block_tokens; /* positions per block (<= 0: 16) */
+    int32_t kv_block_tokens; /* positions per block, a multiple of 16 (<= 0: 16) */
 } fwd_opts_t;
 
 typedef struct fwd fwd_t;

@@ -179,6 +179,33 @@ static void silu_row_c(float *y, const float *x, int64_t n)
         y[i] = x[i] / (1.0f + expf(-x[i]));
 }
 
+/* The largest s[i] as ggml's scalar loop finds it (NaNs skipped). */
+static float max_row_c(const float *s, int64_t n)
+{
+    float max = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        max = s[i] > max ? s[i] : max;
+    return max;
+}
+
+static void softmax_row_c(float *s, int64_t n)
+{
+    const float max = max_row_c(s, n);
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i += 16) {
+        float in[16], e[16];
+        const int64_t m = n - i < 16 ? n - i : 16;
+        for (int64_t l = 0; l < 16; l++)
+            in[l] = l < m ? s[i + l] - max : -INFINITY;
+        expf16_c(in, e);
+        memcpy(s + i, e, (size_t)m * sizeof(float));
+        sum += (double)gx_hsum16(e);
+    }
+    const float inv = (float)(1.0 / sum);
+    for (int64_t i = 0; i < n; i++)
+        s[i] *= inv;
+}
+
 /* ---- AVX-512 versions ---------------------------------------------------- */
 
 #ifdef GX_X86
@@ -375,6 +402,39 @@ GX_AVX512 static void silu_row_avx512(float *y, const float *x, int64_t n)
         y[i] = x[i] / (1.0f + expf(-x[i]));
 }
 
+/* gx_softmax_row on 16 lanes. The maximum is the scalar loop's value
+ * (vmaxps(x, m) is x > m ? x : m, NaNs skipped) up to the sign of a zero
+ * maximum, which changes no result: x - (+0) and x - (-0) differ only for
+ * x = -0, and ggml_v_expf(+-0) = 1. */
+GX_AVX512 static void softmax_row_avx512(float *s, int64_t n)
+{
+    __m512 mv = _mm512_set1_ps(-INFINITY);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        mv = _mm512_max_ps(_mm512_loadu_ps(s + i), mv);
+    if (i < n) {
+        const __mmask16 k = (__mmask16)((1u << (n - i)) - 1);
+        mv = _mm512_mask_max_ps(mv, k, _mm512_maskz_loadu_ps(k, s + i), mv);
+    }
+    const float max = _mm512_reduce_max_ps(mv);
+    const __m512 vmax = _mm512_set1_ps(max);
+    double sum = 0.0;
+    for (i = 0; i < n; i += 16) {
+        const __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        const __m512 in = _mm512_mask_sub_ps(_mm512_set1_ps(-INFINITY), k, _mm512_maskz_loadu_ps(k, s + i), vmax);
+        const __m512 e = expf_avx512(in);
+        _mm512_mask_storeu_ps(s + i, k, e);
+        sum += (double)hsum512(e);
+    }
+    const __m512 inv = _mm512_set1_ps((float)(1.0 / sum));
+    for (i = 0; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(s + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), inv));
+    if (i < n) {
+        const __mmask16 k = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(s + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, s + i), inv));
+    }
+}
+
 /* ---- AVX2 versions: 16 lanes as two 8-lane halves, same operations ----- */
 
 GX_AVX2 static inline float hsum256x2(__m256 lo, __m256 hi)
@@ -525,6 +585,51 @@ GX_AVX2 static void silu_row_avx2(float *y, const float *x, int64_t n)
     for (; i < n; i++)
         y[i] = x[i] / (1.0f + expf(-x[i]));
 }
+
+/* softmax_row_avx512 on two 8-lane halves. */
+GX_AVX2 static void softmax_row_avx2(float *s, int64_t n)
+{
+    __m256 mv = _mm256_set1_ps(-INFINITY);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        mv = _mm256_max_ps(_mm256_loadu_ps(s + i), mv);
+    float mx[8];
+    _mm256_storeu_ps(mx, mv);
+    float max = max_row_c(mx, 8);
+    for (; i < n; i++)
+        max = s[i] > max ? s[i] : max;
+    const __m256 vmax = _mm256_set1_ps(max);
+    double sum = 0.0;
+    for (i = 0; i < n; i += 16) {
+        const int64_t m = n - i < 16 ? n - i : 16;
+        __m256 e[2];
+        if (m == 16) {
+            for (int h = 0; h < 2; h++)
+                e[h] = expf_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + i + 8 * h), vmax));
+        } else {
+            float in[16];
+            for (int64_t l = 0; l < 16; l++)
+                in[l] = l < m ? s[i + l] - max : -INFINITY;
+            for (int h = 0; h < 2; h++)
+                e[h] = expf_avx2(_mm256_loadu_ps(in + 8 * h));
+        }
+        if (m == 16) {
+            _mm256_storeu_ps(s + i, e[0]);
+            _mm256_storeu_ps(s + i + 8, e[1]);
+        } else {
+            float t[16];
+            _mm256_storeu_ps(t, e[0]);
+            _mm256_storeu_ps(t + 8, e[1]);
+            memcpy(s + i, t, (size_t)m * sizeof(float));
+        }
+        sum += (double)hsum256x2(e[0], e[1]);
+    }
+    const __m256 inv = _mm256_set1_ps((float)(1.0 / sum));
+    for (i = 0; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(s + i, _mm256_mul_ps(_mm256_loadu_ps(s + i), inv));
+    for (; i < n; i++)
+        s[i] *= (float)(1.0 / sum);
+}
 #endif
 
 /* ---- dispatch ------------------------------------------------------------ */
@@ -602,22 +707,8 @@ void gx_silu_row(float *y, const float *x, int64_t n)
 
 void gx_softmax_row(float *s, int64_t n)
 {
-    float max = -INFINITY;
-    for (int64_t i = 0; i < n; i++)
-        max = s[i] > max ? s[i] : max;
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; i += 16) {
-        float in[16], e[16];
-        const int64_t m = n - i < 16 ? n - i : 16;
-        for (int64_t l = 0; l < 16; l++)
-            in[l] = l < m ? s[i + l] - max : -INFINITY;
-        gx_expf16(in, e);
-        memcpy(s + i, e, (size_t)m * sizeof(float));
-        sum += (double)gx_hsum16(e);
-    }
-    const float inv = (float)(1.0 / sum);
-    for (int64_t i = 0; i < n; i++)
-        s[i] *= inv;
+    GX_PICK(softmax_row, s, n);
+    softmax_row_c(s, n);
 }
 
 /* ---- matrix product ------------------------------------------------------ */

@@ -61,8 +61,9 @@ kv_cache_t *kv_create(const kv_opts_t *o, lf_err_t *err)
     kv->max_seq_blocks = (o->max_seq_len + o->block_tokens - 1) / o->block_tokens;
     kv->block_elems = (size_t)o->n_layer * (size_t)o->block_tokens * (size_t)o->kv_dim;
     size_t n = (size_t)o->n_blocks;
-    kv->k = malloc(n * kv->block_elems * sizeof(uint16_t));
-    kv->v = malloc(n * kv->block_elems * sizeof(uint16_t));
+    /* zeroed so that no read of a not yet written column is undefined */
+    kv->k = calloc(n * kv->block_elems, sizeof(uint16_t));
+    kv->v = calloc(n * kv->block_elems, sizeof(uint16_t));
     kv->blocks = calloc(n, sizeof *kv->blocks);
     kv->tokens = malloc(n * (size_t)o->block_tokens * sizeof(int32_t));
     uint32_t nb = 16;
@@ -315,28 +316,42 @@ void kv_seq_commit(kv_cache_t *kv, int32_t seq, const int32_t *tokens, int32_t l
         s->committed = full;
 }
 
-uint16_t *kv_block_k(const kv_cache_t *kv, int32_t block, int32_t layer)
+static size_t layer_offset(const kv_cache_t *kv, int32_t block, int32_t layer)
 {
-    return kv->k + (size_t)block * kv->block_elems +
-           (size_t)layer * (size_t)kv->o.block_tokens * (size_t)kv->o.kv_dim;
+    return (size_t)block * kv->block_elems + (size_t)layer * (size_t)kv->o.block_tokens * (size_t)kv->o.kv_dim;
 }
 
-uint16_t *kv_block_v(const kv_cache_t *kv, int32_t block, int32_t layer)
+const uint16_t *kv_block_k(const kv_cache_t *kv, int32_t block, int32_t layer)
 {
-    return kv->v + (size_t)block * kv->block_elems +
-           (size_t)layer * (size_t)kv->o.block_tokens * (size_t)kv->o.kv_dim;
+    return kv->k + layer_offset(kv, block, layer);
 }
 
-uint16_t *kv_k_row(const kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos)
+const uint16_t *kv_block_v(const kv_cache_t *kv, int32_t block, int32_t layer)
+{
+    return kv->v + layer_offset(kv, block, layer);
+}
+
+void kv_store(kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos, const uint16_t *k, const uint16_t *v)
 {
     const int32_t B = kv->o.block_tokens;
-    return kv_block_k(kv, kv->seqs[seq].blocks[pos / B], layer) + (size_t)(pos % B) * (size_t)kv->o.kv_dim;
+    const size_t off = layer_offset(kv, kv->seqs[seq].blocks[pos / B], layer) + (size_t)(pos % B);
+    uint16_t *kd = kv->k + off, *vd = kv->v + off;
+    for (int64_t c = 0; c < kv->o.kv_dim; c++) {
+        kd[(size_t)c * (size_t)B] = k[c];
+        vd[(size_t)c * (size_t)B] = v[c];
+    }
 }
 
-uint16_t *kv_v_row(const kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos)
+void kv_load(const kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos, uint16_t *k, uint16_t *v)
 {
     const int32_t B = kv->o.block_tokens;
-    return kv_block_v(kv, kv->seqs[seq].blocks[pos / B], layer) + (size_t)(pos % B) * (size_t)kv->o.kv_dim;
+    const size_t off = layer_offset(kv, kv->seqs[seq].blocks[pos / B], layer) + (size_t)(pos % B);
+    for (int64_t c = 0; c < kv->o.kv_dim; c++) {
+        if (k)
+            k[c] = kv->k[off + (size_t)c * (size_t)B];
+        if (v)
+            v[c] = kv->v[off + (size_t)c * (size_t)B];
+    }
 }
 
 const int32_t *kv_seq_blocks(const kv_cache_t *kv, int32_t seq)

@@ -2,9 +2,21 @@
  *
  * The cache is one budget of fixed-size blocks (block_tokens positions of
  * every layer's K and V, F16). Each sequence has a block table: position p
- * of sequence s lives in block table[s][p / block_tokens] at row
+ * of sequence s lives in block table[s][p / block_tokens] at column
  * p % block_tokens. Sequences of any length share the budget; a sequence
  * takes blocks as it grows and gives them back when released.
+ *
+ * Layout: a block holds, for each layer, K and V TRANSPOSED: element c
+ * (0 <= c < kv_dim, i.e. KV head c / head_dim, dimension c % head_dim) of
+ * the position in column r is at [c * block_tokens + r]. So one KV head's
+ * part of a block is a contiguous [head_dim][block_tokens] matrix whose
+ * rows are the positions of one dimension: attention (attention.c) loads
+ * 16 consecutive positions of one dimension as one vector, which is what
+ * lets it keep positions in SIMD lanes. The layout changes no value:
+ * attention performs the same per-position arithmetic as over rows (see
+ * attention.c). Positions are written one at a time with kv_store (a
+ * scatter) and read back with kv_load (a gather); the memory starts zeroed,
+ * so columns not yet written read as zeros.
  *
  * Prefix caching: once a block is full, its contents are a pure function of
  * the tokens that led to it (the chain of blocks before it and its own
@@ -17,7 +29,7 @@
  * its contents in an LRU list while it is registered, and is reused (its
  * registration dropped) only when no never-used block is left.
  *
- * Not thread-safe: owned by the scheduler thread (reads of rows by the
+ * Not thread-safe: owned by the scheduler thread (reads of blocks by the
  * compute threads happen inside a step, while nothing changes the tables).
  */
 #ifndef LF_KV_H
@@ -79,14 +91,17 @@ int32_t kv_seq_attach_prefix(kv_cache_t *kv, int32_t seq, const int32_t *tokens,
  * the tokens at its positions (len = kv_seq_len). */
 void kv_seq_commit(kv_cache_t *kv, int32_t seq, const int32_t *tokens, int32_t len);
 
-/* Row of layer `layer` for position pos of seq (pos < reserved length). */
-uint16_t *kv_k_row(const kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos);
-uint16_t *kv_v_row(const kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos);
+/* Stores position pos of seq for layer `layer` (pos < reserved length):
+ * k and v are its kv_dim F16 values, scattered into the block's columns. */
+void kv_store(kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos, const uint16_t *k, const uint16_t *v);
+/* Gathers what kv_store stored (kv_dim values each; k or v may be NULL). */
+void kv_load(const kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos, uint16_t *k, uint16_t *v);
 
-/* The block table of seq (kv_seq_len rounded up entries), for attention:
- * rows of block b for layer l start at kv_block_k(kv, b, l). */
+/* The block table of seq (kv_seq_len rounded up entries), for attention. */
 const int32_t *kv_seq_blocks(const kv_cache_t *kv, int32_t seq);
-uint16_t *kv_block_k(const kv_cache_t *kv, int32_t block, int32_t layer);
-uint16_t *kv_block_v(const kv_cache_t *kv, int32_t block, int32_t layer);
+/* Layer `layer` of block `block`: the [kv_dim][block_tokens] transposed
+ * K (or V) described above. */
+const uint16_t *kv_block_k(const kv_cache_t *kv, int32_t block, int32_t layer);
+const uint16_t *kv_block_v(const kv_cache_t *kv, int32_t block, int32_t layer);
 
 #endif

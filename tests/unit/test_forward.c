@@ -134,6 +134,19 @@ static void test_budget_and_errors(const model_t *m)
     tap_ok(fwd_prefill(f, 1, p, 30, true, &err) == LF_ERR_CONTEXT, "beyond the context: LF_ERR_CONTEXT");
     tap_ok(fwd_seq_len(f, 1) == 40, "errors leave the sequence as it was");
     fwd_free(f);
+    fwd_opts_t odd = {.n_seq = 1, .n_ctx = 64, .n_threads = 1, .kv_block_tokens = 24};
+    err.code = LF_OK;
+    tap_ok(fwd_create(m, &odd, &err) == NULL && err.code == LF_ERR_INVALID,
+           "KV blocks must be a multiple of 16 positions (%s)", err.msg);
+    odd.kv_block_tokens = 32;
+    f = fwd_create(m, &odd, &err);
+    odd.kv_block_tokens = 0;
+    fwd_t *f16 = fwd_create(m, &odd, &err);
+    tap_ok(f && f16 && fwd_prefill(f, 0, p, 40, true, &err) == LF_OK &&
+               fwd_prefill(f16, 0, p, 40, true, &err) == LF_OK && same_logits(fwd_logits(f, 0), fwd_logits(f16, 0)),
+           "KV blocks of 32 positions give bitwise the logits of blocks of 16");
+    fwd_free(f);
+    fwd_free(f16);
 }
 
 int main(void)

@@ -170,6 +170,29 @@ static int compare_paths(int lv, int iters)
     return bad;
 }
 
+/* Softmax rows whose maximum is a zero of either sign (the vector levels
+ * may find the other sign than ggml's scalar loop, which must not matter),
+ * with -inf entries: every level gives the portable bits. */
+static int check_softmax_zero_max(int lv)
+{
+    static const float vals[6] = {-0.0f, 0.0f, -1.5f, -INFINITY, -0.25f, -7.0f};
+    int bad = 0;
+    for (int n = 1; n <= 40; n++)
+        for (int first = 0; first < 2; first++) {
+            float a[40], b[40];
+            for (int i = 0; i < n; i++)
+                a[i] = i == n / 2 ? (first ? 0.0f : -0.0f) : vals[(i * 7 + n) % 6];
+            memcpy(b, a, sizeof a);
+            gx_set_level(lv);
+            gx_softmax_row(a, n);
+            gx_set_level(GX_LEVEL_PORTABLE);
+            gx_softmax_row(b, n);
+            bad += memcmp(a, b, (size_t)n * sizeof(float)) != 0;
+        }
+    gx_set_level(GX_LEVEL_AVX512);
+    return bad;
+}
+
 /* ---- matmul: per-token order, batch invariance ------------------------ */
 
 /* F32 (f16 == 0) or F16 weights: the batched product equals the one-token
@@ -237,6 +260,9 @@ int main(void)
         tap_ok(compare_paths(lv, 3000) == 0, "%s and portable implementations give the same bits", level_name(lv));
     if (top == GX_LEVEL_PORTABLE)
         tap_ok(compare_paths(GX_LEVEL_PORTABLE, 10) == 0, "no SIMD level on this CPU: portable only");
+    for (int lv = top; lv > GX_LEVEL_PORTABLE; lv--)
+        tap_ok(check_softmax_zero_max(lv) == 0, "%s: softmax rows with a zero maximum and -inf give the portable bits",
+               level_name(lv));
     for (int lv = top; lv >= GX_LEVEL_PORTABLE; lv--) {
         gx_set_level(lv);
         tap_ok(check_matmul(0), "%s: gx_matmul_f32: per-token order, same bits alone and batched, 1 or 2 threads",

@@ -11,15 +11,49 @@ static kv_cache_t *make(int32_t n_blocks, int32_t n_seq)
     return kv_create(&o, NULL);
 }
 
-/* Writes a recognisable value into every row of seq's positions [a, b). */
+/* Writes a recognisable value into every position of seq in [a, b): K
+ * element c of position p is tag + p + c, V element c is tag + p + 2c. */
 static void fill(kv_cache_t *kv, int32_t seq, int32_t a, int32_t b, uint16_t tag)
 {
+    uint16_t k[8], v[8];
     for (int32_t p = a; p < b; p++)
         for (int l = 0; l < 2; l++) {
-            kv_k_row(kv, l, seq, p)[0] = (uint16_t)(tag + p);
-            kv_v_row(kv, l, seq, p)[7] = (uint16_t)(tag + p + 1);
+            for (int c = 0; c < 8; c++) {
+                k[c] = (uint16_t)(tag + p + c + 1000 * l);
+                v[c] = (uint16_t)(tag + p + 2 * c + 1000 * l);
+            }
+            kv_store(kv, l, seq, p, k, v);
         }
     kv_seq_set_len(kv, seq, b);
+}
+
+/* K element c of position pos (layer l), as read back. */
+static uint16_t k_at(const kv_cache_t *kv, int l, int32_t seq, int32_t pos, int c)
+{
+    uint16_t k[8];
+    kv_load(kv, l, seq, pos, k, NULL);
+    return k[c];
+}
+
+static uint16_t v_at(const kv_cache_t *kv, int l, int32_t seq, int32_t pos, int c)
+{
+    uint16_t v[8];
+    kv_load(kv, l, seq, pos, NULL, v);
+    return v[c];
+}
+
+/* The transposed block layout of kv.h: element c of the position in
+ * column r of block b at [c * block_tokens + r]. */
+static int layout_ok(const kv_cache_t *kv, int32_t seq, int32_t pos)
+{
+    const int32_t bt = kv_block_tokens(kv), blk = kv_seq_blocks(kv, seq)[pos / bt];
+    int ok = 1;
+    for (int l = 0; l < 2; l++)
+        for (int c = 0; c < 8; c++) {
+            ok &= kv_block_k(kv, blk, l)[c * bt + pos % bt] == k_at(kv, l, seq, pos, c);
+            ok &= kv_block_v(kv, blk, l)[c * bt + pos % bt] == v_at(kv, l, seq, pos, c);
+        }
+    return ok;
 }
 
 static void test_basics(void)
@@ -31,8 +65,11 @@ static void test_basics(void)
     tap_ok(kv_seq_reserve(kv, 0, 12, &err) == LF_OK && kv_blocks_in_use(kv) == 3, "growing within a block is free");
     fill(kv, 0, 0, 12, 100);
     tap_ok(kv_seq_len(kv, 0) == 12, "length recorded");
-    tap_ok(kv_k_row(kv, 1, 0, 5)[0] == 105 && kv_v_row(kv, 0, 0, 11)[7] == 112, "rows hold what was written");
-    tap_ok(kv_k_row(kv, 0, 0, 4) != kv_k_row(kv, 1, 0, 4), "layers have separate rows");
+    tap_ok(k_at(kv, 1, 0, 5, 3) == 1108 && v_at(kv, 0, 0, 11, 7) == 125 && k_at(kv, 0, 0, 0, 0) == 100,
+           "positions hold what was written");
+    tap_ok(layout_ok(kv, 0, 0) && layout_ok(kv, 0, 5) && layout_ok(kv, 0, 11), "blocks are stored transposed");
+    tap_ok(kv_block_k(kv, 0, 0) != kv_block_k(kv, 0, 1) && kv_block_k(kv, 0, 0) != kv_block_v(kv, 0, 0),
+           "layers and K/V have separate memory");
     tap_ok(kv_seq_reserve(kv, 1, 24, &err) == LF_ERR_NOMEM && kv_blocks_in_use(kv) == 3,
            "over budget: LF_ERR_NOMEM and nothing taken");
     tap_ok(kv_seq_reserve(kv, 1, 65, &err) == LF_ERR_CONTEXT, "beyond the context: LF_ERR_CONTEXT");
@@ -61,7 +98,8 @@ static void test_prefix(void)
      * token to compute, so 12 positions (3 blocks) */
     int32_t got = kv_seq_attach_prefix(kv, 1, toks, 14);
     tap_ok(got == 12 && kv_seq_len(kv, 1) == 12, "identical prompt reuses 3 full blocks (%d)", got);
-    tap_ok(kv_k_row(kv, 0, 1, 9) == kv_k_row(kv, 0, 0, 9), "reused rows are the same memory");
+    tap_ok(kv_seq_blocks(kv, 1)[2] == kv_seq_blocks(kv, 0)[2] && k_at(kv, 0, 1, 9, 2) == 18,
+           "reused positions are the same blocks");
     tap_ok(kv_blocks_in_use(kv) == 4, "shared blocks are counted once");
     /* exactly 12 tokens: at least one must be computed -> 2 blocks */
     kv_seq_release(kv, 1);
@@ -86,7 +124,7 @@ static void test_prefix(void)
     kv_seq_release(kv, 0);
     tap_ok(kv_blocks_in_use(kv) == 0 && kv_blocks_available(kv) == 16, "cached blocks count as available");
     got = kv_seq_attach_prefix(kv, 2, toks, 20);
-    tap_ok(got == 12 && kv_k_row(kv, 1, 2, 10)[0] == 17, "cached blocks are reused after release with contents");
+    tap_ok(got == 12 && k_at(kv, 1, 2, 10, 0) == 1017, "cached blocks are reused after release with contents");
     kv_seq_release(kv, 2);
     kv_free(kv);
 }

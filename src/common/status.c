@@ -26,7 +26,13 @@ lf_code_t lf_err_prefix(lf_err_t *err, const char *fmt, ...)
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, err->msg, sizeof old);
-    snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+    old[sizeof old - 1] = '\0';
+    /* "prefix: old", truncated to the message buffer */
+    size_t cap = sizeof err->msg - 1, n = 0;
+    for (const char *parts[] = {prefix, ": ", old}, **p = parts; p < parts + 3; p++)
+        for (const char *c = *p; *c && n < cap; c++)
+            err->msg[n++] = *c;
+    err->msg[n] = '\0';
     return err->code;
 }
 

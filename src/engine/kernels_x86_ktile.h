@@ -157,7 +157,7 @@ KB __m512i k_q45_q(const uint8_t *blk, const int has_qh, const int j)
 }
 
 #define K_FOR_RT(r) _Pragma("GCC unroll 16") for (int r = 0; r < 16 / ntt; r++)
-#define K_FOR_TT(t) _Pragma("GCC unroll 4") for (int t = 0; t < ntt; t++)
+#define K_FOR_TT(t) _Pragma("GCC unroll 8") for (int t = 0; t < ntt; t++)
 
 /* Q4_K / Q5_K tile of shape (16 / ntt) x ntt, the first nr rows and nt
  * tokens real (compile-time constants). */
@@ -171,7 +171,7 @@ KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize,
         __m128i smv[16]; /* per row: 8 scales, 8 mins (bytes) */
         uint16_t dh[16] = {0}, mh[16] = {0};
         float dyf[16] = {0};
-        __m256i bs[4];
+        __m256i bs[8];
         K_FOR_TT(t) if (t < nt) {
             const block_q8_K *y = K_ACT(block_q8_K, t, i);
             dyf[t] = y->d;
@@ -228,7 +228,7 @@ KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize,
             __m512i scz[4];
             K_FOR_RT(r) if (r < nr) scz[r & 3] = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(smv[r]));
             _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
-                __m512i yz[4];
+                __m512i yz[8];
                 K_FOR_TT(t) if (t < nt) yz[t] = _mm512_loadu_si512((const void *)(K_ACT(block_q8_K, t, i)->qs + 64 * j));
                 K_FOR_RT(r) if (r < nr) {
                     const __m512i q = k_q45_q(w + (size_t)r * w_stride + (size_t)i * bsize, has_qh, j);
@@ -295,7 +295,7 @@ KB void k_q6_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, 
     for (int64_t i = 0; i < nb; i++) {
         uint16_t dh[16] = {0};
         float dyf[16] = {0};
-        __m256i bs[4];
+        __m256i bs[8];
         K_FOR_TT(t) if (t < nt) {
             const block_q8_K *y = K_ACT(block_q8_K, t, i);
             dyf[t] = y->d;
@@ -348,7 +348,7 @@ KB void k_q6_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, 
             /* chunks outer: the rows' scales stay in registers */
             _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
                 _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++) {
-                    __m512i yz[4];
+                    __m512i yz[8];
                     K_FOR_TT(t) if (t < nt)
                         yz[t] = _mm512_loadu_si512((const void *)(K_ACT(block_q8_K, t, i)->qs + 128 * h + 64 * p));
                     K_FOR_RT(r) if (r < nr) {
@@ -400,8 +400,12 @@ KB void k_q6_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, 
     {                                                                                                  \
         const uint8_t *w = wv;                                                                         \
         while (nt > 0) {                                                                               \
-            int c = nt < 4 ? nt : 4, r = 0;                                                            \
-            if (c == 1)                                                                                \
+            int c = nt >= 8 ? 8 : nt < 4 ? nt : 4, r = 0;                                              \
+            if (c == 8)                                                                                \
+                for (; r + 2 <= nr; r += 2)                                                            \
+                    body(n, w + (size_t)r * w_stride, w_stride, act, act_stride, out + r, out_stride,  \
+                         8, 2, 8);                                                                     \
+            else if (c == 1)                                                                           \
                 for (; r + 16 <= nr; r += 16)                                                          \
                     body(n, w + (size_t)r * w_stride, w_stride, act, act_stride, out + r, out_stride,  \
                          1, 16, 1);                                                                    \
@@ -409,9 +413,11 @@ KB void k_q6_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, 
                 for (; r + 8 <= nr; r += 8)                                                            \
                     body(n, w + (size_t)r * w_stride, w_stride, act, act_stride, out + r, out_stride,  \
                          2, 8, 2);                                                                     \
-            if (r < nr)                                                                                \
-                KNAME(tile44_##name)(n, w + (size_t)r * w_stride, w_stride, nr - r, act, act_stride,   \
-                                     c, out + r, out_stride);                                          \
+            for (int c0 = 0; r < nr && c0 < c; c0 += 4)                                                \
+                KNAME(tile44_##name)(n, w + (size_t)r * w_stride, w_stride, nr - r,                    \
+                                     (const uint8_t *)act + (size_t)c0 * act_stride, act_stride,       \
+                                     c - c0 < 4 ? c - c0 : 4, out + r + (size_t)c0 * out_stride,        \
+                                     out_stride);                                                      \
             act = (const uint8_t *)act + (size_t)c * act_stride;                                       \
             out += (size_t)c * out_stride;                                                             \
             nt -= c;                                                                                   \

@@ -46,6 +46,7 @@
 
 static kern_dot_fn_t kern_tab[QTYPE_COUNT];
 static kern_tile_fn_t kern_tiles[QTYPE_COUNT];
+static kern_quant_fn_t kern_quant[QTYPE_COUNT]; /* by vec_dot type; NULL: quant_quantize_row */
 static kern_isa_t kern_level;
 static kern_isa_t kern_level_max;
 static pthread_once_t kern_once = PTHREAD_ONCE_INIT;
@@ -116,15 +117,17 @@ static void kern_build(kern_isa_t isa)
 {
     kern_dot_fn_t tab[QTYPE_COUNT];
     kern_tile_fn_t tiles[QTYPE_COUNT] = {0};
+    kern_quant_fn_t quant[QTYPE_COUNT] = {0};
     kern_fill_scalar(tab);
 #if defined(__x86_64__) || defined(__i386__)
     if (isa >= KERN_ISA_AVX2)
-        kern_fill_avx2(tab, tiles);
+        kern_fill_avx2(tab, tiles, quant);
     if (isa >= KERN_ISA_AVX512)
-        kern_fill_avx512(tab, tiles);
+        kern_fill_avx512(tab, tiles, quant);
 #endif
     memcpy(kern_tab, tab, sizeof tab);
     memcpy(kern_tiles, tiles, sizeof tiles);
+    memcpy(kern_quant, quant, sizeof quant);
     kern_level = isa;
 }
 
@@ -199,10 +202,16 @@ size_t kern_act_size(qtype_t wtype, int64_t k, int64_t n_tok)
 
 void kern_quantize_act(qtype_t wtype, const float *x, int64_t k, int64_t n_tok, void *act)
 {
+    pthread_once(&kern_once, kern_init);
     qtype_t vt = qtype_info(wtype)->vec_dot_type;
     size_t rs = qtype_row_size(vt, k);
-    for (int64_t t = 0; t < n_tok; t++)
-        quant_quantize_row(vt, x + t * k, (uint8_t *)act + (size_t)t * rs, k);
+    kern_quant_fn_t q = kern_quant[vt];
+    for (int64_t t = 0; t < n_tok; t++) {
+        if (q)
+            q(x + t * k, (uint8_t *)act + (size_t)t * rs, k);
+        else
+            quant_quantize_row(vt, x + t * k, (uint8_t *)act + (size_t)t * rs, k);
+    }
 }
 
 typedef struct {

@@ -26,7 +26,9 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "engine/fp16.h"
 #include "engine/kernels_impl.h"
+#include "engine/quant.h"
 #include "engine/quant_blocks.h"
 
 #define KB static inline __attribute__((always_inline))
@@ -750,8 +752,13 @@ K_EXPORT(dot_q2_k_, k_q2_k)
 K_EXPORT(dot_q3_k_, k_q3_k)
 
 
-void KNAME(kern_fill_)(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYPE_COUNT])
+#include "engine/kernels_x86_quant.h"
+
+void KNAME(kern_fill_)(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYPE_COUNT],
+                       kern_quant_fn_t quant[QTYPE_COUNT])
 {
+    quant[QTYPE_Q8_K] = KNAME(quant_q8_k_);
+    quant[QTYPE_Q8_0] = KNAME(quant_q8_0_);
     tab[QTYPE_Q8_0] = KNAME(dot_q8_0_);
     tab[QTYPE_Q4_0] = KNAME(dot_q4_0_);
     tab[QTYPE_Q5_0] = KNAME(dot_q5_0_);

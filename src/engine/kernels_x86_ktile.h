@@ -166,7 +166,7 @@ KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize,
                      const int nr, const int nt)
 {
     const int64_t nb = n / QK_K;
-    __m512 as = _mm512_setzero_ps(), am = _mm512_setzero_ps();
+    __m512 acc = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         __m128i smv[16]; /* per row: 8 scales, 8 mins (bytes) */
         uint16_t dh[16] = {0}, mh[16] = {0};
@@ -241,10 +241,10 @@ KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize,
         const __m512i ssum = k_pairs_sum16(sumz);
 
         const __m512 dyv = k_lane_tok(_mm512_loadu_ps(dyf), ntt);
-        as = _mm512_fmadd_ps(_mm512_mul_ps(k_lane_row(k_h16(dh), ntt), dyv), _mm512_cvtepi32_ps(ssum), as);
-        am = _mm512_fmadd_ps(_mm512_mul_ps(k_lane_row(k_h16(mh), ntt), dyv), _mm512_cvtepi32_ps(msum), am);
+        acc = _mm512_fmadd_ps(_mm512_mul_ps(k_lane_row(k_h16(dh), ntt), dyv), _mm512_cvtepi32_ps(ssum), acc);
+        acc = _mm512_fnmadd_ps(_mm512_mul_ps(k_lane_row(k_h16(mh), ntt), dyv), _mm512_cvtepi32_ps(msum), acc);
     }
-    k_tile_store(_mm512_sub_ps(as, am), out, out_stride, nr, nt, ntt);
+    k_tile_store(acc, out, out_stride, nr, nt, ntt);
 }
 
 KB void k_q4_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, size_t act_stride, float *out,
@@ -423,11 +423,14 @@ KB void k_q6_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, 
             nt -= c;                                                                                   \
         }                                                                                              \
     }                                                                                                  \
-    static void KNAME(dot1_##name)(int64_t n, const void *w, const void *act, size_t act_stride, int nt, \
+    static __attribute__((unused)) void KNAME(dot1_##name)(int64_t n, const void *w, const void *act,     \
+                                                          size_t act_stride, int nt,                   \
                                    float *out, size_t out_stride)                                      \
     {                                                                                                  \
         KNAME(tile_##name)(n, w, 0, 1, act, act_stride, nt, out, out_stride);                          \
     }
-K_TILE_EXPORT(q4_k_, k_q4_k_tile)
+K_TILE_EXPORT(q4_k_tree_, k_q4_k_tile)
 K_TILE_EXPORT(q5_k_, k_q5_k_tile)
 K_TILE_EXPORT(q6_k_, k_q6_k_tile)
+
+#include "engine/kernels_x86_q4tx.h"

@@ -431,6 +431,7 @@ KB void k_q6_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, 
     }
 K_TILE_EXPORT(q4_k_tree_, k_q4_k_tile)
 K_TILE_EXPORT(q5_k_, k_q5_k_tile)
-K_TILE_EXPORT(q6_k_, k_q6_k_tile)
+K_TILE_EXPORT(q6_k_tree_, k_q6_k_tile)
 
 #include "engine/kernels_x86_q4tx.h"
+#include "engine/kernels_x86_q6tx.h"

@@ -181,6 +181,45 @@ KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize,
          * twice against the 16 bsums), through the pair tree from its
          * second stage (8 lanes per pair) */
         __m256i mp[16];
+        __m512i sumz[16];
+        if (ntt <= 2) {
+            /* one or two tokens: rows outer, in a loop that is not
+             * unrolled (a fully unrolled 16-row block was bound by
+             * instruction decoding); the activations of the 4 chunks stay
+             * in registers, the pair sums go to the stack */
+            __m512i yz[4][2];
+            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) K_FOR_TT(t) if (t < nt)
+                yz[j][t] = _mm512_loadu_si512((const void *)(K_ACT(block_q8_K, t, i)->qs + 64 * j));
+            _Pragma("GCC unroll 1") for (int r = 0; r < 16 / ntt; r++) {
+                if (r >= nr) {
+                    K_FOR_TT(t) {
+                        mp[ntt * r + t] = _mm256_setzero_si256();
+                        sumz[ntt * r + t] = _mm512_setzero_si512();
+                    }
+                    continue;
+                }
+                const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bsize;
+#if K_PF_DIST > 0
+                _mm_prefetch((const char *)blk + K_PF_DIST, _MM_HINT_T0);
+                _mm_prefetch((const char *)blk + K_PF_DIST + 64, _MM_HINT_T0);
+                _mm_prefetch((const char *)blk + K_PF_DIST + 128, _MM_HINT_T0);
+#endif
+                memcpy(&dh[r], blk, 2);
+                memcpy(&mh[r], blk + 2, 2);
+                const __m128i sm = k_q45_scales(blk + 4);
+                const __m128i m8 = _mm_srli_si128(sm, 8);
+                const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+                K_FOR_TT(t) mp[ntt * r + t] = t < nt ? _mm256_madd_epi16(bs[t], mins16) : _mm256_setzero_si256();
+                const __m512i scz = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sm));
+                __m512i sr[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
+                    const __m512i q = k_q45_q(blk, has_qh, j);
+                    const __m512i sz = _mm512_shuffle_epi8(scz, k_q45_sidx(j));
+                    K_FOR_TT(t) if (t < nt) sr[t] = _mm512_dpwssd_epi32(sr[t], sz, _mm512_maddubs_epi16(q, yz[j][t]));
+                }
+                K_FOR_TT(t) sumz[ntt * r + t] = sr[t];
+            }
+        } else {
         K_FOR_RT(r) {
             if (r < nr) {
                 const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bsize;
@@ -199,31 +238,11 @@ KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize,
                 K_FOR_TT(t) mp[ntt * r + t] = _mm256_setzero_si256();
             }
         }
-        __m512i mz[8];
-        _Pragma("GCC unroll 8") for (int p = 0; p < 8; p++)
-            mz[p] = _mm512_inserti64x4(_mm512_castsi256_si512(mp[2 * p]), mp[2 * p + 1], 1);
-        const __m512i msum = k_pairs_sum8(mz);
 
         /* integer sums: one register holds a chunk's 64 weights against
          * the 64 contiguous activations they multiply */
-        __m512i sumz[16];
         _Pragma("GCC unroll 16") for (int p = 0; p < 16; p++) sumz[p] = _mm512_setzero_si512();
-        if (ntt <= 2) {
-            /* rows outer: the activations of the 4 chunks stay in registers */
-            __m512i yz[4][2];
-            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) K_FOR_TT(t) if (t < nt)
-                yz[j][t] = _mm512_loadu_si512((const void *)(K_ACT(block_q8_K, t, i)->qs + 64 * j));
-            K_FOR_RT(r) if (r < nr) {
-                const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bsize;
-                const __m512i scz = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(smv[r]));
-                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
-                    const __m512i q = k_q45_q(blk, has_qh, j);
-                    const __m512i sz = _mm512_shuffle_epi8(scz, k_q45_sidx(j));
-                    K_FOR_TT(t) if (t < nt)
-                        sumz[ntt * r + t] = _mm512_dpwssd_epi32(sumz[ntt * r + t], sz, _mm512_maddubs_epi16(q, yz[j][t]));
-                }
-            }
-        } else {
+        {
             /* chunks outer: the rows' scales stay in registers */
             __m512i scz[4];
             K_FOR_RT(r) if (r < nr) scz[r & 3] = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(smv[r]));
@@ -238,6 +257,11 @@ KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize,
                 }
             }
         }
+        }
+        __m512i mz[8];
+        _Pragma("GCC unroll 8") for (int p = 0; p < 8; p++)
+            mz[p] = _mm512_inserti64x4(_mm512_castsi256_si512(mp[2 * p]), mp[2 * p + 1], 1);
+        const __m512i msum = k_pairs_sum8(mz);
         const __m512i ssum = k_pairs_sum16(sumz);
 
         const __m512 dyv = k_lane_tok(_mm512_loadu_ps(dyf), ntt);
@@ -304,9 +328,18 @@ KB void k_q6_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, 
         /* the -32 offset seeds the sums: -32 * sum_g sc_g * bsum_g
          * (|32 sc| <= 4096 fits int16) */
         __m512i sumz[16];
-        __m256i sc16[4];
-        K_FOR_RT(r) {
-            if (r < nr) {
+        if (ntt <= 2) {
+            /* one or two tokens: rows outer in a loop that is not unrolled
+             * (as k_q45_k_tile), the block's activations in registers */
+            __m512i yz[2][2][2];
+            _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++)
+                K_FOR_TT(t) if (t < nt)
+                    yz[h][p][t] = _mm512_loadu_si512((const void *)(K_ACT(block_q8_K, t, i)->qs + 128 * h + 64 * p));
+            _Pragma("GCC unroll 1") for (int r = 0; r < 16 / ntt; r++) {
+                if (r >= nr) {
+                    K_FOR_TT(t) sumz[ntt * r + t] = _mm512_setzero_si512();
+                    continue;
+                }
                 const block_q6_K *x = (const block_q6_K *)((const uint8_t *)w + (size_t)r * w_stride) + i;
 #if K_PF_DIST > 0
                 _mm_prefetch((const char *)x + K_PF_DIST, _MM_HINT_T0);
@@ -316,35 +349,40 @@ KB void k_q6_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, 
 #endif
                 memcpy(&dh[r], &x->d, 2);
                 const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
-                if (ntt > 2)
-                    sc16[r & 3] = s16;
                 const __m256i nsc = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(s16, 5));
-                K_FOR_TT(t) sumz[ntt * r + t] = t < nt ? _mm512_zextsi256_si512(_mm256_madd_epi16(bs[t], nsc))
-                                                       : _mm512_setzero_si512();
-            } else {
-                K_FOR_TT(t) sumz[ntt * r + t] = _mm512_setzero_si512();
-            }
-        }
-        if (ntt <= 2) {
-            /* rows outer: the activations of the block stay in registers */
-            __m512i yz[2][2][2];
-            _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++)
-                K_FOR_TT(t) if (t < nt)
-                    yz[h][p][t] = _mm512_loadu_si512((const void *)(K_ACT(block_q8_K, t, i)->qs + 128 * h + 64 * p));
-            K_FOR_RT(r) if (r < nr) {
-                const block_q6_K *x = (const block_q6_K *)((const uint8_t *)w + (size_t)r * w_stride) + i;
-                const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+                __m512i sr[2];
+                K_FOR_TT(t) sr[t] = t < nt ? _mm512_zextsi256_si512(_mm256_madd_epi16(bs[t], nsc)) : _mm512_setzero_si512();
                 _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
                     const __m512i sc8 = _mm512_broadcast_i32x4(h ? _mm256_extracti128_si256(s16, 1)
                                                                  : _mm256_castsi256_si128(s16));
                     _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++) {
                         const __m512i q = k_q6_q(x, h, p), scv = k_q6_sc(sc8, p);
-                        K_FOR_TT(t) if (t < nt)
-                            sumz[ntt * r + t] = _mm512_dpwssd_epi32(sumz[ntt * r + t], scv, _mm512_maddubs_epi16(q, yz[h][p][t]));
+                        K_FOR_TT(t) if (t < nt) sr[t] = _mm512_dpwssd_epi32(sr[t], scv, _mm512_maddubs_epi16(q, yz[h][p][t]));
                     }
                 }
+                K_FOR_TT(t) sumz[ntt * r + t] = sr[t];
             }
         } else {
+            __m256i sc16[4];
+            K_FOR_RT(r) {
+                if (r < nr) {
+                    const block_q6_K *x = (const block_q6_K *)((const uint8_t *)w + (size_t)r * w_stride) + i;
+#if K_PF_DIST > 0
+                    _mm_prefetch((const char *)x + K_PF_DIST, _MM_HINT_T0);
+                    _mm_prefetch((const char *)x + K_PF_DIST + 64, _MM_HINT_T0);
+                    _mm_prefetch((const char *)x + K_PF_DIST + 128, _MM_HINT_T0);
+                    _mm_prefetch((const char *)x + K_PF_DIST + 192, _MM_HINT_T0);
+#endif
+                    memcpy(&dh[r], &x->d, 2);
+                    const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+                    sc16[r & 3] = s16;
+                    const __m256i nsc = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(s16, 5));
+                    K_FOR_TT(t) sumz[ntt * r + t] = t < nt ? _mm512_zextsi256_si512(_mm256_madd_epi16(bs[t], nsc))
+                                                           : _mm512_setzero_si512();
+                } else {
+                    K_FOR_TT(t) sumz[ntt * r + t] = _mm512_setzero_si512();
+                }
+            }
             /* chunks outer: the rows' scales stay in registers */
             _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
                 _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++) {

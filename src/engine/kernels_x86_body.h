@@ -12,16 +12,21 @@
  * With KERN_VNNI, Q8_0 also has a rows x tokens tile (k_q8_0_tile_z: four
  * blocks per step in 512-bit registers, k_q8_0_tile_step for the tail) that
  * is the Q8_0 dot kernel of that level (single rows are a 1-row tile), and
- * so do Q4_K, Q5_K and Q6_K (k_q45_k_tile, k_q6_k_tile: 512-bit integer
- * sums, up to 4 rows x 4 tokens per pass, software prefetch; their float
- * operations are those of the 256-bit kernels, so results equal the AVX2
- * level's bit for bit).
+ * so do Q4_K, Q5_K and Q6_K: see kernels_x86_ktile.h (pair-tree tiles),
+ * kernels_x86_q4tx.h and kernels_x86_q6tx.h (rows in lanes, for several
+ * tokens). Their float operations differ from the AVX2 level's (within
+ * the tolerance kernels.h allows between levels).
+ *
+ * kernels_x86_quant.h holds the SIMD activation quantizers (Q8_K, Q8_0;
+ * bytes identical to quant_quantize_row).
  *
  * Batch invariance: every kernel is written once as an always-inline body
  * taking a compile-time nt; the weight block is decoded once and then, per
  * token, the same sequence of operations runs on that token's own
  * accumulators. The float operations of token t therefore do not depend on
- * nt (no -ffast-math; -std=c11 implies -ffp-contract=off).
+ * nt (no -ffast-math; -std=c11 implies -ffp-contract=off). The VNNI
+ * K-quant tiles keep per (row, token) the same lane-wise float operations
+ * in every shape and kernel, so they may pick a kernel by group size.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -192,7 +197,7 @@ KB void k_q5_0(int64_t n, const void *w, const void *act, size_t act_stride, flo
 /* One step of k_q8_0_tile over blocks i and i+1 (two == 0: block i and
  * zeros with scale 0, for an odd last block). */
 KB void k_q8_0_tile_step(const void *w, size_t w_stride, const void *act, size_t act_stride, int64_t i,
-                         __m256 acc[KERN_NR_MAX][KERN_NT_MAX], const int nr, const int nt, const int two)
+                         __m256 acc[4][2], const int nr, const int nt, const int two)
 {
     const __m256i bias = _mm256_set1_epi8((char)0x80);
     __m256i au0[KERN_NT_MAX], au1[KERN_NT_MAX];
@@ -232,7 +237,7 @@ KB void k_q8_0_tile(int64_t n, const void *w, size_t w_stride, const void *act, 
                     float *out, size_t out_stride, const int nr, const int nt)
 {
     const int64_t nb = n / QK8_0;
-    __m256 acc[KERN_NR_MAX][KERN_NT_MAX];
+    __m256 acc[4][2];
     for (int r = 0; r < nr; r++)
         K_FOR_T(t) acc[r][t] = _mm256_setzero_ps();
     int64_t i = 0;
@@ -263,7 +268,7 @@ KB __m512i k_load2_q8(const block_q8_0 *b)
  * the two int32 vectors are folded to 4 lanes per block with two
  * vpermt2d + one add, then one convert / scale / fma per four blocks. */
 KB void k_q8_0_zstep(const void *w, size_t w_stride, const void *act, size_t act_stride, int64_t i,
-                     __m512 acc[KERN_NR_MAX][KERN_NT_MAX], const int nr, const int nt)
+                     __m512 acc[4][2], const int nr, const int nt)
 {
     const __m512i bias = _mm512_set1_epi8((char)0x80);
     const __m512i ie = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
@@ -303,8 +308,8 @@ KB void k_q8_0_tile_z(int64_t n, const void *w, size_t w_stride, const void *act
                       float *out, size_t out_stride, const int nr, const int nt)
 {
     const int64_t nb = n / QK8_0;
-    __m512 accz[KERN_NR_MAX][KERN_NT_MAX];
-    __m256 acc[KERN_NR_MAX][KERN_NT_MAX];
+    __m512 accz[4][2];
+    __m256 acc[4][2];
     for (int r = 0; r < nr; r++)
         K_FOR_T(t) {
             accz[r][t] = _mm512_setzero_ps();

@@ -17,11 +17,19 @@
  * Float operations per (row, token) pair, the same in whichever lane it
  * sits (lane-wise vector operations), so whatever nr, nt and the pair's
  * place in the tile (batch invariance; a single row is a 1 x 1 tile):
- *   Q4_K/Q5_K: as += (d * dy) * (float)S; am += (dmin * dy) * (float)M
- *              (fused multiply-adds), per block in order; result as - am.
- *   Q6_K:      a += (d * dy) * (float)S, per block; result a.
+ *   Q4_K/Q5_K: a = fma(d * dy, (float)S, a); a = a - (dmin * dy) * (float)M
+ *              (fnmadd), per block in order; result a.
+ *   Q6_K:      a = fma(d * dy, (float)S, a), per block; result a.
  * These differ from the AVX2 level's order (which sums 8 lanes in float),
- * within the tolerance kernels.h allows between levels.
+ * within the tolerance kernels.h allows between levels. The rows-in-lanes
+ * kernels (kernels_x86_q4tx.h, kernels_x86_q6tx.h, included at the end)
+ * do the same operations, so the entry points choose by token count: Q4_K
+ * uses this file's tile for single tokens only, Q6_K for up to 8; Q5_K
+ * always (measured shapes in docs/performance.md).
+ *
+ * Code size matters: the loop bodies are long EVEX instructions, and fully
+ * unrolled 16-row blocks ran from the legacy decoders (front-end bound);
+ * the 1- and 2-token shapes therefore walk their rows in a plain loop.
  */
 
 /* ---- 16 horizontal sums at once ------------------------------------- */
@@ -409,10 +417,10 @@ KB void k_q6_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, 
 
 /* ---- entry points ----------------------------------------------------- */
 
-/* Shapes by token count: 1 token -> 16 x 1 tiles, 2 -> 8 x 2, 3 or more ->
- * 4 x 4 (groups of 4 tokens); rows left over from full 16- or 8-row tiles,
- * and partial 4 x 4 tiles, use the 4 x 4 shape with nr, nt < 4 (compile-
- * time, padded with zero pairs). */
+/* Shapes by token count: 1 token -> 16 x 1 tiles, 2 -> 8 x 2, 8 or more ->
+ * 2 x 8 (groups of 8 tokens), else 4 x 4 (groups of 4 tokens); rows left
+ * over from full tiles, and partial 4 x 4 tiles, use the 4 x 4 shape with
+ * nr, nt < 4 (compile-time, padded with zero pairs). */
 #define K_TILE_44(body, nrc)                                                                         \
     switch (c) {                                                                                     \
     case 1: body(n, w, w_stride, act, act_stride, out, out_stride, 4, nrc, 1); break;                \

@@ -14,7 +14,7 @@
 
 #include "engine/qtype.h"
 
-#define KERN_NT_MAX 16
+#define KERN_NT_MAX 32
 #define KERN_NR_MAX 16
 
 typedef void (*kern_dot_fn_t)(int64_t n, const void *w, const void *act, size_t act_stride, int nt,

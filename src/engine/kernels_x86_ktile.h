@@ -207,11 +207,15 @@ KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize,
                     continue;
                 }
                 const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bsize;
-#if K_PF_DIST > 0
-                _mm_prefetch((const char *)blk + K_PF_DIST, _MM_HINT_T0);
-                _mm_prefetch((const char *)blk + K_PF_DIST + 64, _MM_HINT_T0);
-                _mm_prefetch((const char *)blk + K_PF_DIST + 128, _MM_HINT_T0);
-#endif
+                {
+                    /* the same block of the next tile's row (decode streams
+                     * the weights from memory once: the next tile starts
+                     * 16 / ntt rows further) */
+                    const char *pf = (const char *)blk + (size_t)(16 / ntt) * w_stride;
+                    _mm_prefetch(pf, _MM_HINT_T0);
+                    _mm_prefetch(pf + 64, _MM_HINT_T0);
+                    _mm_prefetch(pf + 128, _MM_HINT_T0);
+                }
                 memcpy(&dh[r], blk, 2);
                 memcpy(&mh[r], blk + 2, 2);
                 const __m128i sm = k_q45_scales(blk + 4);
@@ -349,12 +353,11 @@ KB void k_q6_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, 
                     continue;
                 }
                 const block_q6_K *x = (const block_q6_K *)((const uint8_t *)w + (size_t)r * w_stride) + i;
-#if K_PF_DIST > 0
-                _mm_prefetch((const char *)x + K_PF_DIST, _MM_HINT_T0);
-                _mm_prefetch((const char *)x + K_PF_DIST + 64, _MM_HINT_T0);
-                _mm_prefetch((const char *)x + K_PF_DIST + 128, _MM_HINT_T0);
-                _mm_prefetch((const char *)x + K_PF_DIST + 192, _MM_HINT_T0);
-#endif
+                {
+                    /* the same block of the next tile's row (as k_q45_k_tile) */
+                    const char *pf = (const char *)x + (size_t)(16 / ntt) * w_stride;
+                    _Pragma("GCC unroll 4") for (int l = 0; l < 4; l++) _mm_prefetch(pf + 64 * l, _MM_HINT_T0);
+                }
                 memcpy(&dh[r], &x->d, 2);
                 const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
                 const __m256i nsc = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(s16, 5));

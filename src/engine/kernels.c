@@ -8,8 +8,8 @@
  * are taken in blocks whose activations fit in L2; within a block the rows
  * are walked in chunks of about KERN_CHUNK_W_BYTES (L1), and for each group
  * of up to KERN_NT_MAX tokens the multi-token kernel runs on every row (or
- * tile of rows) of the chunk, so a weight block is decoded once per token
- * group instead of once per token. Which tokens or rows share a group never
+ * tile of up to KERN_NR_MAX rows) of the chunk, so a weight block is
+ * decoded once per token group instead of once per token. Which tokens or rows share a group never
  * changes a result: see kernels_impl.h.
  *
  * BLAS (measured, not used): tests/bench/bench_kernels with "blas" times
@@ -17,9 +17,9 @@
  * a 512-token prefill. On this machine (2 vCPU Cascade Lake, heavily shared
  * during the measurement, best of runs, one thread): 768x768 sgemm alone
  * 8.8-9.4 ms (~66 GFLOP/s), 11.3-12 ms with the dequantization (~51); our
- * Q8_0 VNNI tiles 12-21 ms (29-49 GFLOP/s), Q4_K 15-25 ms. So a cached
- * f32 copy of W with sgemm can be faster for big prefill batches, but it is
- * not used: its (row, token) values come from f32 activations while decode
+ * Q8_0 VNNI tiles 12-21 ms (29-49 GFLOP/s), Q4_K 15-25 ms at the time (the
+ * Q4_K / Q6_K tiles now take 3-4 ms: docs/performance.md). A cached f32
+ * copy of W with sgemm was not used anyway: its (row, token) values come from f32 activations while decode
  * uses Q8 activations (prefill and decode of the same token would differ),
  * OpenBLAS picks different kernels (gemv / small-matrix / edge tiles) by
  * shape, so results depend on the batch (no batch invariance), they drift

@@ -1,14 +1,15 @@
-/* kernels_x86_ktile.h - the K-quant tiles of the VNNI level (Q4_K, Q5_K,
- * Q6_K weights against Q8_K activations): nr (1..4) weight rows x nt (1..4)
- * tokens per pass. Included by kernels_x86_body.h when KERN_VNNI (it uses
- * that file's helpers and macros). Not a public header.
+/* kernels_x86_ktile.h - the pair-tree K-quant tiles of the VNNI level
+ * (Q4_K, Q5_K, Q6_K weights against Q8_K activations): 16 (row, token)
+ * pairs per pass, as 16 x 1, 8 x 2, 4 x 4 or 2 x 8 rows x tokens. Included
+ * by kernels_x86_body.h when KERN_VNNI (it uses that file's helpers and
+ * macros). Not a public header.
  *
  * Layout of the work: per 256-element super-block, the integer sum of each
  * (row, token) pair is accumulated exactly in a 16-lane int32 register
  * (vpmaddubsw + vpdpwssd against 64 contiguous activations; the unpacked
  * weights are shared by the tokens, the activation loads by the rows).
  * Then the 16 pair registers are reduced together by a transposing tree
- * (k_pairs_sum: lane 4t + r of its result is the total of pair (r, t)), so
+ * (k_pairs_sum16: lane L of its result is the total of pair K_PL(L)), so
  * the float work of a block is a handful of 16-lane instructions for the
  * whole tile instead of ~9 per pair. Q4_K / Q5_K: the mins term
  * sum_j m_j * (bsum_2j + bsum_2j+1) goes through the same tree; Q6_K: the
@@ -60,9 +61,9 @@ KB __m512i k_fold_d(__m512i h, __m512i m)
                             _mm512_castps_si512(_mm512_shuffle_ps(hf, mf, 0xDD)));
 }
 
-/* a[i] = [pair 2i, 8 lanes | pair 2i+1, 8 lanes] (pairs p = 4r + t) ->
- * lane 4t + r holds the sum of pair (r, t). Exact (int32 wrap-around is
- * associative and the totals fit). */
+/* a[i] = [pair 2i, 8 lanes | pair 2i+1, 8 lanes] -> lane L holds the sum
+ * of pair p = 4 * (L % 4) + L / 4 (K_PL below). Exact (int32 wrap-around
+ * is associative and the totals fit). */
 KB __m512i k_pairs_sum8(const __m512i a[8])
 {
     const __m512i b0 = k_fold_b(a[0], a[1]), b1 = k_fold_b(a[2], a[3]);
@@ -70,7 +71,7 @@ KB __m512i k_pairs_sum8(const __m512i a[8])
     return k_fold_d(k_fold_c(b0, b1), k_fold_c(b2, b3));
 }
 
-/* v[4r + t]: 16 lanes of pair (r, t) -> lane 4t + r holds its sum. */
+/* v[p]: 16 lanes of pair p -> lane L holds the sum of pair K_PL(L). */
 KB __m512i k_pairs_sum16(const __m512i v[16])
 {
     __m512i a[8];

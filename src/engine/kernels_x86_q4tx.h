@@ -1,6 +1,8 @@
-/* kernels_x86_q4tx.h - the Q4_K tile of the VNNI level: 16 weight rows x
- * nt (1..8) tokens with the rows in the 16 lanes of a register. Included by
- * kernels_x86_ktile.h (uses its helpers). Not a public header.
+/* kernels_x86_q4tx.h - the Q4_K tile of the VNNI level for 2+ tokens: 16
+ * weight rows x nt (1..KERN_NT_MAX) tokens with the rows in the 16 lanes
+ * of a register (tokens in groups of 4, one out-of-line function per group
+ * size). Included by kernels_x86_ktile.h (uses its helpers). Not a public
+ * header.
  *
  * Per 256-element super-block, the 16 rows' packed nibbles are transposed
  * (16 x 16 dwords, twice) so that lane r of register d holds bytes 4d..4d+3
@@ -18,7 +20,8 @@
  * this order, lane-wise (so the same whatever nr, nt, the row's lane or the
  * token's place; a single row is the same tile):
  *   a = fma(d * dy, (float)S, a);  a = a - (dmin * dy) * (float)M  (fnmadd)
- * and the result is a.
+ * and the result is a: those of the pair-tree k_q45_k_tile, which does
+ * single tokens (the transposition does not pay for one token).
  */
 
 #define K_FOR_T4(t) _Pragma("GCC unroll 4") for (int t = 0; t < ng; t++)
@@ -57,7 +60,7 @@ KB __m512i k_bc4(const void *p)
     return _mm512_set1_epi32(v);
 }
 
-/* Tokens t0..t0+ng-1 (ng <= 4) of block i: acc[t] gets the block's terms. */
+/* Tokens 0..ng-1 (ng <= 4) of block i: acc[t] gets the block's terms. */
 KB void k_q4tx_tokens(const void *act, size_t act_stride, int64_t i, const __m512i wq[2][32],
                       const __m512i sc[8], const __m512i mp[8], __m512 dx, __m512 dmx, __m512 *acc,
                       const int ng)

@@ -8,8 +8,8 @@
  * are taken in blocks whose activations fit in L2; within a block the rows
  * are walked in chunks of about KERN_CHUNK_W_BYTES (L1), and for each group
  * of up to KERN_NT_MAX tokens the multi-token kernel runs on every row (or
- * tile of rows) of the chunk, so a weight block is decoded once per token
- * group instead of once per token. Which tokens or rows share a group never
+ * tile of up to KERN_NR_MAX rows) of the chunk, so a weight block is
+ * decoded once per token group instead of once per token. Which tokens or rows share a group never
  * changes a result: see kernels_impl.h.
  *
  * BLAS (measured, not used): tests/bench/bench_kernels with "blas" times
@@ -17,9 +17,9 @@
  * a 512-token prefill. On this machine (2 vCPU Cascade Lake, heavily shared
  * during the measurement, best of runs, one thread): 768x768 sgemm alone
  * 8.8-9.4 ms (~66 GFLOP/s), 11.3-12 ms with the dequantization (~51); our
- * Q8_0 VNNI tiles 12-21 ms (29-49 GFLOP/s), Q4_K 15-25 ms. So a cached
- * f32 copy of W with sgemm can be faster for big prefill batches, but it is
- * not used: its (row, token) values come from f32 activations while decode
+ * Q8_0 VNNI tiles 12-21 ms (29-49 GFLOP/s), Q4_K 15-25 ms at the time (the
+ * Q4_K / Q6_K tiles now take 3-4 ms: docs/performance.md). A cached f32
+ * copy of W with sgemm was not used anyway: its (row, token) values come from f32 activations while decode
  * uses Q8 activations (prefill and decode of the same token would differ),
  * OpenBLAS picks different kernels (gemv / small-matrix / edge tiles) by
  * shape, so results depend on the batch (no batch invariance), they drift
@@ -46,6 +46,7 @@
 
 static kern_dot_fn_t kern_tab[QTYPE_COUNT];
 static kern_tile_fn_t kern_tiles[QTYPE_COUNT];
+static kern_quant_fn_t kern_quant[QTYPE_COUNT]; /* by vec_dot type; NULL: quant_quantize_row */
 static kern_isa_t kern_level;
 static kern_isa_t kern_level_max;
 static pthread_once_t kern_once = PTHREAD_ONCE_INIT;
@@ -116,15 +117,17 @@ static void kern_build(kern_isa_t isa)
 {
     kern_dot_fn_t tab[QTYPE_COUNT];
     kern_tile_fn_t tiles[QTYPE_COUNT] = {0};
+    kern_quant_fn_t quant[QTYPE_COUNT] = {0};
     kern_fill_scalar(tab);
 #if defined(__x86_64__) || defined(__i386__)
     if (isa >= KERN_ISA_AVX2)
-        kern_fill_avx2(tab, tiles);
+        kern_fill_avx2(tab, tiles, quant);
     if (isa >= KERN_ISA_AVX512)
-        kern_fill_avx512(tab, tiles);
+        kern_fill_avx512(tab, tiles, quant);
 #endif
     memcpy(kern_tab, tab, sizeof tab);
     memcpy(kern_tiles, tiles, sizeof tiles);
+    memcpy(kern_quant, quant, sizeof quant);
     kern_level = isa;
 }
 
@@ -199,10 +202,16 @@ size_t kern_act_size(qtype_t wtype, int64_t k, int64_t n_tok)
 
 void kern_quantize_act(qtype_t wtype, const float *x, int64_t k, int64_t n_tok, void *act)
 {
+    pthread_once(&kern_once, kern_init);
     qtype_t vt = qtype_info(wtype)->vec_dot_type;
     size_t rs = qtype_row_size(vt, k);
-    for (int64_t t = 0; t < n_tok; t++)
-        quant_quantize_row(vt, x + t * k, (uint8_t *)act + (size_t)t * rs, k);
+    kern_quant_fn_t q = kern_quant[vt];
+    for (int64_t t = 0; t < n_tok; t++) {
+        if (q)
+            q(x + t * k, (uint8_t *)act + (size_t)t * rs, k);
+        else
+            quant_quantize_row(vt, x + t * k, (uint8_t *)act + (size_t)t * rs, k);
+    }
 }
 
 typedef struct {

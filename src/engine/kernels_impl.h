@@ -14,8 +14,8 @@
 
 #include "engine/qtype.h"
 
-#define KERN_NT_MAX 8
-#define KERN_NR_MAX 4
+#define KERN_NT_MAX 32
+#define KERN_NR_MAX 16
 
 typedef void (*kern_dot_fn_t)(int64_t n, const void *w, const void *act, size_t act_stride, int nt,
                               float *out, size_t out_stride);
@@ -27,10 +27,17 @@ typedef void (*kern_dot_fn_t)(int64_t n, const void *w, const void *act, size_t 
 typedef void (*kern_tile_fn_t)(int64_t n, const void *w, size_t w_stride, int nr, const void *act,
                                size_t act_stride, int nt, float *out, size_t out_stride);
 
-/* Fill tab[wtype] for the weight types the ISA file implements; entries it
- * does not know are left untouched (the caller pre-fills with the level
- * below). Only call when the CPU supports the ISA. */
-void kern_fill_avx2(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYPE_COUNT]);
-void kern_fill_avx512(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYPE_COUNT]);
+/* An activation quantizer: n floats (a multiple of the block size) to one
+ * row of a vec_dot type, bytes identical to quant_quantize_row's. */
+typedef void (*kern_quant_fn_t)(const float *x, void *dst, int64_t n);
+
+/* Fill tab[wtype] (and tiles[wtype], quant[vec_dot type]) for the types the
+ * ISA file implements; entries it does not know are left untouched (the
+ * caller pre-fills with the level below). Only call when the CPU supports
+ * the ISA. */
+void kern_fill_avx2(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYPE_COUNT],
+                    kern_quant_fn_t quant[QTYPE_COUNT]);
+void kern_fill_avx512(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYPE_COUNT],
+                      kern_quant_fn_t quant[QTYPE_COUNT]);
 
 #endif

@@ -12,21 +12,28 @@
  * With KERN_VNNI, Q8_0 also has a rows x tokens tile (k_q8_0_tile_z: four
  * blocks per step in 512-bit registers, k_q8_0_tile_step for the tail) that
  * is the Q8_0 dot kernel of that level (single rows are a 1-row tile), and
- * so do Q4_K, Q5_K and Q6_K (k_q45_k_tile, k_q6_k_tile: 512-bit integer
- * sums, up to 4 rows x 4 tokens per pass, software prefetch; their float
- * operations are those of the 256-bit kernels, so results equal the AVX2
- * level's bit for bit).
+ * so do Q4_K, Q5_K and Q6_K: see kernels_x86_ktile.h (pair-tree tiles),
+ * kernels_x86_q4tx.h and kernels_x86_q6tx.h (rows in lanes, for several
+ * tokens). Their float operations differ from the AVX2 level's (within
+ * the tolerance kernels.h allows between levels).
+ *
+ * kernels_x86_quant.h holds the SIMD activation quantizers (Q8_K, Q8_0;
+ * bytes identical to quant_quantize_row).
  *
  * Batch invariance: every kernel is written once as an always-inline body
  * taking a compile-time nt; the weight block is decoded once and then, per
  * token, the same sequence of operations runs on that token's own
  * accumulators. The float operations of token t therefore do not depend on
- * nt (no -ffast-math; -std=c11 implies -ffp-contract=off).
+ * nt (no -ffast-math; -std=c11 implies -ffp-contract=off). The VNNI
+ * K-quant tiles keep per (row, token) the same lane-wise float operations
+ * in every shape and kernel, so they may pick a kernel by group size.
  */
 #include <immintrin.h>
 #include <string.h>
 
+#include "engine/fp16.h"
 #include "engine/kernels_impl.h"
+#include "engine/quant.h"
 #include "engine/quant_blocks.h"
 
 #define KB static inline __attribute__((always_inline))
@@ -190,7 +197,7 @@ KB void k_q5_0(int64_t n, const void *w, const void *act, size_t act_stride, flo
 /* One step of k_q8_0_tile over blocks i and i+1 (two == 0: block i and
  * zeros with scale 0, for an odd last block). */
 KB void k_q8_0_tile_step(const void *w, size_t w_stride, const void *act, size_t act_stride, int64_t i,
-                         __m256 acc[KERN_NR_MAX][KERN_NT_MAX], const int nr, const int nt, const int two)
+                         __m256 acc[4][2], const int nr, const int nt, const int two)
 {
     const __m256i bias = _mm256_set1_epi8((char)0x80);
     __m256i au0[KERN_NT_MAX], au1[KERN_NT_MAX];
@@ -230,7 +237,7 @@ KB void k_q8_0_tile(int64_t n, const void *w, size_t w_stride, const void *act, 
                     float *out, size_t out_stride, const int nr, const int nt)
 {
     const int64_t nb = n / QK8_0;
-    __m256 acc[KERN_NR_MAX][KERN_NT_MAX];
+    __m256 acc[4][2];
     for (int r = 0; r < nr; r++)
         K_FOR_T(t) acc[r][t] = _mm256_setzero_ps();
     int64_t i = 0;
@@ -261,7 +268,7 @@ KB __m512i k_load2_q8(const block_q8_0 *b)
  * the two int32 vectors are folded to 4 lanes per block with two
  * vpermt2d + one add, then one convert / scale / fma per four blocks. */
 KB void k_q8_0_zstep(const void *w, size_t w_stride, const void *act, size_t act_stride, int64_t i,
-                     __m512 acc[KERN_NR_MAX][KERN_NT_MAX], const int nr, const int nt)
+                     __m512 acc[4][2], const int nr, const int nt)
 {
     const __m512i bias = _mm512_set1_epi8((char)0x80);
     const __m512i ie = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
@@ -301,8 +308,8 @@ KB void k_q8_0_tile_z(int64_t n, const void *w, size_t w_stride, const void *act
                       float *out, size_t out_stride, const int nr, const int nt)
 {
     const int64_t nb = n / QK8_0;
-    __m512 accz[KERN_NR_MAX][KERN_NT_MAX];
-    __m256 acc[KERN_NR_MAX][KERN_NT_MAX];
+    __m512 accz[4][2];
+    __m256 acc[4][2];
     for (int r = 0; r < nr; r++)
         K_FOR_T(t) {
             accz[r][t] = _mm512_setzero_ps();
@@ -325,8 +332,8 @@ KB void k_q8_0_tile_z(int64_t n, const void *w, size_t w_stride, const void *act
 
 /* Register budget (32 ymm with AVX-512VL): two blocks per step for 4 rows
  * x 2 tokens fit without spills, so 3-4 tokens are done as 2 + 1..2. */
-static void KNAME(tile_q8_0_)(int64_t n, const void *w, size_t w_stride, int nr, const void *act,
-                              size_t act_stride, int nt, float *out, size_t out_stride)
+static void KNAME(tile4_q8_0_)(int64_t n, const void *w, size_t w_stride, int nr, const void *act,
+                               size_t act_stride, int nt, float *out, size_t out_stride)
 {
     while (nt > 0) {
         int nt2 = nt < 2 ? nt : 2;
@@ -344,6 +351,15 @@ static void KNAME(tile_q8_0_)(int64_t n, const void *w, size_t w_stride, int nr,
         out += (size_t)nt2 * out_stride;
         nt -= nt2;
     }
+}
+
+/* Rows in groups of 4. */
+static void KNAME(tile_q8_0_)(int64_t n, const void *w, size_t w_stride, int nr, const void *act,
+                              size_t act_stride, int nt, float *out, size_t out_stride)
+{
+    for (int r = 0; r < nr; r += 4)
+        KNAME(tile4_q8_0_)(n, (const uint8_t *)w + (size_t)r * w_stride, w_stride, nr - r < 4 ? nr - r : 4, act,
+                           act_stride, nt, out + r, out_stride);
 }
 
 static void KNAME(dot_q8_0_tile1_)(int64_t n, const void *w, const void *act, size_t act_stride, int nt,
@@ -688,209 +704,7 @@ KB void k_q3_k(int64_t n, const void *w, const void *act, size_t act_stride, flo
 }
 
 #if KERN_VNNI
-/* ---- K-quant tiles (VNNI level): nr weight rows x nt tokens ------------
- * The activation loads of a step are shared by the nr rows and the
- * unpacked weights by the nt tokens; with several rows the integer chains
- * of different rows are independent (decode no longer waits on one
- * vpdpwssd chain). Integer sums are exact, so their order is free; the
- * float operations per (row, token) are those of k_q45_k / k_q6_k, in the
- * same order, whatever nr and nt (a single row is a 1-row tile). */
-
-/* Q4_K / Q5_K scales and mins of one super-block (ggml's unpacking). */
-KB __m128i k_q45_scales(const uint8_t *scales)
-{
-    uint32_t u[4];
-    memcpy(u, scales, 12);
-    const uint32_t km1 = 0x3f3f3f3f, km2 = 0x0f0f0f0f, km3 = 0x03030303;
-    u[3] = ((u[2] >> 4) & km2) | (((u[1] >> 6) & km3) << 4);
-    const uint32_t uaux = u[1] & km1;
-    u[1] = (u[2] & km2) | (((u[0] >> 6) & km3) << 4);
-    u[2] = uaux;
-    u[0] &= km1;
-    return _mm_loadu_si128((const __m128i *)u);
-}
-
-KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize, const int has_qh,
-                     const void *act, size_t act_stride, float *out, size_t out_stride, const int nr,
-                     const int nt)
-{
-    const int64_t nb = n / QK_K;
-    /* acc | accm of ggml's kernel side by side in one 512-bit register:
-     * lane-wise the same float operations, half the instructions */
-    __m512 acc[KERN_NR_MAX][KERN_NT_MAX];
-    K_FOR_R(r)
-        K_FOR_T(t) acc[r][t] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-        __m512i scz[KERN_NR_MAX];
-        __m512 dd[KERN_NR_MAX];
-        __m256i mins16[KERN_NR_MAX];
-        K_FOR_R(r) {
-            const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bsize;
-#if K_PF_DIST > 0
-            _mm_prefetch((const char *)blk + K_PF_DIST, _MM_HINT_T0);
-            _mm_prefetch((const char *)blk + K_PF_DIST + 64, _MM_HINT_T0);
-            _mm_prefetch((const char *)blk + K_PF_DIST + 128, _MM_HINT_T0);
-#endif
-            uint16_t d16, dmin16;
-            memcpy(&d16, blk, 2);
-            memcpy(&dmin16, blk + 2, 2);
-            const __m128i sm = k_q45_scales(blk + 4);
-            scz[r] = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sm));
-            /* [d x8 | dmin x8] */
-            dd[r] = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(k_h2f(d16))),
-                                                          _mm256_castps_pd(_mm256_set1_ps(k_h2f(dmin16))), 1));
-            const __m128i m8 = _mm_srli_si128(sm, 8);
-            mins16[r] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
-        }
-        /* 512-bit integer part: one register holds a 32-byte chunk's low
-         * nibbles (lower half) and high nibbles (upper half), against the
-         * 64 contiguous activations they multiply */
-        const __m512i m4z = _mm512_set1_epi8(0xF), onez = _mm512_set1_epi8(1);
-        __m512i sumz[KERN_NR_MAX][KERN_NT_MAX];
-        K_FOR_R(r)
-            K_FOR_T(t) sumz[r][t] = _mm512_setzero_si512();
-        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
-            __m512i yz[KERN_NT_MAX];
-            K_FOR_T(t) {
-                const block_q8_K *y = K_ACT(block_q8_K, t, i);
-                yz[t] = _mm512_loadu_si512((const void *)(y->qs + 64 * j));
-            }
-            /* words 0..15 take scale 2j, 16..31 scale 2j+1 */
-            const __m512i sidx = _mm512_set_epi32(
-                (4 * j + 3) << 24 | (4 * j + 2) << 16 | (4 * j + 3) << 8 | (4 * j + 2),
-                (4 * j + 3) << 24 | (4 * j + 2) << 16 | (4 * j + 3) << 8 | (4 * j + 2),
-                (4 * j + 3) << 24 | (4 * j + 2) << 16 | (4 * j + 3) << 8 | (4 * j + 2),
-                (4 * j + 3) << 24 | (4 * j + 2) << 16 | (4 * j + 3) << 8 | (4 * j + 2),
-                (4 * j + 3) << 24 | (4 * j + 2) << 16 | (4 * j + 3) << 8 | (4 * j + 2),
-                (4 * j + 3) << 24 | (4 * j + 2) << 16 | (4 * j + 3) << 8 | (4 * j + 2),
-                (4 * j + 3) << 24 | (4 * j + 2) << 16 | (4 * j + 3) << 8 | (4 * j + 2),
-                (4 * j + 3) << 24 | (4 * j + 2) << 16 | (4 * j + 3) << 8 | (4 * j + 2),
-                (4 * j + 1) << 24 | (4 * j) << 16 | (4 * j + 1) << 8 | (4 * j),
-                (4 * j + 1) << 24 | (4 * j) << 16 | (4 * j + 1) << 8 | (4 * j),
-                (4 * j + 1) << 24 | (4 * j) << 16 | (4 * j + 1) << 8 | (4 * j),
-                (4 * j + 1) << 24 | (4 * j) << 16 | (4 * j + 1) << 8 | (4 * j),
-                (4 * j + 1) << 24 | (4 * j) << 16 | (4 * j + 1) << 8 | (4 * j),
-                (4 * j + 1) << 24 | (4 * j) << 16 | (4 * j + 1) << 8 | (4 * j),
-                (4 * j + 1) << 24 | (4 * j) << 16 | (4 * j + 1) << 8 | (4 * j),
-                (4 * j + 1) << 24 | (4 * j) << 16 | (4 * j + 1) << 8 | (4 * j));
-            K_FOR_R(r) {
-                const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bsize;
-                const uint8_t *qs = blk + (has_qh ? 48 : 16);
-                __m512i bz = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * j)));
-                bz = _mm512_mask_srli_epi16(bz, (__mmask32)0xFFFF0000u, bz, 4);
-                __m512i q = _mm512_and_si512(bz, m4z);
-                if (has_qh) {
-                    __m512i hz = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 16)));
-                    hz = _mm512_srli_epi16(hz, 2 * j);
-                    hz = _mm512_mask_srli_epi16(hz, (__mmask32)0xFFFF0000u, hz, 1);
-                    q = _mm512_or_si512(q, _mm512_slli_epi16(_mm512_and_si512(hz, onez), 4));
-                }
-                const __m512i sz = _mm512_shuffle_epi8(scz[r], sidx);
-                K_FOR_T(t) sumz[r][t] = _mm512_dpwssd_epi32(sumz[r][t], sz, _mm512_maddubs_epi16(q, yz[t]));
-            }
-        }
-        __m256i sumi[KERN_NR_MAX][KERN_NT_MAX];
-        K_FOR_R(r)
-            K_FOR_T(t) sumi[r][t] = _mm256_add_epi32(_mm512_castsi512_si256(sumz[r][t]),
-                                                     _mm512_extracti64x4_epi64(sumz[r][t], 1));
-        K_FOR_R(r)
-            K_FOR_T(t) {
-                const block_q8_K *y = K_ACT(block_q8_K, t, i);
-                const __m256i pm = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y->bsums), mins16[r]);
-                const __m512i si = _mm512_inserti64x4(_mm512_castsi256_si512(sumi[r][t]), pm, 1);
-                acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(dd[r], _mm512_set1_ps(y->d)), _mm512_cvtepi32_ps(si), acc[r][t]);
-            }
-    }
-    K_FOR_R(r)
-        K_FOR_T(t) out[r + (size_t)t * out_stride] = k_hsum8(_mm512_castps512_ps256(acc[r][t])) -
-                                                          k_hsum8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r][t]), 1)));
-}
-
-KB void k_q4_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, size_t act_stride, float *out,
-                    size_t out_stride, const int nr, const int nt)
-{
-    k_q45_k_tile(n, w, w_stride, sizeof(block_q4_K), 0, act, act_stride, out, out_stride, nr, nt);
-}
-
-KB void k_q5_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, size_t act_stride, float *out,
-                    size_t out_stride, const int nr, const int nt)
-{
-    k_q45_k_tile(n, w, w_stride, sizeof(block_q5_K), 1, act, act_stride, out, out_stride, nr, nt);
-}
-
-KB void k_q6_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, size_t act_stride, float *out,
-                    size_t out_stride, const int nr, const int nt)
-{
-    const int64_t nb = n / QK_K;
-    __m256 acc[KERN_NR_MAX][KERN_NT_MAX];
-    K_FOR_R(r)
-        K_FOR_T(t) acc[r][t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-        /* 512-bit integer part: chunks m = 2p and 2p + 1 in one register
-         * (64 contiguous ql bytes, qh shifted by 2m per half), against 64
-         * contiguous activations; scales per 128-bit lane by vpshufb */
-        const __m512i m4z = _mm512_set1_epi8(0xF), m2z = _mm512_set1_epi8(3);
-        __m512i sumz[KERN_NR_MAX][KERN_NT_MAX];
-        __m256i sc16[KERN_NR_MAX];
-        K_FOR_R(r) {
-            const block_q6_K *x = (const block_q6_K *)((const uint8_t *)w + (size_t)r * w_stride) + i;
-#if K_PF_DIST > 0
-            _mm_prefetch((const char *)x + K_PF_DIST, _MM_HINT_T0);
-            _mm_prefetch((const char *)x + K_PF_DIST + 64, _MM_HINT_T0);
-            _mm_prefetch((const char *)x + K_PF_DIST + 128, _MM_HINT_T0);
-            _mm_prefetch((const char *)x + K_PF_DIST + 192, _MM_HINT_T0);
-#endif
-            sc16[r] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
-            K_FOR_T(t) sumz[r][t] = _mm512_setzero_si512();
-        }
-        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
-            _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++) {
-                __m512i yz[KERN_NT_MAX];
-                K_FOR_T(t) {
-                    const block_q8_K *y = K_ACT(block_q8_K, t, i);
-                    yz[t] = _mm512_loadu_si512((const void *)(y->qs + 128 * h + 64 * p));
-                }
-#define K_B0(L) (2 * (4 * p + (L)))
-#define K_DW(L) ((K_B0(L) + 1) << 24 | K_B0(L) << 16 | (K_B0(L) + 1) << 8 | K_B0(L))
-                const __m512i sidx = _mm512_set_epi32(K_DW(3), K_DW(3), K_DW(3), K_DW(3), K_DW(2), K_DW(2), K_DW(2),
-                                                      K_DW(2), K_DW(1), K_DW(1), K_DW(1), K_DW(1), K_DW(0), K_DW(0),
-                                                      K_DW(0), K_DW(0));
-#undef K_DW
-#undef K_B0
-                K_FOR_R(r) {
-                    const block_q6_K *x = (const block_q6_K *)((const uint8_t *)w + (size_t)r * w_stride) + i;
-                    __m512i b = _mm512_loadu_si512((const void *)(x->ql + 64 * h));
-                    __m512i hz = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x->qh + 32 * h)));
-                    hz = _mm512_srli_epi16(hz, 4 * p);
-                    hz = _mm512_mask_srli_epi16(hz, (__mmask32)0xFFFF0000u, hz, 2);
-                    __m512i lo = _mm512_and_si512(p ? _mm512_srli_epi16(b, 4) : b, m4z);
-                    __m512i q = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(hz, m2z), 4));
-                    const __m512i sc8 = _mm512_broadcast_i32x4(h ? _mm256_extracti128_si256(sc16[r], 1)
-                                                                 : _mm256_castsi256_si128(sc16[r]));
-                    const __m512i scv = _mm512_shuffle_epi8(sc8, sidx);
-                    K_FOR_T(t) sumz[r][t] = _mm512_dpwssd_epi32(sumz[r][t], scv, _mm512_maddubs_epi16(q, yz[t]));
-                }
-            }
-        }
-        __m256i sumi[KERN_NR_MAX][KERN_NT_MAX];
-        K_FOR_R(r)
-            K_FOR_T(t) sumi[r][t] = _mm256_add_epi32(_mm512_castsi512_si256(sumz[r][t]),
-                                                     _mm512_extracti64x4_epi64(sumz[r][t], 1));
-        K_FOR_R(r) {
-            const block_q6_K *x = (const block_q6_K *)((const uint8_t *)w + (size_t)r * w_stride) + i;
-            const float dx = k_h2f(x->d);
-            K_FOR_T(t) {
-                const block_q8_K *y = K_ACT(block_q8_K, t, i);
-                __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
-                __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16[r]), 5); /* 32 * sc * bsum */
-                __m256i tot = _mm256_sub_epi32(sumi[r][t], off);
-                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * y->d), _mm256_cvtepi32_ps(tot), acc[r][t]);
-            }
-        }
-    }
-    K_FOR_R(r)
-        K_FOR_T(t) out[r + (size_t)t * out_stride] = k_hsum8(acc[r][t]);
-}
+#include "engine/kernels_x86_ktile.h"
 #endif
 
 /* ---- exported wrappers: one switch per type fixes nt at compile time --- */
@@ -942,50 +756,14 @@ K_EXPORT(dot_q6_k_, k_q6_k)
 K_EXPORT(dot_q2_k_, k_q2_k)
 K_EXPORT(dot_q3_k_, k_q3_k)
 
-#if KERN_VNNI
-/* K-quant tile entry points: tokens in groups of K_KT_NT (1..4; 4 measured
- * best for prefill, register spills of the float accumulators included),
- * rows 1..4. */
-#ifndef K_KT_NT
-#define K_KT_NT 4
-#endif
-/* c (1..4) tokens of nrc rows: nt must be a compile-time constant. */
-#define K_TILE_NT(body, nrc)                                                                         \
-    switch (c) {                                                                                     \
-    case 1: body(n, w, w_stride, act, act_stride, out, out_stride, nrc, 1); break;                   \
-    case 2: body(n, w, w_stride, act, act_stride, out, out_stride, nrc, 2); break;                   \
-    case 3: body(n, w, w_stride, act, act_stride, out, out_stride, nrc, 3); break;                   \
-    default: body(n, w, w_stride, act, act_stride, out, out_stride, nrc, 4); break;                  \
-    }
-#define K_TILE_EXPORT(name, body)                                                                      \
-    static void KNAME(tile_##name)(int64_t n, const void *w, size_t w_stride, int nr, const void *act,  \
-                                   size_t act_stride, int nt, float *out, size_t out_stride)           \
-    {                                                                                                  \
-        while (nt > 0) {                                                                               \
-            int c = nt < K_KT_NT ? nt : K_KT_NT;                                                       \
-            switch (nr) {                                                                              \
-            case 1: K_TILE_NT(body, 1) break;                                                          \
-            case 2: K_TILE_NT(body, 2) break;                                                          \
-            case 3: K_TILE_NT(body, 3) break;                                                          \
-            default: K_TILE_NT(body, 4) break;                                                         \
-            }                                                                                          \
-            act = (const uint8_t *)act + (size_t)c * act_stride;                                       \
-            out += (size_t)c * out_stride;                                                             \
-            nt -= c;                                                                                   \
-        }                                                                                              \
-    }                                                                                                  \
-    static void KNAME(dot1_##name)(int64_t n, const void *w, const void *act, size_t act_stride, int nt, \
-                                   float *out, size_t out_stride)                                      \
-    {                                                                                                  \
-        KNAME(tile_##name)(n, w, 0, 1, act, act_stride, nt, out, out_stride);                          \
-    }
-K_TILE_EXPORT(q4_k_, k_q4_k_tile)
-K_TILE_EXPORT(q5_k_, k_q5_k_tile)
-K_TILE_EXPORT(q6_k_, k_q6_k_tile)
-#endif
 
-void KNAME(kern_fill_)(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYPE_COUNT])
+#include "engine/kernels_x86_quant.h"
+
+void KNAME(kern_fill_)(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYPE_COUNT],
+                       kern_quant_fn_t quant[QTYPE_COUNT])
 {
+    quant[QTYPE_Q8_K] = KNAME(quant_q8_k_);
+    quant[QTYPE_Q8_0] = KNAME(quant_q8_0_);
     tab[QTYPE_Q8_0] = KNAME(dot_q8_0_);
     tab[QTYPE_Q4_0] = KNAME(dot_q4_0_);
     tab[QTYPE_Q5_0] = KNAME(dot_q5_0_);

@@ -294,6 +294,45 @@ static void test_multi(kern_isa_t isa, tpool_t *pool2)
     }
 }
 
+/* kern_quantize_act's bytes equal quant_quantize_row's (the scalar
+ * reference of ggml's rounding), block by block, over edge cases: a zero
+ * block, ties of the largest magnitude with either sign first, tiny and
+ * huge values, a single nonzero, infinities and NaN. */
+static void test_quantize_act(kern_isa_t isa)
+{
+    static const qtype_t wts[] = {QTYPE_Q4_K, QTYPE_Q8_0};
+    enum { K = 256 * 12 };
+    static float x[K];
+    static uint8_t got[K * 2], want[K * 2];
+    for (size_t wi = 0; wi < sizeof wts / sizeof wts[0]; wi++) {
+        qtype_t vt = qtype_info(wts[wi])->vec_dot_type;
+        int ok = 1;
+        for (int rep = 0; rep < 8; rep++) {
+            fill_floats(x, K);
+            for (int b = 0; b < K / 256; b++) {
+                float *blk = x + 256 * b;
+                switch ((b + rep) % 12) {
+                case 0: memset(blk, 0, 256 * sizeof(float)); break;
+                case 1: blk[3] = 7.0f, blk[200] = -7.0f; break;
+                case 2: blk[5] = -7.0f, blk[9] = 7.0f; blk[40] = -7.0f; break;
+                case 3: for (int j = 0; j < 256; j++) blk[j] *= 1e-30f; break;
+                case 4: for (int j = 0; j < 256; j++) blk[j] *= 1e30f; break;
+                case 5: memset(blk, 0, 256 * sizeof(float)); blk[77] = -0.5f; break;
+                case 6: blk[100] = INFINITY; break;
+                case 7: blk[31] = NAN; break;
+                case 8: blk[0] = -INFINITY, blk[1] = NAN; break;
+                case 9: for (int j = 0; j < 256; j++) blk[j] = (float)(j % 7) - 3.0f; break; /* many ties */
+                default: break;
+                }
+            }
+            kern_quantize_act(wts[wi], x, K, 1, got);
+            quant_quantize_row(vt, x, want, K);
+            ok &= !memcmp(got, want, qtype_row_size(vt, K));
+        }
+        tap_ok(ok, "%s quantize_act to %s equals the scalar reference bytes", kern_isa_name(isa), qtype_name(vt));
+    }
+}
+
 int main(void)
 {
     tpool_t *pool2 = NULL;
@@ -309,6 +348,7 @@ int main(void)
     for (int isa = KERN_ISA_SCALAR; isa <= (int)max; isa++) {
         if (!tap_ok(kern_isa_set((kern_isa_t)isa) == (kern_isa_t)isa, "select %s", kern_isa_name((kern_isa_t)isa)))
             continue;
+        test_quantize_act((kern_isa_t)isa);
         test_vec_dot((kern_isa_t)isa);
         test_matmul((kern_isa_t)isa, pool2);
         test_matmul_blocks((kern_isa_t)isa, pool2);

@@ -165,7 +165,7 @@ KB __m512i k_q45_q(const uint8_t *blk, const int has_qh, const int j)
     return q;
 }
 
-#define K_FOR_RT(r) _Pragma("GCC unroll 16") for (int r = 0; r < 16 / ntt; r++)
+#define K_FOR_RT(r) _Pragma("GCC unroll 16") for (int r = 0; r < nrt; r++)
 #define K_FOR_TT(t) _Pragma("GCC unroll 8") for (int t = 0; t < ntt; t++)
 
 /* Q4_K / Q5_K tile of shape (16 / ntt) x ntt, the first nr rows and nt
@@ -175,6 +175,7 @@ KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize,
                      const int nr, const int nt)
 {
     const int64_t nb = n / QK_K;
+    const int nrt = ntt == 1 ? 16 : ntt == 2 ? 8 : ntt == 4 ? 4 : 2; /* 16 / ntt */
     __m512 acc = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         __m128i smv[16]; /* per row: 8 scales, 8 mins (bytes) */
@@ -199,7 +200,7 @@ KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize,
             __m512i yz[4][2];
             _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) K_FOR_TT(t) if (t < nt)
                 yz[j][t] = _mm512_loadu_si512((const void *)(K_ACT(block_q8_K, t, i)->qs + 64 * j));
-            _Pragma("GCC unroll 1") for (int r = 0; r < 16 / ntt; r++) {
+            _Pragma("GCC unroll 1") for (int r = 0; r < nrt; r++) {
                 if (r >= nr) {
                     K_FOR_TT(t) {
                         mp[ntt * r + t] = _mm256_setzero_si256();
@@ -211,8 +212,8 @@ KB void k_q45_k_tile(int64_t n, const uint8_t *w, size_t w_stride, size_t bsize,
                 {
                     /* the same block of the next tile's row (decode streams
                      * the weights from memory once: the next tile starts
-                     * 16 / ntt rows further) */
-                    const char *pf = (const char *)blk + (size_t)(16 / ntt) * w_stride;
+                     * nrt rows further) */
+                    const char *pf = (const char *)blk + (size_t)nrt * w_stride;
                     _mm_prefetch(pf, _MM_HINT_T0);
                     _mm_prefetch(pf + 64, _MM_HINT_T0);
                     _mm_prefetch(pf + 128, _MM_HINT_T0);
@@ -328,6 +329,7 @@ KB void k_q6_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, 
                     size_t out_stride, const int ntt, const int nr, const int nt)
 {
     const int64_t nb = n / QK_K;
+    const int nrt = ntt == 1 ? 16 : ntt == 2 ? 8 : ntt == 4 ? 4 : 2; /* 16 / ntt */
     __m512 acc = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         uint16_t dh[16] = {0};
@@ -348,7 +350,7 @@ KB void k_q6_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, 
             _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++)
                 K_FOR_TT(t) if (t < nt)
                     yz[h][p][t] = _mm512_loadu_si512((const void *)(K_ACT(block_q8_K, t, i)->qs + 128 * h + 64 * p));
-            _Pragma("GCC unroll 1") for (int r = 0; r < 16 / ntt; r++) {
+            _Pragma("GCC unroll 1") for (int r = 0; r < nrt; r++) {
                 if (r >= nr) {
                     K_FOR_TT(t) sumz[ntt * r + t] = _mm512_setzero_si512();
                     continue;
@@ -356,7 +358,7 @@ KB void k_q6_k_tile(int64_t n, const void *w, size_t w_stride, const void *act, 
                 const block_q6_K *x = (const block_q6_K *)((const uint8_t *)w + (size_t)r * w_stride) + i;
                 {
                     /* the same block of the next tile's row (as k_q45_k_tile) */
-                    const char *pf = (const char *)x + (size_t)(16 / ntt) * w_stride;
+                    const char *pf = (const char *)x + (size_t)nrt * w_stride;
                     _Pragma("GCC unroll 4") for (int l = 0; l < 4; l++) _mm_prefetch(pf + 64 * l, _MM_HINT_T0);
                 }
                 memcpy(&dh[r], &x->d, 2);

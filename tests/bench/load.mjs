@@ -51,7 +51,7 @@ async function resolveTarget(o) {
         hostHeader: u.host,
         basePath, // e.g. /v1
         rootPath: basePath.replace(/\/v1$/, ''), // /tokenize lives at the root (vLLM)
-        agent: new (secure ? https : http).Agent({ keepAlive: true, maxSockets: 1024 }),
+        agent: new (secure ? https : http).Agent({ keepAlive: o.keepAlive, maxSockets: 1024 }),
     };
 }
 

@@ -25,6 +25,7 @@ export const DEFAULTS = Object.freeze({
     warmup: 1,
     seed: 1,
     ignoreEos: false,
+    keepAlive: true,
     calibrate: true,
     timeout: 120, // seconds per request
     levelTimeout: 600, // seconds per concurrency level
@@ -66,6 +67,8 @@ streaming clients, for each C of a list, and writes results.json + plot.svg.
   --temperature T       default 0 (greedy)
   --ignore-eos          send ignore_eos: true (vLLM / llama-server extension)
   --no-calibrate        do not use POST /tokenize to size the prompt
+  --no-keepalive        a new connection for every request (for servers that
+                        close kept-alive connections, e.g. llama-server)
   --warmup N            unmeasured requests before the first level (default ${DEFAULTS.warmup})
   --seed N              seed of the prompt words (default ${DEFAULTS.seed})
   --timeout S           per-request limit in seconds (default ${DEFAULTS.timeout})
@@ -138,6 +141,7 @@ export function parseArgs(argv, env = {}) {
             case '--temperature': o.temperature = numArg(a, val(), 0, 2); break;
             case '--ignore-eos': o.ignoreEos = true; break;
             case '--no-calibrate': o.calibrate = false; break;
+            case '--no-keepalive': o.keepAlive = false; break;
             case '--warmup': o.warmup = intArg(a, val(), 0, LIMITS.warmup); break;
             case '--seed': o.seed = intArg(a, val(), 0, 2 ** 31 - 1); break;
             case '--timeout': o.timeout = numArg(a, val(), 0.1, LIMITS.timeout); break;

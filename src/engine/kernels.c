@@ -30,6 +30,8 @@
 #include "engine/kernels.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -282,10 +284,51 @@ static void kern_mm_range(const kern_mm_job_t *j, int64_t r0, int64_t r1)
     }
 }
 
+/* Rows are handed out in chunks from a shared counter rather than as one
+ * fixed range per thread: on a shared host one vCPU is often descheduled or
+ * slowed (steal), and a static split then makes the other thread wait at
+ * the end of every product. A row's value does not depend on which thread
+ * computes it or on the chunk it falls in, so results are unchanged. */
+typedef struct {
+    atomic_llong next;   /* next chunk to hand out */
+    int64_t chunk_rows;  /* rows per chunk (a multiple of KERN_NR_MAX) */
+    int64_t total_rows;
+} kern_chunks_t;
+
+static void kern_chunks_init(kern_chunks_t *c, int64_t total_rows, int nth)
+{
+    /* about 8 chunks per thread, at least 64 rows each */
+    int64_t cr = total_rows / (8 * (int64_t)(nth > 0 ? nth : 1));
+    cr = (cr + KERN_NR_MAX - 1) / KERN_NR_MAX * KERN_NR_MAX;
+    c->chunk_rows = cr < 64 ? 64 : cr;
+    c->total_rows = total_rows;
+    atomic_init(&c->next, 0);
+}
+
+/* The next chunk [*r0, *r1) of rows; false when none is left. */
+static bool kern_chunks_take(kern_chunks_t *c, int64_t *r0, int64_t *r1)
+{
+    int64_t i = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed);
+    *r0 = i * c->chunk_rows;
+    if (*r0 >= c->total_rows)
+        return false;
+    *r1 = *r0 + c->chunk_rows < c->total_rows ? *r0 + c->chunk_rows : c->total_rows;
+    return true;
+}
+
+typedef struct {
+    kern_mm_job_t job;
+    kern_chunks_t chunks;
+} kern_mm_run_t;
+
 static void kern_mm_worker(void *arg, int ith, int nth)
 {
-    const kern_mm_job_t *j = arg;
-    kern_mm_range(j, j->n_rows * ith / nth, j->n_rows * (ith + 1) / nth);
+    (void)ith;
+    (void)nth;
+    kern_mm_run_t *run = arg;
+    int64_t r0, r1;
+    while (kern_chunks_take(&run->chunks, &r0, &r1))
+        kern_mm_range(&run->job, r0, r1);
 }
 
 static void kern_mm_job_init(kern_mm_job_t *job, qtype_t wtype, const void *W, int64_t n_rows, int64_t k,
@@ -312,27 +355,30 @@ void kern_matmul(tpool_t *pool, qtype_t wtype, const void *W, int64_t n_rows, in
     pthread_once(&kern_once, kern_init);
     if (n_rows <= 0 || n_tok <= 0)
         return;
-    kern_mm_job_t job;
-    kern_mm_job_init(&job, wtype, W, n_rows, k, act, n_tok, out);
+    kern_mm_run_t run;
+    kern_mm_job_init(&run.job, wtype, W, n_rows, k, act, n_tok, out);
     int nth = tpool_size(pool);
-    if (nth > 1 && n_rows * n_tok * k < 32768) /* a few microseconds: not worth a wake-up */
-        kern_mm_worker(&job, 0, 1);
-    else
-        tpool_run(pool, kern_mm_worker, &job);
+    if (nth > 1 && n_rows * n_tok * k < 32768) { /* a few microseconds: not worth a wake-up */
+        kern_mm_range(&run.job, 0, n_rows);
+        return;
+    }
+    kern_chunks_init(&run.chunks, n_rows, nth);
+    tpool_run(pool, kern_mm_worker, &run);
 }
 
 /* Several products in one pool run: the rows of all jobs, concatenated in
- * order, are split into one contiguous range per thread. */
+ * order, are handed out in chunks (a chunk may span two jobs). */
 typedef struct {
     kern_mm_job_t job[KERN_MULTI_MAX];
     int n;
     int64_t total_rows;
+    kern_chunks_t chunks;
 } kern_multi_t;
 
-static void kern_multi_worker(void *arg, int ith, int nth)
+/* Global rows [g0, g1) of the concatenation. */
+static void kern_multi_range(const kern_multi_t *m, int64_t g0, int64_t g1)
 {
-    const kern_multi_t *m = arg;
-    int64_t g0 = m->total_rows * ith / nth, g1 = m->total_rows * (ith + 1) / nth, base = 0;
+    int64_t base = 0;
     for (int i = 0; i < m->n && base < g1; i++) {
         const kern_mm_job_t *j = &m->job[i];
         int64_t r0 = g0 - base, r1 = g1 - base;
@@ -342,6 +388,16 @@ static void kern_multi_worker(void *arg, int ith, int nth)
             kern_mm_range(j, r0, r1);
         base += j->n_rows;
     }
+}
+
+static void kern_multi_worker(void *arg, int ith, int nth)
+{
+    (void)ith;
+    (void)nth;
+    kern_multi_t *m = arg;
+    int64_t g0, g1;
+    while (kern_chunks_take(&m->chunks, &g0, &g1))
+        kern_multi_range(m, g0, g1);
 }
 
 void kern_matmul_multi(tpool_t *pool, int n, const kern_mm_t *jobs, int64_t n_tok)
@@ -360,10 +416,12 @@ void kern_matmul_multi(tpool_t *pool, int n, const kern_mm_t *jobs, int64_t n_to
             work += jobs[i].n_rows * n_tok * jobs[i].k;
         }
         if (m.n) {
-            if (tpool_size(pool) > 1 && work < 32768) /* as kern_matmul */
-                kern_multi_worker(&m, 0, 1);
-            else
+            if (tpool_size(pool) > 1 && work < 32768) { /* as kern_matmul */
+                kern_multi_range(&m, 0, m.total_rows);
+            } else {
+                kern_chunks_init(&m.chunks, m.total_rows, tpool_size(pool));
                 tpool_run(pool, kern_multi_worker, &m);
+            }
         }
         jobs += c;
         n -= c;

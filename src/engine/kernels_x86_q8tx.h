@@ -179,8 +179,7 @@ KB __m512 k_q8_tree_step(const uint8_t *base, const int32_t offs[16], __m512i vo
     _Pragma("GCC unroll 16") for (int r = 0; r < 16; r++) {
         const uint8_t *x = base + offs[r];
 #if K_PF_DIST > 0
-        _mm_prefetch((const char *)x + pf, _MM_HINT_T1);
-        _mm_prefetch((const char *)x + pf + 64, _MM_HINT_T1);
+        _mm_prefetch((const char *)x + pf, _MM_HINT_T0);
 #endif
         p[r] = _mm512_dpbusd_epi32(negc, _mm512_xor_si512(k_q8_qs2((const block_q8_0 *)x, two), bias), a);
     }
@@ -212,8 +211,9 @@ static void KNAME(q8_0_tree_)(int64_t n, const uint8_t *w, size_t w_stride, int 
         16 + K_Q8_LQ(3), 16 + K_Q8_LQ(1), K_Q8_LQ(15), K_Q8_LQ(13), K_Q8_LQ(11), K_Q8_LQ(9), K_Q8_LQ(7), K_Q8_LQ(5),
         K_Q8_LQ(3), K_Q8_LQ(1));
     const block_q8_0 *y = act;
-    /* the same place in the next 16 rows (the next tile), into L2: measured
-     * better than K_PF_DIST within the row or none (streaming decode) */
+    /* one line at the same place in the next 16 rows (the next tile):
+     * measured better than K_PF_DIST within the row, two lines, an L2 hint
+     * or none (bench_kernels decode and stream) */
     const size_t pf = 16 * w_stride;
     __m512 acc = _mm512_setzero_ps();
     int64_t i = 0;

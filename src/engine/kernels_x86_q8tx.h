@@ -49,7 +49,16 @@ KB void k_q8tx_tokens(const void *act, size_t act_stride, int64_t i, const __m51
 {
     const __m512i bias = _mm512_set1_epi8((char)0x80);
     int32_t au[4][16] __attribute__((aligned(64)));
-    K_FOR_T4(t) _mm512_store_si512((void *)au[t], _mm512_xor_si512(k_q8_qs2(K_ACT(block_q8_0, t, i), two), bias));
+    K_FOR_T4(t) {
+        const block_q8_0 *y = K_ACT(block_q8_0, t, i);
+        _mm_prefetch((const char *)(y + 4), _MM_HINT_T0); /* two steps ahead (L2 -> L1) */
+        _mm_prefetch((const char *)(y + 4) + 64, _MM_HINT_T0);
+        _mm512_store_si512((void *)au[t], _mm512_xor_si512(k_q8_qs2(y, two), bias));
+    }
+    /* keeps the dwords in memory: broadcasts from memory are load-port
+     * only, while GCC otherwise extracts them from registers (shuffle-port
+     * uops, the bottleneck) */
+    __asm__ volatile("" : : "r"(au) : "memory");
     /* at least 8 independent vpdpbusd chains whatever ng */
     const int nh = (ng >= 4 ? 1 : ng >= 2 ? 2 : 4) * (two ? 1 : 2);
     __m512i s0[8][4], s1[8][4];

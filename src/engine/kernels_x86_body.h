@@ -9,10 +9,10 @@
  * [-127, 127] as our quantizers produce). With KERN_VNNI the int8 pair
  * sums of the 32-block types use vpdpbusd (no intermediate saturation).
  *
- * With KERN_VNNI, Q8_0 also has a rows x tokens tile (k_q8_0_tile_z: four
- * blocks per step in 512-bit registers, k_q8_0_tile_step for the tail) that
- * is the Q8_0 dot kernel of that level (single rows are a 1-row tile), and
- * so do Q4_K, Q5_K and Q6_K: see kernels_x86_ktile.h (pair-tree tiles),
+ * With KERN_VNNI, Q8_0 also has 16-row tiles (kernels_x86_q8tx.h: rows in
+ * lanes for several tokens, a pair tree for one) that are the Q8_0 dot
+ * kernel of that level (single rows are a 1-row tile), and so do Q4_K,
+ * Q5_K and Q6_K: see kernels_x86_ktile.h (pair-tree tiles),
  * kernels_x86_q4tx.h and kernels_x86_q6tx.h (rows in lanes, for several
  * tokens). Their float operations differ from the AVX2 level's (within
  * the tolerance kernels.h allows between levels).
@@ -188,184 +188,11 @@ KB void k_q5_0(int64_t n, const void *w, const void *act, size_t act_stride, flo
 }
 
 #if KERN_VNNI
-/* Q8_0 tile (VNNI only): nr weight rows x nt tokens. Activations are made
- * unsigned (a + 128, exact as a xor) so one vpdpbusd per (row, token)
- * block does the whole product; the per-lane bias 128 * sum(w) is
- * subtracted up front by seeding the accumulator with -128 * sum(w)
- * (integer, exact). Scales: dw * da per (row, token) as a vector multiply,
- * then one fma, the same operations for every tile shape. */
-/* One step of k_q8_0_tile over blocks i and i+1 (two == 0: block i and
- * zeros with scale 0, for an odd last block). */
-KB void k_q8_0_tile_step(const void *w, size_t w_stride, const void *act, size_t act_stride, int64_t i,
-                         __m256 acc[4][2], const int nr, const int nt, const int two)
-{
-    const __m256i bias = _mm256_set1_epi8((char)0x80);
-    __m256i au0[KERN_NT_MAX], au1[KERN_NT_MAX];
-    __m256 da[KERN_NT_MAX];
-    K_FOR_T(t) {
-        const block_q8_0 *y = K_ACT(block_q8_0, t, i);
-        au0[t] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y[0].qs), bias);
-        au1[t] = two ? _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y[1].qs), bias)
-                     : _mm256_setzero_si256();
-        __m128i h = _mm_unpacklo_epi32(_mm_set1_epi16((short)y[0].d), _mm_set1_epi16(two ? (short)y[1].d : 0));
-        da[t] = _mm256_cvtph_ps(h);
-    }
-    _Pragma("GCC unroll 4") for (int r = 0; r < nr; r++) {
-        const block_q8_0 *x = (const block_q8_0 *)((const uint8_t *)w + (size_t)r * w_stride) + i;
-        __m256i qx0 = _mm256_loadu_si256((const __m256i *)x[0].qs);
-        __m256i qx1 = two ? _mm256_loadu_si256((const __m256i *)x[1].qs) : _mm256_setzero_si256();
-        __m256i cw0 = _mm256_sub_epi32(_mm256_setzero_si256(),
-                                       _mm256_dpbusd_epi32(_mm256_setzero_si256(), bias, qx0));
-        __m256i cw1 = _mm256_sub_epi32(_mm256_setzero_si256(),
-                                       _mm256_dpbusd_epi32(_mm256_setzero_si256(), bias, qx1));
-        __m128i h = _mm_unpacklo_epi32(_mm_set1_epi16((short)x[0].d), _mm_set1_epi16(two ? (short)x[1].d : 0));
-        __m256 dw = _mm256_cvtph_ps(h);
-        K_FOR_T(t) {
-            __m256i p0 = _mm256_dpbusd_epi32(cw0, au0[t], qx0);
-            __m256i p1 = _mm256_dpbusd_epi32(cw1, au1[t], qx1);
-            __m256 p = _mm256_cvtepi32_ps(_mm256_hadd_epi32(p0, p1));
-            acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da[t]), p, acc[r][t]);
-        }
-    }
-}
-
-/* Q8_0 tile: two blocks per step; vphaddd folds the two blocks' int32
- * vectors into one (4 lanes each), so the float work (convert, scale, fma)
- * is paid once per two blocks; the scale vector follows vphaddd's lane
- * order. */
-KB void k_q8_0_tile(int64_t n, const void *w, size_t w_stride, const void *act, size_t act_stride,
-                    float *out, size_t out_stride, const int nr, const int nt)
-{
-    const int64_t nb = n / QK8_0;
-    __m256 acc[4][2];
-    for (int r = 0; r < nr; r++)
-        K_FOR_T(t) acc[r][t] = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 1 < nb; i += 2)
-        k_q8_0_tile_step(w, w_stride, act, act_stride, i, acc, nr, nt, 1);
-    if (i < nb)
-        k_q8_0_tile_step(w, w_stride, act, act_stride, i, acc, nr, nt, 0);
-    for (int r = 0; r < nr; r++)
-        K_FOR_T(t) out[r + (size_t)t * out_stride] = k_hsum8(acc[r][t]);
-}
-
-/* 16 floats [s0 x4, s1 x4, s2 x4, s3 x4] from four fp16 scales. */
-KB __m512 k_scale16(uint16_t h0, uint16_t h1, uint16_t h2, uint16_t h3)
-{
-    uint64_t packed = (uint64_t)h0 | (uint64_t)h1 << 16 | (uint64_t)h2 << 32 | (uint64_t)h3 << 48;
-    __m128 f4 = _mm_cvtph_ps(_mm_cvtsi64_si128((long long)packed));
-    const __m512i idx = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
-    return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(f4));
-}
-
+/* The qs of blocks b[0] and b[1] in one register. */
 KB __m512i k_load2_q8(const block_q8_0 *b)
 {
     __m512i v = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b[0].qs));
     return _mm512_inserti64x4(v, _mm256_loadu_si256((const __m256i *)b[1].qs), 1);
-}
-
-/* Four blocks per step in 512-bit registers (two blocks per register);
- * the two int32 vectors are folded to 4 lanes per block with two
- * vpermt2d + one add, then one convert / scale / fma per four blocks. */
-KB void k_q8_0_zstep(const void *w, size_t w_stride, const void *act, size_t act_stride, int64_t i,
-                     __m512 acc[4][2], const int nr, const int nt)
-{
-    const __m512i bias = _mm512_set1_epi8((char)0x80);
-    const __m512i ie = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-    const __m512i io = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-    __m512i a01[KERN_NT_MAX], a23[KERN_NT_MAX];
-    __m512 da[KERN_NT_MAX];
-    K_FOR_T(t) {
-        const block_q8_0 *y = K_ACT(block_q8_0, t, i);
-        a01[t] = _mm512_xor_si512(k_load2_q8(y), bias);
-        a23[t] = _mm512_xor_si512(k_load2_q8(y + 2), bias);
-        da[t] = k_scale16(y[0].d, y[1].d, y[2].d, y[3].d);
-    }
-    _Pragma("GCC unroll 4") for (int r = 0; r < nr; r++) {
-        const block_q8_0 *x = (const block_q8_0 *)((const uint8_t *)w + (size_t)r * w_stride) + i;
-#if K_PF_DIST > 0
-        _mm_prefetch((const char *)x + K_PF_DIST, _MM_HINT_T0);
-        _mm_prefetch((const char *)x + K_PF_DIST + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)x + K_PF_DIST + 128, _MM_HINT_T0);
-#endif
-        __m512i w01 = k_load2_q8(x), w23 = k_load2_q8(x + 2);
-        __m512i cw01 = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                        _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, w01));
-        __m512i cw23 = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                        _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, w23));
-        __m512 dw = k_scale16(x[0].d, x[1].d, x[2].d, x[3].d);
-        K_FOR_T(t) {
-            __m512i p01 = _mm512_dpbusd_epi32(cw01, a01[t], w01);
-            __m512i p23 = _mm512_dpbusd_epi32(cw23, a23[t], w23);
-            __m512i f = _mm512_add_epi32(_mm512_permutex2var_epi32(p01, ie, p23),
-                                         _mm512_permutex2var_epi32(p01, io, p23));
-            acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da[t]), _mm512_cvtepi32_ps(f), acc[r][t]);
-        }
-    }
-}
-
-KB void k_q8_0_tile_z(int64_t n, const void *w, size_t w_stride, const void *act, size_t act_stride,
-                      float *out, size_t out_stride, const int nr, const int nt)
-{
-    const int64_t nb = n / QK8_0;
-    __m512 accz[4][2];
-    __m256 acc[4][2];
-    for (int r = 0; r < nr; r++)
-        K_FOR_T(t) {
-            accz[r][t] = _mm512_setzero_ps();
-            acc[r][t] = _mm256_setzero_ps();
-        }
-    int64_t i = 0;
-    for (; i + 3 < nb; i += 4)
-        k_q8_0_zstep(w, w_stride, act, act_stride, i, accz, nr, nt);
-    for (; i + 1 < nb; i += 2)
-        k_q8_0_tile_step(w, w_stride, act, act_stride, i, acc, nr, nt, 1);
-    if (i < nb)
-        k_q8_0_tile_step(w, w_stride, act, act_stride, i, acc, nr, nt, 0);
-    for (int r = 0; r < nr; r++)
-        K_FOR_T(t) out[r + (size_t)t * out_stride] = _mm512_reduce_add_ps(accz[r][t]) + k_hsum8(acc[r][t]);
-}
-
-#ifndef K_Q8_0_TILE
-#define K_Q8_0_TILE k_q8_0_tile_z
-#endif
-
-/* Register budget (32 ymm with AVX-512VL): two blocks per step for 4 rows
- * x 2 tokens fit without spills, so 3-4 tokens are done as 2 + 1..2. */
-static void KNAME(tile4_q8_0_)(int64_t n, const void *w, size_t w_stride, int nr, const void *act,
-                               size_t act_stride, int nt, float *out, size_t out_stride)
-{
-    while (nt > 0) {
-        int nt2 = nt < 2 ? nt : 2;
-#define K_TILE_NR(nrc)                                                                             \
-    (nt2 == 1 ? K_Q8_0_TILE(n, w, w_stride, act, act_stride, out, out_stride, nrc, 1)              \
-              : K_Q8_0_TILE(n, w, w_stride, act, act_stride, out, out_stride, nrc, 2))
-        switch (nr) {
-        case 1: K_TILE_NR(1); break;
-        case 2: K_TILE_NR(2); break;
-        case 3: K_TILE_NR(3); break;
-        default: K_TILE_NR(4); break;
-        }
-#undef K_TILE_NR
-        act = (const uint8_t *)act + (size_t)nt2 * act_stride;
-        out += (size_t)nt2 * out_stride;
-        nt -= nt2;
-    }
-}
-
-/* Rows in groups of 4. */
-static void KNAME(tile_q8_0_)(int64_t n, const void *w, size_t w_stride, int nr, const void *act,
-                              size_t act_stride, int nt, float *out, size_t out_stride)
-{
-    for (int r = 0; r < nr; r += 4)
-        KNAME(tile4_q8_0_)(n, (const uint8_t *)w + (size_t)r * w_stride, w_stride, nr - r < 4 ? nr - r : 4, act,
-                           act_stride, nt, out + r, out_stride);
-}
-
-static void KNAME(dot_q8_0_tile1_)(int64_t n, const void *w, const void *act, size_t act_stride, int nt,
-                                   float *out, size_t out_stride)
-{
-    KNAME(tile_q8_0_)(n, w, 0, 1, act, act_stride, nt, out, out_stride);
 }
 #endif
 
@@ -705,6 +532,7 @@ KB void k_q3_k(int64_t n, const void *w, const void *act, size_t act_stride, flo
 
 #if KERN_VNNI
 #include "engine/kernels_x86_ktile.h"
+#include "engine/kernels_x86_q8tx.h"
 #endif
 
 /* ---- exported wrappers: one switch per type fixes nt at compile time --- */
@@ -778,8 +606,8 @@ void KNAME(kern_fill_)(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYP
     tab[QTYPE_Q2_K] = KNAME(dot_q2_k_);
     tab[QTYPE_Q3_K] = KNAME(dot_q3_k_);
 #if KERN_VNNI
-    tab[QTYPE_Q8_0] = KNAME(dot_q8_0_tile1_);
-    tiles[QTYPE_Q8_0] = KNAME(tile_q8_0_);
+    tab[QTYPE_Q8_0] = KNAME(dot1_q8_0_);
+    tiles[QTYPE_Q8_0] = KNAME(tile_q8_0x_);
     tab[QTYPE_Q4_K] = KNAME(dot1_q4_k_);
     tiles[QTYPE_Q4_K] = KNAME(tile_q4_k_);
     tab[QTYPE_Q5_K] = KNAME(dot1_q5_k_);

@@ -3,41 +3,14 @@
 // counts). Environment: BASE (http://127.0.0.1:PORT), API_KEY, MODEL,
 // E2E_CONCURRENCY=1 to run the four-streams check.
 import OpenAI from 'openai';
+import { harness } from './harness.mjs';
 
 const BASE = process.env.BASE;
 const KEY = process.env.API_KEY || 'none';
 const MODEL = process.env.MODEL;
 const client = new OpenAI({ baseURL: `${BASE}/v1`, apiKey: KEY, timeout: 30000, maxRetries: 0 });
 
-let failed = 0;
-function ok(cond, name, detail) {
-  console.log(`${cond ? 'ok' : 'not ok'} - ${name}`);
-  if (!cond) {
-    failed++;
-    if (detail !== undefined) console.log(`# ${JSON.stringify(detail).slice(0, 600)}`);
-  }
-  return cond;
-}
-
-async function check(name, fn) {
-  try {
-    await fn();
-  } catch (e) {
-    ok(false, `${name}: threw ${e && e.message}`);
-  }
-}
-
-const auth = { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' };
-async function post(path, body, headers = auth) {
-  const r = await fetch(`${BASE}${path}`, {
-    method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body),
-    signal: AbortSignal.timeout(30000),
-  });
-  const text = await r.text();
-  let json = null;
-  try { json = JSON.parse(text); } catch { /* SSE or not JSON */ }
-  return { status: r.status, headers: r.headers, text, json };
-}
+const { ok, check, post, auth, failed } = harness({ detailChars: 600 });
 
 // Parses an SSE body into the JSON payloads; [DONE] must be last.
 function sse(text) {
@@ -255,4 +228,4 @@ await check('metrics', async () => {
   }
 });
 
-process.exit(failed ? 1 : 0);
+process.exit(failed() ? 1 : 0);

@@ -6,6 +6,7 @@
 // (path of greedy-stories260K.jsonl). The server runs with --temperature 0
 // (a server default), --max-n 4 and --mindie-extras.
 import OpenAI from 'openai';
+import { harness } from './harness.mjs';
 import { readFileSync } from 'node:fs';
 
 const BASE = process.env.BASE;
@@ -13,26 +14,7 @@ const KEY = process.env.API_KEY || 'none';
 const MODEL = process.env.MODEL;
 const client = new OpenAI({ baseURL: `${BASE}/v1`, apiKey: KEY, timeout: 60000, maxRetries: 0 });
 
-let failed = 0;
-function ok(cond, name, detail) {
-  console.log(`${cond ? 'ok' : 'not ok'} - ${name}`);
-  if (!cond) {
-    failed++;
-    if (detail !== undefined) console.log(`# ${JSON.stringify(detail).slice(0, 800)}`);
-  }
-  return cond;
-}
-async function check(name, fn) {
-  try { await fn(); } catch (e) { ok(false, `${name}: threw ${e && e.message}`); }
-}
-const auth = { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' };
-async function post(path, body) {
-  const r = await fetch(`${BASE}${path}`, { method: 'POST', headers: auth, body: JSON.stringify(body), signal: AbortSignal.timeout(60000) });
-  const text = await r.text();
-  let json = null;
-  try { json = JSON.parse(text); } catch { /* SSE */ }
-  return { status: r.status, text, json };
-}
+const { ok, check, post, failed } = harness({ timeoutMs: 60000 });
 function sse(text) {
   const data = text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
   return { done: data[data.length - 1] === '[DONE]', chunks: data.filter((d) => d !== '[DONE]').map((d) => JSON.parse(d)) };
@@ -324,4 +306,4 @@ await check('rejections', async () => {
   ok(threw && threw.status === 400, 'SDK sees best_of as a 400');
 });
 
-process.exit(failed ? 1 : 0);
+process.exit(failed() ? 1 : 0);

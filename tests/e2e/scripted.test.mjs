@@ -16,6 +16,7 @@
 // SUITE=override: --chat-template tools_template.jinja, a subset.
 // Prints TAP lines (serve_scripted.sh counts them).
 import OpenAI from 'openai';
+import { harness } from './harness.mjs';
 
 const BASE = process.env.BASE;
 const KEY = process.env.API_KEY || 'none';
@@ -23,23 +24,7 @@ const MODEL = process.env.MODEL;
 const SUITE = process.env.SUITE || 'model';
 const client = new OpenAI({ baseURL: `${BASE}/v1`, apiKey: KEY, timeout: 30000, maxRetries: 0 });
 
-function ok(cond, name, detail) {
-  console.log(`${cond ? 'ok' : 'not ok'} - [${SUITE}] ${name}`);
-  if (!cond && detail !== undefined) console.log(`# ${JSON.stringify(detail).slice(0, 1200)}`);
-  return cond;
-}
-async function check(name, fn) {
-  try { await fn(); } catch (e) { ok(false, `${name}: threw ${e && e.message}`); }
-}
-const auth = { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' };
-async function post(path, body) {
-  const r = await fetch(`${BASE}${path}`, { method: 'POST', headers: auth, body: JSON.stringify(body),
-    signal: AbortSignal.timeout(30000) });
-  const text = await r.text();
-  let json = null;
-  try { json = JSON.parse(text); } catch { /* not JSON */ }
-  return { status: r.status, json, text };
-}
+const { ok, check, post } = harness({ prefix: `[${SUITE}] `, detailChars: 1200 });
 // The prompt text the chat endpoint renders for body (control tokens such
 // as <|im_start|> do not come back from /detokenize).
 async function rendered(body) {

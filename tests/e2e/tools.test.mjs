@@ -21,29 +21,14 @@
 // Call detection and markup handling are covered by tests/unit/
 // test_chat_output (real vocab tokens through the same code).
 import OpenAI from 'openai';
+import { harness } from './harness.mjs';
 
 const BASE = process.env.BASE;
 const KEY = process.env.API_KEY || 'none';
 const MODEL = process.env.MODEL;
 const client = new OpenAI({ baseURL: `${BASE}/v1`, apiKey: KEY, timeout: 30000, maxRetries: 0 });
 
-function ok(cond, name, detail) {
-  console.log(`${cond ? 'ok' : 'not ok'} - ${name}`);
-  if (!cond && detail !== undefined) console.log(`# ${JSON.stringify(detail).slice(0, 800)}`);
-  return cond;
-}
-async function check(name, fn) {
-  try { await fn(); } catch (e) { ok(false, `${name}: threw ${e && e.message}`); }
-}
-const auth = { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' };
-async function post(path, body) {
-  const r = await fetch(`${BASE}${path}`, { method: 'POST', headers: auth, body: JSON.stringify(body),
-    signal: AbortSignal.timeout(30000) });
-  const text = await r.text();
-  let json = null;
-  try { json = JSON.parse(text); } catch { /* not JSON */ }
-  return { status: r.status, json, text };
-}
+const { ok, check, post } = harness();
 
 // The prompt the chat endpoint builds (tokens, with BOS as chat adds it) and
 // its text; then the raw greedy completion of exactly those tokens.

@@ -120,14 +120,30 @@ K_Q4TX_GROUP(2)
 K_Q4TX_GROUP(3)
 K_Q4TX_GROUP(4)
 
+/* Shared by the rows-in-lanes tiles (Q4_K, Q6_K, Q8_0): the 16 rows' byte
+ * offsets (rows past nr repeat row 0: their lanes are never stored), and
+ * the store of lanes r < nr of each token's accumulator to out[r + t *
+ * out_stride]. */
+KB __m512i k_tx_offsets(int32_t offs[16], size_t w_stride, int nr)
+{
+    for (int r = 0; r < 16; r++)
+        offs[r] = (int32_t)((size_t)(r < nr ? r : 0) * w_stride);
+    return _mm512_loadu_si512((const void *)offs);
+}
+
+KB void k_tx_store(const __m512 *acc, int nr, int nt, float *out, size_t out_stride)
+{
+    const __mmask16 keep = (__mmask16)((1u << nr) - 1);
+    for (int t = 0; t < nt; t++)
+        _mm512_mask_storeu_ps(out + (size_t)t * out_stride, keep, acc[t]);
+}
+
 static void KNAME(q4_k_tx_)(int64_t n, const uint8_t *w, size_t w_stride, int nr, const void *act,
                             size_t act_stride, float *out, size_t out_stride, const int nt)
 {
     const int64_t nb = n / QK_K;
     int32_t offs[16];
-    for (int r = 0; r < 16; r++)
-        offs[r] = (int32_t)((size_t)(r < nr ? r : 0) * w_stride);
-    const __m512i vofs = _mm512_loadu_si512((const void *)offs);
+    const __m512i vofs = k_tx_offsets(offs, w_stride, nr);
     const __m512i m4 = _mm512_set1_epi8(0xF), km1 = _mm512_set1_epi32(0x3f3f3f3f);
     const __m512i km2 = _mm512_set1_epi32(0x0f0f0f0f), km3 = _mm512_set1_epi32(0x03030303);
     const __m512i b255 = _mm512_set1_epi32(0xFF);
@@ -190,9 +206,7 @@ static void KNAME(q4_k_tx_)(int64_t n, const uint8_t *w, size_t w_stride, int nr
             }
         }
     }
-    const __mmask16 keep = (__mmask16)((1u << nr) - 1);
-    for (int t = 0; t < nt; t++)
-        _mm512_mask_storeu_ps(out + (size_t)t * out_stride, keep, acc[t]);
+    k_tx_store(acc, nr, nt, out, out_stride);
 }
 
 /* Single tokens (decode) by the pair-tree kernel (16 x 1 tiles: cheaper

@@ -1,6 +1,7 @@
 /* kernels_x86_q6tx.h - the Q6_K tile of the VNNI level for 9+ tokens: 16
  * weight rows in the 16 lanes of a register, as kernels_x86_q4tx.h does
- * for Q4_K (same transposition, k_tr16, and the same per-lane float step).
+ * for Q4_K (same transposition, k_tr16, row offsets and store, k_tx_offsets /
+ * k_tx_store, and the same per-lane float step).
  * Included by kernels_x86_ktile.h after kernels_x86_q4tx.h. Not a public
  * header.
  *
@@ -60,9 +61,7 @@ static void KNAME(q6_k_tx_)(int64_t n, const uint8_t *w, size_t w_stride, int nr
 {
     const int64_t nb = n / QK_K;
     int32_t offs[16];
-    for (int r = 0; r < 16; r++)
-        offs[r] = (int32_t)((size_t)(r < nr ? r : 0) * w_stride);
-    const __m512i vofs = _mm512_loadu_si512((const void *)offs);
+    const __m512i vofs = k_tx_offsets(offs, w_stride, nr);
     const __m512i m4 = _mm512_set1_epi8(0xF), m3 = _mm512_set1_epi8(3), lo16 = _mm512_set1_epi32(0xFFFF);
     __m512 acc[KERN_NT_MAX];
     for (int t = 0; t < nt; t++)
@@ -129,9 +128,7 @@ static void KNAME(q6_k_tx_)(int64_t n, const uint8_t *w, size_t w_stride, int nr
             }
         }
     }
-    const __mmask16 keep = (__mmask16)((1u << nr) - 1);
-    for (int t = 0; t < nt; t++)
-        _mm512_mask_storeu_ps(out + (size_t)t * out_stride, keep, acc[t]);
+    k_tx_store(acc, nr, nt, out, out_stride);
 }
 
 /* Up to 8 tokens by the pair-tree kernel, more by the transposed one (same

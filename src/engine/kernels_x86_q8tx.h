@@ -1,7 +1,7 @@
 /* kernels_x86_q8tx.h - the Q8_0 tiles of the VNNI level: 16 weight rows
  * with the rows in the 16 lanes of a register. Included by
  * kernels_x86_body.h after kernels_x86_ktile.h (uses its pair tree and
- * kernels_x86_q4tx.h's k_tr16). Not a public header.
+ * kernels_x86_q4tx.h's k_tr16, k_tx_offsets and k_tx_store). Not a public header.
  *
  * Blocks are taken two at a time (an odd last block alone). Several tokens
  * (k_q8tx_tokens): the 16 rows' 2 x 32 weight bytes are transposed (16 x 16
@@ -104,21 +104,12 @@ K_Q8TX_GROUP(2, 0)
 K_Q8TX_GROUP(3, 0)
 K_Q8TX_GROUP(4, 0)
 
-/* The rows' byte offsets (rows past nr repeat row 0: their lanes are not
- * stored). */
-KB __m512i k_q8_offsets(int32_t offs[16], size_t w_stride, int nr)
-{
-    for (int r = 0; r < 16; r++)
-        offs[r] = (int32_t)((size_t)(r < nr ? r : 0) * w_stride);
-    return _mm512_loadu_si512((const void *)offs);
-}
-
 static void KNAME(q8_0_tx_)(int64_t n, const uint8_t *w, size_t w_stride, int nr, const void *act,
                             size_t act_stride, float *out, size_t out_stride, const int nt)
 {
     const int64_t nb = n / QK8_0;
     int32_t offs[16];
-    const __m512i vofs = k_q8_offsets(offs, w_stride, nr);
+    const __m512i vofs = k_tx_offsets(offs, w_stride, nr);
     const __m512i bias = _mm512_set1_epi8((char)0x80);
     __m512 acc[KERN_NT_MAX];
     for (int t = 0; t < nt; t++)
@@ -169,9 +160,7 @@ static void KNAME(q8_0_tx_)(int64_t n, const uint8_t *w, size_t w_stride, int nr
             }
         }
     }
-    const __mmask16 keep = (__mmask16)((1u << nr) - 1);
-    for (int t = 0; t < nt; t++)
-        _mm512_mask_storeu_ps(out + (size_t)t * out_stride, keep, acc[t]);
+    k_tx_store(acc, nr, nt, out, out_stride);
 }
 
 /* Lane of pair q in k_pairs_sum8's result (inverse of K_PL). */
@@ -209,7 +198,7 @@ static void KNAME(q8_0_tree_)(int64_t n, const uint8_t *w, size_t w_stride, int 
 {
     const int64_t nb = n / QK8_0;
     int32_t offs[16];
-    const __m512i vofs = k_q8_offsets(offs, w_stride, nr);
+    const __m512i vofs = k_tx_offsets(offs, w_stride, nr);
     /* block i of row r: pair 2r of rows 0..7 (first tree) or of 8..15 */
     const __m512i i0 = _mm512_set_epi32(
         16 + K_Q8_LQ(14), 16 + K_Q8_LQ(12), 16 + K_Q8_LQ(10), 16 + K_Q8_LQ(8), 16 + K_Q8_LQ(6), 16 + K_Q8_LQ(4),

@@ -312,6 +312,21 @@ KB void k_bf16(int64_t n, const void *w, const void *act, size_t act_stride, flo
 
 /* ---- K-quants against Q8_K ------------------------------------------- */
 
+/* Q4_K / Q5_K scales and mins of one super-block (ggml's unpacking):
+ * bytes 0..7 the scales, 8..15 the mins. */
+KB __m128i k_q45_scales(const uint8_t *scales)
+{
+    uint32_t u[4];
+    memcpy(u, scales, 12);
+    const uint32_t km1 = 0x3f3f3f3f, km2 = 0x0f0f0f0f, km3 = 0x03030303;
+    u[3] = ((u[2] >> 4) & km2) | (((u[1] >> 6) & km3) << 4);
+    const uint32_t uaux = u[1] & km1;
+    u[1] = (u[2] & km2) | (((u[0] >> 6) & km3) << 4);
+    u[2] = uaux;
+    u[0] &= km1;
+    return _mm_loadu_si128((const __m128i *)u);
+}
+
 /* Q4_K (qh == NULL) and Q5_K share this body. */
 KB void k_q45_k(int64_t n, const uint8_t *xb, size_t bsize, int has_qh, const void *act,
                 size_t act_stride, float *out, size_t out_stride, const int nt)
@@ -328,17 +343,7 @@ KB void k_q45_k(int64_t n, const uint8_t *xb, size_t bsize, int has_qh, const vo
         const uint8_t *scales = blk + 4;
         const uint8_t *qh = has_qh ? blk + 16 : NULL;
         const uint8_t *qs = has_qh ? blk + 48 : blk + 16;
-        /* ggml's unpacking of the 6-bit scales and mins: bytes 0..7 of u
-         * are the scales, 8..15 the mins */
-        uint32_t u[4];
-        memcpy(u, scales, 12);
-        const uint32_t km1 = 0x3f3f3f3f, km2 = 0x0f0f0f0f, km3 = 0x03030303;
-        u[3] = ((u[2] >> 4) & km2) | (((u[1] >> 6) & km3) << 4);
-        const uint32_t uaux = u[1] & km1;
-        u[1] = (u[2] & km2) | (((u[0] >> 6) & km3) << 4);
-        u[2] = uaux;
-        u[0] &= km1;
-        const __m128i sm = _mm_loadu_si128((const __m128i *)u);
+        const __m128i sm = k_q45_scales(scales);
         const __m256i sc256 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
         const float dx = k_h2f(d16), dmx = k_h2f(dmin16);
         /* each min twice: one vpmaddwd against the 16 bsums gives

@@ -123,21 +123,6 @@ KB void k_tile_store(__m512 v, float *out, size_t out_stride, const int nr, cons
 
 /* ---- Q4_K / Q5_K ------------------------------------------------------ */
 
-/* Q4_K / Q5_K scales and mins of one super-block (ggml's unpacking):
- * bytes 0..7 the scales, 8..15 the mins. */
-KB __m128i k_q45_scales(const uint8_t *scales)
-{
-    uint32_t u[4];
-    memcpy(u, scales, 12);
-    const uint32_t km1 = 0x3f3f3f3f, km2 = 0x0f0f0f0f, km3 = 0x03030303;
-    u[3] = ((u[2] >> 4) & km2) | (((u[1] >> 6) & km3) << 4);
-    const uint32_t uaux = u[1] & km1;
-    u[1] = (u[2] & km2) | (((u[0] >> 6) & km3) << 4);
-    u[2] = uaux;
-    u[0] &= km1;
-    return _mm_loadu_si128((const __m128i *)u);
-}
-
 /* Words 0..15 take scale 2j, 16..31 scale 2j+1 (vpshufb index into the 8
  * int16 scales of a 128-bit lane). */
 KB __m512i k_q45_sidx(const int j)

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Generates src/engine/unicode_data.inc: the Unicode tables the WordPiece
+"""Generates src/engine/vocab/unicode_data.inc: the Unicode tables the WordPiece
 tokenizer needs, built the way llama.cpp's scripts/gen-unicode-data.py builds
 them (first code point of the NFD form, first code point of str.lower(),
 general categories P*, S* and C* (regex \p{C}, unassigned included) as "control").
 
-usage: scripts/gen-unicode-tables.py > src/engine/unicode_data.inc
+usage: scripts/gen-unicode-tables.py > src/engine/vocab/unicode_data.inc
 """
 import unicodedata
 

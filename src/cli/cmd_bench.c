@@ -10,9 +10,9 @@
 #include <time.h>
 
 #include "cli/cli.h"
-#include "engine/forward.h"
-#include "engine/kernels.h"
-#include "engine/model.h"
+#include "engine/model/forward.h"
+#include "engine/kernels/kernels.h"
+#include "engine/model/model.h"
 
 static void usage(FILE *out)
 {

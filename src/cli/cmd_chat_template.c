@@ -10,7 +10,7 @@
 
 #include "chat/chat_template.h"
 #include "cli/cli.h"
-#include "engine/gguf.h"
+#include "engine/gguf/gguf.h"
 
 static void usage(FILE *out)
 {

@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "engine/forward.h"
-#include "engine/logprob.h"
-#include "engine/model.h"
-#include "engine/sampler.h"
+#include "engine/model/forward.h"
+#include "engine/sample/logprob.h"
+#include "engine/model/model.h"
+#include "engine/sample/sampler.h"
 
 #define TOP_N 5
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "engine/model.h"
+#include "engine/model/model.h"
 
 static void usage(FILE *out)
 {

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "engine/gguf.h"
-#include "engine/vocab.h"
+#include "engine/gguf/gguf.h"
+#include "engine/vocab/vocab.h"
 
 static void usage(FILE *out)
 {

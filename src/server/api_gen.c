@@ -15,8 +15,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/stopstr.h"
-#include "engine/vocab.h"
+#include "engine/sample/stopstr.h"
+#include "engine/vocab/vocab.h"
 #include "server/api_gen.h"
 #include "server/api_logprobs.h"
 #include "server/request.h"

@@ -14,9 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/sched.h"
-#include "engine/stopstr.h"
-#include "engine/vocab.h"
+#include "engine/sched/sched.h"
+#include "engine/sample/stopstr.h"
+#include "engine/vocab/vocab.h"
 #include "server/api_logprobs.h"
 #include "server/chat_output.h"
 #include "server/request.h"

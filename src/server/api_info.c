@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/vocab.h"
+#include "engine/vocab/vocab.h"
 #include "server/request.h"
 #include "server/server.h"
 

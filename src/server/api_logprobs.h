@@ -2,7 +2,7 @@
  * vLLM prompt_logprobs) from the scheduler's sched_lp_t records.
  *
  * Every value is the model's RAW distribution (log-softmax of the logits,
- * engine/logprob.h), not the sampling distribution. Token strings are the
+ * engine/sample/logprob.h), not the sampling distribution. Token strings are the
  * token's bytes (control tokens rendered); a token whose bytes are not
  * valid UTF-8 on their own (a byte-fallback piece of a multi-byte
  * character) is written "bytes:\xNN..." as vLLM does, and `bytes` carries
@@ -16,8 +16,8 @@
 
 #include <stdint.h>
 
-#include "engine/sched.h"
-#include "engine/vocab.h"
+#include "engine/sched/sched.h"
+#include "engine/vocab/vocab.h"
 
 struct json_object;
 

@@ -37,7 +37,7 @@
 #include "chat/reasoning.h"
 #include "chat/toolcall.h"
 #include "common/status.h"
-#include "engine/vocab.h"
+#include "engine/vocab/vocab.h"
 
 struct json_object;
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "chat/chat_template.h"
-#include "engine/vocab.h"
+#include "engine/vocab/vocab.h"
 #include "server/request_chat.h"
 
 struct chat_tmpl_renderer {

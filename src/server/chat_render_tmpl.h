@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "engine/model.h"
+#include "engine/model/model.h"
 #include "server/chat_render.h"
 
 typedef struct chat_tmpl_renderer chat_tmpl_renderer_t;

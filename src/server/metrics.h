@@ -10,7 +10,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "engine/sched.h"
+#include "engine/sched/sched.h"
 
 #define METRICS_N_BUCKETS 12
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/logprob.h"
+#include "engine/sample/logprob.h"
 #include "server/request.h"
 
 #define CMPL_LOGPROBS_MAX 5 /* OpenAI's limit for the legacy integer logprobs */

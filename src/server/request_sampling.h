@@ -21,7 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine/sampler.h"
+#include "engine/sample/sampler.h"
 
 enum {
     REQ_HAS_TEMPERATURE = 1 << 0,

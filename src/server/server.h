@@ -15,8 +15,8 @@
 
 #include "chat/reasoning.h"
 #include "chat/toolcall.h"
-#include "engine/model.h"
-#include "engine/sched.h"
+#include "engine/model/model.h"
+#include "engine/sched/sched.h"
 #include "server/chat_render.h"
 #include "server/http.h"
 #include "server/metrics.h"

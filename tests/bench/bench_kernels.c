@@ -9,9 +9,9 @@
  * (stream: decode of 32000x768 and 2048x768 matrices from DRAM, GB/s)
  * The ISA level follows LLM_FCGI_ISA. Keep runs short: the machine is shared.
  */
-#include "engine/kernels.h"
-#include "engine/quant.h"
-#include "engine/fp16.h"
+#include "engine/kernels/kernels.h"
+#include "engine/quant/quant.h"
+#include "engine/quant/fp16.h"
 
 #include <cblas.h>
 #include <stdio.h>

@@ -29,10 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/fp16.h"
-#include "engine/gguf.h"
-#include "engine/quant.h"
-#include "engine/quant_blocks.h"
+#include "engine/quant/fp16.h"
+#include "engine/gguf/gguf.h"
+#include "engine/quant/quant.h"
+#include "engine/quant/quant_blocks.h"
 #include "fixtures/gguf_writer.h"
 
 #define FTYPE_MOSTLY_Q8_0 7u

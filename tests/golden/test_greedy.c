@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/forward.h"
-#include "engine/model.h"
+#include "engine/model/forward.h"
+#include "engine/model/model.h"
 #include "tap.h"
 
 /* How each golden file is judged.

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/gguf.h"
-#include "engine/vocab.h"
+#include "engine/gguf/gguf.h"
+#include "engine/vocab/vocab.h"
 #include "tap.h"
 
 static void show_ids(const char *what, const int32_t *ids, size_t n)

@@ -9,9 +9,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "engine/fp16.h"
-#include "engine/quant.h"
-#include "engine/quant_blocks.h"
+#include "engine/quant/fp16.h"
+#include "engine/quant/quant.h"
+#include "engine/quant/quant_blocks.h"
 
 static uint64_t qt_rng = 0x243F6A8885A308D3ull;
 

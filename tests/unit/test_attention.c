@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/attention.h"
-#include "engine/fp16.h"
-#include "engine/ggml_exact.h"
-#include "engine/kernels.h"
-#include "engine/kv.h"
-#include "engine/tpool.h"
+#include "engine/model/attention.h"
+#include "engine/quant/fp16.h"
+#include "engine/kernels/ggml_exact.h"
+#include "engine/kernels/kernels.h"
+#include "engine/model/kv.h"
+#include "engine/kernels/tpool.h"
 #include "tap.h"
 
 /* ---- the reference: per position, rows gathered from the cache --------- */

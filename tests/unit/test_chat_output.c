@@ -21,8 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/gguf.h"
-#include "engine/vocab.h"
+#include "engine/gguf/gguf.h"
+#include "engine/vocab/vocab.h"
 
 typedef struct {
     const char *name;

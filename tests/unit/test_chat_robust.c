@@ -78,7 +78,7 @@ int main(void)
         free(src);
     }
     closedir(d);
-    tap_ok(files == 17, "found the 17 golden templates (%d)", files);
+    tap_ok(files >= 17, "found the golden templates (%d, at least the 17 older ones)", files);
     json_object_put(ctx);
     return tap_done();
 }

@@ -1,6 +1,6 @@
 /* test_forward.c - the forward pass as the scheduler uses it: batch
  * invariance, prefix reuse, the KV budget and input validation. */
-#include "engine/forward.h"
+#include "engine/model/forward.h"
 #include "tap.h"
 
 #include <stdlib.h>

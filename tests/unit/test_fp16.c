@@ -1,6 +1,6 @@
 /* test_fp16.c - fp16/bf16 conversions: edge cases by table, the software
  * fp32->fp16 path against the F16C instruction on many values, rows. */
-#include "engine/fp16.h"
+#include "engine/quant/fp16.h"
 #include "tap.h"
 
 #include <math.h>

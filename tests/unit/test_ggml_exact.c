@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/fp16.h"
-#include "engine/ggml_exact.h"
-#include "engine/tpool.h"
+#include "engine/quant/fp16.h"
+#include "engine/kernels/ggml_exact.h"
+#include "engine/kernels/tpool.h"
 #include "tap.h"
 
 static int same_bits(float a, float b)

@@ -1,6 +1,6 @@
 /* test_gguf.c - the GGUF loader accepts real files and rejects every kind of
  * malformed file with an error naming the file, never crashing. */
-#include "engine/gguf.h"
+#include "engine/gguf/gguf.h"
 #include "tap.h"
 
 #include <stdint.h>

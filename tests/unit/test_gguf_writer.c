@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/gguf.h"
+#include "engine/gguf/gguf.h"
 #include "fixtures/gguf_writer.h"
 #include "tap.h"
 

@@ -6,9 +6,9 @@
  * the scalar level the result must equal the reference bit for bit.
  * Random weight blocks are random bytes with sane fp16 scales (so quant
  * values cover their whole range, including -128 for Q8_0). */
-#include "engine/fp16.h"
-#include "engine/kernels.h"
-#include "engine/quant.h"
+#include "engine/quant/fp16.h"
+#include "engine/kernels/kernels.h"
+#include "engine/quant/quant.h"
 #include "tap.h"
 
 #include <math.h>

@@ -1,5 +1,5 @@
 /* test_kv.c - paged KV allocator: block tables, budget, prefix reuse, LRU. */
-#include "engine/kv.h"
+#include "engine/model/kv.h"
 #include "tap.h"
 
 #include <string.h>

@@ -1,5 +1,5 @@
 /* test_logprob.c - log-softmax against hand values, top-N and ranks. */
-#include "engine/logprob.h"
+#include "engine/sample/logprob.h"
 #include "tap.h"
 
 #include <math.h>

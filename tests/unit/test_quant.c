@@ -2,9 +2,9 @@
  * on random blocks), activation quantization (hand cases with halfway
  * values, zero rows, invariants) and the reference dot products (against
  * the float dot of dequantized rows). Real-file checks: test_quant_files.c. */
-#include "engine/fp16.h"
-#include "engine/quant.h"
-#include "engine/quant_blocks.h"
+#include "engine/quant/fp16.h"
+#include "engine/quant/quant.h"
+#include "engine/quant/quant_blocks.h"
 #include "quant_test_util.h"
 #include "tap.h"
 

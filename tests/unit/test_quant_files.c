@@ -22,10 +22,10 @@
  * Legacy types are also re-quantized with ggml's ref formulas: byte-identical.
  * Also: vec_dot_ref on real rows against the dot of the dequantized rows.
  */
-#include "engine/fp16.h"
-#include "engine/gguf.h"
-#include "engine/quant.h"
-#include "engine/quant_blocks.h"
+#include "engine/quant/fp16.h"
+#include "engine/gguf/gguf.h"
+#include "engine/quant/quant.h"
+#include "engine/quant/quant_blocks.h"
 #include "quant_test_util.h"
 #include "tap.h"
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/model.h"
+#include "engine/model/model.h"
 #include "server/chat_render_tmpl.h"
 
 #define U "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]"

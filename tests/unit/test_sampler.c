@@ -1,7 +1,7 @@
 /* test_sampler.c - every step of the sampling chain on hand-made logits,
  * statistical checks with fixed seeds, reproducibility, validation. */
-#include "engine/sampler.h"
-#include "engine/rng.h"
+#include "engine/sample/sampler.h"
+#include "engine/sample/rng.h"
 #include "tap.h"
 
 #include <math.h>

@@ -4,8 +4,8 @@
  * context errors, and KV-budget preemption (every job still completes with
  * the tokens it has alone, nothing emitted twice). stories260K never emits
  * EOS by itself; a logit bias on EOS gives a STOP. */
-#include "engine/sched.h"
-#include "engine/vocab.h"
+#include "engine/sched/sched.h"
+#include "engine/vocab/vocab.h"
 #include "tap.h"
 
 #include <stdio.h>

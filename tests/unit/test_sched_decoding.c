@@ -3,8 +3,8 @@
  * top-5 of llama.cpp), prompt logprobs, stop_token_ids, min_tokens, share
  * groups (n > 1), per-job cancellation, seeded reproducibility beside other
  * jobs. Skips when the fixture model is missing. */
-#include "engine/sched.h"
-#include "engine/vocab.h"
+#include "engine/sched/sched.h"
+#include "engine/vocab/vocab.h"
 #include "tap.h"
 
 #include <math.h>

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/forward.h"
-#include "engine/model.h"
+#include "engine/model/forward.h"
+#include "engine/model/model.h"
 #include "fixtures/scripted_model.h"
 #include "tap.h"
 

@@ -1,7 +1,7 @@
 /* test_stopstr.c - stop-string matching on streamed text: every case runs
  * with its own chunking, then with every 2-way and 3-way split and byte by
  * byte, and must give the same released text and the same match. */
-#include "engine/stopstr.h"
+#include "engine/sample/stopstr.h"
 #include "tap.h"
 
 #include <stdbool.h>

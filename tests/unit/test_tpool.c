@@ -1,6 +1,6 @@
 /* test_tpool.c - the thread pool runs every index exactly once per call,
  * many times in a row, for several pool sizes; bad sizes are refused. */
-#include "engine/tpool.h"
+#include "engine/kernels/tpool.h"
 #include "tap.h"
 
 #include <stdatomic.h>

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/gguf.h"
-#include "engine/vocab.h"
+#include "engine/gguf/gguf.h"
+#include "engine/vocab/vocab.h"
 #include "tap.h"
 
 static const char *gdir, *mdir;

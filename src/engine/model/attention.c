@@ -1,0 +1,207 @@
+/* attention.c - attention in ggml's arithmetic order, 16 positions at a time.
+ *
+ * What llama.cpp c392e509 computes without flash attention (llm_build_kqv):
+ *  - kq = mul_mat(K, q): q is a permuted view, so it is first rounded to
+ *    F16 and every score is ggml_vec_dot_f16 over head_dim (gx_dot_f16_vec).
+ *  - soft_max_ext(kq, mask, scale): scores * scale, then
+ *    ggml_vec_soft_max_f32 (gx_softmax_row); masked and padding positions
+ *    are exact zeros.
+ *  - kqv = mul_mat(V^T, kq) over n_kv cache positions, n_kv being the used
+ *    cells rounded up to a multiple of 32 (at least 32); the padding adds
+ *    exact zeros, but n_kv decides which positions ggml_vec_dot_f16 sums in
+ *    its 64-wide SIMD part and which in its double-precision leftovers.
+ *    The probabilities are rounded to F16 (V's vec_dot_type) first. A single
+ *    token (decode) takes that path (ATTN_ORDER_VEC); a batch of >= 2
+ *    tokens takes llamafile's tinyBLAS<16> F16 x F16 kernel instead: one
+ *    16-lane accumulator over the positions (ATTN_ORDER_TINY). The golden
+ *    outputs are reproduced bit for bit with exactly these two orders.
+ * The order is chosen per token by the caller (attn_job_t.order), never
+ * from the batch, so results stay batch invariant.
+ *
+ * How: the cache stores each block transposed (kv.h), so 16 consecutive
+ * positions of one dimension are one vector, and every kernel keeps
+ * positions in SIMD lanes (attn_lanes.h). That is exact, not an
+ * approximation: for P.V both orders already give position p the lane
+ * p % 16, so the lane accumulators are literally theirs, and their final
+ * horizontal sums are done with the very same pairs of adds; for K.q each
+ * lane runs ggml_vec_dot_f16's own accumulators and reduction tree for its
+ * position. The query heads sharing a KV head are processed together (up
+ * to ATTN_GROUP), sharing the K and V loads; grouping changes no value.
+ * tests/unit/test_attention.c compares all of it bitwise with the former
+ * one-position-at-a-time implementation.
+ */
+#include "engine/model/attention.h"
+
+#include <string.h>
+
+#include "engine/model/attn_lanes.h"
+#include "engine/kernels/ggml_exact.h"
+
+/* Per-thread scratch, carved from job->scratch (see attn_scratch_floats). */
+typedef struct {
+    float *qf;             /* [ATTN_GROUP][hd]: q rounded to F16, as float */
+    float *scores;         /* [ATTN_GROUP][n16]: then the probabilities,
+                              rounded to F16 (zero past n_kv) */
+    const uint16_t **kc;   /* [n16 / 16]: the chunks of the KV head */
+    const uint16_t **vc;
+    float *acc;            /* [4][ATTN_GROUP][hd][16] lane accumulators */
+    float *prod;           /* [hd][16] */
+    double *left;          /* [hd] */
+} attn_scr_t;
+
+static int64_t round16(int64_t n) { return (n + 15) & ~(int64_t)15; }
+
+/* Lays the scratch out (each part 64-byte aligned relative to base) and
+ * returns its size in bytes; base NULL only measures. */
+static size_t scratch_layout(void *base, int32_t n_ctx, int32_t hd, attn_scr_t *s)
+{
+    const int64_t n16 = round16(n_ctx > 0 ? n_ctx : 1), h16 = round16(hd);
+    const size_t sizes[7] = {
+        (size_t)(ATTN_GROUP * h16) * sizeof(float),
+        (size_t)(ATTN_GROUP * n16) * sizeof(float),
+        (size_t)(n16 / 16) * sizeof(void *),                 (size_t)(n16 / 16) * sizeof(void *),
+        (size_t)(4 * ATTN_GROUP * h16 * 16) * sizeof(float), (size_t)(h16 * 16) * sizeof(float),
+        (size_t)h16 * sizeof(double),
+    };
+    void *parts[7];
+    size_t off = 0;
+    for (int i = 0; i < 7; i++) {
+        parts[i] = base ? (char *)base + off : NULL;
+        off += (sizes[i] + 63) & ~(size_t)63;
+    }
+    if (s)
+        *s = (attn_scr_t){parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6]};
+    return off;
+}
+
+int64_t attn_scratch_floats(int32_t n_ctx, int32_t head_dim, int32_t n_rep)
+{
+    (void)n_rep; /* groups are at most ATTN_GROUP heads whatever n_rep is */
+    return round16((int64_t)(scratch_layout(NULL, n_ctx, head_dim, NULL) / sizeof(float)));
+}
+
+/* One work item: token t, KV head kvh, query heads h0 .. h0 + ng - 1. */
+typedef struct {
+    int32_t t, kvh, h0, ng, n_kv, nch;
+} attn_item_t;
+
+static float *head_out(const attn_job_t *job, const attn_item_t *it, int g)
+{
+    return job->out + ((int64_t)it->t * job->n_head + it->h0 + g) * job->head_dim;
+}
+
+/* Scores of the group's heads, softmax, and the probabilities rounded to
+ * F16 (zero past n_kv up to the chunk end). */
+static void attn_scores(const attn_job_t *job, const attn_lanes_t *L, const attn_item_t *it, const attn_scr_t *s,
+                        int64_t n16)
+{
+    const int32_t hd = job->head_dim, bt = kv_block_tokens(job->kv);
+    for (int g = 0; g < it->ng; g++) {
+        const float *q = job->q + ((int64_t)it->t * job->n_head + it->h0 + g) * hd;
+        L->round16(q, hd, s->qf + (int64_t)g * hd);
+    }
+    for (int32_t c = 0; c < it->nch; c++)
+        L->kq(s->kc[c], bt, s->qf, it->ng, hd, job->scale, s->scores + (int64_t)c * ATTN_CHUNK, n16);
+    for (int g = 0; g < it->ng; g++) {
+        float *sc = s->scores + g * n16;
+        gx_softmax_row(sc, it->n_kv);
+        L->round16(sc, it->n_kv, sc);
+        memset(sc + it->n_kv, 0, (size_t)((int64_t)it->nch * ATTN_CHUNK - it->n_kv) * sizeof *sc);
+    }
+}
+
+/* ggml_vec_dot_f16 over the positions: those below np (a multiple of 64,
+ * or all of them) in four accumulators, chunk c going to accumulator c % 4,
+ * reduced (0 + 2) + (1 + 3) and over the lanes; the rest added in double
+ * in position order. */
+static void attn_pv_vec(const attn_job_t *job, const attn_lanes_t *L, const attn_item_t *it, const attn_scr_t *s,
+                        int64_t n16)
+{
+    const int32_t hd = job->head_dim, bt = kv_block_tokens(job->kv), n_kv = it->n_kv;
+    int64_t n_pad = ((int64_t)n_kv + 31) & ~(int64_t)31;
+    if (n_pad < 32)
+        n_pad = 32;
+    const int32_t np = (int32_t)(n_pad & ~(int64_t)63) < n_kv ? (int32_t)(n_pad & ~(int64_t)63) : n_kv;
+    const int64_t set = (int64_t)it->ng * hd * ATTN_CHUNK;
+    if (np > 0) {
+        const int32_t c1 = (np + ATTN_CHUNK - 1) / ATTN_CHUNK;
+        for (int j = 0; j < 4; j++)
+            L->pv(s->vc, bt, s->scores, n16, it->ng, j, c1, 4, np, hd, s->acc + j * set);
+        L->reduce4(s->acc, set);
+    }
+    for (int g = 0; g < it->ng; g++) {
+        float *out = head_out(job, it, g);
+        if (np > 0) {
+            L->hsum(s->acc + (int64_t)g * hd * ATTN_CHUNK, hd, out);
+            for (int d = 0; d < hd; d++)
+                s->left[d] = (double)out[d];
+        } else {
+            for (int d = 0; d < hd; d++)
+                s->left[d] = 0.0;
+        }
+        if (np == n_kv)
+            continue;
+        for (int32_t c = np / ATTN_CHUNK; c < it->nch; c++) {
+            L->prod(s->vc[c], bt, s->scores + g * n16 + (int64_t)c * ATTN_CHUNK, hd, s->prod);
+            const int32_t valid = n_kv - c * ATTN_CHUNK < ATTN_CHUNK ? n_kv - c * ATTN_CHUNK : ATTN_CHUNK;
+            for (int d = 0; d < hd; d++) {
+                double x = s->left[d];
+                for (int32_t l = 0; l < valid; l++)
+                    x += (double)s->prod[d * ATTN_CHUNK + l];
+                s->left[d] = x;
+            }
+        }
+        for (int d = 0; d < hd; d++)
+            out[d] = (float)s->left[d];
+    }
+}
+
+static void attn_item(const attn_job_t *job, const attn_lanes_t *L, attn_item_t *it, const attn_scr_t *s)
+{
+    const int32_t hd = job->head_dim, bt = kv_block_tokens(job->kv);
+    const int64_t n16 = round16(job->n_ctx);
+    it->n_kv = job->n_kv[it->t];
+    it->nch = (it->n_kv + ATTN_CHUNK - 1) / ATTN_CHUNK;
+    const int32_t *blocks = job->blocks[it->t];
+    const int64_t head_off = (int64_t)it->kvh * hd * bt;
+    for (int32_t c = 0; c < it->nch; c++) {
+        const int32_t p = c * ATTN_CHUNK, b = blocks[p / bt];
+        s->kc[c] = kv_block_k(job->kv, b, job->layer) + head_off + p % bt;
+        s->vc[c] = kv_block_v(job->kv, b, job->layer) + head_off + p % bt;
+    }
+    attn_scores(job, L, it, s, n16);
+    if (job->order && job->order[it->t] == ATTN_ORDER_TINY) {
+        /* tinyBLAS: lane p % 16 accumulates position p, one FMA each */
+        L->pv(s->vc, bt, s->scores, n16, it->ng, 0, it->nch, 1, it->n_kv, hd, s->acc);
+        for (int g = 0; g < it->ng; g++)
+            L->hsum(s->acc + (int64_t)g * hd * ATTN_CHUNK, hd, head_out(job, it, g));
+        return;
+    }
+    attn_pv_vec(job, L, it, s, n16);
+}
+
+static void attn_worker(void *arg, int ith, int nth)
+{
+    const attn_job_t *job = arg;
+    attn_scr_t s;
+    scratch_layout(job->scratch + (int64_t)ith * job->scratch_stride, job->n_ctx, job->head_dim, &s);
+    const attn_lanes_t *L = attn_lanes(gx_level());
+    const int32_t n_rep = job->n_head / job->n_head_kv;
+    const int32_t n_grp = (n_rep + ATTN_GROUP - 1) / ATTN_GROUP;
+    const int32_t per_tok = job->n_head_kv * n_grp;
+    const int32_t total = job->n_tok * per_tok;
+    for (int32_t i = ith; i < total; i += nth) {
+        const int32_t kvh = i % per_tok / n_grp, grp = i % n_grp;
+        attn_item_t it = {.t = i / per_tok, .kvh = kvh, .h0 = kvh * n_rep + grp * ATTN_GROUP};
+        it.ng = n_rep - grp * ATTN_GROUP < ATTN_GROUP ? n_rep - grp * ATTN_GROUP : ATTN_GROUP;
+        attn_item(job, L, &it, &s);
+    }
+}
+
+void attn_run(tpool_t *pool, const attn_job_t *job)
+{
+    if (pool)
+        tpool_run(pool, attn_worker, (void *)job);
+    else
+        attn_worker((void *)job, 0, 1);
+}

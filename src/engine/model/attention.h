@@ -1,0 +1,51 @@
+/* attention.h - causal self-attention over the paged F16 KV cache.
+ *
+ * For each (token, head) of a batch: scores = (K . q16) * scale over the
+ * token's sequence positions 0..n_kv-1, softmax, out = sum_p p * V[p], all
+ * in the operation order of ggml's CPU backend (attention.c, ggml_exact.h).
+ * q is rounded to F16 first, as ggml does when K is F16, and so are the
+ * probabilities before they meet V. ATTN_ORDER_VEC sums p * V as
+ * ggml_vec_dot_f16 does (ggml's order for a single token), ATTN_ORDER_TINY
+ * as llamafile's tinyBLAS (one 16-lane accumulator; ggml's order for
+ * batches of >= 2 tokens). Grouped-query attention: head h reads KV head
+ * h / (n_head / n_head_kv). Work is split over (token, group of heads)
+ * items, and each head's arithmetic depends only on its token, its head
+ * and its order, never on the rest of the batch or on how heads are
+ * grouped.
+ *
+ * The cache's block_tokens must be a multiple of ATTN_CHUNK (positions are
+ * processed 16 at a time, see attn_lanes.h).
+ */
+#ifndef LF_ATTENTION_H
+#define LF_ATTENTION_H
+
+#include <stdint.h>
+
+#include "engine/model/kv.h"
+#include "engine/kernels/tpool.h"
+
+enum { ATTN_ORDER_VEC = 0, ATTN_ORDER_TINY = 1 };
+enum { ATTN_CHUNK = 16 };
+
+typedef struct {
+    int32_t n_tok, n_head, n_head_kv, head_dim;
+    const float *q;              /* [n_tok][n_head * head_dim], rope applied */
+    float *out;                  /* [n_tok][n_head * head_dim] */
+    const kv_cache_t *kv;        /* the paged cache and the layer to read */
+    int32_t layer;
+    const int32_t *const *blocks; /* [n_tok] block table of the token's sequence */
+    const int32_t *n_kv;         /* [n_tok] positions to attend (pos + 1) */
+    float scale;                 /* 1 / sqrt(head_dim) */
+    const uint8_t *order;        /* [n_tok] ATTN_ORDER_*, NULL: all VEC */
+    int32_t n_ctx;               /* largest n_kv; sizes the scratch */
+    float *scratch;              /* per thread: scratch_stride floats */
+    int64_t scratch_stride;      /* >= attn_scratch_floats(n_ctx, head_dim, n_rep) */
+} attn_job_t;
+
+/* Floats of scratch needed per thread for contexts up to n_ctx, n_rep =
+ * n_head / n_head_kv query heads per KV head. */
+int64_t attn_scratch_floats(int32_t n_ctx, int32_t head_dim, int32_t n_rep);
+
+void attn_run(tpool_t *pool, const attn_job_t *job);
+
+#endif

@@ -1,0 +1,861 @@
+/* sched.c - continuous batching loop (see sched.h for the contract).
+ *
+ * Locking: s->mu protects the queue, the slots and the stats; each channel
+ * has its own mutex + condvar for its event ring. Lock order: s->mu, then a
+ * channel's mu. fwd_decode runs with no lock held so acceptors can submit
+ * and read events while the engine works.
+ */
+#include "engine/sched/sched.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/model/forward.h"
+#include "engine/vocab/vocab.h"
+
+struct sched_chan {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    sched_event_t *ring;
+    int32_t cap, head, count;
+    int32_t refs;        /* owner + jobs not yet retired */
+    int32_t jobs_live;   /* jobs that have not sent DONE */
+    int32_t planned;     /* TOKEN events the current step will push */
+    bool submitted;
+    atomic_bool cancelled;
+    atomic_bool *job_cancel; /* per job index (sched_chan_cancel_job) */
+    bool *group_ready;       /* per share group: the leader's prompt is in */
+    int32_t n_jobs;
+};
+
+typedef enum { JOB_WAITING, JOB_PREFILL, JOB_DECODE } job_state_t;
+
+typedef struct job {
+    struct job *next;     /* queue link */
+    sched_chan_t *ch;
+    int32_t index;
+    int32_t *prompt;      /* prompt, then the generated tokens: [n_prompt + max_tokens] */
+    int32_t n_prompt;
+    uint64_t arrival;     /* submit order: the newest running job is preempted first */
+    sched_params_t params;
+    job_state_t state;
+    int32_t slot;
+    int32_t n_past;       /* positions in the KV cache */
+    int32_t target;       /* JOB_PREFILL: positions to compute before decoding (the
+                             prompt; after a preemption, prompt + generated - 1) */
+    bool resumed;         /* readmitted after a preemption: no new prompt stats */
+    int32_t n_cached;     /* prompt positions reused from the prefix cache */
+    int32_t n_gen;
+    int32_t last;         /* last sampled token (decode input) */
+    sampler_t *smp;
+    int32_t logit_j;      /* index into fwd_logits for this step, -1 none */
+    int32_t *stop_ids;    /* params.stop_token_ids (owned copy) */
+    bool follower;        /* share_group member that waits for its leader */
+    sched_prompt_lp_t *plp; /* prompt logprobs being built (owned until sent) */
+} job_t;
+
+struct sched {
+    const model_t *model;
+    const vocab_t *vocab;
+    fwd_t *fwd;
+    sched_opts_t o;
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;
+    job_t *qhead, *qtail;
+    int32_t n_waiting;
+    job_t **slots;        /* n_parallel entries, NULL when free */
+    int32_t n_running;
+    uint64_t arrivals;
+    bool kv_tight;        /* a preemption happened: admit nothing until a job leaves */
+    fwd_tok_t *batch;
+    job_t **batch_owner;  /* job per logits-wanted token, in order */
+    int32_t *batch_lpos;  /* position of each logits-wanted token */
+    float *lp_buf;        /* n_vocab: log-softmax scratch */
+    sched_stats_t st;
+};
+
+/* ---- channels ---- */
+
+sched_chan_t *sched_chan_create(sched_t *s)
+{
+    sched_chan_t *ch = calloc(1, sizeof *ch);
+    if (!ch)
+        return NULL;
+    ch->cap = s->o.chan_cap;
+    ch->ring = calloc((size_t)ch->cap, sizeof *ch->ring);
+    if (!ch->ring) {
+        free(ch);
+        return NULL;
+    }
+    pthread_mutex_init(&ch->mu, NULL);
+    pthread_cond_init(&ch->cv, NULL);
+    ch->refs = 1;
+    atomic_init(&ch->cancelled, false);
+    return ch;
+}
+
+static void chan_unref(sched_chan_t *ch)
+{
+    pthread_mutex_lock(&ch->mu);
+    int left = --ch->refs;
+    pthread_mutex_unlock(&ch->mu);
+    if (left == 0) {
+        pthread_mutex_destroy(&ch->mu);
+        pthread_cond_destroy(&ch->cv);
+        for (int32_t i = 0; i < ch->count; i++)
+            if (ch->ring[(ch->head + i) % ch->cap].kind == SCHED_EV_PROMPT)
+                free(ch->ring[(ch->head + i) % ch->cap].prompt_lp);
+        free(ch->ring);
+        free(ch->job_cancel);
+        free(ch->group_ready);
+        free(ch);
+    }
+}
+
+/* Reserves room for one TOKEN event of this step; false when the channel
+ * is full. One slot per live job stays free for its DONE event, so DONE
+ * events always fit (see chan_push). Only the scheduler thread calls this. */
+static bool chan_reserve(sched_chan_t *ch)
+{
+    pthread_mutex_lock(&ch->mu);
+    bool ok = ch->count + ch->planned + ch->jobs_live < ch->cap;
+    if (ok)
+        ch->planned++;
+    pthread_mutex_unlock(&ch->mu);
+    return ok;
+}
+
+static void chan_unplan(sched_chan_t *ch)
+{
+    pthread_mutex_lock(&ch->mu);
+    ch->planned = 0;
+    pthread_mutex_unlock(&ch->mu);
+}
+
+static void chan_push(sched_chan_t *ch, const sched_event_t *ev)
+{
+    pthread_mutex_lock(&ch->mu);
+    if (ch->count < ch->cap) {
+        ch->ring[(ch->head + ch->count) % ch->cap] = *ev;
+        ch->count++;
+    } else if (ev->kind == SCHED_EV_PROMPT) {
+        free(ev->prompt_lp); /* cannot happen (reserved); never leak */
+    }
+    if (ev->kind == SCHED_EV_DONE)
+        ch->jobs_live--;
+    pthread_mutex_unlock(&ch->mu);
+    /* Wake the reader after unlocking: woken under the lock it would
+     * immediately block on ch->mu again and need a second futex wake (once
+     * per token on 2 shared cores). ch stays alive: the pushing job still
+     * holds its reference (chan_unref comes after the last push). */
+    pthread_cond_broadcast(&ch->cv);
+}
+
+int sched_chan_next(sched_chan_t *ch, sched_event_t *ev, int timeout_ms)
+{
+    struct timespec until;
+    if (timeout_ms >= 0) {
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += timeout_ms / 1000;
+        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+    }
+    int ret = 0;
+    pthread_mutex_lock(&ch->mu);
+    for (;;) {
+        if (ch->count > 0) {
+            *ev = ch->ring[ch->head];
+            ch->head = (ch->head + 1) % ch->cap;
+            ch->count--;
+            ret = 1;
+            break;
+        }
+        if (ch->jobs_live == 0) {
+            ret = -1;
+            break;
+        }
+        int rc = timeout_ms < 0 ? pthread_cond_wait(&ch->cv, &ch->mu)
+                                : pthread_cond_timedwait(&ch->cv, &ch->mu, &until);
+        if (rc == ETIMEDOUT) {
+            ret = 0;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&ch->mu);
+    return ret;
+}
+
+void sched_chan_cancel(sched_chan_t *ch)
+{
+    if (ch)
+        atomic_store(&ch->cancelled, true);
+}
+
+void sched_chan_cancel_job(sched_chan_t *ch, int32_t index)
+{
+    if (ch && ch->job_cancel && index >= 0 && index < ch->n_jobs)
+        atomic_store(&ch->job_cancel[index], true);
+}
+
+static bool job_cancelled(const job_t *j)
+{
+    return atomic_load(&j->ch->cancelled) || (j->ch->job_cancel && atomic_load(&j->ch->job_cancel[j->index]));
+}
+
+void sched_chan_free(sched_chan_t *ch)
+{
+    if (!ch)
+        return;
+    sched_chan_cancel(ch);
+    chan_unref(ch);
+}
+
+/* ---- jobs ---- */
+
+static void job_free(job_t *j)
+{
+    if (!j)
+        return;
+    sampler_free(j->smp);
+    free(j->prompt);
+    free(j->stop_ids);
+    free(j->plp);
+    free(j);
+}
+
+static void job_finish_tok(sched_t *s, job_t *j, sched_finish_t why, lf_code_t code, int32_t stop_token)
+{
+    sched_event_t ev = {.kind = SCHED_EV_DONE, .index = j->index, .finish = why, .code = code,
+                        .n_prompt = j->n_prompt, .n_cached = j->n_cached, .n_gen = j->n_gen,
+                        .stop_token = stop_token};
+    if (j->params.share_group > 0 && !j->follower)
+        j->ch->group_ready[j->params.share_group] = true; /* never leave followers waiting */
+    chan_push(j->ch, &ev);
+    if (j->state != JOB_WAITING) {
+        fwd_seq_rm(s->fwd, j->slot);
+        s->slots[j->slot] = NULL;
+        s->n_running--;
+        s->kv_tight = false;
+    }
+    chan_unref(j->ch);
+    job_free(j);
+}
+
+static void job_finish(sched_t *s, job_t *j, sched_finish_t why, lf_code_t code)
+{
+    job_finish_tok(s, j, why, code, -1);
+}
+
+/* Whether the KV budget has room for j's positions to compute plus one
+ * (blocks not held by a sequence; unused cached blocks can be evicted). */
+static bool kv_fits(sched_t *s, const job_t *j)
+{
+    int32_t total = 0, used = 0, bt = 0;
+    fwd_kv_usage(s->fwd, &total, &used, &bt);
+    if (bt <= 0)
+        return true;
+    return (j->target + bt) / bt <= total - used;
+}
+
+static job_t *queue_pop(sched_t *s)
+{
+    job_t *j = s->qhead;
+    s->qhead = j->next;
+    if (!s->qhead)
+        s->qtail = NULL;
+    j->next = NULL;
+    s->n_waiting--;
+    return j;
+}
+
+/* First come, first served: the head of the queue takes the next free slot;
+ * when the KV budget cannot hold it (or a preemption just happened) nobody
+ * overtakes it, it waits for a running job to leave. With no job running it
+ * is always admitted (the budget holds at least one full context). */
+static void admit(sched_t *s)
+{
+    for (int32_t i = 0; i < s->o.n_parallel && s->qhead; i++) {
+        if (s->slots[i])
+            continue;
+        job_t *j = s->qhead;
+        /* a follower waits (and keeps the FIFO order) until its leader's
+         * prompt is in the prefix cache */
+        if (j->follower && !j->ch->group_ready[j->params.share_group] && !job_cancelled(j))
+            break;
+        if (job_cancelled(j)) {
+            job_finish(s, queue_pop(s), SCHED_FINISH_CANCELLED, LF_OK);
+            i--; /* the slot is still free */
+            continue;
+        }
+        if (s->n_running > 0 && (s->kv_tight || !kv_fits(s, j)))
+            break;
+        queue_pop(s);
+        fwd_seq_rm(s->fwd, i);
+        j->slot = i;
+        j->state = JOB_PREFILL;
+        /* reuse the cached K/V of the longest known prompt prefix (whole
+         * blocks; at least one token is left to compute for the logits) */
+        j->n_past = j->plp ? 0 : fwd_seq_attach_prefix(s->fwd, i, j->prompt, j->n_prompt);
+        if (j->n_past < 0 || j->n_past >= j->n_prompt)
+            j->n_past = 0;
+        if (!j->resumed)
+            j->n_cached = j->n_past;
+        s->slots[i] = j;
+        s->n_running++;
+    }
+}
+
+/* KV pressure (fwd_decode said LF_ERR_NOMEM): the running job that arrived
+ * last gives its blocks back and goes to the head of the queue; when it is
+ * readmitted it recomputes its prompt and the tokens it generated (they are
+ * not sent again) and continues with its sampler state untouched. False when
+ * fewer than two jobs run (preempting the only one cannot help). */
+static bool preempt_newest(sched_t *s)
+{
+    job_t *v = NULL;
+    for (int32_t i = 0; i < s->o.n_parallel; i++)
+        if (s->slots[i] && (!v || s->slots[i]->arrival > v->arrival))
+            v = s->slots[i];
+    if (!v || s->n_running < 2)
+        return false;
+    fwd_seq_rm(s->fwd, v->slot);
+    s->slots[v->slot] = NULL;
+    s->n_running--;
+    v->state = JOB_WAITING;
+    v->slot = -1;
+    v->n_past = 0;
+    v->resumed = true;
+    /* the KV held the prompt and every generated token but the last (the
+     * next decode input) */
+    v->target = v->n_gen > 0 ? v->n_prompt + v->n_gen - 1 : v->n_prompt;
+    v->next = s->qhead;
+    s->qhead = v;
+    if (!s->qtail)
+        s->qtail = v;
+    s->n_waiting++;
+    s->kv_tight = true;
+    s->st.preemptions++;
+    return true;
+}
+
+/* Builds this step's batch; returns its token count.
+ *
+ * Numerics (forward.h): every token is computed with the same flags whatever
+ * the batch, the chunking or a preemption, so a sequence's output never
+ * depends on its neighbours: prompt tokens (of a prompt of >= 2 tokens) take
+ * the prompt order; generated tokens (decode inputs) the decode order with
+ * logits. A recomputation after a preemption replays exactly these flags. */
+static int32_t batch_build(sched_t *s, int32_t *n_logits)
+{
+    int32_t n = 0, nl = 0, budget = s->o.batch_tokens;
+    for (int32_t i = 0; i < s->o.n_parallel; i++)
+        if (s->slots[i])
+            s->slots[i]->logit_j = -1;
+    /* decode tokens first: running streams never wait for a long prefill */
+    for (int32_t i = 0; i < s->o.n_parallel && n < budget; i++) {
+        job_t *j = s->slots[i];
+        if (!j)
+            continue;
+        if (j->state != JOB_DECODE || !chan_reserve(j->ch))
+            continue;
+        s->batch[n++] = (fwd_tok_t){.token = j->last, .seq = i, .pos = j->n_past, .logits = true};
+        j->logit_j = nl;
+        s->batch_lpos[nl] = j->n_past;
+        s->batch_owner[nl++] = j;
+    }
+    /* then prompt chunks (and recomputations) up to the step's budget */
+    for (int32_t i = 0; i < s->o.n_parallel && n < budget; i++) {
+        job_t *j = s->slots[i];
+        if (!j || j->state != JOB_PREFILL)
+            continue;
+        int32_t take = j->target - j->n_past;
+        if (take > budget - n)
+            take = budget - n;
+        /* the chunk that ends a first prefill yields a token: it needs room */
+        bool sample = j->n_gen == 0 && j->n_past + take == j->target;
+        if (sample) {
+            if (!chan_reserve(j->ch))
+                continue;
+            if (j->plp && !chan_reserve(j->ch)) /* the SCHED_EV_PROMPT event */
+                continue;
+        }
+        for (int32_t k = 0; k < take; k++) {
+            int32_t pos = j->n_past + k;
+            bool in_prompt = pos < j->n_prompt;
+            /* the last prompt token and generated tokens (a recomputation)
+             * want logits exactly as when they were first computed */
+            bool logits = pos >= j->n_prompt - 1 || (in_prompt && j->plp);
+            /* prompt order for prompts of >= 2 tokens: llama.cpp's numerics */
+            s->batch[n++] = (fwd_tok_t){.token = j->prompt[pos], .seq = i, .pos = pos, .logits = logits,
+                                        .prompt = in_prompt && j->n_prompt >= 2};
+            if (sample && pos == j->target - 1)
+                j->logit_j = nl;
+            if (logits) {
+                s->batch_lpos[nl] = pos;
+                s->batch_owner[nl++] = j;
+            }
+        }
+    }
+    *n_logits = nl;
+    return n;
+}
+
+/* Raw logprob of token + top-N from logits (top_n < 0: nothing). */
+static bool lp_fill(sched_t *s, const float *logits, int32_t token, int32_t top_n, sched_lp_t *out)
+{
+    int32_t nv = vocab_n_tokens(s->vocab);
+    lf_err_t e;
+    if (top_n < 0 || logprob_compute(logits, nv, s->lp_buf, &e) != LF_OK ||
+        logprob_token(s->lp_buf, nv, token, &out->logprob, &out->rank, &e) != LF_OK)
+        return false;
+    out->has = true;
+    out->token = token;
+    out->n_top = logprob_top(s->lp_buf, nv, top_n, out->top);
+    return true;
+}
+
+/* Prompt logprobs: logits at prompt position p score prompt token p+1. */
+static void prompt_lp_collect(sched_t *s, int32_t n_logits)
+{
+    for (int32_t k = 0; k < n_logits; k++) {
+        job_t *j = s->batch_owner[k];
+        int32_t pos = s->batch_lpos[k];
+        if (!j->plp || j->state != JOB_PREFILL || pos + 1 >= j->n_prompt)
+            continue;
+        const float *logits = fwd_logits(s->fwd, k);
+        if (logits)
+            lp_fill(s, logits, j->prompt[pos + 1], j->params.n_prompt_top, &j->plp->e[pos + 1]);
+    }
+}
+
+static bool is_stop_id(const job_t *j, int32_t tok)
+{
+    for (int32_t i = 0; i < j->params.n_stop_token_ids; i++)
+        if (j->stop_ids[i] == tok)
+            return true;
+    return false;
+}
+
+/* After a successful fwd_decode: advance positions, sample, emit. */
+static void step_commit(sched_t *s, int32_t n_tok, int32_t n_logits)
+{
+    prompt_lp_collect(s, n_logits);
+    /* advance n_past for every job by the tokens it had in the batch */
+    for (int32_t k = 0; k < n_tok; k++) {
+        job_t *j = s->slots[s->batch[k].seq];
+        if (j)
+            j->n_past++;
+    }
+    for (int32_t i = 0; i < s->o.n_parallel; i++) {
+        job_t *j = s->slots[i];
+        if (!j)
+            continue;
+        if (j->state == JOB_PREFILL) {
+            if (j->n_past < j->target)
+                continue;
+            if (j->n_gen > 0) {
+                /* recomputed after a preemption: decode `last` next step */
+                j->state = JOB_DECODE;
+                continue;
+            }
+        }
+        if (j->logit_j < 0)
+            continue;
+        if (j->state == JOB_PREFILL) {
+            j->state = JOB_DECODE;
+            s->st.prompt_tokens += (uint64_t)j->n_prompt;
+            s->st.cached_tokens += (uint64_t)j->n_cached;
+            /* offer this prompt's full blocks to later requests (prompt
+             * tokens only: their K/V are in the prompt order, bitwise what a
+             * later request would compute; generated ones are not) */
+            fwd_seq_commit(s->fwd, j->slot, j->prompt, j->n_prompt);
+            if (j->params.share_group > 0 && !j->follower)
+                j->ch->group_ready[j->params.share_group] = true;
+            if (j->plp) {
+                sched_event_t pe = {.kind = SCHED_EV_PROMPT, .index = j->index, .prompt_lp = j->plp};
+                j->plp = NULL;
+                chan_push(j->ch, &pe);
+            }
+        }
+        const float *logits = fwd_logits(s->fwd, j->logit_j);
+        if (!logits) {
+            job_finish(s, j, SCHED_FINISH_ERROR, LF_ERR_INTERNAL);
+            continue;
+        }
+        int32_t tok = -1;
+        lf_err_t serr;
+        if (sampler_sample(j->smp, logits, &tok, &serr) != LF_OK || sampler_accept(j->smp, tok, &serr) != LF_OK) {
+            job_finish(s, j, SCHED_FINISH_ERROR, serr.code);
+            continue;
+        }
+        j->last = tok;
+        j->prompt[j->n_prompt + j->n_gen] = tok;
+        j->n_gen++;
+        s->st.gen_tokens++;
+        sched_event_t ev = {.kind = SCHED_EV_TOKEN, .index = j->index, .token = tok};
+        if (j->params.logprobs)
+            lp_fill(s, logits, tok, j->params.top_logprobs, &ev.lp);
+        bool eog = !j->params.ignore_eos && vocab_is_eog(s->vocab, tok);
+        ev.ends = eog || is_stop_id(j, tok);
+        chan_push(j->ch, &ev);
+        if (eog)
+            job_finish(s, j, SCHED_FINISH_STOP, LF_OK);
+        else if (ev.ends)
+            job_finish_tok(s, j, SCHED_FINISH_STOP, LF_OK, tok);
+        else if (j->n_gen >= j->params.max_tokens || j->n_past >= s->o.n_ctx)
+            job_finish(s, j, SCHED_FINISH_LENGTH, LF_OK);
+    }
+}
+
+static void drop_cancelled(sched_t *s)
+{
+    for (int32_t i = 0; i < s->o.n_parallel; i++) {
+        job_t *j = s->slots[i];
+        if (j && (s->stop || job_cancelled(j)))
+            job_finish(s, j, SCHED_FINISH_CANCELLED, LF_OK);
+    }
+    if (s->stop) {
+        while (s->qhead)
+            job_finish(s, queue_pop(s), SCHED_FINISH_CANCELLED, LF_OK);
+    }
+}
+
+static void *sched_main(void *arg)
+{
+    sched_t *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        drop_cancelled(s);
+        if (s->stop)
+            break;
+        admit(s);
+        int32_t nl = 0, n = batch_build(s, &nl);
+        if (n == 0) {
+            /* idle, or every channel is full: wait for work or a reader */
+            struct timespec t;
+            clock_gettime(CLOCK_REALTIME, &t);
+            t.tv_nsec += 5 * 1000000L;
+            if (t.tv_nsec >= 1000000000L) {
+                t.tv_sec++;
+                t.tv_nsec -= 1000000000L;
+            }
+            if (s->n_running == 0)
+                pthread_cond_wait(&s->cv, &s->mu);
+            else
+                pthread_cond_timedwait(&s->cv, &s->mu, &t);
+            continue;
+        }
+        pthread_mutex_unlock(&s->mu);
+        lf_err_t err = {0};
+        lf_code_t rc = fwd_decode(s->fwd, s->batch, n, &err);
+        pthread_mutex_lock(&s->mu);
+        s->st.steps++;
+        for (int32_t i = 0; i < s->o.n_parallel; i++)
+            if (s->slots[i])
+                chan_unplan(s->slots[i]->ch);
+        if (rc == LF_ERR_NOMEM && preempt_newest(s))
+            continue; /* nothing was added: rebuild the step without it */
+        if (rc != LF_OK) {
+            /* fail every sequence that was in the batch; the cache is
+             * unchanged, the others keep running */
+            for (int32_t i = 0; i < s->o.n_parallel; i++) {
+                job_t *j = s->slots[i];
+                for (int32_t k = 0; j && k < n; k++)
+                    if (s->batch[k].seq == i) {
+                        job_finish(s, j, rc == LF_ERR_CONTEXT ? SCHED_FINISH_LENGTH : SCHED_FINISH_ERROR,
+                                   rc == LF_ERR_CONTEXT ? LF_OK : rc);
+                        break;
+                    }
+            }
+            continue;
+        }
+        step_commit(s, n, nl);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* ---- public ---- */
+
+sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
+{
+    sched_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    s->model = m;
+    s->vocab = model_vocab(m);
+    s->o = *opts;
+    if (s->o.n_parallel < 1)
+        s->o.n_parallel = 1;
+    if (s->o.batch_tokens <= 0)
+        s->o.batch_tokens = 512;
+    if (s->o.chan_cap <= 0)
+        s->o.chan_cap = 64;
+    if (s->o.max_queue < 0)
+        s->o.max_queue = 0;
+    fwd_opts_t fo = {.n_seq = s->o.n_parallel, .n_ctx = s->o.n_ctx,
+                     .max_batch = s->o.batch_tokens, .n_threads = s->o.n_threads};
+    if (s->o.kv_mb > 0) {
+        /* MiB -> blocks (K and V, F16, every layer), at least one full
+         * context so a lone sequence always fits */
+        const model_hparams_t *hp = model_hparams(m);
+        int32_t ctx = s->o.n_ctx > 0 ? s->o.n_ctx : hp->n_ctx_train;
+        uint64_t per_block = 2ull * 2ull * (uint64_t)hp->n_layer * (uint64_t)hp->n_head_kv *
+                             (uint64_t)hp->head_dim * FWD_KV_BLOCK_TOKENS;
+        uint64_t blocks = per_block ? ((uint64_t)s->o.kv_mb << 20) / per_block : 0;
+        uint64_t min_blocks = ((uint64_t)(ctx > 0 ? ctx : 1) + FWD_KV_BLOCK_TOKENS - 1) / FWD_KV_BLOCK_TOKENS;
+        if (blocks < min_blocks)
+            blocks = min_blocks;
+        fo.kv_blocks = blocks > (1u << 30) ? (1 << 30) : (int32_t)blocks;
+    }
+    s->fwd = fwd_create(m, &fo, err);
+    if (!s->fwd) {
+        free(s);
+        return NULL;
+    }
+    s->o.n_ctx = fwd_n_ctx(s->fwd);
+    if (fwd_max_batch(s->fwd) > 0 && fwd_max_batch(s->fwd) < s->o.batch_tokens)
+        s->o.batch_tokens = fwd_max_batch(s->fwd);
+    s->slots = calloc((size_t)s->o.n_parallel, sizeof *s->slots);
+    s->batch = calloc((size_t)s->o.batch_tokens, sizeof *s->batch);
+    s->batch_owner = calloc((size_t)s->o.batch_tokens + (size_t)s->o.n_parallel, sizeof *s->batch_owner);
+    s->batch_lpos = calloc((size_t)s->o.batch_tokens + (size_t)s->o.n_parallel, sizeof *s->batch_lpos);
+    s->lp_buf = malloc((size_t)vocab_n_tokens(s->vocab) * sizeof *s->lp_buf);
+    if (!s->slots || !s->batch || !s->batch_owner || !s->batch_lpos || !s->lp_buf) {
+        lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    if (pthread_create(&s->thread, NULL, sched_main, s) != 0) {
+        lf_err_set(err, LF_ERR_INTERNAL, "cannot start the scheduler thread");
+        pthread_mutex_destroy(&s->mu);
+        pthread_cond_destroy(&s->cv);
+        goto fail;
+    }
+    s->started = true;
+    return s;
+fail:
+    fwd_free(s->fwd);
+    free(s->slots);
+    free(s->batch);
+    free(s->batch_owner);
+    free(s->batch_lpos);
+    free(s->lp_buf);
+    free(s);
+    return NULL;
+}
+
+void sched_stop(sched_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->stop = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    if (s->started) {
+        pthread_join(s->thread, NULL);
+        s->started = false;
+    }
+}
+
+void sched_free(sched_t *s)
+{
+    if (!s)
+        return;
+    sched_stop(s);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    fwd_free(s->fwd);
+    free(s->slots);
+    free(s->batch);
+    free(s->batch_owner);
+    free(s->batch_lpos);
+    free(s->lp_buf);
+    free(s);
+}
+
+int32_t sched_n_ctx(const sched_t *s)
+{
+    return s->o.n_ctx;
+}
+
+void sched_stats(sched_t *s, sched_stats_t *out)
+{
+    pthread_mutex_lock(&s->mu);
+    *out = s->st;
+    out->running = s->n_running;
+    out->waiting = s->n_waiting;
+    out->n_parallel = s->o.n_parallel;
+    out->n_ctx = s->o.n_ctx;
+    int32_t blocks_total = 0, blocks_used = 0, block_tokens = 0;
+    fwd_kv_usage(s->fwd, &blocks_total, &blocks_used, &block_tokens);
+    out->kv_cap_tokens = (int64_t)blocks_total * block_tokens;
+    out->kv_used_tokens = (int64_t)blocks_used * block_tokens;
+    out->seq_tokens = 0;
+    for (int32_t i = 0; i < s->o.n_parallel; i++)
+        if (s->slots[i])
+            out->seq_tokens += s->slots[i]->n_past;
+    out->kv_bytes = fwd_kv_bytes(s->fwd);
+    pthread_mutex_unlock(&s->mu);
+}
+
+lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *prompts,
+                       const size_t *n_prompts, const sched_params_t *params,
+                       int32_t n, lf_err_t *err)
+{
+    if (n < 1 || ch->submitted)
+        return lf_err_set(err, LF_ERR_INTERNAL, "bad submit");
+    if (n > ch->cap / 2)
+        return lf_err_set(err, LF_ERR_INVALID, "too many prompts in one request (at most %d)", ch->cap / 2);
+    int32_t n_vocab = vocab_n_tokens(s->vocab);
+    for (int32_t i = 0; i < n; i++) {
+        if (n_prompts[i] == 0)
+            return lf_err_set(err, LF_ERR_INVALID, "prompt %d is empty", i);
+        if (params[i].max_tokens < 1)
+            return lf_err_set(err, LF_ERR_INVALID, "max_tokens must be at least 1");
+        if ((int64_t)n_prompts[i] + params[i].max_tokens > s->o.n_ctx)
+            return lf_err_set(err, LF_ERR_CONTEXT,
+                              "This model's maximum context length is %d tokens. However, you requested "
+                              "%lld tokens (%zu in the messages, %d in the completion). Please reduce the "
+                              "length of the messages or completion.",
+                              s->o.n_ctx, (long long)n_prompts[i] + params[i].max_tokens, n_prompts[i],
+                              params[i].max_tokens);
+        for (size_t k = 0; k < n_prompts[i]; k++)
+            if (prompts[i][k] < 0 || prompts[i][k] >= n_vocab)
+                return lf_err_set(err, LF_ERR_INVALID, "token id %d is out of vocabulary (0..%d)",
+                                  prompts[i][k], n_vocab - 1);
+    }
+    job_t **jobs = calloc((size_t)n, sizeof *jobs);
+    if (!jobs)
+        return lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+    int32_t eos = vocab_eos(s->vocab);
+    int32_t n_groups = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (params[i].n_stop_token_ids < 0 || params[i].n_stop_token_ids > 4096 ||
+            params[i].share_group < 0 || params[i].share_group > n)
+        {
+            free(jobs);
+            return lf_err_set(err, LF_ERR_INVALID, "bad job parameters");
+        }
+        if (params[i].share_group >= n_groups)
+            n_groups = params[i].share_group + 1;
+    }
+    atomic_bool *jc = calloc((size_t)n, sizeof *jc);
+    bool *gr = calloc((size_t)n_groups + 1, sizeof *gr);
+    if (!jc || !gr) {
+        free(jc);
+        free(gr);
+        free(jobs);
+        return lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+    }
+    for (int32_t i = 0; i < n; i++)
+        atomic_init(&jc[i], false);
+    for (int32_t i = 0; i < n; i++) {
+        sampler_params_t sp = params[i].sampling;
+        if (params[i].ignore_eos && eos >= 0) {
+            sp.banned = &eos;
+            sp.n_banned = 1;
+        }
+        /* min_tokens: every end-of-generation token and the stop tokens
+         * are banned until reached */
+        int32_t ban[4096 + 64];
+        int32_t nb = 0;
+        if (sp.min_tokens > 0) {
+            for (int32_t t = 0; t < n_vocab && nb < 64; t++)
+                if (vocab_is_eog(s->vocab, t))
+                    ban[nb++] = t;
+            for (int32_t k = 0; k < params[i].n_stop_token_ids; k++)
+                if (params[i].stop_token_ids[k] >= 0 && params[i].stop_token_ids[k] < n_vocab)
+                    ban[nb++] = params[i].stop_token_ids[k];
+            sp.min_tokens_ban = ban;
+            sp.n_min_tokens_ban = nb;
+        }
+        lf_code_t rc = LF_ERR_NOMEM;
+        jobs[i] = calloc(1, sizeof **jobs);
+        if (jobs[i])
+            jobs[i]->prompt = malloc((n_prompts[i] + (size_t)params[i].max_tokens) * sizeof(int32_t));
+        size_t nst = (size_t)params[i].n_stop_token_ids;
+        if (jobs[i] && nst)
+            jobs[i]->stop_ids = malloc(nst * sizeof(int32_t));
+        if (jobs[i] && params[i].prompt_logprobs)
+            jobs[i]->plp = calloc(1, sizeof(sched_prompt_lp_t) + n_prompts[i] * sizeof(sched_lp_t));
+        if (jobs[i] && jobs[i]->prompt && (!nst || jobs[i]->stop_ids) &&
+            (!params[i].prompt_logprobs || jobs[i]->plp)) {
+            jobs[i]->smp = sampler_create(&sp, n_vocab, params[i].entropy, err);
+            rc = jobs[i]->smp ? sampler_add_prompt(jobs[i]->smp, prompts[i], (int32_t)n_prompts[i], err)
+                              : (err ? err->code : LF_ERR_INVALID);
+        } else {
+            lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+        }
+        if (rc != LF_OK) {
+            for (int32_t k = 0; k <= i; k++)
+                job_free(jobs[k]);
+            free(jobs);
+            free(jc);
+            free(gr);
+            return err ? err->code : rc;
+        }
+        memcpy(jobs[i]->prompt, prompts[i], n_prompts[i] * sizeof(int32_t));
+        jobs[i]->n_prompt = (int32_t)n_prompts[i];
+        jobs[i]->target = jobs[i]->n_prompt;
+        jobs[i]->params = params[i];
+        if (nst)
+            memcpy(jobs[i]->stop_ids, params[i].stop_token_ids, nst * sizeof(int32_t));
+        jobs[i]->params.stop_token_ids = jobs[i]->stop_ids;
+        if (jobs[i]->plp)
+            jobs[i]->plp->n = (int32_t)n_prompts[i];
+        /* the first job of a share group leads, the later ones follow */
+        for (int32_t k = 0; k < i && params[i].share_group > 0; k++)
+            if (params[k].share_group == params[i].share_group)
+                jobs[i]->follower = true;
+        jobs[i]->index = i;
+        jobs[i]->ch = ch;
+        jobs[i]->state = JOB_WAITING;
+        jobs[i]->slot = -1;
+    }
+    pthread_mutex_lock(&s->mu);
+    /* jobs that will find a free slot do not count as queued */
+    if (s->stop || s->n_running + s->n_waiting + n - s->o.n_parallel > s->o.max_queue) {
+        pthread_mutex_unlock(&s->mu);
+        for (int32_t i = 0; i < n; i++)
+            job_free(jobs[i]);
+        free(jobs);
+        free(jc);
+        free(gr);
+        return lf_err_set(err, LF_ERR_OVERLOAD, "The server is busy: too many requests waiting; retry later");
+    }
+    pthread_mutex_lock(&ch->mu);
+    ch->submitted = true;
+    ch->job_cancel = jc;
+    ch->group_ready = gr;
+    ch->n_jobs = n;
+    ch->refs += n;
+    ch->jobs_live += n;
+    pthread_mutex_unlock(&ch->mu);
+    for (int32_t i = 0; i < n; i++) {
+        jobs[i]->arrival = ++s->arrivals;
+        if (s->qtail)
+            s->qtail->next = jobs[i];
+        else
+            s->qhead = jobs[i];
+        s->qtail = jobs[i];
+        s->n_waiting++;
+    }
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    free(jobs);
+    return LF_OK;
+}

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat/chat_template.h"
+#include "chat/template/chat_template.h"
 #include "cli/cli.h"
 #include "engine/gguf/gguf.h"
 

@@ -13,12 +13,12 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "chat/reasoning.h"
-#include "chat/toolcall.h"
+#include "chat/parse/reasoning.h"
+#include "chat/parse/toolcall.h"
 #include "engine/model/model.h"
 #include "engine/sched/sched.h"
-#include "server/chat_render.h"
-#include "server/http.h"
+#include "server/chat/chat_render.h"
+#include "server/transport/http.h"
 #include "server/metrics.h"
 
 #define SRV_MAX_NAMES 16

@@ -2,7 +2,7 @@
  * real chat templates x 7 conversations, produced by Jinja2 set up like
  * transformers) and checks the text byte for byte. Records with an error
  * must fail; for raise_exception the message must match exactly. */
-#include "chat/chat_template.h"
+#include "chat/template/chat_template.h"
 #include "tap.h"
 
 #include <stdio.h>

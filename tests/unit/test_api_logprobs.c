@@ -1,7 +1,7 @@
 /* test_api_logprobs.c - the logprobs JSON shapes (chat, legacy completions,
  * vLLM prompt_logprobs) on the real stories260K vocabulary: byte-fallback
  * tokens, -inf, duplicates. Skips when the fixture model is missing. */
-#include "server/api_logprobs.h"
+#include "server/api/api_logprobs.h"
 #include "tap.h"
 
 #include <json-c/json.h>

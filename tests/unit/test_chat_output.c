@@ -1,5 +1,5 @@
 /* test_chat_output.c - the server's chat output post-processing
- * (src/server/chat_output.c) fed token by token with the tokens of a REAL
+ * (src/server/chat/chat_output.c) fed token by token with the tokens of a REAL
  * vocabulary: each model answer below is tokenized with the GPT-2 vocab of
  * tinyqwen2-q8_0.gguf (so tags and markup arrive split across several
  * tokens, as from a model) and pushed one token id at a time through the
@@ -12,7 +12,7 @@
  * [TOOL_CALLS], [ARGS], <|python_tag|>) are CONTROL tokens, as in Qwen3,
  * Mistral and Llama 3 vocabularies: the parsers must see them while other
  * control tokens (and all of them without a parser) stay invisible. */
-#include "server/chat_output.h"
+#include "server/chat/chat_output.h"
 #include "tap.h"
 
 #include <json-c/json.h>

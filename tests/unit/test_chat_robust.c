@@ -4,7 +4,7 @@
  * LF_ERR_INVALID (never a crash, hang or other code). Deterministic: the
  * mutations are a fixed function of the template bytes. One TAP line per
  * template. Best run under the sanitizers (configure --enable-sanitizers). */
-#include "chat/chat_template.h"
+#include "chat/template/chat_template.h"
 #include "tap.h"
 
 #include <dirent.h>

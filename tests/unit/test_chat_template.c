@@ -4,7 +4,7 @@
  * generated from real Jinja2), plus the API: compile once / render many,
  * concurrent rendering, the injectable clock, raise_exception reporting,
  * request -> context building, and the resource guards. */
-#include "chat/chat_template.h"
+#include "chat/template/chat_template.h"
 #include "tap.h"
 
 #include <pthread.h>

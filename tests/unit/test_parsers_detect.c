@@ -1,8 +1,8 @@
 /* test_parsers_detect.c - parser detection on the 17 real chat templates of
  * the golden set (LLM_GOLDEN_DIR/templates), and the "output starts inside
  * the reasoning" rule on their rendered prompts (templates-rendered.jsonl). */
-#include "chat/reasoning.h"
-#include "chat/toolcall.h"
+#include "chat/parse/reasoning.h"
+#include "chat/parse/toolcall.h"
 #include "tap.h"
 
 #include <json-c/json.h>

@@ -3,8 +3,8 @@
  * the same result whether pushed whole, byte by byte or cut at random
  * places; the streamed events must rebuild that result; complete calls must
  * carry valid JSON objects. Fixed seeds: the run is reproducible. */
-#include "chat/reasoning.h"
-#include "chat/toolcall.h"
+#include "chat/parse/reasoning.h"
+#include "chat/parse/toolcall.h"
 #include "tap.h"
 
 #include <json-c/json.h>

@@ -1,7 +1,7 @@
 /* test_reasoning.c - the <think> splitter gives the same reasoning and
  * content whatever the split of the text: token by token (as listed in the
  * table), at every 2-way split, byte by byte; tags never leak. */
-#include "chat/reasoning.h"
+#include "chat/parse/reasoning.h"
 #include "tap.h"
 
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * --chat-template override over the real stories260K model): tools, tool
  * call arguments as objects, tool messages, developer -> system,
  * add_generation_prompt, continue_final_message, kwargs, raise_exception. */
-#include "server/request_chat.h"
+#include "server/request/request_chat.h"
 #include "tap.h"
 
 #include <stdio.h>
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "engine/model/model.h"
-#include "server/chat_render_tmpl.h"
+#include "server/chat/chat_render_tmpl.h"
 
 #define U "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]"
 #define TOOL(n) "{\"type\":\"function\",\"function\":{\"name\":\"" n "\",\"parameters\":{\"type\":\"object\"}}}"

@@ -1,6 +1,6 @@
 /* test_request_sampling.c - decoding controls: every field parses to the
  * right value, every bad value is a 400 naming the right `param`. */
-#include "server/request.h"
+#include "server/request/request.h"
 #include "tap.h"
 
 #include <math.h>

@@ -2,9 +2,9 @@
  * pipeline (status, headers, OpenAI error bodies), over a memory "socket"
  * and the real engine on stories260K.gguf (which has no chat template of
  * its own: templates come as --chat-template sources). */
-#include "server/chat_render_tmpl.h"
+#include "server/chat/chat_render_tmpl.h"
 #include "server/server.h"
-#include "server/sse.h"
+#include "server/transport/sse.h"
 #include "tap.h"
 
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* test_server_request.c - JSON request validation: every error class maps to
  * the right status and `param`, valid bodies give the right typed struct. */
-#include "server/request.h"
+#include "server/request/request.h"
 #include "tap.h"
 
 #include <string.h>

@@ -3,8 +3,8 @@
  * byte by byte; the streamed events must rebuild the expected calls and
  * content, agree with the non-streamed result, and never put markup in
  * content. */
-#include "chat/reasoning.h"
-#include "chat/toolcall.h"
+#include "chat/parse/reasoning.h"
+#include "chat/parse/toolcall.h"
 #include "tap.h"
 
 #include <stdlib.h>

@@ -1,0 +1,111 @@
+/* api_gen.h - private to the generation handlers (api_gen.c, api_choice.c):
+ * the state of one request's run and of each of its choices.
+ *
+ * A run owns its choices (array of n = prompts x `n`); a choice owns its
+ * stop-string matcher, accumulated text and pending logprobs JSON, all
+ * released by the handler (api_gen.c: generate) at the end of the request.
+ * Everything runs on the request's acceptor thread.
+ */
+#ifndef LF_API_GEN_H
+#define LF_API_GEN_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/sched/sched.h"
+#include "engine/sample/stopstr.h"
+#include "engine/vocab/vocab.h"
+#include "server/api/api_logprobs.h"
+#include "server/chat/chat_output.h"
+#include "server/request/request.h"
+#include "server/server.h"
+
+typedef struct {
+    vocab_detok_t detok;
+    stopstr_t *ss;         /* stop strings + UTF-8-safe hold-back */
+    char *text;            /* accumulated (non-streamed; streamed: full_text) */
+    size_t len, cap;
+    int32_t n_prompt;
+    int32_t n_cached;
+    int32_t n_gen;
+    sched_finish_t finish;
+    json_object *stop_reason; /* matched stop string / stop token id, or NULL */
+    bool done;             /* final chunk sent / result fixed */
+    bool dead;             /* the job's DONE event was read */
+    int prev_kind;         /* spaces_between_special_tokens: 0 none, 1 text, 2 special */
+    int32_t text_off;      /* bytes of text produced so far (legacy text_offset) */
+    json_object *lp_chat;  /* chat logprobs.content entries not yet sent / all */
+    lp_legacy_t lp_leg;    /* completions logprobs not yet sent / all */
+    bool has_lp;
+    json_object *prompt_lp;/* vLLM prompt_logprobs (non-streamed) */
+    const char *echo;      /* completions echo: the prompt text (borrowed) */
+    double t_first, t_last;
+    json_object *decode_ms;/* MindIE decode_time_arr */
+    chat_out_t *co;        /* chat with a reasoning/tool-call parser, else NULL */
+} choice_t;
+
+typedef struct {
+    srv_t *s;
+    http_req_t *r;
+    bool chat;
+    const req_gen_t *gen;
+    char id[64];
+    int64_t created;
+    const char *model;
+    size_t n;
+    choice_t *ch;
+    double t0, last_tok, last_write;
+    int32_t prompt_total;
+    const req_sampling_t *sp;
+    size_t per;            /* choices per prompt (n) */
+    bool mindie;           /* MindIE extras (full_text streaming, timings) */
+    char fingerprint[96];
+} run_t;
+
+/* api_gen.c */
+double now_s(void);
+const char *finish_name(sched_finish_t f);
+/* One streamed chunk for choice idx: text (may be NULL), role (first chat
+ * chunk), finish reason (last chunk). */
+int emit_chunk(run_t *g, size_t idx, const char *text, size_t len, bool role, const char *finish);
+
+/* One streamed chunk for choice idx with the given delta (taken). */
+int emit_delta(run_t *g, size_t idx, json_object *delta);
+
+/* api_chat_out.c: chat choices with reasoning / tool-call parsing
+ * (chat_output.h). Content goes on through the stop-string matcher
+ * (choice_feed); reasoning and tool calls go straight to the client
+ * (streamed) or stay in c->co for the message (not streamed). */
+/* A generated token (push false: the token's text is not output, e.g. the
+ * EOS); true when a stop string matched in the content. */
+bool chat_choice_token(run_t *g, size_t idx, int32_t token, bool push);
+/* End of generation: releases what the parsers hold; true on a stop
+ * string. */
+bool chat_choice_finish(run_t *g, size_t idx);
+/* finish_reason of choice c: "tool_calls" when it called tools and
+ * ended on its own, else finish_name(). */
+const char *choice_finish_reason(const choice_t *c);
+/* The non-streamed message of a parsed chat choice (c->co != NULL). */
+json_object *chat_choice_message(const choice_t *c);
+
+/* api_choice.c: decoded text -> stop strings -> client, per choice */
+void text_append(choice_t *c, const char *p, size_t n);
+/* Text safe to send now: streamed at once or accumulated. */
+void choice_deliver(run_t *g, size_t idx, const char *p, size_t n);
+/* Feeds text through the stop-string matcher (flush: end of generation);
+ * true when a stop string matched. */
+bool choice_feed(run_t *g, size_t idx, const char *p, size_t n, bool flush);
+/* Fixes the finish reason; streamed: sends the choice's last chunk. */
+void choice_end(run_t *g, size_t idx, sched_finish_t why);
+/* A TOKEN event: count, timings, logprobs, text; ends the choice (and
+ * cancels its job) on a stop string. */
+void choice_on_token(run_t *g, sched_chan_t *chan, size_t idx, const sched_event_t *ev);
+/* A SCHED_EV_PROMPT event (takes p): prompt_logprobs / echo logprobs. */
+void choice_on_prompt_lp(run_t *g, size_t idx, sched_prompt_lp_t *p, const int32_t *prompt);
+/* Sampling parameters: the request's, else the server's defaults, else
+ * OpenAI's. */
+void gen_fill_sampling(const srv_t *s, const req_gen_t *gen, sampler_params_t *p);
+
+#endif

@@ -1,0 +1,169 @@
+/* api_info.c - /v1/models, /health, /ping, /tokenize, /detokenize, /metrics. */
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/vocab/vocab.h"
+#include "server/request/request.h"
+#include "server/server.h"
+
+static void reply_obj(http_req_t *r, json_object *o)
+{
+    http_reply_json(r, 200, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+                    NULL);
+    json_object_put(o);
+}
+
+static json_object *model_card(const srv_t *s, const char *name)
+{
+    json_object *m = json_object_new_object();
+    json_object_object_add(m, "id", json_object_new_string(name));
+    json_object_object_add(m, "object", json_object_new_string("model"));
+    json_object_object_add(m, "created", json_object_new_int64((int64_t)s->created));
+    json_object_object_add(m, "owned_by", json_object_new_string("llm-fcgi"));
+    json_object_object_add(m, "root", json_object_new_string(s->cfg.model_path));
+    json_object_object_add(m, "parent", NULL);
+    json_object_object_add(m, "max_model_len", json_object_new_int(sched_n_ctx(s->sched)));
+    return m;
+}
+
+void api_models(srv_t *s, http_req_t *r)
+{
+    json_object *o = json_object_new_object(), *data = json_object_new_array();
+    json_object_object_add(o, "object", json_object_new_string("list"));
+    for (int i = 0; i < s->cfg.n_names; i++)
+        json_object_array_add(data, model_card(s, s->cfg.names[i]));
+    json_object_object_add(o, "data", data);
+    reply_obj(r, o);
+}
+
+void api_model_one(srv_t *s, http_req_t *r)
+{
+    const char *id = r->path + strlen("/v1/models/");
+    if (!srv_require_model(s, r, id))
+        return;
+    reply_obj(r, model_card(s, id));
+}
+
+void api_health(srv_t *s, http_req_t *r)
+{
+    (void)s;
+    http_reply_json(r, 200, "{\"status\":\"ok\"}", NULL);
+}
+
+void api_ping(srv_t *s, http_req_t *r)
+{
+    /* the server only accepts once the model is loaded */
+    (void)s;
+    http_reply_json(r, 200, "{\"status\":\"healthy\"}", NULL);
+}
+
+void api_tokenize(srv_t *s, http_req_t *r)
+{
+    tokenize_req_t q;
+    req_err_t e;
+    if (req_tokenize_parse(r->body, r->body_len, &q, &e) < 0) {
+        srv_reply_req_err(r, &e);
+        return;
+    }
+    char *rendered = NULL;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    lf_err_t le = {0};
+    if (!srv_require_model(s, r, q.model))
+        goto out;
+    const char *text = q.prompt;
+    if (!text) {
+        if (s->render(s->render_ctx, &q.chat, q.add_generation_prompt, &rendered, &le) != LF_OK) {
+            http_reply_err(r, &le, "messages", NULL);
+            goto out;
+        }
+        text = rendered;
+    }
+    if (vocab_tokenize(s->vocab, text, strlen(text), q.add_special, true, &ids, &n, &le) != LF_OK) {
+        http_reply_err(r, &le, NULL, NULL);
+        goto out;
+    }
+    json_object *o = json_object_new_object(), *arr = json_object_new_array();
+    for (size_t i = 0; i < n; i++)
+        json_object_array_add(arr, json_object_new_int(ids[i]));
+    json_object_object_add(o, "count", json_object_new_int((int32_t)n));
+    json_object_object_add(o, "max_model_len", json_object_new_int(sched_n_ctx(s->sched)));
+    json_object_object_add(o, "tokens", arr);
+    json_object_object_add(o, "token_strs", NULL);
+    reply_obj(r, o);
+out:
+    free(ids);
+    free(rendered);
+    req_tokenize_free(&q);
+}
+
+void api_detokenize(srv_t *s, http_req_t *r)
+{
+    detok_req_t q;
+    req_err_t e;
+    if (req_detok_parse(r->body, r->body_len, &q, &e) < 0) {
+        srv_reply_req_err(r, &e);
+        return;
+    }
+    if (!srv_require_model(s, r, q.model)) {
+        req_detok_free(&q);
+        return;
+    }
+    int32_t nv = vocab_n_tokens(s->vocab);
+    for (size_t i = 0; i < q.n_toks; i++)
+        if (q.toks[i] >= nv) {
+            char msg[120];
+            snprintf(msg, sizeof msg, "token id %d is out of vocabulary (0..%d)", q.toks[i], nv - 1);
+            http_reply_error(r, 400, msg, "tokens", NULL, NULL);
+            req_detok_free(&q);
+            return;
+        }
+    vocab_detok_t d;
+    vocab_detok_init(&d, s->vocab, false);
+    size_t cap = 0, len = 0;
+    char *out = NULL;
+    for (size_t i = 0; i <= q.n_toks; i++) {
+        if (cap - len < VOCAB_DETOK_MAX + 1) { /* room for one more piece */
+            size_t nc = cap ? cap * 2 : 4 * VOCAB_DETOK_MAX;
+            char *p = realloc(out, nc);
+            if (!p) {
+                free(out);
+                http_reply_error(r, 503, "out of memory", NULL, NULL, NULL);
+                req_detok_free(&q);
+                return;
+            }
+            out = p;
+            cap = nc;
+        }
+        if (i == q.n_toks)
+            break;
+        int w = vocab_detok_push(&d, q.toks[i], out + len, cap - len);
+        if (w > 0)
+            len += (size_t)w;
+    }
+    int w = vocab_detok_flush(&d, out + len, cap - len);
+    if (w > 0)
+        len += (size_t)w;
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "prompt", json_object_new_string_len(out, (int)len));
+    reply_obj(r, o);
+    free(out);
+    req_detok_free(&q);
+}
+
+void api_metrics(srv_t *s, http_req_t *r)
+{
+    sched_stats_t st;
+    sched_stats(s->sched, &st);
+    char *text = metrics_render(&s->metrics, &st, s->cfg.names[0]);
+    if (!text) {
+        http_reply_error(r, 503, "out of memory", NULL, NULL, NULL);
+        return;
+    }
+    if (http_send_headers(r, 200, "text/plain; version=0.0.4; charset=utf-8", NULL) == 0 &&
+        http_write(r, text, strlen(text)) == 0)
+        http_flush(r);
+    free(text);
+}

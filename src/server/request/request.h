@@ -1,0 +1,116 @@
+/* request.h - typed API requests, parsed and validated from JSON bodies.
+ *
+ * json-c stays inside request.c: handlers see only these structs. Every
+ * validation failure fills a req_err_t (HTTP status, message, the offending
+ * `param`, an optional `code`) that maps 1:1 onto the OpenAI error body.
+ *
+ * The decoding controls (top_p, stop, logprobs, n, ...) are parsed by
+ * request_sampling.c into req_gen_t.samp. Fields this server does not
+ * implement (response_format, tools, ...) are rejected with 400 naming the
+ * parameter unless they carry their neutral value, never silently ignored.
+ * Unknown fields are ignored, as vLLM does.
+ *
+ * Ownership: req_*_parse allocate everything inside the struct; the matching
+ * req_*_free releases it (accepts a zeroed struct).
+ */
+#ifndef LF_REQUEST_H
+#define LF_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/request/request_sampling.h"
+
+typedef struct req_err {
+    int status;          /* 400, 404, 413 ... */
+    char param[64];      /* "" -> null */
+    char code[48];       /* "" -> null */
+    char msg[512];
+} req_err_t;
+
+/* Generation controls shared by chat and completions. */
+typedef struct {
+    char *model;          /* NULL when absent */
+    int32_t max_tokens;   /* -1: up to the end of the context */
+    bool stream;
+    bool include_usage;   /* stream_options.include_usage */
+    bool continuous_usage;/* stream_options.continuous_usage_stats */
+    float temperature;    /* default 1 (OpenAI) */
+    bool has_seed;
+    uint64_t seed;
+    req_sampling_t samp;  /* every other decoding control (request_sampling.h) */
+} req_gen_t;
+
+typedef enum {
+    CHAT_ROLE_SYSTEM,
+    CHAT_ROLE_DEVELOPER,
+    CHAT_ROLE_USER,
+    CHAT_ROLE_ASSISTANT,
+    CHAT_ROLE_TOOL
+} chat_role_t;
+
+typedef struct {
+    chat_role_t role;
+    char *content;        /* text parts joined; "" when null */
+    char *name;           /* NULL when absent */
+} chat_msg_t;
+
+struct json_object;
+
+typedef struct {
+    req_gen_t gen;
+    chat_msg_t *msgs;
+    size_t n_msgs;
+    /* The whole parsed request body (owned; freed by req_chat_free), for
+     * renderers that need more than the typed messages: a Jinja chat
+     * template gets messages with tool_calls, tools, chat_template_kwargs. */
+    struct json_object *raw;
+    /* tools, tool_choice, template switches (request_chat.h); NULL when
+     * only the messages were parsed (/tokenize) */
+    struct chat_ext *ext;
+} chat_req_t;
+
+typedef struct {
+    req_gen_t gen;
+    size_t n_prompts;
+    char **texts;         /* n_prompts strings, or NULL for token prompts */
+    int32_t **toks;       /* n_prompts arrays, or NULL for text prompts */
+    size_t *n_toks;
+} cmpl_req_t;
+
+typedef enum { REQ_KIND_CHAT, REQ_KIND_COMPLETION, REQ_KIND_NONE } req_kind_t;
+
+/* Both return 0 or -1 with *e filled. */
+int req_chat_parse(const char *body, size_t len, chat_req_t *out, req_err_t *e);
+int req_cmpl_parse(const char *body, size_t len, cmpl_req_t *out, req_err_t *e);
+void req_chat_free(chat_req_t *r);
+void req_cmpl_free(cmpl_req_t *r);
+
+/* SageMaker /invocations: "messages" -> chat, "prompt" -> completion,
+ * else REQ_KIND_NONE (also for a body that is not a JSON object). */
+req_kind_t req_sniff_kind(const char *body, size_t len);
+
+/* /tokenize: {"prompt": str} or {"messages": [...]}, add_special_tokens.
+ * /detokenize: {"tokens": [ids]}. */
+typedef struct {
+    char *model;
+    char *prompt;          /* NULL when messages were given */
+    chat_req_t chat;       /* messages (chat.n_msgs > 0) */
+    bool add_special;      /* default true for prompt, false for messages */
+    bool add_generation_prompt;
+} tokenize_req_t;
+int req_tokenize_parse(const char *body, size_t len, tokenize_req_t *out, req_err_t *e);
+void req_tokenize_free(tokenize_req_t *r);
+
+typedef struct {
+    char *model;
+    int32_t *toks;
+    size_t n_toks;
+} detok_req_t;
+int req_detok_parse(const char *body, size_t len, detok_req_t *out, req_err_t *e);
+void req_detok_free(detok_req_t *r);
+
+const char *chat_role_name(chat_role_t r);
+
+#endif

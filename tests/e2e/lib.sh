@@ -26,13 +26,15 @@ run_node() {
 # CI) installs every one of them, so a skip would only hide a broken setup.
 bail() { echo "not ok 1 - prerequisite: $1"; echo "1..1"; exit 1; }
 # need WHAT...: commands by name, plus `model` ($MODEL_FILE), `binary`
-# ($LLM_FCGI) and `openai` (the pinned npm client in tests/e2e/node_modules).
+# ($LLM_FCGI), `openai` (the pinned npm client in tests/e2e/node_modules)
+# and `fcgi_client` ($FCGI_CLIENT).
 need() {
     for w in "$@"; do
         case $w in
             model) [ -f "$MODEL_FILE" ] || bail "fixture model $MODEL_FILE missing" ;;
             binary) [ -x "$LLM_FCGI" ] || bail "no llm-fcgi binary (LLM_FCGI=$LLM_FCGI)" ;;
             openai) [ -d "$TOP_SRCDIR/tests/e2e/node_modules/openai" ] || bail "the openai npm package is missing (npm ci in tests/e2e)" ;;
+            fcgi_client) [ -x "$FCGI_CLIENT" ] || bail "no FastCGI test client (FCGI_CLIENT=$FCGI_CLIENT)" ;;
             *) command -v "$w" >/dev/null 2>&1 || bail "$w is not installed" ;;
         esac
     done
@@ -112,6 +114,22 @@ wait_metric() {
     diag "$1 stayed at '$v', wanted $2"
     return 1
 }
+
+# wait_until CMD...: runs CMD every 50 ms until it succeeds (30 s max);
+# returns 1 on timeout. For conditions other than gauges (a file, a line).
+wait_until() {
+    i=0
+    while [ $i -lt 600 ]; do
+        "$@" && return 0
+        sleep 0.05; i=$((i + 1))
+    done
+    diag "condition never held: $*"
+    return 1
+}
+
+# fcgi_client: the raw FastCGI test client built next to llm-fcgi
+# (tests/tools/fcgi_client.c), for peers whose reading a test controls
+FCGI_CLIENT=${FCGI_CLIENT:-$(dirname "${LLM_FCGI:-.}")/tests/tools/fcgi_client}
 
 # curl with a hard time limit; extra args pass through
 c() { curl -s -m "${CURL_TIMEOUT:-30}" "$@"; }

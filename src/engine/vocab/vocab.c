@@ -150,7 +150,7 @@ static lf_code_t load_type(vocab_t *v, const gguf_file_t *f, lf_err_t *err)
 {
     gguf_str_t model;
     if (!gguf_get_str(f, "tokenizer.ggml.model", &model))
-        return lf_err_set(err, LF_ERR_FORMAT, "tokenizer.ggml.model missing");
+        return lf_err_set(err, LF_ERR_FORMAT, "no vocabulary (tokenizer.ggml.model missing)");
     gguf_str_t pre;
     v->pre = gguf_get_str(f, "tokenizer.ggml.pre", &pre) ? gguf_str_dup(pre) : strdup("");
     if (!v->pre)
@@ -304,6 +304,20 @@ vocab_t *vocab_load(const gguf_file_t *f, lf_err_t *err)
     return v;
 }
 
+vocab_t *vocab_open(const char *path, lf_err_t *err)
+{
+    if (!path) {
+        lf_err_set(err, LF_ERR_INVALID, "vocab_open: no path");
+        return NULL;
+    }
+    gguf_file_t *f = gguf_open_metadata(path, err);
+    if (!f)
+        return NULL;
+    vocab_t *v = vocab_load(f, err);
+    gguf_close(f);
+    return v;
+}
+
 void vocab_free(vocab_t *v)
 {
     if (!v)
@@ -325,6 +339,8 @@ void vocab_free(vocab_t *v)
 /* ---- accessors ---------------------------------------------------------- */
 
 vocab_type_t vocab_type(const vocab_t *v) { return v->type; }
+const char *vocab_model_name(const vocab_t *v) { return v->model; }
+bool vocab_add_space_prefix(const vocab_t *v) { return v->type == VOCAB_TYPE_SPM && v->add_space_prefix; }
 const char *vocab_pre_name(const vocab_t *v) { return v->pre_used ? v->pre_used : "default"; }
 int32_t vocab_n_tokens(const vocab_t *v) { return v->n_tokens; }
 int32_t vocab_bos(const vocab_t *v) { return v->bos; }
@@ -340,6 +356,17 @@ bool vocab_is_eog(const vocab_t *v, int32_t id)
 bool vocab_is_control(const vocab_t *v, int32_t id)
 {
     return id >= 0 && id < v->n_tokens && (v->toks[id].attr & VOCAB_ATTR_CONTROL);
+}
+
+bool vocab_is_unknown(const vocab_t *v, int32_t id)
+{
+    return id >= 0 && id < v->n_tokens && (id == v->unk || (v->toks[id].attr & VOCAB_ATTR_UNKNOWN));
+}
+
+bool vocab_is_special(const vocab_t *v, int32_t id)
+{
+    const uint32_t mask = VOCAB_ATTR_CONTROL | VOCAB_ATTR_USER_DEFINED | VOCAB_ATTR_UNKNOWN;
+    return id >= 0 && id < v->n_tokens && (v->toks[id].attr & mask);
 }
 
 const char *vocab_token_text(const vocab_t *v, int32_t id)

@@ -1,14 +1,18 @@
-/* vocab_bpe.c - byte-level BPE (tokenizer.ggml.model "gpt2").
+/* vocab_bpe.c - BPE with merges: byte-level (tokenizer.ggml.model "gpt2")
+ * and SentencePiece-style ("gemma4" and the pre-tokenizers marked raw_utf8).
  *
  * Pipeline (llama.cpp's unicode_regex_split + llm_tokenizer_bpe_session):
  *  1. decode the text to code points the lenient way llama.cpp does (bad
- *     bytes become U+FFFD);
+ *     bytes become U+FFFD); SentencePiece-style vocabularies turn ' ' into
+ *     U+2581 here;
  *  2. split it with each pre-tokenizer regex in turn (text between matches
  *     is kept as its own piece), using PCRE2 with UTF+UCP. Non-ASCII
  *     whitespace is shown to the regex as U+000B, as llama.cpp does for its
  *     std::regex fallback, so \s and literal classes behave the same;
- *  3. map each piece's bytes to GPT-2 "byte characters" and merge adjacent
- *     symbols by merge rank (lowest first, leftmost on ties).
+ *  3. map each piece's bytes to GPT-2 "byte characters" (byte-level) or keep
+ *     the UTF-8 (SentencePiece-style) and merge adjacent symbols by merge
+ *     rank (lowest first, leftmost on ties); a symbol that is not a token
+ *     falls back to one token per byte (its GPT-2 character, or <0xNN>).
  * The compiled regexes are shared (read-only); match data is per call.
  */
 #include "engine/vocab/vocab_impl.h"

@@ -39,6 +39,8 @@ rm -f "${TMPDIR:-/tmp}/tok_err.$$"
 check "command-r adds its BOS" "[5, 28339, 3845]" "$("$bin" tokenize -m "$tok/ggml-vocab-command-r.gguf" --json "Hello world")"
 check "qwen2 </s> is a control token with --parse-special" "[128247]" \
     "$("$bin" tokenize -m "$tok/ggml-vocab-qwen2.gguf" --json --parse-special "</s>")"
+check "a model of another architecture (gpt-oss, MXFP4 experts) still tokenizes" "[1, 403, 407, 261, 378]" \
+    "$("$bin" tokenize -m "$models/tinygptoss-mxfp4_moe.gguf" --json "Once upon a time")"
 "$bin" tokenize -m "$st" >/dev/null 2>&1
 check "missing TEXT exits 2" 2 $?
 "$bin" tokenize --bogus -m "$st" x >/dev/null 2>&1

@@ -2,7 +2,8 @@
 """Generates src/engine/vocab/unicode_data.inc: the Unicode tables the WordPiece
 tokenizer needs, built the way llama.cpp's scripts/gen-unicode-data.py builds
 them (first code point of the NFD form, first code point of str.lower(),
-general categories P*, S* and C* (regex \p{C}, unassigned included) as "control").
+general categories P*, S*, M* (accent marks) and Cc/Cf/Co/Cs as "control"
+(unassigned code points, Cn, are not control: llama.cpp flags them undefined).
 
 usage: scripts/gen-unicode-tables.py > src/engine/vocab/unicode_data.inc
 """
@@ -48,7 +49,8 @@ def main():
     emit("lower_pairs", lower, 6)  # {code point, first code point of its lowercase}
     emit("punct_ranges", ranges(lambda c: cat(c)[0] == "P"), 6)
     emit("symbol_ranges", ranges(lambda c: cat(c)[0] == "S"), 6)
-    emit("control_ranges", ranges(lambda c: cat(c)[0] == "C"), 6)
+    emit("control_ranges", ranges(lambda c: cat(c) in ("Cc", "Cf", "Co", "Cs")), 6)
+    emit("mark_ranges", ranges(lambda c: cat(c)[0] == "M"), 6)
 
 
 main()

@@ -1,4 +1,11 @@
-/* cmd_info.c - `llm-fcgi info MODEL`: what a GGUF file holds. */
+/* cmd_info.c - `llm-fcgi info MODEL`: what a GGUF file holds.
+ *
+ * A file the engine can run gets the full report. Any other GGUF that holds
+ * a vocabulary (a vocabulary-only file, or an architecture the engine does
+ * not run) gets the metadata and vocabulary part and a line saying why it is
+ * not runnable; that is not an error (exit 0). Files that are not GGUF, are
+ * damaged, or hold no vocabulary exit 1 with the loader's message.
+ */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +30,82 @@ static void print_token(const vocab_t *v, const char *label, int32_t id)
         printf("  %-18s %d '%s'\n", label, id, vocab_token_text(v, id));
 }
 
+static const char *vocab_kind(const vocab_t *v)
+{
+    static const struct {
+        const char *model, *kind;
+    } kinds[] = {{"llama", "SentencePiece BPE"},
+                 {"gpt2", "byte-level BPE"},
+                 {"gemma4", "SentencePiece-style BPE with merges"},
+                 {"bert", "WordPiece"}};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (!strcmp(kinds[i].model, vocab_model_name(v)))
+            return kinds[i].kind;
+    return "unknown kind";
+}
+
+/* The vocabulary lines, shared by both reports. */
+static void print_vocab(const vocab_t *v)
+{
+    printf("vocabulary:         %s (%s), %d tokens, pre-tokenizer '%s'\n", vocab_model_name(v), vocab_kind(v),
+           vocab_n_tokens(v), vocab_pre_name(v));
+    printf("special tokens:\n");
+    print_token(v, "bos", vocab_bos(v));
+    print_token(v, "eos", vocab_eos(v));
+    printf("  %-18s %s / %s\n", "add bos / eos", vocab_add_bos(v) ? "yes" : "no", vocab_add_eos(v) ? "yes" : "no");
+    int n_eog = 0;
+    for (int32_t id = 0; id < vocab_n_tokens(v); id++)
+        n_eog += vocab_is_eog(v, id);
+    printf("  %-18s %d\n", "end of generation", n_eog);
+}
+
+static void print_meta_str(const gguf_file_t *f, const char *label, const char *key)
+{
+    gguf_str_t s;
+    if (gguf_get_str(f, key, &s))
+        printf("%-20s%.*s\n", label, (int)(s.len > 200 ? 200 : s.len), s.ptr);
+    else
+        printf("%-20s(none)\n", label);
+}
+
+/* A GGUF the engine cannot run: what it holds and why it does not run.
+ * Returns the exit status. */
+static int info_not_runnable(const char *path, const lf_err_t *model_err)
+{
+    lf_err_t err;
+    gguf_file_t *f = gguf_open(path, &err);
+    bool tensors_read = f != NULL;
+    if (!f)
+        f = gguf_open_metadata(path, &err);
+    vocab_t *v = f ? vocab_load(f, &err) : NULL;
+    if (!v) {
+        fprintf(stderr, "llm-fcgi: %s\n", model_err->msg);
+        gguf_close(f);
+        return 1;
+    }
+    const char *why = model_err->msg;
+    size_t pl = strlen(path);
+    if (!strncmp(why, path, pl) && !strncmp(why + pl, ": ", 2))
+        why += pl + 2; /* the file is named on the first line already */
+    printf("file:               %s (GGUF v%u, %.1f MiB)\n", path, gguf_version(f), (double)gguf_file_size(f) / (1 << 20));
+    print_meta_str(f, "architecture:", "general.architecture");
+    print_meta_str(f, "name:", "general.name");
+    if (tensors_read && gguf_n_tensors(f) == 0)
+        printf("runnable:           no (vocabulary-only file: no tensors)\n");
+    else
+        printf("runnable:           no (%s)\n", why);
+    print_vocab(v);
+    gguf_str_t tmpl;
+    printf("chat template:      %s\n", gguf_get_str(f, "tokenizer.chat_template", &tmpl) ? "present" : "absent");
+    if (tensors_read)
+        printf("tensors:            %llu\n", (unsigned long long)gguf_n_tensors(f));
+    else
+        printf("tensors:            not read (%s)\n", err.msg);
+    vocab_free(v);
+    gguf_close(f);
+    return 0;
+}
+
 int cmd_info(int argc, char **argv)
 {
     static const struct option opts[] = {{"ctx-size", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'}, {0}};
@@ -41,14 +124,11 @@ int cmd_info(int argc, char **argv)
     }
     lf_err_t err;
     model_t *m = model_load(argv[optind], &err);
-    if (!m) {
-        fprintf(stderr, "llm-fcgi: %s\n", err.msg);
-        return 1;
-    }
+    if (!m)
+        return info_not_runnable(argv[optind], &err);
     const model_hparams_t *hp = model_hparams(m);
     const vocab_t *v = model_vocab(m);
     const gguf_file_t *f = model_gguf(m);
-    static const char *vtypes[] = {"llama (SentencePiece BPE)", "gpt2 (byte-level BPE)", "bert (WordPiece)"};
     if (!ctx)
         ctx = hp->n_ctx_train;
     printf("file:               %s (GGUF v%u, %.1f MiB)\n", argv[optind], gguf_version(f),
@@ -61,12 +141,7 @@ int cmd_info(int argc, char **argv)
     printf("attention heads:    %d (KV heads %d, head size %d, rope dims %d, base %g%s)\n", hp->n_head,
            hp->n_head_kv, hp->head_dim, hp->n_rot, hp->rope_theta, hp->rope_neox ? ", neox" : "");
     printf("rms norm epsilon:   %g\n", hp->rms_eps);
-    printf("vocabulary:         %s, %d tokens, pre-tokenizer '%s'\n", vtypes[vocab_type(v)], vocab_n_tokens(v),
-           vocab_pre_name(v));
-    printf("special tokens:\n");
-    print_token(v, "bos", vocab_bos(v));
-    print_token(v, "eos", vocab_eos(v));
-    printf("  %-18s %s / %s\n", "add bos / eos", vocab_add_bos(v) ? "yes" : "no", vocab_add_eos(v) ? "yes" : "no");
+    print_vocab(v);
     printf("chat template:      %s\n", model_chat_template(m) ? "present" : "absent (ChatML will be used)");
     printf("output matrix:      %s\n", model_weights(m)->output_tied ? "tied to token embeddings" : "separate");
     uint64_t bytes[QTYPE_COUNT] = {0}, count[QTYPE_COUNT] = {0};

@@ -1,6 +1,7 @@
 /* cmd_tokenize.c - `llm-fcgi tokenize`: prints the token ids of a text.
  *
- * Loads only the vocabulary of the model (no weights are touched). Output is
+ * Loads only the vocabulary of the file (vocab_open: no tensor is read, any
+ * architecture, vocabulary-only files included). Output is
  * one "id<TAB>piece" line per token (the piece with control characters and
  * backslashes escaped), or a JSON array of ids with --json.
  */
@@ -9,7 +10,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "engine/gguf/gguf.h"
 #include "engine/vocab/vocab.h"
 
 static void usage(FILE *out)
@@ -103,13 +103,7 @@ int cmd_tokenize(int argc, char **argv)
     }
 
     lf_err_t err;
-    gguf_file_t *f = gguf_open(model, &err);
-    if (!f) {
-        fprintf(stderr, "llm-fcgi tokenize: %s\n", err.msg);
-        return 1;
-    }
-    vocab_t *v = vocab_load(f, &err);
-    gguf_close(f);
+    vocab_t *v = vocab_open(model, &err);
     if (!v) {
         fprintf(stderr, "llm-fcgi tokenize: %s\n", err.msg);
         return 1;

@@ -28,6 +28,24 @@ grep -q "^chat template: *absent" "$TMP/info"; ok $? "info says whether a chat t
 grep -q "f32 *48 tensors" "$TMP/info"; ok $? "info gives tensor count per type"
 "$BIN" info --ctx-size 1024 "$M" | grep -q "0.62 MiB for a context of 1024"; ok $? "info gives KV memory for --ctx-size"
 
+# vocabulary-only files and architectures the engine does not run
+V="$GOLDEN/tokenizer/ggml-vocab-gemma-4.gguf"
+"$BIN" info "$V" > "$TMP/vinfo" 2>&1; ok $? "info on a vocabulary-only gemma4 file exits 0"
+grep -q "^architecture: *gemma4" "$TMP/vinfo"; ok $? "info names its architecture"
+grep -q "^runnable: *no (vocabulary-only" "$TMP/vinfo"; ok $? "info says it is not runnable and why"
+grep -q "^vocabulary: *gemma4 .*262144 tokens, pre-tokenizer 'gemma4'" "$TMP/vinfo"; ok $? "info reports the gemma4 vocabulary"
+grep -q "bos *2 '<bos>'" "$TMP/vinfo"; ok $? "info lists its BOS token"
+grep -q "end of generation *3" "$TMP/vinfo"; ok $? "info counts its end-of-generation tokens"
+"$BIN" info "$GOLDEN/tokenizer/ggml-vocab-qwen35.gguf" 2>&1 | grep -q "pre-tokenizer 'qwen35'"
+ok $? "info reports the qwen35 pre-tokenizer"
+cp "$M" "$TMP/otherarch.gguf"
+# same file with general.architecture renamed in place (same length): not runnable
+perl -pi -e 's/general\.architecture\x08\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00llama/general.architecture\x08\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00zzzzz/s' "$TMP/otherarch.gguf"
+grep -q zzzzz "$TMP/otherarch.gguf"; ok $? "made a copy with an unknown architecture"
+"$BIN" info "$TMP/otherarch.gguf" > "$TMP/oinfo" 2>&1; ok $? "info on an unknown architecture exits 0"
+grep -q "^runnable: *no (architecture 'zzzzz'" "$TMP/oinfo"; ok $? "info says the architecture is not supported"
+grep -q "512 tokens" "$TMP/oinfo"; ok $? "info still reports its vocabulary"
+
 "$BIN" info /nonexistent.gguf > "$TMP/err" 2>&1; [ $? -eq 1 ]; ok $? "info on a missing file exits 1"
 grep -q "nonexistent.gguf" "$TMP/err"; ok $? "the error names the file"
 head -c 1000 "$M" > "$TMP/trunc.gguf"

@@ -1,6 +1,8 @@
 /* test_vocab.c - unit tests of the vocab module: incremental detokenization,
  * control-token rendering, BOS/EOS and EOG rules, pieces, the pre-tokenizer
- * fallback and load errors (on small GGUF files written here). */
+ * fallback, the Gemma 4 tokenizer model, the 2026 special-token rules,
+ * WordPiece normalizer options, vocab_open and load errors (on small GGUF
+ * files written here and on the golden vocabularies). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,10 +82,19 @@ static void kv_strs(FILE *f, const char *k, const char *const *v, size_t n)
         w_str(f, v[i]);
 }
 
+/* Optional extras of a synthetic vocabulary file. */
+typedef struct {
+    const int32_t *types;   /* tokenizer.ggml.token_type (NULL: absent) */
+    int bos;                /* tokenizer.ggml.bos_token_id (-1: absent) */
+    const char *bool_key;   /* one boolean key (NULL: none) */
+    bool bool_val;
+    bool odd_tensor;        /* one tensor of an unknown type (id 99) */
+} extras_t;
+
 /* Writes a GGUF with tokenizer.ggml.model = model (NULL: absent), pre (NULL:
  * absent), the given tokens and merges (merges NULL: absent). */
-static char *write_vocab(const char *model, const char *pre, const char *const *toks, size_t nt,
-                         const char *const *merges, size_t nm)
+static char *write_vocab_ex(const char *model, const char *pre, const char *const *toks, size_t nt,
+                            const char *const *merges, size_t nm, const extras_t *x)
 {
     static char path[64];
     snprintf(path, sizeof path, "/tmp/test_vocab_XXXXXX");
@@ -92,9 +103,11 @@ static char *write_vocab(const char *model, const char *pre, const char *const *
         return NULL;
     FILE *f = fdopen(fd, "wb");
     uint64_t n_kv = 1 + (model != NULL) + (pre != NULL) + (merges != NULL);
+    if (x)
+        n_kv += (x->types != NULL) + (x->bos >= 0) + (x->bool_key != NULL);
     fwrite("GGUF", 1, 4, f);
     w_u32(f, 3);
-    w_u64(f, 0);
+    w_u64(f, x && x->odd_tensor ? 1 : 0);
     w_u64(f, n_kv);
     if (model)
         kv_str(f, "tokenizer.ggml.model", model);
@@ -103,8 +116,38 @@ static char *write_vocab(const char *model, const char *pre, const char *const *
     kv_strs(f, "tokenizer.ggml.tokens", toks, nt);
     if (merges)
         kv_strs(f, "tokenizer.ggml.merges", merges, nm);
+    if (x && x->types) {
+        w_str(f, "tokenizer.ggml.token_type");
+        w_u32(f, 9);
+        w_u32(f, 5); /* int32 */
+        w_u64(f, nt);
+        fwrite(x->types, 4, nt, f);
+    }
+    if (x && x->bos >= 0) {
+        w_str(f, "tokenizer.ggml.bos_token_id");
+        w_u32(f, 4); /* uint32 */
+        w_u32(f, (uint32_t)x->bos);
+    }
+    if (x && x->bool_key) {
+        w_str(f, x->bool_key);
+        w_u32(f, 7); /* bool */
+        fputc(x->bool_val, f);
+    }
+    if (x && x->odd_tensor) {
+        w_str(f, "weird.weight");
+        w_u32(f, 1);
+        w_u64(f, 32);
+        w_u32(f, 99); /* a type id this build does not know */
+        w_u64(f, 0);
+    }
     fclose(f);
     return path;
+}
+
+static char *write_vocab(const char *model, const char *pre, const char *const *toks, size_t nt,
+                         const char *const *merges, size_t nm)
+{
+    return write_vocab_ex(model, pre, toks, nt, merges, nm, NULL);
 }
 
 /* ---- tests ---------------------------------------------------------------- */
@@ -304,7 +347,8 @@ static void test_synthetic(void)
                                  "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b", "gpt-2",
                                  "phi-2", "roberta-bpe", "mpt", "olmo", "jais", "qwen2", "deepseek-r1-qwen",
                                  "megrez", "stablelm2", "poro-chat", "bloom", "gpt3-finnish", "chatglm-bpe",
-                                 "viking", "tekken", "gpt-4o", "llama4", "chameleon"};
+                                 "viking", "tekken", "gpt-4o", "llama4", "chameleon", "qwen35", "gemma4",
+                                 "sarvam-moe", "glm4", "hunyuan-dense", "minimax-m2", "exaone4", "lfm2"};
     int good = 0;
     for (size_t i = 0; i < sizeof pres / sizeof pres[0]; i++) {
         p = write_vocab("gpt2", pres[i], toks, 7, merges, 2);
@@ -349,6 +393,189 @@ static void test_synthetic(void)
     }
 }
 
+/* ---- 2026 vocabularies and special-token rules ------------------------------ */
+
+static void test_gemma4(void)
+{
+    vocab_t *v = load_golden("gemma-4");
+    if (!tap_ok(v != NULL, "gemma-4 vocab loads"))
+        return;
+    tap_ok(strcmp(vocab_model_name(v), "gemma4") == 0 && strcmp(vocab_pre_name(v), "gemma4") == 0 &&
+               vocab_type(v) == VOCAB_TYPE_BPE,
+           "tokenizer model gemma4 is BPE with the gemma4 pre-tokenizer");
+    tap_ok(vocab_add_bos(v) && vocab_bos(v) == 2, "gemma4 adds <bos> (id 2)");
+    static const struct {
+        const char *text;
+        const char *what;
+    } rt[] = {
+        {" Hello  world", "runs of spaces"},
+        {"line\n\n\nnext\n", "newline runs"},
+        {"\t tab\r\n", "tab and CRLF"},
+        {"caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e", "accents and CJK"},
+        {"\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9 \xf0\x9f\x87\xab\xf0\x9f\x87\xb7", "ZWJ emoji and a flag"},
+        {"\xf0\x90\x90\x80\xf0\x9d\x92\x9c", "rare characters (byte fallback)"},
+    };
+    for (size_t i = 0; i < sizeof rt / sizeof rt[0]; i++) {
+        int32_t *ids = NULL;
+        size_t n = 0;
+        vocab_tokenize(v, rt[i].text, strlen(rt[i].text), false, false, &ids, &n, NULL);
+        char out[512];
+        size_t o = 0;
+        for (size_t k = 0; k < n; k++) {
+            int w = vocab_token_to_piece(v, ids[k], false, out + o, sizeof out - o);
+            o += w > 0 ? (size_t)w : 0;
+        }
+        tap_ok(n > 0 && o == strlen(rt[i].text) && memcmp(out, rt[i].text, o) == 0, "gemma4 round trip: %s",
+               rt[i].what);
+        free(ids);
+    }
+    int32_t ids[8];
+    int32_t nl3 = vocab_find(v, "\n\n\n", 3);
+    tap_ok(nl3 >= 0 && tok(v, "\n\n\n", false, false, ids, 8) == 1 && ids[0] == nl3,
+           "a newline run that is a token is taken whole");
+    tap_ok(vocab_is_eog(v, vocab_find(v, "<turn|>", 7)) && vocab_is_eog(v, vocab_find(v, "<|tool_response>", 16)),
+           "<turn|> and <|tool_response> end generation");
+    int32_t s_end = vocab_find(v, "</s>", 4);
+    tap_ok(!vocab_is_eog(v, s_end) && !vocab_is_special(v, s_end), "with <|tool_response>, </s> is ordinary text");
+    size_t k = tok(v, "<|tool_response>", false, false, ids, 8);
+    tap_ok(k > 1, "<|tool_response> is text without parse_special");
+    k = tok(v, "<|tool_response>", false, true, ids, 8);
+    tap_ok(k == 1 && ids[0] == vocab_find(v, "<|tool_response>", 16), "and one token with parse_special");
+    vocab_free(v);
+
+    /* synthetic: the model alone implies the pre-tokenizer, BOS and fallback */
+    static const char *toks[] = {"<pad>", "<eos>", "<bos>", "a", "b", "\xe2\x96\x81", "\xe2\x96\x81" "a", "ab",
+                                 "<0x7A>"};
+    static const char *merges[] = {"\xe2\x96\x81 a", "a b"};
+    static const int32_t types[] = {3, 3, 3, 1, 1, 1, 1, 1, 6};
+    extras_t x = {.types = types, .bos = 2};
+    char *p = write_vocab_ex("gemma4", "gpt-2", toks, 9, merges, 2, &x);
+    v = p ? load(p) : NULL;
+    if (tap_ok(v != NULL, "synthetic gemma4 vocab loads")) {
+        tap_ok(strcmp(vocab_pre_name(v), "gemma4") == 0, "tokenizer model gemma4 overrides tokenizer.ggml.pre");
+        tap_ok(vocab_add_bos(v), "gemma4 adds BOS even when the file does not say so");
+        k = tok(v, " ab az", true, false, ids, 8);
+        tap_ok(k == 5 && ids[0] == 2 && ids[1] == 6 && ids[2] == 4 && ids[3] == 6 && ids[4] == 8,
+               "' ab az' -> <bos> '\u2581a' 'b' '\u2581a' <0x7A>");
+        char buf[8];
+        tap_ok(vocab_token_to_piece(v, 8, false, buf, sizeof buf) == 1 && buf[0] == 'z', "<0x7A> renders as 'z'");
+        tap_ok(vocab_token_to_piece(v, 6, false, buf, sizeof buf) == 2 && memcmp(buf, " a", 2) == 0,
+               "U+2581 renders as a space");
+        vocab_free(v);
+    }
+    if (p)
+        unlink(p);
+}
+
+static void test_special_rules(void)
+{
+    /* token type 1 normal, 3 control, 4 user-defined */
+    static const struct {
+        const char *what;
+        const char *toks[6];
+        int32_t types[6];
+        const char *probe; /* token text checked */
+        bool eog, plain_match, special_match;
+    } cases[] = {
+        {"a normal </s> becomes an end-of-generation control token", {"a", "</s>"}, {1, 1}, "</s>", true, false, true},
+        {"a user-defined </s> ends generation and stays matched in text", {"a", "</s>"}, {1, 4}, "</s>", true, true,
+         true},
+        {"</s> is plain text where <|tool_response> exists", {"a", "</s>", "<|tool_response>"}, {1, 1, 4}, "</s>",
+         false, false, false},
+        {"<|tool_response> becomes an end-of-generation control token", {"a", "</s>", "<|tool_response>"}, {1, 1, 4},
+         "<|tool_response>", true, false, true},
+        {"<|end|> is not EOG where <|return|> and <|call|> exist", {"a", "<|end|>", "<|return|>", "<|call|>"},
+         {1, 3, 3, 3}, "<|end|>", false, true, true},
+        {"<|end|> alone ends generation", {"a", "<|end|>"}, {1, 4}, "<|end|>", true, false, true},
+        {"<|channel|> is always rendered and matched", {"a", "<|channel|>"}, {1, 3}, "<|channel|>", false, true,
+         true},
+        {"<|end_of_text|> ends generation", {"a", "<|end_of_text|>"}, {1, 1}, "<|end_of_text|>", true, false,
+         true},
+    };
+    static const char *merges[] = {"a a"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t nt = 0;
+        while (nt < 6 && cases[i].toks[nt])
+            nt++;
+        extras_t x = {.types = cases[i].types, .bos = -1};
+        char *p = write_vocab_ex("gpt2", "gpt-2", cases[i].toks, nt, merges, 1, &x);
+        vocab_t *v = p ? load(p) : NULL;
+        int32_t id = v ? vocab_find(v, cases[i].probe, strlen(cases[i].probe)) : -1;
+        int32_t ids[16];
+        bool plain = v && tok(v, cases[i].probe, false, false, ids, 16) == 1 && ids[0] == id;
+        bool special = v && tok(v, cases[i].probe, false, true, ids, 16) == 1 && ids[0] == id;
+        tap_ok(v && id >= 0 && vocab_is_eog(v, id) == cases[i].eog && plain == cases[i].plain_match &&
+                   special == cases[i].special_match,
+               "%s", cases[i].what);
+        vocab_free(v);
+        if (p)
+            unlink(p);
+    }
+}
+
+static void test_wpm_options(void)
+{
+    static const char *toks[] = {"[PAD]", "[UNK]", "\xe2\x96\x81" "hello", "\xe2\x96\x81" "Hello",
+                                 "\xe2\x96\x81" "h\xc3\xa9llo"};
+    static const struct {
+        const char *key;
+        bool val;
+        const char *text;
+        int32_t want;
+        const char *what;
+    } cases[] = {
+        {NULL, false, "HELLO", 2, "lowercases by default"},
+        {NULL, false, "he\xcc\x81llo", 2, "drops accent marks by default"},
+        {NULL, false, "h\xc3\xa9llo", 2, "reduces precomposed letters by default"},
+        {"tokenizer.ggml.normalizer.lowercase", false, "Hello", 3, "lowercase=false keeps case"},
+        {"tokenizer.ggml.normalizer.lowercase", false, "h\xc3\xa9llo", 4, "lowercase=false keeps accents too"},
+        {"tokenizer.ggml.normalizer.strip_accents", false, "h\xc3\xa9llo", 4, "strip_accents=false keeps accents"},
+        {NULL, false, "h\xcd\xb8llo", -1, "keeps an unassigned code point (no match, no [UNK] id)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        extras_t x = {.bos = -1, .bool_key = cases[i].key, .bool_val = cases[i].val};
+        char *p = write_vocab_ex("bert", NULL, toks, 5, NULL, 0, &x);
+        vocab_t *v = p ? load(p) : NULL;
+        int32_t ids[8];
+        size_t n = v ? tok(v, cases[i].text, false, false, ids, 8) : 0;
+        tap_ok(cases[i].want < 0 ? v && n == 0 : n == 1 && ids[0] == cases[i].want, "WordPiece %s", cases[i].what);
+        vocab_free(v);
+        if (p)
+            unlink(p);
+    }
+}
+
+static void test_vocab_open(void)
+{
+    char p[1024];
+    snprintf(p, sizeof p, "%s/tokenizer/ggml-vocab-qwen35.gguf", gdir);
+    lf_err_t err = {0};
+    vocab_t *v = vocab_open(p, &err);
+    tap_ok(v && strcmp(vocab_pre_name(v), "qwen35") == 0 && vocab_n_tokens(v) == 151936,
+           "vocab_open reads a vocabulary-only file (qwen35)");
+    vocab_free(v);
+    v = vocab_open("/nonexistent/x.gguf", &err);
+    tap_ok(!v && err.code == LF_ERR_IO && strstr(err.msg, "/nonexistent/x.gguf"), "a missing file: LF_ERR_IO naming it");
+    static const char *toks[] = {"a", "b"};
+    static const char *merges[] = {"a b"};
+    extras_t x = {.bos = -1, .odd_tensor = true};
+    char *w = write_vocab_ex("gpt2", "gpt-2", toks, 2, merges, 1, &x);
+    gguf_file_t *f = w ? gguf_open(w, &err) : NULL;
+    tap_ok(!f, "gguf_open refuses an unknown tensor type");
+    gguf_close(f);
+    v = w ? vocab_open(w, &err) : NULL;
+    tap_ok(v && vocab_n_tokens(v) == 2, "vocab_open still reads the vocabulary of that file");
+    vocab_free(v);
+    if (w)
+        unlink(w);
+    w = write_vocab(NULL, NULL, toks, 2, NULL, 0);
+    v = w ? vocab_open(w, &err) : NULL;
+    tap_ok(!v && err.code == LF_ERR_FORMAT && strstr(err.msg, "no vocabulary"), "a GGUF without a vocabulary: %s",
+           err.msg);
+    if (w)
+        unlink(w);
+}
+
 int main(void)
 {
     gdir = tap_env_dir("LLM_GOLDEN_DIR", "../shared/golden");
@@ -359,5 +586,9 @@ int main(void)
     test_wpm();
     test_threads();
     test_synthetic();
+    test_gemma4();
+    test_special_rules();
+    test_wpm_options();
+    test_vocab_open();
     return tap_done();
 }

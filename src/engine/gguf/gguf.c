@@ -388,7 +388,7 @@ static bool bind_tensor_data(gguf_file_t *f, cursor_t *c)
     return ok;
 }
 
-static bool parse(gguf_file_t *f, cursor_t *c)
+static bool parse(gguf_file_t *f, cursor_t *c, bool with_tensors)
 {
     uint32_t magic;
     if (!cur_u32(c, &magic, "magic"))
@@ -412,10 +412,12 @@ static bool parse(gguf_file_t *f, cursor_t *c)
                    false;
         f->alignment = v;
     }
+    if (!with_tensors)
+        f->n_tensors = 0; /* metadata only: an empty tensor table */
     return parse_tensor_infos(f, c) && bind_tensor_data(f, c);
 }
 
-gguf_file_t *gguf_open(const char *path, lf_err_t *err)
+static gguf_file_t *open_file(const char *path, bool with_tensors, lf_err_t *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -450,12 +452,16 @@ gguf_file_t *gguf_open(const char *path, lf_err_t *err)
     close(fd);
     lf_err_t local;
     cursor_t c = {f->map, f->size, 0, path, err ? err : &local};
-    if (!parse(f, &c)) {
+    if (!parse(f, &c, with_tensors)) {
         gguf_close(f);
         return NULL;
     }
     return f;
 }
+
+gguf_file_t *gguf_open(const char *path, lf_err_t *err) { return open_file(path, true, err); }
+
+gguf_file_t *gguf_open_metadata(const char *path, lf_err_t *err) { return open_file(path, false, err); }
 
 void gguf_close(gguf_file_t *f)
 {

@@ -69,6 +69,11 @@ typedef struct gguf_file gguf_file_t;
  * (LF_ERR_IO: cannot open/map, LF_ERR_FORMAT: malformed, with the file name
  * and the problem in the message). Free with gguf_close(). */
 gguf_file_t *gguf_open(const char *path, lf_err_t *err);
+/* As gguf_open, but reads only the header and the metadata: the tensor
+ * table is not parsed (gguf_n_tensors() is 0), so files with tensor types
+ * this build does not know still open. For reading a vocabulary or the
+ * architecture of any GGUF. */
+gguf_file_t *gguf_open_metadata(const char *path, lf_err_t *err);
 void gguf_close(gguf_file_t *f); /* accepts NULL */
 
 uint32_t gguf_version(const gguf_file_t *f);

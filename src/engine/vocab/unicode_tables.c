@@ -42,6 +42,7 @@ uint32_t unicode_to_lower(uint32_t c)
 bool unicode_is_punct(uint32_t c) { return in_ranges(punct_ranges, COUNT(punct_ranges), c); }
 bool unicode_is_symbol(uint32_t c) { return in_ranges(symbol_ranges, COUNT(symbol_ranges), c); }
 bool unicode_is_control(uint32_t c) { return in_ranges(control_ranges, COUNT(control_ranges), c); }
+bool unicode_is_mark(uint32_t c) { return in_ranges(mark_ranges, COUNT(mark_ranges), c); }
 
 bool unicode_is_space(uint32_t c)
 {

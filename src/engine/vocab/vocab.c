@@ -1,10 +1,11 @@
-/* vocab.c - loading a vocabulary from GGUF metadata, special tokens, the
- * special-token partition of the input and the tokenize entry point.
+/* vocab.c - loading a vocabulary from GGUF metadata (tokens, merges, the
+ * tokenizer model and its defaults), the special-token partition of the
+ * input and the tokenize entry point.
  *
- * Mirrors llama.cpp (commit c392e509) src/llama-vocab.cpp: defaults per
- * tokenizer model, the text-based detection of EOT/EOM/FIM/EOG tokens (which
- * also turns such tokens into CONTROL tokens), the Phi-3 rstrip attributes,
- * and tokenizer_st_partition (special tokens longest first).
+ * Mirrors llama.cpp's src/llama-vocab.cpp (defaults per tokenizer model,
+ * tokenizer_st_partition: special tokens longest first); special-token
+ * detection lives in vocab_special.c, the tokenizer models in vocab_spm.c,
+ * vocab_bpe.c and vocab_wpm.c.
  */
 #include "engine/vocab/vocab_impl.h"
 
@@ -79,76 +80,6 @@ static bool build_text_index(vocab_t *v)
 
 /* ---- loading ---------------------------------------------------------- */
 
-static int32_t find_cstr(const vocab_t *v, const char *s) { return vocab_find(v, s, strlen(s)); }
-
-/* Token-text lists of llama.cpp's special-token auto-detection. */
-static const char *const eot_texts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
-                                        "<|endoftext|>", "<EOT>",
-                                        "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
-                                        NULL};
-static const char *const eom_texts[] = {"<|eom_id|>", NULL};
-static const char *const fim_pre_texts[] = {"<|fim_prefix|>", "<fim-prefix>",
-                                            "<\xef\xbd\x9c" "fim\xe2\x96\x81" "begin\xef\xbd\x9c>", "<PRE>", NULL};
-static const char *const fim_suf_texts[] = {"<|fim_suffix|>", "<fim-suffix>",
-                                            "<\xef\xbd\x9c" "fim\xe2\x96\x81hole\xef\xbd\x9c>", "<SUF>", NULL};
-static const char *const fim_mid_texts[] = {"<|fim_middle|>", "<fim-middle>",
-                                            "<\xef\xbd\x9c" "fim\xe2\x96\x81" "end\xef\xbd\x9c>", "<MID>", NULL};
-static const char *const fim_pad_texts[] = {"<|fim_pad|>", "<fim-pad>", "<PAD>", NULL};
-static const char *const fim_rep_texts[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", NULL};
-static const char *const fim_sep_texts[] = {"<|file_sep|>", "<|file_separator|>", NULL};
-static const char *const eog_texts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
-                                        "<|endoftext|>", "<|eom_id|>", "<EOT>", NULL};
-
-/* Finds the lowest id whose text is in list and makes it a control token;
- * *id is left alone if already set. */
-static void detect_special(vocab_t *v, int32_t *id, const char *const *list)
-{
-    if (*id >= 0)
-        return;
-    int32_t best = -1;
-    for (; *list; list++) {
-        int32_t t = find_cstr(v, *list);
-        if (t >= 0 && (best < 0 || t < best))
-            best = t;
-    }
-    if (best >= 0) {
-        *id = best;
-        v->toks[best].attr |= VOCAB_ATTR_CONTROL;
-    }
-}
-
-static void read_special_id(const gguf_file_t *f, const char *key, int32_t n, int32_t *id)
-{
-    if (*id >= n)
-        *id = -1;
-    uint32_t u;
-    if (gguf_get_u32(f, key, &u) && u < (uint32_t)n)
-        *id = (int32_t)u;
-}
-
-static int cmp_special(const void *a, const void *b, void *ctx)
-{
-    const vocab_t *v = ctx;
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    uint32_t lx = v->toks[x].len, ly = v->toks[y].len;
-    if (lx != ly)
-        return lx > ly ? -1 : 1;
-    return x < y ? -1 : (x > y);
-}
-
-static bool ci_contains(const char *hay, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (; *hay; hay++) {
-        size_t i = 0;
-        while (i < n && hay[i] && (hay[i] | 0x20) == (needle[i] | 0x20))
-            i++;
-        if (i == n)
-            return true;
-    }
-    return false;
-}
-
 static lf_code_t load_tokens(vocab_t *v, const gguf_file_t *f, lf_err_t *err)
 {
     const gguf_kv_t *tk = gguf_get_arr(f, "tokenizer.ggml.tokens");
@@ -215,113 +146,17 @@ static lf_code_t load_tokens(vocab_t *v, const gguf_file_t *f, lf_err_t *err)
     return LF_OK;
 }
 
-static lf_code_t load_specials(vocab_t *v, const gguf_file_t *f, lf_err_t *err)
-{
-    int32_t n = v->n_tokens;
-    int32_t fim_pre = -1, fim_suf = -1, fim_mid = -1, fim_pad = -1, fim_rep = -1, fim_sep = -1;
-    if (v->type == VOCAB_TYPE_WPM)
-        read_special_id(f, "tokenizer.ggml.cls_token_id", n, &v->bos);
-    read_special_id(f, "tokenizer.ggml.bos_token_id", n, &v->bos);
-    read_special_id(f, "tokenizer.ggml.eos_token_id", n, &v->eos);
-    read_special_id(f, "tokenizer.ggml.eot_token_id", n, &v->eot);
-    read_special_id(f, "tokenizer.ggml.eom_token_id", n, &v->eom);
-    read_special_id(f, "tokenizer.ggml.unknown_token_id", n, &v->unk);
-    read_special_id(f, "tokenizer.ggml.seperator_token_id", n, &v->sep);
-    read_special_id(f, "tokenizer.ggml.padding_token_id", n, &v->pad);
-    read_special_id(f, "tokenizer.ggml.fim_pre_token_id", n, &fim_pre);
-    read_special_id(f, "tokenizer.ggml.fim_suf_token_id", n, &fim_suf);
-    read_special_id(f, "tokenizer.ggml.fim_mid_token_id", n, &fim_mid);
-    read_special_id(f, "tokenizer.ggml.fim_pad_token_id", n, &fim_pad);
-    read_special_id(f, "tokenizer.ggml.fim_rep_token_id", n, &fim_rep);
-    read_special_id(f, "tokenizer.ggml.fim_sep_token_id", n, &fim_sep);
-
-    bool b;
-    if (gguf_get_bool(f, "tokenizer.ggml.add_bos_token", &b))
-        v->add_bos = b;
-    if (gguf_get_bool(f, "tokenizer.ggml.add_eos_token", &b))
-        v->add_eos = b;
-    /* llama.cpp refuses such files; we warn and add nothing */
-    if (v->add_bos && v->bos < 0) {
-        fprintf(stderr, "warning: tokenizer.ggml.add_bos_token is true but there is no BOS token\n");
-        v->add_bos = false;
-    }
-    if (v->add_eos && v->eos < 0) {
-        fprintf(stderr, "warning: tokenizer.ggml.add_eos_token is true but there is no EOS token\n");
-        v->add_eos = false;
-    }
-
-    /* text-based detection (also promotes the tokens to CONTROL) */
-    detect_special(v, &v->eot, eot_texts);
-    detect_special(v, &v->eom, eom_texts);
-    detect_special(v, &fim_pre, fim_pre_texts);
-    detect_special(v, &fim_suf, fim_suf_texts);
-    detect_special(v, &fim_mid, fim_mid_texts);
-    detect_special(v, &fim_pad, fim_pad_texts);
-    detect_special(v, &fim_rep, fim_rep_texts);
-    detect_special(v, &fim_sep, fim_sep_texts);
-
-    int32_t eog_ids[] = {fim_pad, fim_rep, fim_sep, v->eos, v->eot, v->eom};
-    for (size_t i = 0; i < sizeof eog_ids / sizeof eog_ids[0]; i++)
-        if (eog_ids[i] >= 0)
-            v->toks[eog_ids[i]].eog = true;
-    for (const char *const *e = eog_texts; *e; e++) {
-        int32_t i = find_cstr(v, *e);
-        if (i >= 0) {
-            v->toks[i].eog = true;
-            v->toks[i].attr |= VOCAB_ATTR_CONTROL;
-        }
-    }
-
-    /* special-token cache: longest text first */
-    size_t ns = 0;
-    for (int32_t i = 0; i < n; i++)
-        if (v->toks[i].attr & (VOCAB_ATTR_CONTROL | VOCAB_ATTR_USER_DEFINED | VOCAB_ATTR_UNKNOWN))
-            ns++;
-    v->special = malloc((ns ? ns : 1) * sizeof *v->special);
-    if (!v->special)
-        return lf_err_set(err, LF_ERR_NOMEM, "out of memory");
-    ns = 0;
-    for (int32_t i = 0; i < n; i++)
-        if (v->toks[i].attr & (VOCAB_ATTR_CONTROL | VOCAB_ATTR_USER_DEFINED | VOCAB_ATTR_UNKNOWN))
-            if (v->toks[i].len > 0)
-                v->special[ns++] = i;
-    v->n_special = ns;
-    qsort_r(v->special, ns, sizeof *v->special, cmp_special, v);
-
-    /* per-model attributes llama.cpp hard-codes */
-    gguf_str_t s;
-    char name[256] = "";
-    if (gguf_get_str(f, "general.name", &s)) {
-        size_t l = s.len < sizeof name - 1 ? (size_t)s.len : sizeof name - 1;
-        memcpy(name, s.ptr, l);
-        name[l] = '\0';
-    }
-    if (strstr(v->pre, "jina-v2-de") || strstr(v->pre, "jina-v2-es") || strstr(v->pre, "jina-v2-code")) {
-        int32_t m = find_cstr(v, "<mask>");
-        if (m >= 0)
-            v->toks[m].attr |= VOCAB_ATTR_LSTRIP;
-    } else if (ci_contains(name, "phi-3") || ci_contains(name, "phi3")) {
-        for (size_t i = 0; i < v->n_special; i++)
-            v->toks[v->special[i]].attr |= VOCAB_ATTR_RSTRIP;
-        int32_t id = find_cstr(v, "</s>");
-        if (id >= 0)
-            v->toks[id].attr |= VOCAB_ATTR_RSTRIP;
-        const char *off[] = {"<unk>", "<s>", "<|endoftext|>"};
-        for (size_t i = 0; i < 3; i++)
-            if ((id = find_cstr(v, off[i])) >= 0)
-                v->toks[id].attr &= ~(uint32_t)VOCAB_ATTR_RSTRIP;
-    }
-    return LF_OK;
-}
-
 static lf_code_t load_type(vocab_t *v, const gguf_file_t *f, lf_err_t *err)
 {
     gguf_str_t model;
     if (!gguf_get_str(f, "tokenizer.ggml.model", &model))
-        return lf_err_set(err, LF_ERR_FORMAT, "tokenizer.ggml.model missing");
+        return lf_err_set(err, LF_ERR_FORMAT, "no vocabulary (tokenizer.ggml.model missing)");
     gguf_str_t pre;
     v->pre = gguf_get_str(f, "tokenizer.ggml.pre", &pre) ? gguf_str_dup(pre) : strdup("");
     if (!v->pre)
+        return lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+    v->model = gguf_str_dup(model);
+    if (!v->model)
         return lf_err_set(err, LF_ERR_NOMEM, "out of memory");
     v->eot = v->eom = v->pad = v->sep = -1;
     if (gguf_str_eq(model, "llama")) {
@@ -338,6 +173,15 @@ static lf_code_t load_type(vocab_t *v, const gguf_file_t *f, lf_err_t *err)
         v->bos = 101, v->eos = -1, v->unk = 100, v->sep = 102, v->pad = 0;
         v->add_bos = true;
         v->pre_used = "default";
+    } else if (gguf_str_eq(model, "gemma4")) {
+        /* BPE with merges over SentencePiece-style text; the model implies
+         * its pre-tokenizer, whatever tokenizer.ggml.pre says */
+        v->type = VOCAB_TYPE_BPE;
+        v->bos = v->eos = v->unk = -1;
+        free(v->pre);
+        v->pre = strdup("gemma4");
+        if (!v->pre)
+            return lf_err_set(err, LF_ERR_NOMEM, "out of memory");
     } else {
         char buf[64];
         size_t l = model.len < 63 ? (size_t)model.len : 63;
@@ -441,7 +285,7 @@ vocab_t *vocab_load(const gguf_file_t *f, lf_err_t *err)
     if (rc == LF_OK && v->type == VOCAB_TYPE_BPE)
         rc = vocab_bpe_init(v, err); /* sets pre_used, add_bos, ignore_merges */
     if (rc == LF_OK)
-        rc = load_specials(v, f, err);
+        rc = vocab_specials_load(v, f, err);
     if (rc != LF_OK) {
         lf_err_prefix(err, "%s", gguf_path(f));
         vocab_free(v);
@@ -460,12 +304,27 @@ vocab_t *vocab_load(const gguf_file_t *f, lf_err_t *err)
     return v;
 }
 
+vocab_t *vocab_open(const char *path, lf_err_t *err)
+{
+    if (!path) {
+        lf_err_set(err, LF_ERR_INVALID, "vocab_open: no path");
+        return NULL;
+    }
+    gguf_file_t *f = gguf_open_metadata(path, err);
+    if (!f)
+        return NULL;
+    vocab_t *v = vocab_load(f, err);
+    gguf_close(f);
+    return v;
+}
+
 void vocab_free(vocab_t *v)
 {
     if (!v)
         return;
     for (size_t i = 0; i < v->n_re; i++)
         pcre2_code_free(v->re[i]);
+    free(v->model);
     free(v->pre);
     free(v->toks);
     free(v->pool);
@@ -480,6 +339,8 @@ void vocab_free(vocab_t *v)
 /* ---- accessors ---------------------------------------------------------- */
 
 vocab_type_t vocab_type(const vocab_t *v) { return v->type; }
+const char *vocab_model_name(const vocab_t *v) { return v->model; }
+bool vocab_add_space_prefix(const vocab_t *v) { return v->type == VOCAB_TYPE_SPM && v->add_space_prefix; }
 const char *vocab_pre_name(const vocab_t *v) { return v->pre_used ? v->pre_used : "default"; }
 int32_t vocab_n_tokens(const vocab_t *v) { return v->n_tokens; }
 int32_t vocab_bos(const vocab_t *v) { return v->bos; }
@@ -495,6 +356,17 @@ bool vocab_is_eog(const vocab_t *v, int32_t id)
 bool vocab_is_control(const vocab_t *v, int32_t id)
 {
     return id >= 0 && id < v->n_tokens && (v->toks[id].attr & VOCAB_ATTR_CONTROL);
+}
+
+bool vocab_is_unknown(const vocab_t *v, int32_t id)
+{
+    return id >= 0 && id < v->n_tokens && (id == v->unk || (v->toks[id].attr & VOCAB_ATTR_UNKNOWN));
+}
+
+bool vocab_is_special(const vocab_t *v, int32_t id)
+{
+    const uint32_t mask = VOCAB_ATTR_CONTROL | VOCAB_ATTR_USER_DEFINED | VOCAB_ATTR_UNKNOWN;
+    return id >= 0 && id < v->n_tokens && (v->toks[id].attr & mask);
 }
 
 const char *vocab_token_text(const vocab_t *v, int32_t id)

@@ -1,13 +1,18 @@
 /* vocab.h - tokenizers driven by GGUF metadata (tokenizer.ggml.*).
  *
- * Supports tokenizer.ggml.model "llama" (SentencePiece-style BPE over
- * scores, byte fallback <0xNN>, space-prefix rule) and "gpt2" (byte-level
- * BPE with merges and a pre-tokenizer chosen by tokenizer.ggml.pre);
- * optionally "bert" (WordPiece). Behaviour matches llama.cpp (commit
- * c392e509) token for token on ../shared/golden/tokenizer.
+ * Tokenizer models (tokenizer.ggml.model): "llama" (SentencePiece-style BPE
+ * over scores, byte fallback <0xNN>, space-prefix rule), "gpt2" (byte-level
+ * BPE with merges and a pre-tokenizer chosen by tokenizer.ggml.pre), "gemma4"
+ * (BPE with merges over SentencePiece-style text: spaces as U+2581, raw
+ * UTF-8, <0xNN> fallback) and "bert" (WordPiece). Behaviour matches
+ * llama.cpp token for token on every case of ../shared/golden/tokenizer
+ * (the 2025 reference for the older vocabularies, the 2026 one for the
+ * newer); docs/tokenizers.md lists the deliberate differences.
  *
- * A vocab_t is immutable after vocab_load() and safe to share between
- * threads; a vocab_detok_t is per stream and not shared.
+ * A vocab_t is immutable after loading and safe to share between threads; a
+ * vocab_detok_t is per stream and not shared. Loading fails with
+ * LF_ERR_FORMAT (bad or missing tokenizer metadata), LF_ERR_UNSUPPORTED (a
+ * tokenizer model we do not implement), LF_ERR_NOMEM, or gguf_open's codes.
  */
 #ifndef LF_VOCAB_H
 #define LF_VOCAB_H
@@ -30,9 +35,15 @@ typedef enum {
 /* Builds the vocabulary from f's tokenizer.ggml.* keys (the strings are
  * copied: the vocab does not keep f alive). NULL + err on failure. */
 vocab_t *vocab_load(const gguf_file_t *f, lf_err_t *err);
+/* Opens the GGUF file at path, loads only its vocabulary and closes the
+ * file: no tensor is read and the architecture does not matter, so this
+ * works on vocabulary-only files and on models the engine cannot run.
+ * NULL + err (message names the file) on failure. Free with vocab_free. */
+vocab_t *vocab_open(const char *path, lf_err_t *err);
 void vocab_free(vocab_t *v); /* accepts NULL */
 
 vocab_type_t vocab_type(const vocab_t *v);
+const char *vocab_model_name(const vocab_t *v); /* tokenizer.ggml.model */
 const char *vocab_pre_name(const vocab_t *v); /* tokenizer.ggml.pre in use */
 int32_t vocab_n_tokens(const vocab_t *v);
 int32_t vocab_bos(const vocab_t *v); /* -1 if none */
@@ -43,6 +54,13 @@ bool vocab_add_eos(const vocab_t *v);
 bool vocab_is_eog(const vocab_t *v, int32_t id);
 /* Control tokens (rendered as "" unless special output is asked for). */
 bool vocab_is_control(const vocab_t *v, int32_t id);
+/* The unknown token (or any token typed UNKNOWN). */
+bool vocab_is_unknown(const vocab_t *v, int32_t id);
+/* Tokens matched by text before the tokenizer model runs: control,
+ * user-defined and unknown tokens (control ones only with parse_special). */
+bool vocab_is_special(const vocab_t *v, int32_t id);
+/* SentencePiece: a space is put before the text (and after special tokens). */
+bool vocab_add_space_prefix(const vocab_t *v);
 /* The raw vocabulary string of id (as stored in GGUF), NUL-terminated. */
 const char *vocab_token_text(const vocab_t *v, int32_t id);
 /* Looks up exact token text; -1 if absent. */

@@ -1,14 +1,18 @@
-/* vocab_bpe.c - byte-level BPE (tokenizer.ggml.model "gpt2").
+/* vocab_bpe.c - BPE with merges: byte-level (tokenizer.ggml.model "gpt2")
+ * and SentencePiece-style ("gemma4" and the pre-tokenizers marked raw_utf8).
  *
  * Pipeline (llama.cpp's unicode_regex_split + llm_tokenizer_bpe_session):
  *  1. decode the text to code points the lenient way llama.cpp does (bad
- *     bytes become U+FFFD);
+ *     bytes become U+FFFD); SentencePiece-style vocabularies turn ' ' into
+ *     U+2581 here;
  *  2. split it with each pre-tokenizer regex in turn (text between matches
  *     is kept as its own piece), using PCRE2 with UTF+UCP. Non-ASCII
  *     whitespace is shown to the regex as U+000B, as llama.cpp does for its
  *     std::regex fallback, so \s and literal classes behave the same;
- *  3. map each piece's bytes to GPT-2 "byte characters" and merge adjacent
- *     symbols by merge rank (lowest first, leftmost on ties).
+ *  3. map each piece's bytes to GPT-2 "byte characters" (byte-level) or keep
+ *     the UTF-8 (SentencePiece-style) and merge adjacent symbols by merge
+ *     rank (lowest first, leftmost on ties); a symbol that is not a token
+ *     falls back to one token per byte (its GPT-2 character, or <0xNN>).
  * The compiled regexes are shared (read-only); match data is per call.
  */
 #include "engine/vocab/vocab_impl.h"
@@ -27,22 +31,37 @@
 #define RE_QWEN2                                                                                     \
     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}" \
     "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+/* Qwen3.5: as Qwen2, but letter runs take combining marks (\p{M}) too */
+#define RE_QWEN35                                                                                             \
+    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}" \
+    "| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+/* SentencePiece-style BPE (Gemma 4): only newline runs are split off */
+#define RE_NEWLINES "[^\\n]+|[\\n]+"
 #define RE_CJK "[一-龥ࠀ-一가-퟿]+"
 #define RE_PORO " ?[^(\\s|.,!?…。，、।۔،)]+"
 
 typedef struct {
     const char *names; /* '|'-separated tokenizer.ggml.pre values */
     const char *re[VOCAB_MAX_REGEX];
-    bool ignore_merges, add_bos, no_bos;
+    bool ignore_merges; /* a piece that is a token is taken whole */
+    bool add_bos;       /* add BOS unless the file says otherwise */
+    bool no_bos;        /* the vocabulary has no BOS token */
+    bool raw_utf8;      /* merges over raw UTF-8, <0xNN> byte fallback */
+    bool escape_spaces; /* ' ' becomes U+2581 before splitting */
+    bool newline_runs;  /* a run of newlines that is a token is taken whole */
+    bool force_bos;     /* add BOS whatever the file says */
 } pre_def_t;
 
 static const pre_def_t pre_defs[] = {
     /* note: unlike falcon's, the default punctuation class has no backtick */
-    {"default", {"[\\p{P}\\$\\+<=>\\^~\\|]+", RE_GPT2, "\\p{N}+", "[0-9][0-9][0-9]"}, false, false, false},
-    {"llama3|llama-v3|llama-bpe|falcon3", {RE_LLAMA3}, true, true, false},
-    {"dbrx|smaug-bpe", {RE_LLAMA3}, false, false, false},
+    {"default", .re = {"[\\p{P}\\$\\+<=>\\^~\\|]+", RE_GPT2, "\\p{N}+", "[0-9][0-9][0-9]"}},
+    {"llama3|llama-v3|llama-bpe|falcon3|falcon-h1|pixtral|midm-2.0|lfm2|jina-v5-nano",
+     .re = {RE_LLAMA3},
+     .ignore_merges = true,
+     .add_bos = true},
+    {"dbrx|smaug-bpe", .re = {RE_LLAMA3}},
     {"deepseek-llm",
-     {"[\r\n]",
+     .re = {"[\r\n]",
       "\\s?["
       "A-Za-z\\x{B5}\\x{C0}-\\x{D6}\\x{D8}-\\x{F6}\\x{F8}-\\x{1BA}\\x{1BC}-\\x{1BF}"
       "\\x{1C4}-\\x{293}\\x{295}-\\x{2AF}\\x{370}-\\x{373}\\x{376}\\x{377}\\x{37B}-\\x{37D}"
@@ -63,39 +82,48 @@ static const pre_def_t pre_defs[] = {
       "\\x{104D8}-\\x{104FB}\\x{10C80}-\\x{10CB2}\\x{10CC0}-\\x{10CF2}\\x{118A0}-\\x{118DF}"
       "\\x{1E900}-\\x{1E943}"
       "]+",
-      "\\s?[!-/:-~！-／：-～‘-‟　-。]+", "\\s+$", RE_CJK, "\\p{N}+"},
-     false, false, false},
-    {"deepseek-v3",
-     {"\\p{N}{1,3}", "[一-龥぀-ゟ゠-ヿ]+",
+      "\\s?[!-/:-~！-／：-～‘-‟　-。]+", "\\s+$", RE_CJK, "\\p{N}+"}},
+    {"deepseek-v3|hunyuan-dense|joyai-llm|hy_v4",
+     .re = {"\\p{N}{1,3}", "[一-龥぀-ゟ゠-ヿ]+",
       "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"
-      "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"},
-     false, false, false},
-    {"deepseek-coder", {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", RE_CJK, "\\p{N}"}, false, false, false},
-    {"falcon", {"[\\p{P}\\$\\+<=>\\^~\\|`]+", RE_GPT2, "[0-9][0-9][0-9]"}, false, false, false},
-    {"starcoder|refact|command-r|smollm|codeshell|exaone|minerva-7b", {"\\p{N}", RE_GPT2}, false, false, false},
-    {"gpt-2|phi-2|jina-es|jina-de|gigachat|jina-v1-en|jina-v2-es|jina-v2-de|jina-v2-code|roberta-bpe|mpt|olmo|jais",
-     {RE_GPT2}, false, false, false},
-    {"qwen2|deepseek-r1-qwen|megrez|stablelm2", {RE_QWEN2}, false, false, false},
-    {"poro-chat|bloom|gpt3-finnish", {RE_PORO}, false, false, false},
-    {"chatglm-bpe", {RE_LLAMA3}, false, false, true},
-    {"viking", {RE_PORO, "\\p{N}"}, false, false, false},
+      "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"}},
+    {"deepseek-coder", .re = {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", RE_CJK, "\\p{N}"}},
+    {"falcon", .re = {"[\\p{P}\\$\\+<=>\\^~\\|`]+", RE_GPT2, "[0-9][0-9][0-9]"}},
+    {"starcoder|refact|command-r|smollm|codeshell|exaone|minerva-7b|mellum2", .re = {"\\p{N}", RE_GPT2}},
+    {"gpt-2|phi-2|jina-es|jina-de|gigachat|jina-v1-en|jina-v2-es|jina-v2-de|jina-v2-code|roberta-bpe|mpt|olmo|jais|"
+     "a.x-4.0|mellum|modern-bert|exaone4|trillion|granite-docling",
+     .re = {RE_GPT2}},
+    {"qwen2|deepseek-r1-qwen|megrez|stablelm2|kormo|f2llmv2|hunyuan|solar-open|grok-2", .re = {RE_QWEN2}},
+    {"qwen35", .re = {RE_QWEN35}},
+    /* SentencePiece-style BPE: spaces become U+2581, merges run over raw
+     * UTF-8 on whole lines, unknown bytes fall back to <0xNN> tokens.
+     * "gemma4" is also what tokenizer.ggml.model "gemma4" implies. */
+    {"gemma4|granite-embed-multi-311m",
+     .re = {RE_NEWLINES},
+     .raw_utf8 = true,
+     .escape_spaces = true,
+     .newline_runs = true,
+     .force_bos = true},
+    {"sarvam-moe", .re = {RE_NEWLINES}, .raw_utf8 = true, .escape_spaces = true},
+    {"poro-chat|bloom|gpt3-finnish", .re = {RE_PORO}},
+    {"chatglm-bpe|glm4", .re = {RE_LLAMA3}, .no_bos = true},
+    {"viking", .re = {RE_PORO, "\\p{N}"}},
     {"tekken",
-     {"[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])"
+     .re = {"[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])"
       "([^a-z]))+((?=[\\p{L}])([^A-Z]))*|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
-     true, true, false},
+     .ignore_merges = true,
+     .add_bos = true},
     /* newer than c392e509, cheap to have: llama.cpp's adaptation of the
      * o200k pattern (case classes via lookaheads, as its std::regex needs) */
-    {"gpt-4o|llama4",
-     {"[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+"
+    {"gpt-4o|llama4|kanana2|talkie|minimax-m2",
+     .re = {"[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+"
       "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?"
       "|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*"
       "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?"
-      "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
-     false, false, false},
+      "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}},
     {"chameleon",
-     {"<sentinel:[0-9]+>", "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z", "([\\t\\n]|    |  )", "\\p{N}",
-      "[\\p{P}!-/:-@\\[-`{-~]", RE_GPT2},
-     false, true, false},
+     .re = {"<sentinel:[0-9]+>", "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z", "([\\t\\n]|    |  )", "\\p{N}",
+      "[\\p{P}!-/:-@\\[-`{-~]", RE_GPT2}, .add_bos = true},
 };
 
 static bool name_in(const char *names, const char *name)
@@ -159,6 +187,10 @@ lf_code_t vocab_bpe_init(vocab_t *v, lf_err_t *err)
         v->pre_used = v->pre;
     }
     v->ignore_merges = def->ignore_merges;
+    v->raw_utf8 = def->raw_utf8;
+    v->escape_spaces = def->escape_spaces;
+    v->newline_runs = def->newline_runs;
+    v->force_bos = def->force_bos;
     if (def->add_bos)
         v->add_bos = true;
     if (def->no_bos)
@@ -413,10 +445,29 @@ static void add_bigram(const vocab_t *v, bpe_state_t *st, int l, int r)
     heap_push(st, (bigram_t){l, r, rank, a->n + b->n});
 }
 
+static bool all_newlines(const char *w, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (w[i] != '\n')
+            return false;
+    return n > 0;
+}
+
+/* The token of one byte no token covers: its GPT-2 character in byte-level
+ * vocabularies, its <0xNN> token in raw UTF-8 ones; -1 if absent. */
+static int32_t byte_fallback(const vocab_t *v, unsigned char b)
+{
+    if (!v->raw_utf8)
+        return vocab_find(v, (const char *)&b, 1);
+    char hex[7];
+    snprintf(hex, sizeof hex, "<0x%02X>", b);
+    return vocab_find(v, hex, 6);
+}
+
 static void bpe_word(const vocab_t *v, bpe_state_t *st, size_t wlen, vocab_out_t *out)
 {
     const char *w = st->word;
-    if (v->ignore_merges) {
+    if (v->ignore_merges || (v->newline_runs && all_newlines(w, wlen))) {
         int32_t id = vocab_find(v, w, wlen);
         if (id >= 0) {
             vocab_out_push(out, id);
@@ -462,7 +513,7 @@ static void bpe_word(const vocab_t *v, bpe_state_t *st, size_t wlen, vocab_out_t
             continue;
         }
         for (size_t j = 0; j < s->n; j++) {
-            int32_t bid = vocab_find(v, w + s->off + j, 1);
+            int32_t bid = byte_fallback(v, (unsigned char)w[s->off + j]);
             if (bid >= 0)
                 vocab_out_push(out, bid);
         }
@@ -503,6 +554,8 @@ void vocab_bpe_tokenize(const vocab_t *v, const char *text, size_t len, vocab_ou
         uint32_t c = vocab_utf8_decode(in, len, &i);
         if (c > 0x10FFFF)
             c = 0xFFFD;
+        else if (c == ' ' && v->escape_spaces)
+            c = 0x2581; /* U+2581 LOWER ONE EIGHTH BLOCK, SentencePiece's space */
         st.t_off[nc] = tn;
         st.s_off[nc] = sn;
         unsigned char buf[4];
@@ -550,10 +603,15 @@ void vocab_bpe_tokenize(const vocab_t *v, const char *text, size_t len, vocab_ou
             break;
         }
         size_t wl = 0;
-        for (size_t i = a; i < b; i++) {
-            const unsigned char *e = v->byte_enc[st.t[i]];
-            memcpy(st.word + wl, e + 1, e[0]);
-            wl += e[0];
+        if (v->raw_utf8) {
+            memcpy(st.word, st.t + a, b - a);
+            wl = b - a;
+        } else {
+            for (size_t i = a; i < b; i++) {
+                const unsigned char *e = v->byte_enc[st.t[i]];
+                memcpy(st.word + wl, e + 1, e[0]);
+                wl += e[0];
+            }
         }
         bpe_word(v, &st, wl, out);
     }

@@ -1,9 +1,10 @@
 /* vocab_detok.c - token pieces and incremental, UTF-8-safe detokenization.
  *
  * vocab_token_to_piece follows llama.cpp's token_to_piece: control/unknown
- * tokens are empty unless `special`, user-defined tokens are their text, SPM
- * and WPM pieces turn U+2581 into a space and <0xNN> into the byte, and
- * byte-level BPE pieces map each GPT-2 byte character back to its byte.
+ * tokens are empty unless `special`, user-defined tokens are their text, SPM,
+ * WPM and SentencePiece-style BPE (Gemma 4) pieces turn U+2581 into a space,
+ * byte tokens <0xNN> give the byte, and byte-level BPE pieces map each GPT-2
+ * byte character back to its byte.
  *
  * Token pieces are appended to a working buffer (held-back bytes first);
  * complete, valid UTF-8 characters are written out, a possibly-incomplete
@@ -36,7 +37,7 @@ int vocab_token_to_piece(const vocab_t *v, int32_t id, bool special, char *buf, 
         return 0;
     if (attr & (VOCAB_ATTR_UNKNOWN | VOCAB_ATTR_CONTROL | VOCAB_ATTR_USER_DEFINED))
         return copy_out(buf, cap, t->text, t->len);
-    if (v->type != VOCAB_TYPE_BPE) { /* SPM and WPM: U+2581 is a space */
+    if (v->type != VOCAB_TYPE_BPE || v->escape_spaces) { /* U+2581 is a space */
         if (attr & VOCAB_ATTR_NORMAL) {
             size_t n = 0;
             for (size_t i = 0; i < t->len;) {
@@ -54,16 +55,15 @@ int vocab_token_to_piece(const vocab_t *v, int32_t id, bool special, char *buf, 
             }
             return (int)n;
         }
-        if (attr & VOCAB_ATTR_BYTE) {
-            if (t->len < 6)
-                return 0;
-            char hex[3] = {t->text[3], t->text[4], 0};
-            char c = (char)strtol(hex, NULL, 16);
-            return copy_out(buf, cap, &c, 1);
-        }
-        return 0;
     }
-    if (v->type == VOCAB_TYPE_BPE && (attr & VOCAB_ATTR_NORMAL)) {
+    if (attr & VOCAB_ATTR_BYTE) { /* <0xNN> */
+        if (t->len < 6)
+            return 0;
+        char hex[3] = {t->text[3], t->text[4], 0};
+        char c = (char)strtol(hex, NULL, 16);
+        return copy_out(buf, cap, &c, 1);
+    }
+    if (v->type == VOCAB_TYPE_BPE && !v->escape_spaces && (attr & VOCAB_ATTR_NORMAL)) {
         /* byte-level: each code point of the text stands for one byte */
         size_t n = 0;
         const unsigned char *s = (const unsigned char *)t->text;

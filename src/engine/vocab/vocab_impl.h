@@ -47,6 +47,7 @@ typedef struct {
 
 struct vocab {
     vocab_type_t type;
+    char *model;       /* tokenizer.ggml.model ("llama", "gpt2", "bert", "gemma4") */
     char *pre;         /* tokenizer.ggml.pre as given ("" if absent) */
     const char *pre_used; /* the pre-tokenizer actually applied */
     int32_t n_tokens;
@@ -67,6 +68,10 @@ struct vocab {
 
     int32_t bos, eos, unk, eot, eom, pad, sep;
     bool add_bos, add_eos, add_space_prefix, ignore_merges;
+    /* BPE flavour (from the pre-tokenizer definition, see vocab_bpe.c) */
+    bool raw_utf8, escape_spaces, newline_runs, force_bos;
+    /* WordPiece normalizer (tokenizer.ggml.normalizer.*) */
+    bool wpm_lowercase, wpm_strip_accents;
 
     int32_t *special; /* control/user-defined/unknown ids, longest first */
     size_t n_special;
@@ -105,6 +110,10 @@ typedef struct {
 } vocab_out_t;
 
 void vocab_out_push(vocab_out_t *o, int32_t id);
+
+/* vocab_special.c: special-token ids, EOG set, attributes and the
+ * special-token list; called once tokens (and merges) are loaded. */
+lf_code_t vocab_specials_load(vocab_t *v, const gguf_file_t *f, lf_err_t *err);
 
 /* vocab_spm.c */
 void vocab_spm_tokenize(const vocab_t *v, const char *text, size_t len, vocab_out_t *out);

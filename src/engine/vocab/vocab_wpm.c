@@ -1,6 +1,9 @@
 /* vocab_wpm.c - WordPiece (tokenizer.ggml.model "bert"), as llama.cpp's
- * llm_tokenizer_wpm_session: code points are reduced to the first code point
- * of their NFD form and lowercased; whitespace splits words, control
+ * llm_tokenizer_wpm_session with its BertNormalizer options
+ * (tokenizer.ggml.normalizer.lowercase, default true, and .strip_accents,
+ * default = lowercase): with strip_accents each code point is reduced to the
+ * first code point of its NFD form and accent marks (\p{M}) are dropped;
+ * with lowercase it is lowercased. Whitespace splits words, control
  * characters vanish, punctuation, ASCII symbols and CJK ideographs become
  * one-character words. Each word gets the phantom-space prefix U+2581 and is
  * cut greedily into the longest vocabulary entries; a word that cannot be
@@ -57,7 +60,9 @@ void vocab_wpm_tokenize(const vocab_t *v, const char *text, size_t len, vocab_ou
     memcpy(word, "\xe2\x96\x81", 3);
     size_t wn = 3;
     for (size_t i = 0; i < len && !out->oom;) {
-        uint32_t c = unicode_nfd_first(vocab_utf8_decode(in, len, &i));
+        uint32_t c = vocab_utf8_decode(in, len, &i);
+        if (v->wpm_strip_accents)
+            c = unicode_nfd_first(c);
         if (unicode_is_space(c)) {
             if (wn > 3)
                 wpm_word(v, word, wn, out);
@@ -66,8 +71,10 @@ void vocab_wpm_tokenize(const vocab_t *v, const char *text, size_t len, vocab_ou
         }
         if (c == 0 || c == 0xFFFD || unicode_is_control(c))
             continue;
+        if (v->wpm_strip_accents && unicode_is_mark(c))
+            continue;
         unsigned char buf[4];
-        size_t bl = vocab_utf8_encode(unicode_to_lower(c), buf);
+        size_t bl = vocab_utf8_encode(v->wpm_lowercase ? unicode_to_lower(c) : c, buf);
         if (unicode_is_punct(c) || (c < 0x7F && unicode_is_symbol(c)) || is_chinese_char(c)) {
             if (wn > 3)
                 wpm_word(v, word, wn, out);

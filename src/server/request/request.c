@@ -458,7 +458,9 @@ req_kind_t req_sniff_kind(const char *body, size_t len)
     json_object *o = parse_object(body, len, &e);
     if (!o)
         return REQ_KIND_NONE;
-    req_kind_t k = field(o, "messages") ? REQ_KIND_CHAT : field(o, "prompt") ? REQ_KIND_COMPLETION : REQ_KIND_NONE;
+    req_kind_t k = field(o, "messages") ? REQ_KIND_CHAT
+                   : field(o, "prompt") ? REQ_KIND_COMPLETION
+                   : field(o, "inputs") ? REQ_KIND_TGI : REQ_KIND_NONE;
     json_object_put(o);
     return k;
 }
@@ -526,4 +528,9 @@ void req_detok_free(detok_req_t *r)
     free(r->model);
     free(r->toks);
     memset(r, 0, sizeof *r);
+}
+
+json_object *req_json_object(const char *body, size_t len, req_err_t *e)
+{
+    return parse_object(body, len, e);
 }

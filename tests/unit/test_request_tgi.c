@@ -335,10 +335,71 @@ static void test_set_stream(void)
     tap_ok(1, "req_tgi_free accepts a zeroed request");
 }
 
+/* /v1/completions with TGI parameters at the top level (what
+ * @huggingface/inference's textGeneration sends to a custom endpoint). */
+typedef struct {
+    const char *name;
+    const char *fields;
+    const char *param; /* NULL: parses */
+    bool (*check)(const cmpl_req_t *q);
+} fcase_t;
+
+static bool f_greedy(const cmpl_req_t *q)
+{
+    return q->gen.temperature == 0.0f && (q->gen.samp.has & REQ_HAS_TEMPERATURE);
+}
+static bool f_sample(const cmpl_req_t *q)
+{
+    return feq(q->gen.temperature, 0.5f);
+}
+static bool f_typical(const cmpl_req_t *q)
+{
+    return feq(q->gen.samp.typical_p, 0.3f);
+}
+static bool f_echo(const cmpl_req_t *q)
+{
+    return q->gen.samp.echo;
+}
+static bool f_plain(const cmpl_req_t *q)
+{
+    return !q->gen.samp.echo && q->gen.temperature == 1.0f && q->gen.samp.typical_p == 0.0f;
+}
+
+static const fcase_t fcases[] = {
+    {"do_sample false -> greedy", "\"do_sample\":false,\"temperature\":0.9", NULL, f_greedy},
+    {"do_sample true keeps temperature", "\"do_sample\":true,\"temperature\":0.5", NULL, f_sample},
+    {"typical_p", "\"typical_p\":0.3", NULL, f_typical},
+    {"return_full_text -> echo", "\"return_full_text\":true", NULL, f_echo},
+    {"details, decoder_input_details, top_n_tokens, truncate ignored",
+     "\"details\":true,\"decoder_input_details\":true,\"top_n_tokens\":3,\"truncate\":4", NULL, f_plain},
+    {"watermark true refused", "\"watermark\":true", "watermark", NULL},
+    {"grammar refused", "\"grammar\":{\"type\":\"regex\",\"value\":\"a\"}", "grammar", NULL},
+    {"typical_p 0 refused", "\"typical_p\":0", "typical_p", NULL},
+    {"do_sample string refused", "\"do_sample\":\"no\"", "do_sample", NULL},
+};
+
+static void test_flat(void)
+{
+    for (size_t i = 0; i < sizeof fcases / sizeof fcases[0]; i++) {
+        const fcase_t *c = &fcases[i];
+        char body[512];
+        snprintf(body, sizeof body, "{\"prompt\":\"x\",%s}", c->fields);
+        cmpl_req_t q;
+        req_err_t e = {0};
+        int rc = req_cmpl_parse(body, strlen(body), &q, &e);
+        bool ok = c->param ? rc < 0 && e.status == 400 && !strcmp(e.param, c->param)
+                           : rc == 0 && c->check(&q);
+        tap_ok(ok, "/v1/completions with flattened TGI fields: %s (%s)", c->name, rc ? e.msg : "ok");
+        if (rc == 0)
+            req_cmpl_free(&q);
+    }
+}
+
 int main(void)
 {
     test_errors();
     test_values();
     test_set_stream();
+    test_flat();
     return tap_done();
 }

@@ -1,6 +1,7 @@
 /* request.c - JSON -> typed requests (see request.h). */
 #include "server/request/request.h"
 #include "server/request/request_chat.h"
+#include "server/request/request_tgi.h"
 
 #include <json-c/json.h>
 #include <math.h>
@@ -430,6 +431,8 @@ int req_cmpl_parse(const char *body, size_t len, cmpl_req_t *out, req_err_t *e)
     int rc = parse_prompt(o, out, e);
     if (rc == 0)
         rc = parse_gen(o, false, &out->gen, e);
+    if (rc == 0) /* TGI parameters flattened by Hugging Face clients */
+        rc = req_tgi_flat_apply(o, &out->gen, e);
     json_object_put(o);
     if (rc < 0)
         req_cmpl_free(out);

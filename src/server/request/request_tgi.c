@@ -399,6 +399,43 @@ int req_tgi_parse(const char *body, size_t len, tgi_dialect_t d, tgi_req_t *q, r
     return rc;
 }
 
+int req_tgi_flat_apply(json_object *o, req_gen_t *g, req_err_t *e)
+{
+    bool b = false;
+    int r;
+    if ((r = boolean(o, "do_sample", &b, e)) < 0)
+        goto fail;
+    if (r && !b) { /* greedy whatever the temperature, as on /generate */
+        g->temperature = 0.0f;
+        g->samp.has |= REQ_HAS_TEMPERATURE;
+    }
+    if (num(o, "typical_p", 0.0, true, 1.0, "> 0.0 and <= 1.0", &g->samp.typical_p, e) < 0)
+        goto fail;
+    b = false;
+    if ((r = boolean(o, "return_full_text", &b, e)) < 0)
+        goto fail;
+    if (r && b)
+        g->samp.echo = true;
+    b = false;
+    if (boolean(o, "watermark", &b, e) < 0)
+        goto fail;
+    if (b) {
+        bad(e, 400, "watermark", "'watermark' is not supported by this server");
+        goto unsupported;
+    }
+    if (get(o, "grammar")) {
+        bad(e, 400, "grammar", "'grammar' is not supported by this server yet (structured outputs are not available)");
+        goto unsupported;
+    }
+    return 0;
+unsupported:
+    snprintf(e->code, sizeof e->code, "unsupported_parameter");
+    return -1;
+fail:
+    e->status = 400; /* an OpenAI endpoint: 400, not TGI's 422 */
+    return -1;
+}
+
 int req_tgi_set_stream(tgi_req_t *q, bool stream, req_err_t *e)
 {
     q->gen.stream = stream;

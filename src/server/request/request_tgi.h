@@ -86,4 +86,15 @@ int req_tgi_parse(const char *body, size_t len, tgi_dialect_t dialect, tgi_req_t
 int req_tgi_set_stream(tgi_req_t *q, bool stream, req_err_t *e);
 void req_tgi_free(tgi_req_t *q);
 
+/* /v1/completions: @huggingface/inference's textGeneration, pointed at a
+ * custom endpoint, speaks OpenAI completions and puts the TGI parameters at
+ * the top level of the body (max_new_tokens becomes max_tokens). The ones
+ * that change what is generated are honoured there too: do_sample false
+ * (greedy), typical_p, return_full_text (= echo); watermark true and
+ * grammar are refused (400, unsupported_parameter). details,
+ * decoder_input_details, top_n_tokens and truncate only shape TGI's
+ * response and limits: ignored like any unknown field. 0, or -1 with *e
+ * filled (400). */
+int req_tgi_flat_apply(struct json_object *o, req_gen_t *g, req_err_t *e);
+
 #endif

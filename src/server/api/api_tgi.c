@@ -19,11 +19,10 @@ static void refuse(http_req_t *r, bool lmi, int status, const char *param, const
     __attribute__((format(printf, 5, 6)));
 static void refuse(http_req_t *r, bool lmi, int status, const char *param, const char *fmt, ...)
 {
-    req_err_t e = {.status = status};
-    snprintf(e.param, sizeof e.param, "%s", param ? param : "");
+    req_err_t e;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e.msg, sizeof e.msg, fmt, ap);
+    req_err_vset(&e, status, param, NULL, fmt, ap);
     va_end(ap);
     tgi_reply_req_err(r, lmi, &e);
 }

@@ -14,12 +14,27 @@ static int fail(req_err_t *e, int status, const char *param, const char *code, c
     __attribute__((format(printf, 5, 6)));
 static int fail(req_err_t *e, int status, const char *param, const char *code, const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
+    req_err_vset(e, status, param, code, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int req_err_vset(req_err_t *e, int status, const char *param, const char *code, const char *fmt, va_list ap)
+{
     e->status = status;
     snprintf(e->param, sizeof e->param, "%s", param ? param : "");
     snprintf(e->code, sizeof e->code, "%s", code ? code : "");
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    return -1;
+}
+
+int req_err_set(req_err_t *e, int status, const char *param, const char *code, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    req_err_vset(e, status, param, code, fmt, ap);
     va_end(ap);
     return -1;
 }

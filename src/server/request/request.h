@@ -16,6 +16,7 @@
 #ifndef LF_REQUEST_H
 #define LF_REQUEST_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -113,6 +114,12 @@ int req_detok_parse(const char *body, size_t len, detok_req_t *out, req_err_t *e
 void req_detok_free(detok_req_t *r);
 
 const char *chat_role_name(chat_role_t r);
+
+/* Fills *e (param / code NULL: none; the message printf-style) and returns
+ * -1, for parsers to `return req_err_set(...)`. */
+int req_err_set(req_err_t *e, int status, const char *param, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+int req_err_vset(req_err_t *e, int status, const char *param, const char *code, const char *fmt, va_list ap);
 
 /* The body as one JSON object (the same checks every parser applies:
  * valid JSON, an object, no trailing data); NULL with *e filled (400).

@@ -3,26 +3,13 @@
 
 #include <json-c/json.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/sample/sampler.h"
 
-static int bad(req_err_t *e, int status, const char *param, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int bad(req_err_t *e, int status, const char *param, const char *fmt, ...)
-{
-    e->status = status;
-    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
-    e->code[0] = '\0';
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-    va_end(ap);
-    return -1;
-}
+#define bad(e, status, param, ...) req_err_set((e), (status), (param), NULL, __VA_ARGS__)
 
 static int oom(req_err_t *e)
 {

@@ -131,7 +131,7 @@ static bool v_defaults_tgi(const tgi_req_t *q)
     return q->n_inputs == 1 && !strcmp(q->inputs[0], "hi") && !q->inputs_list && !q->sampling &&
            q->gen.temperature == 0.0f && (s->has & REQ_HAS_TEMPERATURE) && q->gen.max_tokens == -1 &&
            !q->gen.has_seed && !q->details && q->return_full_text == -1 && q->top_n_tokens == 0 &&
-           q->truncate == 0 && s->include_stop_str_in_output && s->logprobs && s->prompt_logprobs == -1 &&
+           q->truncate == 0 && s->include_stop_str_in_output && !s->logprobs && s->prompt_logprobs == -1 &&
            s->n == 1 && s->skip_special_tokens && q->grammar.kind == TGI_GRAMMAR_NONE && !q->gen.stream;
 }
 static bool v_defaults_lmi(const tgi_req_t *q)
@@ -193,7 +193,7 @@ static bool v_stop_string(const tgi_req_t *q)
 }
 static bool v_details(const tgi_req_t *q)
 {
-    return q->details && !q->decoder_input_details && q->gen.samp.prompt_logprobs == -1;
+    return q->details && !q->decoder_input_details && q->gen.samp.prompt_logprobs == -1 && q->gen.samp.logprobs;
 }
 static bool v_decoder_input_details(const tgi_req_t *q)
 {
@@ -223,7 +223,7 @@ static bool v_lmi_list(const tgi_req_t *q)
 }
 static bool v_stream(const tgi_req_t *q)
 {
-    return q->stream && q->gen.stream;
+    return q->stream && q->gen.stream && q->gen.samp.logprobs; /* every event carries its logprob */
 }
 static bool v_grammar_json(const tgi_req_t *q)
 {
@@ -273,7 +273,7 @@ static const vcase_t vcases[] = {
     {"details", T, "{\"inputs\":\"a\",\"parameters\":{\"details\":true}}", v_details},
     {"decoder_input_details implies details", T,
      "{\"inputs\":\"a\",\"parameters\":{\"decoder_input_details\":true}}", v_decoder_input_details},
-    {"top_n_tokens", T, "{\"inputs\":\"a\",\"parameters\":{\"top_n_tokens\":3}}", v_top_n},
+    {"top_n_tokens", T, "{\"inputs\":\"a\",\"parameters\":{\"top_n_tokens\":3,\"details\":true}}", v_top_n},
     {"return_full_text, truncate, ignore_eos", L,
      "{\"inputs\":\"a\",\"parameters\":{\"return_full_text\":true,\"truncate\":9,\"ignore_eos\":true}}", v_misc},
     {"ignore_eos_token (LMI)", L, "{\"inputs\":\"a\",\"parameters\":{\"ignore_eos_token\":true}}",
@@ -324,6 +324,7 @@ static void test_set_stream(void)
     int rc = req_tgi_parse(b, strlen(b), T, &q, &e);
     tap_ok(rc == 0 && req_tgi_set_stream(&q, false, &e) == 0 && !q.gen.stream,
            "decoder_input_details without streaming is fine");
+    tap_ok(rc == 0 && q.gen.samp.logprobs, "details (implied) asks for token logprobs");
     tap_ok(rc == 0 && req_tgi_set_stream(&q, true, &e) < 0 && e.status == 422 &&
                !strcmp(e.param, "decoder_input_details"),
            "decoder_input_details on /generate_stream -> 422");

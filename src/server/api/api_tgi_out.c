@@ -304,6 +304,8 @@ static void on_token(run_t *g, size_t idx, const sched_event_t *ev, bool last)
     tgi_ctx_t *x = g->fmt_ctx;
     tgi_choice_t *tc = &x->c[idx];
     const vocab_t *v = x->vocab;
+    if (!g->gen->stream && !x->q->details)
+        return; /* only generated_text is reported */
     char buf[2 * VOCAB_DETOK_MAX];
     int n = vocab_detok_push(&tc->detok, ev->token, buf, VOCAB_DETOK_MAX);
     n = n > 0 ? n : 0;

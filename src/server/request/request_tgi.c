@@ -346,9 +346,9 @@ static int parse_parameters(json_object *o, tgi_dialect_t d, tgi_req_t *q, req_e
     if (integer(p, "truncate", 1, INT32_MAX, &n, e) < 0)
         return -1;
     q->truncate = (int32_t)n;
-    /* every generated token carries its logprob (details and stream events);
-     * prompt logprobs only for decoder_input_details */
-    s->logprobs = true;
+    /* token logprobs (and the top N) are computed when something reports
+     * them: details, or every stream event (req_tgi_set_stream); prompt
+     * logprobs only for decoder_input_details */
     s->top_logprobs = q->top_n_tokens;
     s->prompt_logprobs = q->decoder_input_details ? 0 : -1;
     return parse_grammar(p, &q->grammar, e);
@@ -426,6 +426,7 @@ fail:
 int req_tgi_set_stream(tgi_req_t *q, bool stream, req_err_t *e)
 {
     q->gen.stream = stream;
+    q->gen.samp.logprobs = stream || q->details;
     if (stream && q->decoder_input_details)
         return bad(e, 422, "decoder_input_details",
                    "`decoder_input_details` == true is not supported when streaming tokens");

@@ -80,9 +80,10 @@ typedef struct {
 /* Returns 0, or -1 with *e filled (see above). gen.stream is the body's
  * `stream`. */
 int req_tgi_parse(const char *body, size_t len, tgi_dialect_t dialect, tgi_req_t *out, req_err_t *e);
-/* Sets gen.stream (the endpoint decides: /generate_stream always streams)
- * and refuses what cannot stream: decoder_input_details, a list of inputs.
- * 0, or -1 with *e filled (422). */
+/* Sets gen.stream (the endpoint decides: /generate_stream always streams),
+ * asks for token logprobs when they are reported (stream events or
+ * details) and refuses what cannot stream: decoder_input_details, a list of
+ * inputs. 0, or -1 with *e filled (422). */
 int req_tgi_set_stream(tgi_req_t *q, bool stream, req_err_t *e);
 void req_tgi_free(tgi_req_t *q);
 

@@ -45,6 +45,8 @@ static const char usage[] =
     "      --repetition-penalty F default repetition_penalty, > 0 (default 1)\n"
     "      --max-n N              largest `n` (choices per prompt) a request may ask (default 16)\n"
     "      --mindie-extras        allow \"mindie\": true (full_text streaming, prefill_time, decode_time_arr)\n"
+    "      --lmi-finish-reasons   chat finish_reason as SageMaker LMI reports it: eos_token / stop_sequence\n"
+    "                             instead of stop (default off) [LLM_LMI_FINISH_REASONS=1]\n"
     "      --ping-interval S      SSE \": ping\" comment while no token is ready (default 10)\n"
     "                             [LLM_PING_INTERVAL]\n"
     "      --drain-timeout S      on SIGTERM/SIGINT, seconds in-flight requests may take to finish\n"
@@ -151,7 +153,7 @@ static int serve_check_parsers(const srv_config_t *c)
 }
 
 enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, O_HTTP, O_QUEUE, O_BODY,
-       O_BATCH, O_DRAIN, O_PING, O_LOGP, O_TEMP, O_TOPP, O_TOPK, O_MINP, O_REP, O_MAXN, O_MINDIE, O_KVMB,
+       O_BATCH, O_DRAIN, O_PING, O_LOGP, O_TEMP, O_TOPP, O_TOPK, O_MINP, O_REP, O_MAXN, O_MINDIE, O_LMIFIN, O_KVMB,
        O_TMPL, O_RPARSE, O_TPARSE };
 
 /* A float in [lo, hi]; -1 when bad. */
@@ -195,6 +197,8 @@ int cmd_serve(int argc, char **argv)
         c.chat_template_file = e;
     if ((e = getenv("LLM_LOG_PROMPTS")) && *e == '1')
         c.log_prompts = true;
+    if ((e = getenv("LLM_LMI_FINISH_REASONS")) && *e == '1')
+        c.lmi_finish_reasons = true;
     c.reasoning_parser = getenv("LLM_REASONING_PARSER");
     c.tool_call_parser = getenv("LLM_TOOL_CALL_PARSER");
 
@@ -211,7 +215,7 @@ int cmd_serve(int argc, char **argv)
         {"temperature", required_argument, 0, O_TEMP}, {"top-p", required_argument, 0, O_TOPP},
         {"top-k", required_argument, 0, O_TOPK},    {"min-p", required_argument, 0, O_MINP},
         {"repetition-penalty", required_argument, 0, O_REP}, {"max-n", required_argument, 0, O_MAXN},
-        {"mindie-extras", no_argument, 0, O_MINDIE},
+        {"mindie-extras", no_argument, 0, O_MINDIE}, {"lmi-finish-reasons", no_argument, 0, O_LMIFIN},
         {"chat-template", required_argument, 0, O_TMPL}, {"reasoning-parser", required_argument, 0, O_RPARSE},
         {"tool-call-parser", required_argument, 0, O_TPARSE},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
@@ -250,6 +254,7 @@ int cmd_serve(int argc, char **argv)
             break;
         case O_MAXN: bad = parse_int(optarg, 1, &c.max_n); break;
         case O_MINDIE: c.mindie = true; break;
+        case O_LMIFIN: c.lmi_finish_reasons = true; break;
         case O_LOGP: c.log_prompts = true; break;
         case O_KVMB: bad = parse_int(optarg, 0, &c.kv_cache_mb); break;
         case O_TMPL: c.chat_template_file = optarg; break;

@@ -1,5 +1,6 @@
 /* route.c - routing table lookup, Bearer auth, the request pipeline. */
 #include "server/server.h"
+#include "server/api/api_tgi.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -89,17 +90,42 @@ void srv_reply_req_err(http_req_t *r, const req_err_t *e)
 }
 
 static const route_t routes[] = {
-    {"POST", "/v1/chat/completions", ROUTE_EXACT, false, api_chat},
-    {"POST", "/v1/completions", ROUTE_EXACT, false, api_completions},
-    {"POST", "/invocations", ROUTE_EXACT, false, api_invocations},
-    {"GET", "/v1/models", ROUTE_EXACT, false, api_models},
-    {"GET", "/v1/models/", ROUTE_PREFIX, false, api_model_one},
-    {"GET", "/health", ROUTE_EXACT, true, api_health},
-    {"GET", "/ping", ROUTE_EXACT, true, api_ping},
-    {"POST", "/tokenize", ROUTE_EXACT, false, api_tokenize},
-    {"POST", "/detokenize", ROUTE_EXACT, false, api_detokenize},
-    {"GET", "/metrics", ROUTE_EXACT, false, api_metrics},
+    {"POST", "/v1/chat/completions", ROUTE_EXACT, false, api_chat, false},
+    {"POST", "/v1/completions", ROUTE_EXACT, false, api_completions, false},
+    {"POST", "/invocations", ROUTE_EXACT, false, api_invocations, false},
+    {"GET", "/v1/models", ROUTE_EXACT, false, api_models, false},
+    {"GET", "/v1/models/", ROUTE_PREFIX, false, api_model_one, false},
+    {"GET", "/health", ROUTE_EXACT, true, api_health, false},
+    {"GET", "/ping", ROUTE_EXACT, true, api_ping, false},
+    {"POST", "/tokenize", ROUTE_EXACT, false, api_tokenize, false},
+    {"POST", "/detokenize", ROUTE_EXACT, false, api_detokenize, false},
+    {"GET", "/metrics", ROUTE_EXACT, false, api_metrics, false},
+    /* Hugging Face TGI (api_tgi.c) */
+    {"POST", "/generate", ROUTE_EXACT, false, api_tgi_generate, true},
+    {"POST", "/generate_stream", ROUTE_EXACT, false, api_tgi_generate_stream, true},
+    {"POST", "/", ROUTE_EXACT, false, api_tgi_compat, true},
+    {"GET", "/info", ROUTE_EXACT, false, api_tgi_info, true},
 };
+
+/* Whether path is served by a route whose errors are TGI-shaped (for a
+ * 405, where no route matched the method). */
+static bool tgi_path(const char *path)
+{
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (routes[i].tgi_errors && path_matches(&routes[i], path))
+            return true;
+    return false;
+}
+
+/* A route-level error: OpenAI's body, or TGI's {"error", "error_type"}
+ * (error_type from the OpenAI code: authentication, validation, ...). */
+static void route_error(http_req_t *r, bool tgi, int status, const char *msg, const char *code, const char *extra)
+{
+    if (tgi)
+        tgi_reply_error(r, status, msg, status == 401 ? "authentication" : "validation", extra);
+    else
+        http_reply_error(r, status, msg, NULL, code, extra);
+}
 
 static double now_s(void)
 {
@@ -127,14 +153,14 @@ void srv_handle(srv_t *s, http_req_t *r)
         char msg[300];
         snprintf(msg, sizeof msg, "Method %.16s not allowed on %.200s", r->method, r->path);
         snprintf(extra, sizeof extra, "Allow: %s\r\n", allow);
-        http_reply_error(r, 405, msg, NULL, "method_not_allowed", extra);
+        route_error(r, tgi_path(r->path), 405, msg, "method_not_allowed", extra);
     } else if (!rt->open && !auth_check(&s->cfg, r->auth)) {
-        http_reply_error(r, 401, "Invalid or missing API key: send 'Authorization: Bearer <key>'", NULL,
-                         "invalid_api_key", "WWW-Authenticate: Bearer\r\n");
+        route_error(r, rt->tgi_errors, 401, "Invalid or missing API key: send 'Authorization: Bearer <key>'",
+                    "invalid_api_key", "WWW-Authenticate: Bearer\r\n");
     } else if (s->cfg.max_body && r->body_len > s->cfg.max_body) {
         char msg[160];
         snprintf(msg, sizeof msg, "The request body is %zu bytes; the limit is %zu", r->body_len, s->cfg.max_body);
-        http_reply_error(r, 413, msg, NULL, "request_too_large", NULL);
+        route_error(r, rt->tgi_errors, 413, msg, "request_too_large", NULL);
     } else {
         rt->fn(s, r);
     }

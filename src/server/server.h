@@ -47,6 +47,7 @@ typedef struct {
     int32_t def_top_k;
     int32_t max_n;                    /* largest `n` (<= 0: 16) */
     bool mindie;                      /* allow MindIE extras ("mindie": true) */
+    bool lmi_finish_reasons;          /* chat finish_reason eos_token / stop_sequence (LMI) */
     const char *chat_template_file;   /* --chat-template (NULL: the model's) */
     const char *reasoning_parser;     /* --reasoning-parser (NULL: detect) */
     const char *tool_call_parser;     /* --tool-call-parser (NULL: detect) */
@@ -80,6 +81,7 @@ typedef struct {
     route_match_t match;
     bool open;            /* no auth (health checks) */
     srv_handler_fn fn;
+    bool tgi_errors;      /* route-level errors in TGI's shape (api_tgi.h) */
 } route_t;
 
 /* Finds the handler for method+path in table[0..n). Returns the route, or
@@ -114,6 +116,12 @@ void api_ping(srv_t *s, http_req_t *r);
 void api_tokenize(srv_t *s, http_req_t *r);
 void api_detokenize(srv_t *s, http_req_t *r);
 void api_metrics(srv_t *s, http_req_t *r);
+/* TGI / LMI text generation (api_tgi.c) */
+void api_tgi_generate(srv_t *s, http_req_t *r);        /* POST /generate */
+void api_tgi_generate_stream(srv_t *s, http_req_t *r); /* POST /generate_stream */
+void api_tgi_compat(srv_t *s, http_req_t *r);          /* POST / */
+void api_tgi_info(srv_t *s, http_req_t *r);            /* GET /info */
+void api_lmi_invocations(srv_t *s, http_req_t *r);     /* /invocations with `inputs` */
 
 /* ---- process (fcgi_server.c) ---- */
 /* Loads the model, opens the socket, serves until SIGTERM/SIGINT, drains.

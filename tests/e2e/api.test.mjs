@@ -138,8 +138,8 @@ await check('invocations', async () => {
     '/invocations with prompt is a completion');
   const c = await post('/invocations', { prompt: 'Once upon a time', max_tokens: 16, temperature: 0, stream: true });
   ok(c.status === 200 && sse(c.text).done, '/invocations streams');
-  const d = await post('/invocations', { inputs: 'x' });
-  ok(d.status === 400 && isErr(d.json, 'invalid_request_error'), '/invocations without messages/prompt -> 400');
+  const d = await post('/invocations', { input: 'x' });
+  ok(d.status === 400 && isErr(d.json, 'invalid_request_error'), '/invocations without messages/prompt/inputs -> 400');
   const p = await fetch(`${BASE}/ping`, { signal: AbortSignal.timeout(10000) });
   ok(p.status === 200, '/ping -> 200 without auth');
 });

@@ -53,6 +53,10 @@ static void v_topp_small(sampler_params_t *p) { p->top_p = 1e-6f; }
 static void v_minp_one(sampler_params_t *p) { p->min_p = 1.0f; }
 static void v_minp_neg(sampler_params_t *p) { p->min_p = -0.01f; }
 static void v_minp_hi(sampler_params_t *p) { p->min_p = 1.5f; }
+static void v_typ_zero(sampler_params_t *p) { p->typical_p = 0.0f; }
+static void v_typ_hi(sampler_params_t *p) { p->typical_p = 1.01f; }
+static void v_typ_nan(sampler_params_t *p) { p->typical_p = NAN; }
+static void v_typ_half(sampler_params_t *p) { p->typical_p = 0.5f; }
 static void v_freq_edge(sampler_params_t *p) { p->frequency_penalty = -2.0f; }
 static void v_freq_hi(sampler_params_t *p) { p->frequency_penalty = 2.5f; }
 static void v_pres_lo(sampler_params_t *p) { p->presence_penalty = -2.1f; }
@@ -81,6 +85,10 @@ static const vcase_t vcases[] = {
     {"min_p 1", v_minp_one, NULL},
     {"min_p -0.01", v_minp_neg, "min_p"},
     {"min_p 1.5", v_minp_hi, "min_p"},
+    {"typical_p 0", v_typ_zero, "typical_p"},
+    {"typical_p 1.01", v_typ_hi, "typical_p"},
+    {"typical_p NaN", v_typ_nan, "typical_p"},
+    {"typical_p 0.5", v_typ_half, NULL},
     {"frequency_penalty -2", v_freq_edge, NULL},
     {"frequency_penalty 2.5", v_freq_hi, "frequency_penalty"},
     {"presence_penalty -2.1", v_pres_lo, "presence_penalty"},
@@ -251,6 +259,69 @@ static void test_distribution(void)
     sampler_distribution(s, flat, probs, NULL);
     tap_ok(probs[0] == 0.5f && probs[1] == 0.5f && probs[2] == 0 && probs[3] == 0,
            "top_p exact border: mass reaching top_p stops the prefix");
+    sampler_free(s);
+}
+
+/* typical-p on P5 = {0.5, 0.3, 0.15, 0.05}: entropy H = 1.14212 nats, so
+ * |-log p - H| is 0.449, 0.062, 0.755, 1.854 and the typical order is
+ * token 1, 0, 2, 3. After top-k 2 the survivors (0.625, 0.375) have
+ * H = 0.66156 and the order becomes 0, 1. */
+typedef struct {
+    const char *name;
+    int32_t top_k;
+    float typical_p;
+    double want[5];
+} tcase_t;
+
+static const tcase_t tcases[] = {
+    {"typical_p 1 is off", -1, 1.0f, P5},
+    {"typical_p 0.2 keeps the most typical (not the most likely)", -1, 0.2f, {0, 1, 0, 0, 0}},
+    {"typical_p 0.5 keeps tokens 1, 0", -1, 0.5f, {0.625, 0.375, 0, 0, 0}},
+    {"typical_p 0.85 keeps 1, 0, 2", -1, 0.85f, {0.5 / 0.95, 0.3 / 0.95, 0.15 / 0.95, 0, 0}},
+    {"typical_p 0.96 keeps all", -1, 0.96f, P5},
+    {"top_k 2 then typical_p 0.5: entropy of the survivors", 2, 0.5f, {1, 0, 0, 0, 0}},
+};
+
+static void test_typical(void)
+{
+    const double p5[5] = P5;
+    for (size_t i = 0; i < sizeof(tcases) / sizeof(tcases[0]); i++) {
+        const tcase_t *c = &tcases[i];
+        sampler_params_t p;
+        sampler_params_default(&p);
+        p.top_k = c->top_k;
+        p.typical_p = c->typical_p;
+        float logits[5], probs[5];
+        from_probs(p5, 5, logits);
+        sampler_t *s = make(&p, 5, 7);
+        lf_err_t err;
+        bool ok = s && sampler_distribution(s, logits, probs, &err) == LF_OK;
+        double maxdiff = 0;
+        for (int t = 0; ok && t < 5; t++) {
+            maxdiff = fmax(maxdiff, fabs(probs[t] - c->want[t]));
+            if (c->want[t] == 0 && probs[t] != 0)
+                ok = false;
+        }
+        tap_ok(ok && maxdiff < 2e-4, "step %s (max diff %.2g)", c->name, maxdiff);
+        sampler_free(s);
+    }
+    /* a seeded draw under typical_p only ever returns kept tokens */
+    sampler_params_t p;
+    sampler_params_default(&p);
+    p.typical_p = 0.5f;
+    p.has_seed = true;
+    p.seed = 11;
+    float logits[5];
+    from_probs(p5, 5, logits);
+    sampler_t *s = make(&p, 5, 0);
+    int hits[5] = {0};
+    for (int k = 0; s && k < 2000; k++) {
+        int32_t t = -1;
+        if (sampler_sample(s, logits, &t, NULL) == LF_OK && t >= 0 && t < 5)
+            hits[t]++;
+    }
+    tap_ok(hits[0] > 1100 && hits[1] > 600 && hits[2] == 0 && hits[3] == 0 && hits[4] == 0,
+           "typical_p 0.5 draws only tokens 0 and 1, in proportion (%d, %d)", hits[0], hits[1]);
     sampler_free(s);
 }
 
@@ -628,6 +699,7 @@ int main(void)
     test_validate();
     test_greedy();
     test_distribution();
+    test_typical();
     test_against_reference(0);
     test_against_reference(1);
     test_statistics();

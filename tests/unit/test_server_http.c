@@ -46,11 +46,11 @@ int main(void)
 {
     /* ---- routing table ---- */
     static const route_t table[] = {
-        {"POST", "/v1/chat/completions", ROUTE_EXACT, false, dummy},
-        {"GET", "/v1/models", ROUTE_EXACT, false, dummy},
-        {"GET", "/v1/models/", ROUTE_PREFIX, false, dummy},
-        {"GET", "/x", ROUTE_EXACT, false, dummy},
-        {"POST", "/x", ROUTE_EXACT, false, dummy},
+        {"POST", "/v1/chat/completions", ROUTE_EXACT, false, dummy, false},
+        {"GET", "/v1/models", ROUTE_EXACT, false, dummy, false},
+        {"GET", "/v1/models/", ROUTE_PREFIX, false, dummy, false},
+        {"GET", "/x", ROUTE_EXACT, false, dummy, false},
+        {"POST", "/x", ROUTE_EXACT, false, dummy, false},
     };
     const struct { const char *m, *p; int found_index, status; const char *allow; } rc[] = {
         {"POST", "/v1/chat/completions", 0, 0, ""},

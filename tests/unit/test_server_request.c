@@ -126,8 +126,8 @@ int main(void)
     }
     const struct { const char *body; req_kind_t kind; } sniff[] = {
         {"{\"messages\":[]}", REQ_KIND_CHAT}, {"{\"prompt\":\"x\"}", REQ_KIND_COMPLETION},
-        {"{\"inputs\":\"x\"}", REQ_KIND_NONE}, {"nope", REQ_KIND_NONE}};
-    for (size_t i = 0; i < 4; i++)
+        {"{\"inputs\":\"x\"}", REQ_KIND_TGI}, {"nope", REQ_KIND_NONE}, {"{\"input\":\"x\"}", REQ_KIND_NONE}};
+    for (size_t i = 0; i < 5; i++)
         tap_ok(req_sniff_kind(sniff[i].body, strlen(sniff[i].body)) == sniff[i].kind, "invocations sniff %zu", i);
     tokenize_req_t t;
     b = "{\"prompt\":\"hello\",\"add_special_tokens\":false}";

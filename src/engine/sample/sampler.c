@@ -7,6 +7,7 @@
  *            sorting step ran) or sorted best-first (top-k / top-p ran)
  *   heap[]   scratch for the partial sort
  *   bucket[] top-p's bucket index per candidate (see sampler_top_p)
+ *   score[t] typical-p's |-log p - H| (only allocated when typical_p < 1)
  * Both orders are a pure function of the logits and the parameters, so the
  * draw is reproducible for a given seed.
  */
@@ -57,6 +58,7 @@ struct sampler {
     int32_t *cand;        /* [n_vocab] */
     int32_t *heap;        /* [n_vocab] */
     uint16_t *bucket;     /* [n_vocab] */
+    float *score;         /* [n_vocab] when typical_p < 1, else NULL */
     double bmass[SAMPLER_BUCKETS];
 };
 
@@ -67,6 +69,7 @@ void sampler_params_default(sampler_params_t *p)
     p->top_k = -1;
     p->top_p = 1.0f;
     p->min_p = 0.0f;
+    p->typical_p = 1.0f;
     p->repetition_penalty = 1.0f;
 }
 
@@ -104,6 +107,10 @@ lf_code_t sampler_params_validate(const sampler_params_t *p, int32_t n_vocab,
     if (!(p->min_p >= 0.0f && p->min_p <= 1.0f)) {
         snprintf(what, sizeof(what), "must be in [0, 1], got %g", (double)p->min_p);
         return sampler_bad(param, "min_p", err, what);
+    }
+    if (!(p->typical_p > 0.0f && p->typical_p <= 1.0f)) {
+        snprintf(what, sizeof(what), "must be in (0, 1], got %g", (double)p->typical_p);
+        return sampler_bad(param, "typical_p", err, what);
     }
     if (!(p->frequency_penalty >= -SAMPLER_PENALTY_MAX &&
           p->frequency_penalty <= SAMPLER_PENALTY_MAX)) {
@@ -201,9 +208,11 @@ sampler_t *sampler_create(const sampler_params_t *p, int32_t n_vocab,
     s->cand = malloc(sizeof(*s->cand) * nv);
     s->heap = malloc(sizeof(*s->heap) * nv);
     s->bucket = malloc(sizeof(*s->bucket) * nv);
+    if (p->typical_p < 1.0f)
+        s->score = malloc(sizeof(*s->score) * nv);
     if (!s->bias || !s->ban || !s->mt_ban || !s->counts || !s->seen_flags || !s->seen ||
         !s->work || !s->expv || !s->cand || !s->heap ||
-        !s->bucket) {
+        !s->bucket || (p->typical_p < 1.0f && !s->score)) {
         sampler_free(s);
         lf_err_set(err, LF_ERR_NOMEM, "sampler: out of memory for %d tokens", (int)n_vocab);
         return NULL;
@@ -238,6 +247,7 @@ void sampler_free(sampler_t *s)
     free(s->cand);
     free(s->heap);
     free(s->bucket);
+    free(s->score);
     free(s);
 }
 
@@ -434,6 +444,72 @@ static int32_t sampler_top_p(sampler_t *s, int32_t n, double target, float mx)
     return keep;
 }
 
+/* typical-p's order: lower score first, then the more likely token, then
+ * the lower id (a total order, so the kept prefix is reproducible). */
+static int sampler_more_typical(const sampler_t *s, int32_t a, int32_t b)
+{
+    const float *sc = s->score;
+    if (sc[a] != sc[b])
+        return sc[a] < sc[b];
+    if (s->expv[a] != s->expv[b])
+        return s->expv[a] > s->expv[b];
+    return a < b;
+}
+
+static void sampler_typical_sift(const sampler_t *s, int32_t *h, int32_t n, int32_t i)
+{
+    int32_t x = h[i];
+    for (;;) {
+        int32_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && sampler_more_typical(s, h[c + 1], h[c]))
+            c++;
+        if (!sampler_more_typical(s, h[c], x))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = x;
+}
+
+/* Step 8b over cand[0..n) with weights expv: entropy of the renormalised
+ * survivors, then the most typical tokens popped from a heap until their
+ * mass reaches typical_p. cand ends up in typical order. Returns how many. */
+static int32_t sampler_typical(sampler_t *s, int32_t n)
+{
+    double total = 0.0;
+    for (int32_t i = 0; i < n; i++)
+        total += s->expv[s->cand[i]];
+    double ent = 0.0;
+    for (int32_t i = 0; i < n; i++) {
+        double q = s->expv[s->cand[i]] / total;
+        if (q > 0.0)
+            ent -= q * log(q);
+    }
+    for (int32_t i = 0; i < n; i++) {
+        int32_t t = s->cand[i];
+        double q = s->expv[t] / total;
+        s->score[t] = q > 0.0 ? (float)fabs(-log(q) - ent) : INFINITY;
+    }
+    int32_t hn = n;
+    memcpy(s->heap, s->cand, sizeof(*s->heap) * (size_t)n);
+    for (int32_t i = hn / 2 - 1; i >= 0; i--)
+        sampler_typical_sift(s, s->heap, hn, i);
+    const double target = (double)s->p.typical_p * total;
+    double cum = 0.0;
+    int32_t keep = 0;
+    while (hn > 0 && (keep == 0 || cum < target)) {
+        int32_t t = s->heap[0];
+        s->heap[0] = s->heap[--hn];
+        if (hn > 0)
+            sampler_typical_sift(s, s->heap, hn, 0);
+        s->cand[keep++] = t;
+        cum += s->expv[t];
+    }
+    return keep;
+}
+
 /* Steps 4-8. On success s->cand[0..*n_out) holds the survivors and
  * s->expv[t] their unnormalised weights (max weight 1). */
 static lf_code_t sampler_filter(sampler_t *s, int32_t *n_out, lf_err_t *err)
@@ -516,6 +592,10 @@ static lf_code_t sampler_filter(sampler_t *s, int32_t *n_out, lf_err_t *err)
                 s->cand[keep++] = s->cand[i];
         n = keep; /* the max itself (weight 1) always survives */
     }
+
+    /* 8b. typical-p */
+    if (s->p.typical_p < 1.0f && n > 1)
+        n = sampler_typical(s, n);
     *n_out = n;
     return LF_OK;
 }

@@ -35,6 +35,13 @@
  *                   above it is < top_p; at least one token). Off at 1.
  *   8. min-p        keep tokens whose probability is >= min_p * the highest
  *                   probability (after temperature). Off at 0.
+ *   8b. typical-p   locally typical sampling (Meister et al. 2022, the
+ *                   `typical_p` of Hugging Face and TGI): over the survivors'
+ *                   renormalised distribution, with entropy H, order tokens
+ *                   by |-log p - H| (ascending, then higher p, then lower
+ *                   id) and keep the shortest prefix whose mass reaches
+ *                   typical_p (a token is kept iff the mass strictly before
+ *                   it is < typical_p; at least one). Off at 1.
  *   9. draw         one uniform double u in [0,1) from the sequence's RNG
  *                   (also drawn when one token survives, so the RNG stream
  *                   does not depend on the logits); the token where the
@@ -52,6 +59,8 @@
  *   - temperature is validated to OpenAI's range 0..2 (vLLM accepts more);
  *     SAMPLER_TEMPERATURE_MAX is the single place to widen it.
  *   - vLLM treats temperature < 1e-5 as greedy; so does SAMPLER_GREEDY_EPS.
+ *   - typical-p: Hugging Face's warper also keeps the tokens tied with the
+ *     last one kept; here the prefix is exact, as for top-p.
  * If steps 1-3 leave no token, sampling fails with LF_ERR_INVALID (the caller
  * ends the sequence: e.g. a grammar with no continuation).
  *
@@ -84,6 +93,7 @@ typedef struct {
     int32_t top_k;            /* -1 or 0 = off, else >= 1. default -1 */
     float top_p;              /* (0, 1]; 1 = off. default 1 */
     float min_p;              /* [0, 1]; 0 = off. default 0 */
+    float typical_p;          /* (0, 1]; 1 = off. default 1 */
     float frequency_penalty;  /* [-2, 2]. default 0 */
     float presence_penalty;   /* [-2, 2]. default 0 */
     float repetition_penalty; /* > 0 (finite); 1 = off. default 1 */

@@ -34,7 +34,7 @@ void choice_deliver(run_t *g, size_t idx, const char *p, size_t n)
 {
     if (n == 0)
         return;
-    if (g->gen->stream)
+    if (g->gen->stream && !g->fmt)
         emit_chunk(g, idx, p, n, false, NULL);
     else
         text_append(&g->ch[idx], p, n);
@@ -67,8 +67,10 @@ void choice_end(run_t *g, size_t idx, sched_finish_t why)
     choice_t *c = &g->ch[idx];
     c->done = true;
     c->finish = why;
-    if (g->gen->stream)
-        emit_chunk(g, idx, g->chat ? NULL : "", 0, false, choice_finish_reason(c));
+    if (g->fmt)
+        g->fmt->on_end(g, idx);
+    else if (g->gen->stream)
+        emit_chunk(g, idx, g->chat ? NULL : "", 0, false, run_finish_reason(g, c));
 }
 
 void choice_on_token(run_t *g, sched_chan_t *chan, size_t idx, const sched_event_t *ev)
@@ -84,7 +86,7 @@ void choice_on_token(run_t *g, sched_chan_t *chan, size_t idx, const sched_event
         json_object_array_add(c->decode_ms, json_object_new_double((t - c->t_last) * 1000.0));
     c->t_last = t;
     c->n_gen++;
-    if (ev->lp.has) {
+    if (ev->lp.has && !g->fmt) {
         if (g->chat)
             json_object_array_add(c->lp_chat, lp_chat_entry(g->s->vocab, &ev->lp));
         else
@@ -108,11 +110,16 @@ void choice_on_token(run_t *g, sched_chan_t *chan, size_t idx, const sched_event
     }
     int w = vocab_detok_push(&c->detok, ev->token, piece + off, sizeof piece - off);
     size_t len = off + (size_t)(w > 0 ? w : 0);
-    if (ev->ends && !sp->include_stop_str_in_output)
-        len = 0; /* as vLLM: the EOS / stop token's text is not part of the output */
+    /* as vLLM: the EOS / stop token's text is not part of the output; in
+     * the TGI / LMI formats never (a special token, skipped there) */
+    if (ev->ends && (!sp->include_stop_str_in_output || g->fmt))
+        len = 0;
     c->text_off += (int32_t)len;
     stopstr_set_active(c->ss, c->n_gen >= sp->min_tokens);
-    if (choice_feed(g, idx, piece, len, false)) {
+    bool stopped = choice_feed(g, idx, piece, len, false);
+    if (g->fmt)
+        g->fmt->on_token(g, idx, ev, stopped || ev->ends || c->n_gen >= c->max_tokens);
+    if (stopped) {
         sched_chan_cancel_job(chan, (int32_t)idx);
         choice_end(g, idx, SCHED_FINISH_STOP);
     }
@@ -121,6 +128,11 @@ void choice_on_token(run_t *g, sched_chan_t *chan, size_t idx, const sched_event
 void choice_on_prompt_lp(run_t *g, size_t idx, sched_prompt_lp_t *p, const int32_t *prompt)
 {
     choice_t *c = &g->ch[idx];
+    if (g->fmt) {
+        g->fmt->on_prompt(g, idx, p, prompt);
+        free(p);
+        return;
+    }
     if (g->sp->prompt_logprobs >= 0 && !c->prompt_lp)
         c->prompt_lp = lp_prompt_json(g->s->vocab, p);
     if (c->echo && g->sp->logprobs && !g->chat) {
@@ -153,6 +165,7 @@ void gen_fill_sampling(const srv_t *s, const req_gen_t *gen, sampler_params_t *p
     p->top_p = (q->has & REQ_HAS_TOP_P) || !c->def_set.top_p ? q->top_p : c->def_top_p;
     p->top_k = (q->has & REQ_HAS_TOP_K) || !c->def_set.top_k ? q->top_k : c->def_top_k;
     p->min_p = (q->has & REQ_HAS_MIN_P) || !c->def_set.min_p ? q->min_p : c->def_min_p;
+    p->typical_p = q->typical_p > 0.0f ? q->typical_p : 1.0f;
     p->repetition_penalty = (q->has & REQ_HAS_REP_PENALTY) || !c->def_set.repetition_penalty
                                 ? q->repetition_penalty : c->def_repetition_penalty;
     p->frequency_penalty = q->frequency_penalty;

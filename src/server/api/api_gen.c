@@ -35,6 +35,41 @@ const char *finish_name(sched_finish_t f)
     }
 }
 
+const char *finish_name_lmi(const choice_t *c)
+{
+    if (c->finish == SCHED_FINISH_LENGTH)
+        return "length";
+    if (c->finish != SCHED_FINISH_STOP)
+        return NULL;
+    return c->stop_reason && json_object_is_type(c->stop_reason, json_type_string) ? "stop_sequence" : "eos_token";
+}
+
+const char *run_finish_reason(const run_t *g, const choice_t *c)
+{
+    const char *f = choice_finish_reason(c);
+    if (g->lmi_finish && f && strcmp(f, "tool_calls"))
+        return finish_name_lmi(c);
+    return f;
+}
+
+/* Errors before anything was sent: OpenAI's body, or the format's. */
+static void gen_fail(const gen_fmt_t *fmt, http_req_t *r, int status, const char *msg, const char *param,
+                     const char *code)
+{
+    if (fmt)
+        fmt->reply_error(r, status, msg, param, code);
+    else
+        http_reply_error(r, status, msg, param, code, NULL);
+}
+
+static void gen_fail_err(const gen_fmt_t *fmt, http_req_t *r, const lf_err_t *e, const char *param,
+                         const char *code)
+{
+    if (!code && e->code == LF_ERR_CONTEXT)
+        code = "context_length_exceeded";
+    gen_fail(fmt, r, http_status_of(e->code), e->msg, param, code);
+}
+
 static const char *to_json(json_object *o)
 {
     return json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -188,7 +223,7 @@ static void reply_full(run_t *g)
             json_object_object_add(j, "text", txt);
         }
         json_object_object_add(j, "logprobs", take_logprobs(g, c));
-        const char *f = choice_finish_reason(c);
+        const char *f = run_finish_reason(g, c);
         json_object_object_add(j, "finish_reason", f ? json_object_new_string(f) : NULL);
         json_object_object_add(j, "stop_reason", json_object_get(c->stop_reason));
         if (!g->chat)
@@ -230,7 +265,8 @@ static void run_events(run_t *g, sched_chan_t *chan, int32_t **job_prompts)
             }
         }
         if (got == 0) {
-            if (stream && now_s() - g->last_write >= s->cfg.ping_seconds && sse_comment(r, "ping") == 0)
+            if (stream && now_s() - g->last_write >= s->cfg.ping_seconds &&
+                (g->fmt ? g->fmt->stream_ping && g->fmt->stream_ping(g) == 0 : sse_comment(r, "ping") == 0))
                 g->last_write = now_s();
             continue;
         }
@@ -265,10 +301,13 @@ static void run_events(run_t *g, sched_chan_t *chan, int32_t **job_prompts)
             lf_err_t e;
             lf_err_set(&e, ev.code, "generation failed in the engine (%s)", lf_code_name(ev.code));
             if (stream) {
-                sse_error(r, 500, e.msg, NULL);
+                if (g->fmt)
+                    g->fmt->stream_error(g, 500, e.msg);
+                else
+                    sse_error(r, 500, e.msg, NULL);
                 r->status = 500;
             } else {
-                http_reply_error(r, 500, e.msg, NULL, NULL, NULL);
+                gen_fail(g->fmt, r, 500, e.msg, NULL, NULL);
             }
             sched_chan_cancel(chan);
             return;
@@ -286,10 +325,14 @@ static void run_events(run_t *g, sched_chan_t *chan, int32_t **job_prompts)
             why = SCHED_FINISH_STOP;
         choice_end(g, (size_t)ev.index, why);
     }
-    if (stream) {
+    if (stream && g->fmt) {
+        g->fmt->stream_done(g);
+    } else if (stream) {
         if (g->gen->include_usage)
             emit_usage_chunk(g);
         sse_done(r);
+    } else if (g->fmt) {
+        g->fmt->reply(g);
     } else {
         reply_full(g);
     }
@@ -299,8 +342,8 @@ static void run_events(run_t *g, sched_chan_t *chan, int32_t **job_prompts)
  * and runs. prompts[i] are token arrays (borrowed); texts[i] the prompt
  * texts for echo (NULL: detokenized). Jobs are prompt-major: job i*n + k
  * is choice k of prompt i. */
-static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t **prompts,
-                     size_t *n_prompts, size_t n_in, char **texts, const chat_out_cfg_t *oc)
+void gen_run(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t **prompts, size_t *n_prompts,
+             size_t n_in, char **texts, const chat_out_cfg_t *oc, const gen_fmt_t *fmt, void *fmt_ctx)
 {
     const req_sampling_t *sp = &gen->samp;
     int32_t n_ctx = sched_n_ctx(s->sched);
@@ -315,12 +358,12 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
     if (sp->n > max_n) {
         char msg[160];
         snprintf(msg, sizeof msg, "'n' must be at most %d on this server, got %d", max_n, sp->n);
-        http_reply_error(r, 400, msg, "n", NULL, NULL);
+        gen_fail(fmt, r, 400, msg, "n", NULL);
         return;
     }
     if (sp->mindie == 1 && !s->cfg.mindie) {
-        http_reply_error(r, 400, "'mindie' extras are not enabled on this server (start it with --mindie-extras)",
-                         "mindie", "unsupported_parameter", NULL);
+        gen_fail(fmt, r, 400, "'mindie' extras are not enabled on this server (start it with --mindie-extras)",
+                 "mindie", "unsupported_parameter");
         return;
     }
     params = calloc(n, sizeof *params);
@@ -329,10 +372,11 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
     jn = calloc(n, sizeof *jn);
     echo_owned = calloc(n_in, sizeof *echo_owned);
     if (!params || !ch || !jp || !jn || !echo_owned) {
-        http_reply_error(r, 503, "out of memory", NULL, NULL, NULL);
+        gen_fail(fmt, r, 503, "out of memory", NULL, NULL);
         goto out;
     }
-    run_t g = {.s = s, .r = r, .chat = chat, .gen = gen, .created = (int64_t)time(NULL),
+    run_t g = {.s = s, .r = r, .fmt = fmt, .fmt_ctx = fmt_ctx, .lmi_finish = chat && s->cfg.lmi_finish_reasons,
+               .chat = chat, .gen = gen, .created = (int64_t)time(NULL),
                .model = s->cfg.names[0], .n = n, .ch = ch, .t0 = now_s(), .sp = sp, .per = per,
                .mindie = s->cfg.mindie && sp->mindie == 1};
     snprintf(g.id, sizeof g.id, "%s%s", chat ? "chatcmpl-" : "cmpl-", r->id);
@@ -342,7 +386,7 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
     const char *bad_param = NULL;
     lf_err_t e = {0};
     if (sampler_params_validate(&base, vocab_n_tokens(s->vocab), &bad_param, &e) != LF_OK) {
-        http_reply_error(r, 400, e.msg, bad_param, NULL, NULL);
+        gen_fail(fmt, r, 400, e.msg, bad_param, NULL);
         goto out;
     }
     for (int32_t k = 0; k < sp->n_stop_token_ids; k++)
@@ -350,7 +394,7 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
             char msg[160];
             snprintf(msg, sizeof msg, "stop_token_ids: token id %d is out of vocabulary (0..%d)",
                      sp->stop_token_ids[k], vocab_n_tokens(s->vocab) - 1);
-            http_reply_error(r, 400, msg, "stop_token_ids", NULL, NULL);
+            gen_fail(fmt, r, 400, msg, "stop_token_ids", NULL);
             goto out;
         }
     bool want_plp = sp->prompt_logprobs >= 0 || (sp->echo && sp->logprobs);
@@ -365,7 +409,7 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
                          "This model's maximum context length is %d tokens. However, your prompt has %zu tokens, "
                          "which leaves no room for a completion. Please reduce the length of the %s.",
                          n_ctx, n_prompts[i], chat ? "messages" : "prompt");
-                http_reply_error(r, 400, msg, chat ? "messages" : "prompt", "context_length_exceeded", NULL);
+                gen_fail(fmt, r, 400, msg, chat ? "messages" : "prompt", "context_length_exceeded");
                 goto out;
             }
         }
@@ -376,7 +420,7 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
                      "(%zu in the %s, %d in the completion). Please reduce the length of the %s or completion.",
                      n_ctx, (long long)n_prompts[i] + mt, n_prompts[i], chat ? "messages" : "prompt", mt,
                      chat ? "messages" : "prompt");
-            http_reply_error(r, 400, msg, chat ? "messages" : "prompt", "context_length_exceeded", NULL);
+            gen_fail(fmt, r, 400, msg, chat ? "messages" : "prompt", "context_length_exceeded");
             goto out;
         }
         if (sp->echo && !texts) { /* token prompt: echo its text */
@@ -415,12 +459,13 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
             ch[j].ss = stopstr_create((const char *const *)sp->stop, NULL, sp->n_stop,
                                       sp->include_stop_str_in_output, &e);
             if (!ch[j].ss) {
-                http_reply_err(r, &e, "stop", NULL);
+                gen_fail_err(fmt, r, &e, "stop", NULL);
                 goto out;
             }
             ch[j].n_prompt = (int32_t)n_prompts[i];
-            ch[j].has_lp = sp->logprobs;
-            if (sp->logprobs) {
+            ch[j].max_tokens = mt;
+            ch[j].has_lp = sp->logprobs && !fmt; /* a format keeps its own token records */
+            if (ch[j].has_lp) {
                 if (chat)
                     ch[j].lp_chat = json_object_new_array();
                 else
@@ -434,7 +479,7 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
                 c1.special = !sp->skip_special_tokens;
                 c1.seed = params[j].entropy;
                 if (!(ch[j].co = chat_out_create(&c1, &e))) {
-                    http_reply_err(r, &e, NULL, NULL);
+                    gen_fail_err(fmt, r, &e, NULL, NULL);
                     goto out;
                 }
             }
@@ -444,20 +489,20 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
     r->prompt_tokens = g.prompt_total;
     chan = sched_chan_create(s->sched);
     if (!chan) {
-        http_reply_error(r, 503, "out of memory", NULL, NULL, NULL);
+        gen_fail(fmt, r, 503, "out of memory", NULL, NULL);
         goto out;
     }
     if (sched_submit(s->sched, chan, (const int32_t *const *)jp, jn, params, (int32_t)n, &e) != LF_OK) {
         const char *param = e.code == LF_ERR_CONTEXT ? (chat ? "messages" : "prompt")
                             : e.code == LF_ERR_INVALID ? (per > 1 ? "n" : "prompt") : NULL;
-        http_reply_err(r, &e, param, e.code == LF_ERR_OVERLOAD ? "server_overloaded" : NULL);
+        gen_fail_err(fmt, r, &e, param, e.code == LF_ERR_OVERLOAD ? "server_overloaded" : NULL);
         goto out;
     }
     if (gen->stream) {
-        if (sse_start(r) < 0)
+        if ((fmt ? fmt->stream_start(&g) : sse_start(r)) < 0)
             goto out;
         g.last_write = now_s();
-        for (size_t i = 0; chat && i < n; i++)
+        for (size_t i = 0; chat && !fmt && i < n; i++)
             emit_chunk(&g, i, "", 0, true, NULL);
     }
     for (size_t j = 0; j < n; j++)
@@ -547,7 +592,7 @@ void api_chat(srv_t *s, http_req_t *r)
     bool parse = false;
     if (chat_output_config(s, r, &q, prompt, &oc, &parse) < 0)
         goto out;
-    generate(s, r, true, &q.gen, &ids, &n_ids, 1, NULL, parse ? &oc : NULL);
+    gen_run(s, r, true, &q.gen, &ids, &n_ids, 1, NULL, parse ? &oc : NULL, NULL, NULL);
 out:
     free(ids);
     free(prompt);
@@ -567,7 +612,7 @@ void api_completions(srv_t *s, http_req_t *r)
     if (!srv_require_model(s, r, q.gen.model))
         goto out;
     if (q.toks) {
-        generate(s, r, false, &q.gen, q.toks, q.n_toks, q.n_prompts, NULL, NULL);
+        gen_run(s, r, false, &q.gen, q.toks, q.n_toks, q.n_prompts, NULL, NULL, NULL, NULL);
         goto out;
     }
     ids = calloc(q.n_prompts, sizeof *ids);
@@ -582,7 +627,7 @@ void api_completions(srv_t *s, http_req_t *r)
         if (tokenize_text(s, r, q.texts[i], true, &ids[i], &n_ids[i]) < 0)
             goto out;
     }
-    generate(s, r, false, &q.gen, ids, n_ids, q.n_prompts, q.texts, NULL);
+    gen_run(s, r, false, &q.gen, ids, n_ids, q.n_prompts, q.texts, NULL, NULL, NULL);
 out:
     for (size_t i = 0; ids && i < q.n_prompts; i++)
         free(ids[i]);
@@ -596,9 +641,11 @@ void api_invocations(srv_t *s, http_req_t *r)
     switch (req_sniff_kind(r->body, r->body_len)) {
     case REQ_KIND_CHAT: api_chat(s, r); return;
     case REQ_KIND_COMPLETION: api_completions(s, r); return;
+    case REQ_KIND_TGI: api_lmi_invocations(s, r); return;
     default:
         http_reply_error(r, 400,
-                         "The body must be a JSON object with 'messages' (chat) or 'prompt' (completion)", NULL,
-                         NULL, NULL);
+                         "The body must be a JSON object with 'messages' (chat), 'prompt' (completion) or "
+                         "'inputs' (text generation, TGI / LMI schema)",
+                         NULL, NULL, NULL);
     }
 }

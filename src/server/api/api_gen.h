@@ -1,5 +1,6 @@
-/* api_gen.h - private to the generation handlers (api_gen.c, api_choice.c):
- * the state of one request's run and of each of its choices.
+/* api_gen.h - private to the generation handlers (api_gen.c, api_choice.c,
+ * api_tgi*.c): the state of one request's run and of each of its choices,
+ * and the hooks of an output format other than OpenAI's (gen_fmt_t).
  *
  * A run owns its choices (array of n = prompts x `n`); a choice owns its
  * stop-string matcher, accumulated text and pending logprobs JSON, all
@@ -28,6 +29,7 @@ typedef struct {
     char *text;            /* accumulated (non-streamed; streamed: full_text) */
     size_t len, cap;
     int32_t n_prompt;
+    int32_t max_tokens;    /* the job's limit (a token reaching it is the last) */
     int32_t n_cached;
     int32_t n_gen;
     sched_finish_t finish;
@@ -46,9 +48,14 @@ typedef struct {
     chat_out_t *co;        /* chat with a reasoning/tool-call parser, else NULL */
 } choice_t;
 
+struct gen_fmt;
+
 typedef struct {
     srv_t *s;
     http_req_t *r;
+    const struct gen_fmt *fmt; /* NULL: OpenAI chunks and replies */
+    void *fmt_ctx;         /* the format's state (owned by its handler) */
+    bool lmi_finish;       /* chat finish_reason eos_token / stop_sequence */
     bool chat;
     const req_gen_t *gen;
     char id[64];
@@ -64,9 +71,50 @@ typedef struct {
     char fingerprint[96];
 } run_t;
 
+/* An output format other than OpenAI's (api_tgi_out.c: TGI and LMI).
+ * With a format, the choices' text always accumulates in choice_t.text
+ * (stop strings applied, the end token's text left out) and the format
+ * writes everything the client sees through these hooks; streaming,
+ * disconnects and cancellation stay with the runner. */
+typedef struct gen_fmt {
+    /* An error before anything was sent: status, message, param, code. */
+    void (*reply_error)(http_req_t *r, int status, const char *msg, const char *param, const char *code);
+    /* Streaming: the response headers; -1 when the client is gone. */
+    int (*stream_start)(run_t *g);
+    /* Streaming: a keep-alive while waiting (NULL: the format has none). */
+    int (*stream_ping)(run_t *g);
+    /* Streaming: an error after the headers were sent. */
+    void (*stream_error)(run_t *g, int status, const char *msg);
+    /* Streaming: every choice ended. */
+    void (*stream_done)(run_t *g);
+    /* The prompt logprobs of choice idx (p stays the caller's). */
+    void (*on_prompt)(run_t *g, size_t idx, const sched_prompt_lp_t *p, const int32_t *prompt);
+    /* A generated token of choice idx, after its text went through the
+     * stop-string matcher; last: it ends the choice (end token, stop
+     * string, max_tokens). */
+    void (*on_token)(run_t *g, size_t idx, const sched_event_t *ev, bool last);
+    /* Choice idx ended: finish and text are final. */
+    void (*on_end)(run_t *g, size_t idx);
+    /* Not streaming: the reply, once every choice ended. */
+    void (*reply)(run_t *g);
+} gen_fmt_t;
+
 /* api_gen.c */
 double now_s(void);
 const char *finish_name(sched_finish_t f);
+/* TGI / LMI names: "length", "eos_token" (end token or stop token id),
+ * "stop_sequence" (stop string); NULL when cancelled or failed. */
+const char *finish_name_lmi(const choice_t *c);
+/* The finish_reason a choice reports: choice_finish_reason, or the LMI
+ * names for chat under --lmi-finish-reasons (tool_calls stays). */
+const char *run_finish_reason(const run_t *g, const choice_t *c);
+/* Runs one generation (see api_gen.c): prompts[i] (n_prompts[i] tokens) for
+ * i < n_in, `gen` controls, texts the prompt texts for echo (NULL: token
+ * prompts), oc the chat output parsers (NULL: plain text), fmt/fmt_ctx an
+ * output format (NULL: OpenAI's; chat must be false then). Replies to r in
+ * every case. */
+void gen_run(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t **prompts, size_t *n_prompts,
+             size_t n_in, char **texts, const chat_out_cfg_t *oc, const gen_fmt_t *fmt, void *fmt_ctx);
 /* One streamed chunk for choice idx: text (may be NULL), role (first chat
  * chunk), finish reason (last chunk). */
 int emit_chunk(run_t *g, size_t idx, const char *text, size_t len, bool role, const char *finish);

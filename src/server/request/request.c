@@ -1,6 +1,7 @@
 /* request.c - JSON -> typed requests (see request.h). */
 #include "server/request/request.h"
 #include "server/request/request_chat.h"
+#include "server/request/request_tgi.h"
 
 #include <json-c/json.h>
 #include <math.h>
@@ -13,12 +14,27 @@ static int fail(req_err_t *e, int status, const char *param, const char *code, c
     __attribute__((format(printf, 5, 6)));
 static int fail(req_err_t *e, int status, const char *param, const char *code, const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
+    req_err_vset(e, status, param, code, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int req_err_vset(req_err_t *e, int status, const char *param, const char *code, const char *fmt, va_list ap)
+{
     e->status = status;
     snprintf(e->param, sizeof e->param, "%s", param ? param : "");
     snprintf(e->code, sizeof e->code, "%s", code ? code : "");
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    return -1;
+}
+
+int req_err_set(req_err_t *e, int status, const char *param, const char *code, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    req_err_vset(e, status, param, code, fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -430,6 +446,8 @@ int req_cmpl_parse(const char *body, size_t len, cmpl_req_t *out, req_err_t *e)
     int rc = parse_prompt(o, out, e);
     if (rc == 0)
         rc = parse_gen(o, false, &out->gen, e);
+    if (rc == 0) /* TGI parameters flattened by Hugging Face clients */
+        rc = req_tgi_flat_apply(o, &out->gen, e);
     json_object_put(o);
     if (rc < 0)
         req_cmpl_free(out);
@@ -458,7 +476,9 @@ req_kind_t req_sniff_kind(const char *body, size_t len)
     json_object *o = parse_object(body, len, &e);
     if (!o)
         return REQ_KIND_NONE;
-    req_kind_t k = field(o, "messages") ? REQ_KIND_CHAT : field(o, "prompt") ? REQ_KIND_COMPLETION : REQ_KIND_NONE;
+    req_kind_t k = field(o, "messages") ? REQ_KIND_CHAT
+                   : field(o, "prompt") ? REQ_KIND_COMPLETION
+                   : field(o, "inputs") ? REQ_KIND_TGI : REQ_KIND_NONE;
     json_object_put(o);
     return k;
 }
@@ -526,4 +546,9 @@ void req_detok_free(detok_req_t *r)
     free(r->model);
     free(r->toks);
     memset(r, 0, sizeof *r);
+}
+
+json_object *req_json_object(const char *body, size_t len, req_err_t *e)
+{
+    return parse_object(body, len, e);
 }

@@ -16,6 +16,7 @@
 #ifndef LF_REQUEST_H
 #define LF_REQUEST_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -79,7 +80,7 @@ typedef struct {
     size_t *n_toks;
 } cmpl_req_t;
 
-typedef enum { REQ_KIND_CHAT, REQ_KIND_COMPLETION, REQ_KIND_NONE } req_kind_t;
+typedef enum { REQ_KIND_CHAT, REQ_KIND_COMPLETION, REQ_KIND_TGI, REQ_KIND_NONE } req_kind_t;
 
 /* Both return 0 or -1 with *e filled. */
 int req_chat_parse(const char *body, size_t len, chat_req_t *out, req_err_t *e);
@@ -88,7 +89,8 @@ void req_chat_free(chat_req_t *r);
 void req_cmpl_free(cmpl_req_t *r);
 
 /* SageMaker /invocations: "messages" -> chat, "prompt" -> completion,
- * else REQ_KIND_NONE (also for a body that is not a JSON object). */
+ * "inputs" -> TGI / LMI text generation (request_tgi.h), else
+ * REQ_KIND_NONE (also for a body that is not a JSON object). */
 req_kind_t req_sniff_kind(const char *body, size_t len);
 
 /* /tokenize: {"prompt": str} or {"messages": [...]}, add_special_tokens.
@@ -112,5 +114,16 @@ int req_detok_parse(const char *body, size_t len, detok_req_t *out, req_err_t *e
 void req_detok_free(detok_req_t *r);
 
 const char *chat_role_name(chat_role_t r);
+
+/* Fills *e (param / code NULL: none; the message printf-style) and returns
+ * -1, for parsers to `return req_err_set(...)`. */
+int req_err_set(req_err_t *e, int status, const char *param, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+int req_err_vset(req_err_t *e, int status, const char *param, const char *code, const char *fmt, va_list ap);
+
+/* The body as one JSON object (the same checks every parser applies:
+ * valid JSON, an object, no trailing data); NULL with *e filled (400).
+ * The caller owns the result (json_object_put). */
+struct json_object *req_json_object(const char *body, size_t len, req_err_t *e);
 
 #endif

@@ -36,6 +36,7 @@ typedef struct {
     unsigned has;                 /* REQ_HAS_* given by the request */
     int32_t top_k;                /* -1 off */
     float top_p, min_p;
+    float typical_p;              /* (0, 1]; 1 or 0 (unset) = off; TGI schema only */
     float frequency_penalty, presence_penalty, repetition_penalty;
     sampler_bias_t *logit_bias;
     int32_t n_logit_bias;

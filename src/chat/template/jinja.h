@@ -62,9 +62,15 @@ typedef struct {
     const char *gen_error; /* generator whose (lazy) iteration fails */
 } jlist_t;
 
+/* Keys are any hashable value (str, int, float, bool, None, tuples of
+ * these). keys[i]/klens[i] is the key's canonical text: the string itself
+ * for str keys; for other keys a "\xff"-tagged encoding in which keys that
+ * Python considers equal (1, 1.0, True) coincide, with kobj[i] the key
+ * value (NULL for str keys). */
 typedef struct {
     const char **keys;
     size_t *klens;
+    jv_t **kobj;
     jv_t **vals;
     size_t n, cap;
 } jdict_t;
@@ -110,6 +116,14 @@ jv_t *jv_dict(jarena_t *a, jv_kind_t kind); /* JV_DICT or JV_NS */
 bool jv_list_push(jarena_t *a, jv_t *list, jv_t *item);
 jv_t *jv_dict_get(const jv_t *d, const char *k, size_t kn); /* NULL if absent */
 bool jv_dict_set(jarena_t *a, jv_t *d, const char *k, size_t kn, jv_t *v);
+/* Python's hash(): true for str, numbers, bool, None and tuples of these. */
+bool jv_is_hashable(const jv_t *v);
+/* Lookup / insert by a key of any hashable kind (NULL / false when absent,
+ * unhashable or out of memory). */
+jv_t *jv_dict_getv(const jv_t *d, const jv_t *key);
+bool jv_dict_setv(jarena_t *a, jv_t *d, jv_t *key, jv_t *v);
+/* The i-th key as a value (a new str value for str keys). */
+jv_t *jv_dict_key(jarena_t *a, const jv_t *d, size_t i);
 
 bool jv_truthy(const jv_t *v);
 const char *jv_type_name(const jv_t *v); /* Python type name */

@@ -73,7 +73,7 @@ jv_t *jinja_call_func(jctx_t *c, int func, jv_t **args, size_t nargs, const char
             }
             jdict_t *src = args[i]->u.dict;
             for (size_t k = 0; k < src->n; k++)
-                if (!jv_dict_set(a, d, src->keys[k], src->klens[k], src->vals[k]))
+                if (!jv_dict_setv(a, d, jv_dict_key(a, args[i], k), src->vals[k]))
                     return oom(c);
         }
         for (size_t k = 0; k < nkw; k++)
@@ -443,14 +443,18 @@ jv_t *jinja_call_method(jctx_t *c, jv_t *self, const char *name, jv_t **args, si
                 jctx_fail(c, "get expected at least 1 argument");
                 return NULL;
             }
-            jv_t *v = arg0->kind == JV_STR ? jv_dict_get(self, arg0->u.str.s, arg0->u.str.n) : NULL;
+            if (!jv_is_hashable(arg0)) {
+                jctx_fail(c, "unhashable type: '%s'", jv_type_name(arg0));
+                return NULL;
+            }
+            jv_t *v = jv_dict_getv(self, arg0);
             return v ? v : arg1 ? arg1 : jv_none(a);
         }
         jv_t *l = jv_list(a);
         if (!l)
             return oom(c);
         for (size_t i = 0; i < d->n; i++) {
-            jv_t *k = jv_str(a, d->keys[i], d->klens[i]), *item = k;
+            jv_t *k = jv_dict_key(a, self, i), *item = k;
             if (!strcmp(name, "values"))
                 item = d->vals[i];
             else if (!strcmp(name, "items")) {

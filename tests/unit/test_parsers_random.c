@@ -262,7 +262,7 @@ static bool run_rs(reasoning_mode_t mode, bool inside, const char *text, size_t 
             reasoning_push(rp, text + i, step, &o, NULL);
             i += step;
         } else {
-            reasoning_finish(rp, &o);
+            reasoning_finish(rp, &o, NULL);
             fin = true;
         }
         for (int k = 0; k < o.n; k++) {

@@ -496,7 +496,7 @@ static int pipeline(const char *const *pieces, size_t step, chain_t *ch)
         chain_segments(ch, &ro);
         off = end;
     }
-    reasoning_finish(ch->rp, &ro);
+    reasoning_finish(ch->rp, &ro, NULL);
     chain_segments(ch, &ro);
     toolcall_out_t to;
     toolcall_finish(ch->tc, &to, NULL);

@@ -293,8 +293,9 @@ lf_code_t chat_out_finish(chat_out_t *co, const chat_out_ev_t **evs, size_t *n, 
     }
     if (rc == LF_OK && co->rp) {
         reasoning_out_t ro;
-        reasoning_finish(co->rp, &ro);
-        rc = segs_in(co, &ro, err);
+        rc = reasoning_finish(co->rp, &ro, err);
+        if (rc == LF_OK)
+            rc = segs_in(co, &ro, err);
     }
     if (rc == LF_OK && co->tc) {
         toolcall_out_t o;

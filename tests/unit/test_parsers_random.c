@@ -204,7 +204,7 @@ static bool summarize(toolcall_t *p, const rebuild_t *r, char *out, size_t cap)
 
 static bool run_tc(toolcall_format_t fmt, const char *text, size_t n, int mode, char *sum, size_t cap)
 {
-    toolcall_config_t cfg = {fmt, NULL, NULL, 99};
+    toolcall_config_t cfg = {fmt, NULL, NULL, 99, NULL};
     toolcall_t *p = toolcall_create(&cfg, NULL);
     rebuild_t *r = calloc(1, sizeof *r);
     r->ok = true;

@@ -111,8 +111,10 @@ static void step_value(toolcall_t *tc, unsigned char c)
         return;
     }
     if (p->depth == 0 && (c == ',' || c == ')')) {
-        if (!emit_param(tc)) {
+        if (!emit_param(tc)) { /* not a literal: it and the rest are content */
             give_up(tc);
+            tc_content(tc, p->value.p ? p->value.p : "", p->value.len);
+            py_step(tc, c);
             return;
         }
         if (c == ',')
@@ -128,14 +130,17 @@ static void step_value(toolcall_t *tc, unsigned char c)
     else if (c == ']' || c == ')' || c == '}') {
         if (p->depth == 0) {
             give_up(tc);
+            tc_content(tc, p->value.p ? p->value.p : "", p->value.len);
             py_step(tc, c);
             return;
         }
         p->depth--;
     }
     buf_addc(tc, &p->value, (char)c);
-    if (p->value.len > (1u << 20)) /* bounded like everything else */
+    if (p->value.len > (1u << 20)) { /* bounded like everything else */
         give_up(tc);
+        tc_content(tc, p->value.p, p->value.len);
+    }
 }
 
 static void py_step(toolcall_t *tc, unsigned char c)

@@ -174,6 +174,13 @@ static const tcase_t cases[] = {
     {"pythonic prose is content", PY, {"Sure, here it is."}, "Sure, here it is.", 0, {{0}}},
     {"pythonic bad value ends the call", PY, {"[f(a=oops)] x"}, "oops)] x", 1, {{"f", "{}", false}}},
     {"pythonic text after the list", PY, {"[f(a=1)]\nDone"}, "Done", 1, {{"f", "{\"a\":1}", true}}},
+    {"pythonic LFM2 markers after text", PY,
+     {"Let me check.", "<|tool_call_start|>", "[get_weather(city=\"Paris\")]", "<|tool_call_end|>", " Done"},
+     "Let me check.Done", 1, {{"get_weather", "{\"city\":\"Paris\"}", true}}},
+    {"pythonic marker without a list is content", PY, {"x <|python_start|>hello"}, "x <|python_start|>hello", 0,
+     {{0}}},
+    {"pythonic second marked list", PY, {"[a()] and <|python_start|>[b(k=2)]<|python_end|>"}, "and", 2,
+     {{"a", "{}", true}, {"b", "{\"k\":2}", true}}},
     /* gpt-oss: harmony */
     {"gpt-oss call message", OSS,
      {"<|start|>assistant", "<|channel|>commentary to=functions.get_weather", " <|constrain|>json",
@@ -259,6 +266,7 @@ static void test_detect(void)
         {"<|tool_call|>[...]", GR},
         {"functools[{...}]", PHI},
         {"<|python_start|>[f(a=1)]<|python_end|>", PY},
+        {"<|tool_call_start|>[f(a=1)]<|tool_call_end|>", PY},
         {"[func_name1(params_name1=params_value1)]", PY},
         {"<function=f>{...}</function> <|python_tag|>", TOOLCALL_FORMAT_NONE},
     };

@@ -74,8 +74,10 @@
  *                JSON or a Python literal; "null" is null for non-strings);
  *                a parameter or function the schema does not know is a
  *                string. Arguments stream one parameter at a time.
- *   pythonic     [f(a=1, b="x"), g()] (Llama 3.2 / Llama 4), optionally in
- *                <|python_start|> ... <|python_end|>, the whole message;
+ *   pythonic     [f(a=1, b="x"), g()] (Llama 3.2 / Llama 4, LFM2) at the
+ *                start of the message, or anywhere after <|python_start|>
+ *                (... <|python_end|>), <|tool_call_start|> (... <|tool_call_
+ *                end|>, LFM2) or <|python_tag|>;
  *                values are Python literals (str, int, float, True, False,
  *                None, lists, dicts, tuples) turned into JSON
  *                (toolcall_pythonic.c).
@@ -303,7 +305,8 @@ toolcall_t *toolcall_parse(const toolcall_config_t *cfg, const char *text, size_
  *   "<|tool_call|>"                            -> GRANITE
  *   "functools"                                -> PHI4_MINI_JSON (Phi-4-mini,
  *                                                firefunction v2)
- *   "<|python_start|>" or "[func_name1("       -> PYTHONIC (Llama 4 / 3.2)
+ *   "<|python_start|>", "<|tool_call_start|>"
+ *   or "[func_name1("                          -> PYTHONIC (Llama 4, LFM2, 3.2)
  *   "<function=" or ">>>"                      -> NONE (functionary v3.1 /
  *                                                v3.2: other formats)
  *   "<|python_tag|>"                           -> LLAMA3_JSON

@@ -29,7 +29,8 @@ static const char *const seed_tokens[] = {"<seed:tool_call>", "</seed:tool_call>
 static const char *const glm_tokens[] = {"<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>",
                                          "</arg_value>", NULL};
 static const char *const minimax_tokens[] = {"<minimax:tool_call>", "</minimax:tool_call>", NULL};
-static const char *const pythonic_tokens[] = {"<|python_start|>", "<|python_end|>", "<|python_tag|>", NULL};
+static const char *const pythonic_tokens[] = {"<|python_start|>", "<|python_end|>", "<|python_tag|>",
+                                              "<|tool_call_start|>", "<|tool_call_end|>", NULL};
 static const char *const harmony_tokens[] = {"<|start|>", "<|channel|>", "<|message|>", "<|constrain|>", "<|end|>",
                                              "<|call|>", "<|return|>", NULL};
 
@@ -203,7 +204,8 @@ toolcall_format_t toolcall_format_detect(const char *tmpl, size_t len)
         return TOOLCALL_FORMAT_GRANITE;
     if (contains(tmpl, len, "functools"))
         return TOOLCALL_FORMAT_PHI4_MINI_JSON;
-    if (contains(tmpl, len, "<|python_start|>") || contains(tmpl, len, "[func_name1("))
+    if (contains(tmpl, len, "<|python_start|>") || contains(tmpl, len, "<|tool_call_start|>") ||
+        contains(tmpl, len, "[func_name1("))
         return TOOLCALL_FORMAT_PYTHONIC;
     /* Formats we do not parse, whose templates would otherwise look like
      * Llama 3.1's: functionary v3.1 (<function=...>) and v3.2 (>>>name). */

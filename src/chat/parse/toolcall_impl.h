@@ -125,6 +125,7 @@ typedef struct {
     bool esc;
     buf_t name, key, value;
     int nparams;
+    int list_calls;   /* calls announced in the current list */
     bool committed;
     size_t m_pos;
 } tcpy_t;

@@ -1,13 +1,14 @@
-/* toolcall_pythonic.c - the pythonic format (Llama 3.2 / Llama 4, vLLM's
- * "pythonic"): the message is a Python list of calls with keyword
- * arguments, [get_weather(city="Paris"), get_time(tz="UTC")], optionally
- * inside <|python_start|> ... <|python_end|> (or after <|python_tag|>).
- * Argument values are Python literals, turned into JSON by
+/* toolcall_pythonic.c - the pythonic format (Llama 3.2 / Llama 4, LFM2,
+ * vLLM's "pythonic"): a Python list of calls with keyword arguments,
+ * [get_weather(city="Paris"), get_time(tz="UTC")], at the start of the
+ * message, or anywhere after a marker: <|python_start|> ... <|python_end|>
+ * (Llama 4), <|tool_call_start|> ... <|tool_call_end|> (LFM2),
+ * <|python_tag|>. Argument values are Python literals, turned into JSON by
  * toolcall_params.c. A call is announced at its '('; its arguments stream
- * one keyword at a time. A message that does not start (after whitespace
- * and the marker) with '[' and an identifier followed by '(' is content;
- * text after the list is content; after a call was announced, broken
- * syntax ends it (incomplete) and the rest is content.
+ * one keyword at a time. A list that does not begin with an identifier
+ * followed by '(' is content; text around the lists is content; after a
+ * call was announced, broken syntax ends it (incomplete) and what follows is
+ * content.
  */
 #include "chat/parse/toolcall_impl.h"
 
@@ -24,11 +25,12 @@ typedef enum {
     P_VALUE,      /* a value, up to ',' or ')' at depth 0 */
     P_AFTER_CALL, /* after ')': ',' or ']' */
     P_END,        /* after ']': the optional end marker */
-    P_DONE        /* content to the end */
+    P_TEXT,       /* content; a start marker begins a list */
+    P_MARKED      /* after a start marker: '[' */
 } pstate_t;
 
-static const char *const start_marks[] = {"<|python_start|>", "<|python_tag|>", NULL};
-static const char *const end_marks[] = {"<|python_end|>", NULL};
+static const char *const start_marks[] = {"<|python_start|>", "<|tool_call_start|>", "<|python_tag|>", NULL};
+static const char *const end_marks[] = {"<|python_end|>", "<|tool_call_end|>", NULL};
 
 static void py_init(toolcall_t *tc)
 {
@@ -55,8 +57,8 @@ static bool ident_char(unsigned char c)
 
 static void py_step(toolcall_t *tc, unsigned char c);
 
-/* Not a call (before any was announced) or broken after one: the held
- * text is content, and so is the rest of the message. */
+/* Not a call (before one of this list was announced) or broken after
+ * one: the held text is content, and parsing goes on in text. */
 static void give_up(toolcall_t *tc)
 {
     tcpy_t *p = &tc->u.py;
@@ -65,10 +67,12 @@ static void give_up(toolcall_t *tc)
         tc_call_end(tc, false);
         p->committed = false;
     }
-    if (tc->ncalls)
+    if (p->list_calls)
         tc->raw.len = 0; /* after calls, what was held is markup */
     tc_raw_release(tc);
-    p->st = P_DONE;
+    p->list_calls = 0;
+    p->m_pos = 0;
+    p->st = P_TEXT;
 }
 
 static void end_call(toolcall_t *tc)
@@ -179,7 +183,7 @@ static void py_step(toolcall_t *tc, unsigned char c)
             p->name.len = 0;
             buf_addc(tc, &p->name, (char)c);
             p->st = P_NAME;
-        } else if (c == ']' && tc->ncalls) {
+        } else if (c == ']' && p->list_calls) {
             tc->raw.len = 0;
             p->st = P_END;
         } else {
@@ -193,6 +197,7 @@ static void py_step(toolcall_t *tc, unsigned char c)
             buf_addc(tc, &p->name, (char)c);
         } else if (c == '(' && tc_call_start(tc, p->name.p, p->name.len, NULL)) {
             p->committed = true;
+            p->list_calls++;
             p->nparams = 0;
             p->st = P_ARGS;
         } else {
@@ -245,19 +250,38 @@ static void py_step(toolcall_t *tc, unsigned char c)
         }
         return;
     case P_END: {
-        if (p->m_pos == 0 && is_ws(c) && !tc->tag_len)
+        if (is_ws(c) && !tc->tag_len)
             return;
+        p->list_calls = 0;
         int m = tc_scan_markers(tc, c, end_marks);
         if (m >= 0) {
             tc->tag_len = 0;
-            p->st = P_DONE;
+            p->st = P_TEXT;
         } else if (!tc->tag_len) {
-            p->st = P_DONE; /* the byte went to the content */
+            p->st = P_TEXT; /* the byte went to the content */
         }
         return;
     }
-    case P_DONE:
-        tc_content(tc, (const char *)&c, 1);
+    case P_TEXT: {
+        int m = tc_scan_markers(tc, c, start_marks);
+        if (m >= 0) {
+            tc->raw.len = 0;
+            tc_raw_add(tc, tc->tag, tc->tag_len);
+            tc->tag_len = 0;
+            p->st = P_MARKED;
+        }
+        return;
+    }
+    case P_MARKED:
+        if (is_ws(c)) {
+            tc_raw_add(tc, (const char *)&c, 1);
+        } else if (c == '[') {
+            tc_raw_add(tc, "[", 1);
+            p->st = P_LIST;
+        } else {
+            give_up(tc);
+            py_step(tc, c);
+        }
         return;
     }
 }
@@ -272,9 +296,9 @@ static void py_finish(toolcall_t *tc)
         tc_call_end(tc, false); /* the list was not closed */
         p->committed = false;
     }
-    if (tc->ncalls)
+    if (p->list_calls || p->st == P_END)
         tc->raw.len = 0;
-    p->st = P_DONE;
+    p->st = P_TEXT;
 }
 
 const toolcall_family_t toolcall_family_pythonic = {py_init, py_step, py_finish, py_release};

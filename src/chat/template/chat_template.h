@@ -36,6 +36,16 @@
  * Clock: strftime_now formats the injected time (opts.now) or the current
  * time, in the local time zone, like transformers' datetime.now().
  *
+ * Extensions (opts.extensions, off by default): transformers' sandbox
+ * refuses list and dict mutation and has no from_json filter, so some real
+ * templates cannot render there (Kimi K2's tool_response_queue.ids.append,
+ * DeepSeek V3.2's `arguments | from_json`); llama.cpp's engine allows
+ * them. With extensions: list.append / extend / insert / pop / remove /
+ * clear, dict.update / pop / setdefault, and `s | from_json` (a JSON text
+ * to a value). The server renders with them (a client must not fail where
+ * llama.cpp serves it); `llm-fcgi chat-template` and the golden tests
+ * without (transformers exactly).
+ *
  * Errors: template syntax errors, runtime errors and raise_exception() all
  * return LF_ERR_INVALID. For raise_exception the message is exactly the
  * template's own message and the `raised` out-parameter is set. Runaway
@@ -64,6 +74,8 @@ typedef struct {
                             scanned by filters/`in` (default 20,000,000) */
     size_t max_memory;   /* bytes of working memory (default 256 MiB) */
     time_t now;          /* strftime_now clock; 0 = the real current time */
+    bool extensions;     /* llama.cpp's additions to the sandbox, off by
+                          * default (see "Extensions") */
 } chat_render_opts_t;
 
 /* Parses template source `src` (`len` bytes, need not be NUL-terminated).

@@ -113,16 +113,134 @@ static const char *const str_methods[] = {
     "capitalize", "format", "join", "find", "count", "splitlines", "isdigit", "isalpha", "isspace", "rsplit", NULL};
 static const char *const dict_methods[] = {"items", "keys", "values", "get", NULL};
 static const char *const list_methods[] = {"index", "count", NULL}; /* the non-mutating ones */
+/* with extensions (llama.cpp's engine allows them; transformers' sandbox
+ * refuses them) */
+static const char *const list_methods_ext[] = {"append", "extend", "pop", "insert", "remove", "clear", NULL};
+static const char *const dict_methods_ext[] = {"update", "pop", "setdefault", NULL};
 
-bool jinja_has_method(const jv_t *obj, const char *name)
+static bool listed(const char *const *m, const char *name)
 {
-    const char *const *m = obj->kind == JV_STR ? str_methods : obj->kind == JV_DICT ? dict_methods : NULL;
-    if (obj->kind == JV_LIST && !obj->is_gen && obj->u.list->view == JVIEW_NONE)
-        m = list_methods;
     for (; m && *m; m++)
         if (!strcmp(*m, name))
             return true;
     return false;
+}
+
+bool jinja_has_method(jctx_t *c, const jv_t *obj, const char *name)
+{
+    bool ext = c && jctx_extensions(c);
+    switch (obj->kind) {
+    case JV_STR: return listed(str_methods, name);
+    case JV_DICT: return listed(dict_methods, name) || (ext && listed(dict_methods_ext, name));
+    case JV_LIST:
+        if (obj->is_gen || obj->u.list->view != JVIEW_NONE)
+            return false;
+        return listed(list_methods, name) || (ext && !obj->is_tuple && listed(list_methods_ext, name));
+    default: return false;
+    }
+}
+
+/* The mutating list methods (extensions only). */
+static jv_t *list_mutate(jctx_t *c, jv_t *self, const char *name, jv_t **args, size_t nargs)
+{
+    jarena_t *a = jctx_arena(c);
+    jlist_t *l = self->u.list;
+    jv_t *arg0 = nargs ? args[0] : NULL;
+    if (!jctx_charge(c, l->n + 1))
+        return NULL;
+    if (!strcmp(name, "append")) {
+        if (nargs != 1)
+            return jctx_fail(c, "append() takes exactly one argument"), NULL;
+        return jv_list_push(a, self, arg0) ? jv_none(a) : oom(c);
+    }
+    if (!strcmp(name, "extend")) {
+        jv_t *it = nargs == 1 ? jctx_iterate(c, arg0) : NULL;
+        if (!it)
+            return nargs == 1 ? NULL : (jctx_fail(c, "extend() takes exactly one argument"), NULL);
+        size_t n = it->u.list->n; /* it may be self */
+        for (size_t i = 0; i < n; i++)
+            if (!jv_list_push(a, self, it->u.list->items[i]))
+                return oom(c);
+        return jv_none(a);
+    }
+    if (!strcmp(name, "clear")) {
+        l->n = 0;
+        return jv_none(a);
+    }
+    int64_t idx = -1;
+    if (!strcmp(name, "insert") || !strcmp(name, "pop")) {
+        if ((!strcmp(name, "insert") && nargs != 2) || (!strcmp(name, "pop") && nargs > 1) ||
+            (arg0 && arg0->kind != JV_INT && arg0->kind != JV_BOOL))
+            return jctx_fail(c, "%s(): bad arguments", name), NULL;
+        idx = arg0 ? (arg0->kind == JV_INT ? arg0->u.i : arg0->u.b) : -1;
+        if (idx < 0)
+            idx += (int64_t)l->n + (name[0] == 'i');
+        if (name[0] == 'i') { /* insert clamps like Python */
+            if (idx < 0)
+                idx = 0;
+            if (idx > (int64_t)l->n)
+                idx = (int64_t)l->n;
+            if (!jv_list_push(a, self, args[1]))
+                return oom(c);
+            memmove(l->items + idx + 1, l->items + idx, ((size_t)l->n - 1 - (size_t)idx) * sizeof *l->items);
+            l->items[idx] = args[1];
+            return jv_none(a);
+        }
+        if (l->n == 0 || idx < 0 || idx >= (int64_t)l->n)
+            return jctx_fail(c, l->n ? "pop index out of range" : "pop from empty list"), NULL;
+    } else { /* remove */
+        if (nargs != 1)
+            return jctx_fail(c, "remove() takes exactly one argument"), NULL;
+        for (size_t i = 0; i < l->n && idx < 0; i++)
+            if (jv_equal(l->items[i], arg0))
+                idx = (int64_t)i;
+        if (idx < 0)
+            return jctx_fail(c, "list.remove(x): x not in list"), NULL;
+    }
+    jv_t *x = l->items[idx];
+    memmove(l->items + idx, l->items + idx + 1, ((size_t)l->n - 1 - (size_t)idx) * sizeof *l->items);
+    l->n--;
+    return name[0] == 'p' ? x : jv_none(a);
+}
+
+/* The mutating dict methods (extensions only). */
+static jv_t *dict_mutate(jctx_t *c, jv_t *self, const char *name, jv_t **args, size_t nargs, const char **kwn,
+                         jv_t **kwv, size_t nkw)
+{
+    jarena_t *a = jctx_arena(c);
+    if (!jctx_charge(c, self->u.dict->n + 1))
+        return NULL;
+    if (!strcmp(name, "update")) {
+        if (nargs > 1 || (nargs && args[0]->kind != JV_DICT && args[0]->kind != JV_NS))
+            return jctx_fail(c, "update() takes a mapping"), NULL;
+        for (size_t k = 0; nargs && k < args[0]->u.dict->n; k++)
+            if (!jv_dict_setv(a, self, jv_dict_key(a, args[0], k), args[0]->u.dict->vals[k]))
+                return oom(c);
+        for (size_t k = 0; k < nkw; k++)
+            if (!jv_dict_set(a, self, kwn[k], strlen(kwn[k]), kwv[k]))
+                return oom(c);
+        return jv_none(a);
+    }
+    if (nargs < 1 || nargs > 2 || !jv_is_hashable(args[0]))
+        return jctx_fail(c, "%s() needs a hashable key", name), NULL;
+    jv_t *v = jv_dict_getv(self, args[0]);
+    if (!strcmp(name, "setdefault")) {
+        if (v)
+            return v;
+        v = nargs > 1 ? args[1] : jv_none(a);
+        return jv_dict_setv(a, self, args[0], v) ? v : oom(c);
+    }
+    if (!v) { /* pop of a missing key */
+        if (nargs > 1)
+            return args[1];
+        jbuf_t b = {0};
+        jv_repr(&b, args[0]);
+        jctx_fail(c, "%s", b.buf ? b.buf : "KeyError");
+        free(b.buf);
+        return NULL;
+    }
+    jv_dict_del(self, args[0]);
+    return v;
 }
 
 /* ---- string helpers shared with the filters --------------------------- */
@@ -391,7 +509,8 @@ jv_t *jinja_call_method(jctx_t *c, jv_t *self, const char *name, jv_t **args, si
 {
     jarena_t *a = jctx_arena(c);
     bool split = self->kind == JV_STR && (!strcmp(name, "split") || !strcmp(name, "rsplit"));
-    if (nkw && !split && !(self->kind == JV_STR && !strcmp(name, "format"))) {
+    if (nkw && !split && !(self->kind == JV_STR && !strcmp(name, "format")) &&
+        !(self->kind == JV_DICT && !strcmp(name, "update"))) {
         jctx_fail(c, "%s() takes no keyword arguments", name);
         return NULL;
     }
@@ -408,6 +527,10 @@ jv_t *jinja_call_method(jctx_t *c, jv_t *self, const char *name, jv_t **args, si
             }
         }
     }
+    if (self->kind == JV_LIST && listed(list_methods_ext, name))
+        return list_mutate(c, self, name, args, nargs);
+    if (self->kind == JV_DICT && listed(dict_methods_ext, name) && !listed(dict_methods, name))
+        return dict_mutate(c, self, name, args, nargs, kwn, kwv, nkw);
     if (self->kind == JV_LIST) { /* list.index(x) / list.count(x) */
         if (!arg0) {
             jctx_fail(c, "%s() takes exactly one argument", name);

@@ -35,6 +35,7 @@ struct jctx {
 };
 
 jarena_t *jctx_arena(jctx_t *c) { return c->a; }
+bool jctx_extensions(jctx_t *c) { return c->lim->extensions; }
 size_t jctx_limit(jctx_t *c) { return c->lim->max_output; }
 
 bool jctx_fail(jctx_t *c, const char *fmt, ...)
@@ -149,7 +150,7 @@ jv_t *jctx_getattr(jctx_t *c, jv_t *obj, const char *name, size_t n)
         jctx_fail(c, "%s", undef_msg(obj));
         return NULL;
     case JV_DICT:
-        if (jinja_has_method(obj, name))
+        if (jinja_has_method(c, obj, name))
             return method_value(c, obj, name);
         /* fall through */
     case JV_NS:
@@ -158,7 +159,7 @@ jv_t *jctx_getattr(jctx_t *c, jv_t *obj, const char *name, size_t n)
         break;
     case JV_STR:
     case JV_LIST:
-        if (jinja_has_method(obj, name))
+        if (jinja_has_method(c, obj, name))
             return method_value(c, obj, name);
         break;
     default: break;

@@ -6,6 +6,7 @@
  * ensure_ascii off by default, float repr). */
 #include "chat/template/jinja.h"
 
+#include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,6 +269,28 @@ bool jv_dict_setv(jarena_t *a, jv_t *dv, jv_t *key, jv_t *v)
     bool r = key_text(&b, key, &k, &kn) && dict_put(a, dv, k, kn, key->kind == JV_STR ? NULL : key, v);
     free(b.buf);
     return r;
+}
+
+bool jv_dict_del(jv_t *dv, const jv_t *key)
+{
+    jdict_t *d = dv->u.dict;
+    jbuf_t b = {0};
+    const char *k;
+    size_t kn;
+    bool found = false;
+    if (key_text(&b, key, &k, &kn))
+        for (size_t i = 0; i < d->n && !found; i++)
+            if (d->klens[i] == kn && !memcmp(d->keys[i], k, kn)) {
+                size_t rest = d->n - 1 - i;
+                memmove(d->keys + i, d->keys + i + 1, rest * sizeof *d->keys);
+                memmove(d->klens + i, d->klens + i + 1, rest * sizeof *d->klens);
+                memmove(d->kobj + i, d->kobj + i + 1, rest * sizeof *d->kobj);
+                memmove(d->vals + i, d->vals + i + 1, rest * sizeof *d->vals);
+                d->n--;
+                found = true;
+            }
+    free(b.buf);
+    return found;
 }
 
 jv_t *jv_dict_key(jarena_t *a, const jv_t *dv, size_t i)
@@ -869,4 +892,38 @@ bool jv_to_json(jbuf_t *b, const jv_t *v, const jjson_opts_t *o, char *msg, size
         return false;
     }
     return true;
+}
+
+jv_t *jv_from_json(jarena_t *a, json_object *j, int depth)
+{
+    if (depth > 200)
+        return NULL;
+    switch (json_object_get_type(j)) {
+    case json_type_null: return jv_none(a);
+    case json_type_boolean: return jv_bool(a, json_object_get_boolean(j));
+    case json_type_int: return jv_int(a, json_object_get_int64(j));
+    case json_type_double: return jv_float(a, json_object_get_double(j));
+    case json_type_string: return jv_str(a, json_object_get_string(j), (size_t)json_object_get_string_len(j));
+    case json_type_array: {
+        jv_t *l = jv_list(a);
+        if (!l)
+            return NULL;
+        size_t n = json_object_array_length(j);
+        for (size_t i = 0; i < n; i++)
+            if (!jv_list_push(a, l, jv_from_json(a, json_object_array_get_idx(j, i), depth + 1)))
+                return NULL;
+        return l;
+    }
+    case json_type_object: {
+        jv_t *d = jv_dict(a, JV_DICT);
+        if (!d)
+            return NULL;
+        json_object_object_foreach(j, k, v) {
+            if (!jv_dict_set(a, d, k, strlen(k), jv_from_json(a, v, depth + 1)))
+                return NULL;
+        }
+        return d;
+    }
+    }
+    return NULL;
 }

@@ -97,7 +97,9 @@ static const char *const fim_pad_texts[] = {"<|fim_pad|>", "<fim-pad>", "<PAD>",
 static const char *const fim_rep_texts[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", NULL};
 static const char *const fim_sep_texts[] = {"<|file_sep|>", "<|file_separator|>", NULL};
 static const char *const eog_texts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
-                                        "<|endoftext|>", "<|eom_id|>", "<EOT>", NULL};
+                                        "<|endoftext|>", "<|eom_id|>", "<EOT>",
+                                        "<|return|>", "<|call|>", /* o200k_harmony (gpt-oss) */
+                                        NULL};
 
 /* Finds the lowest id whose text is in list and makes it a control token;
  * *id is left alone if already set. */
@@ -271,6 +273,12 @@ static lf_code_t load_specials(vocab_t *v, const gguf_file_t *f, lf_err_t *err)
             v->toks[i].attr |= VOCAB_ATTR_CONTROL;
         }
     }
+    /* harmony (gpt-oss): a turn ends with <|return|> or <|call|>; <|end|>
+     * only ends one message of the turn (analysis, then final), so it is
+     * not an end of generation there (llama.cpp's rule) */
+    int32_t h_end = find_cstr(v, "<|end|>");
+    if (h_end >= 0 && find_cstr(v, "<|return|>") >= 0 && find_cstr(v, "<|call|>") >= 0 && h_end != v->eos)
+        v->toks[h_end].eog = false;
 
     /* special-token cache: longest text first */
     size_t ns = 0;

@@ -30,6 +30,7 @@ run() {
     ok $? "[$suite] start-up log: $line"
     BASE=$BASE MODEL=scripted FORMAT=$fmt THINK=$think SUITE=$suite run_node "$TOP_SRCDIR/tests/e2e/formats.test.mjs"
     stop_server
+    ok $([ "$LLM_STATUS" = 0 ]; echo $?) "[$suite] SIGTERM: exit 0 (got $LLM_STATUS; sanitizer builds fail here on leaks)"
 }
 
 # FORMAT THINK REASONING-PARSER

@@ -153,6 +153,61 @@ void tc_scan_flush(toolcall_t *tc)
     tc_content(tc, tc->tag, n);
 }
 
+tcsec_res_t tc_section_step(toolcall_t *tc, tcsec_t *sec, unsigned char c, const char *call_open,
+                            const char *section_close, char *held, size_t *n_held)
+{
+    *n_held = 0;
+    if (sec->mk_len == 0 && is_ws(c)) {
+        if (!sec->sec_calls)
+            tc_raw_add(tc, (const char *)&c, 1);
+        return TC_SEC_MORE;
+    }
+    const char *const cands[2] = {call_open, section_close};
+    int r = tc_mk_feed(sec->mk, &sec->mk_len, sizeof sec->mk, c, cands, 2);
+    if (r == -1)
+        return TC_SEC_MORE;
+    if (r == 0) { /* another call: held until its header is known */
+        if (sec->sec_calls)
+            tc->raw.len = 0;
+        tc_raw_add(tc, call_open, strlen(call_open));
+        return TC_SEC_CALL;
+    }
+    sec->in_section = false;
+    if (r == 1) {
+        tc->raw.len = 0;
+        tc->after_call = true;
+        return TC_SEC_CLOSED;
+    }
+    size_t n = sec->mk_len;
+    sec->mk_len = 0;
+    if (!sec->sec_calls) {
+        tc_raw_add(tc, sec->mk, n);
+        tc_raw_release(tc);
+        return TC_SEC_NOT_CALLS;
+    }
+    tc->raw.len = 0;
+    memcpy(held, sec->mk, n);
+    *n_held = n;
+    return TC_SEC_LEFT;
+}
+
+void tc_section_abandon(toolcall_t *tc, tcsec_t *sec)
+{
+    sec->in_section = false;
+    sec->mk_len = 0;
+    tc_raw_release(tc);
+}
+
+void tc_refeed(toolcall_t *tc, const char *s, size_t n)
+{
+    char tmp[256];
+    if (n > sizeof tmp)
+        n = sizeof tmp; /* callers hold at most a marker */
+    memcpy(tmp, s, n);
+    for (size_t i = 0; i < n; i++)
+        tc->fam->step(tc, (unsigned char)tmp[i]);
+}
+
 /* ---- calls ------------------------------------------------------------ */
 
 bool tc_call_start(toolcall_t *tc, const char *name, size_t n, const char *id)

@@ -96,25 +96,28 @@ typedef struct {
 
 /* ---- the other families' state --------------------------------------- */
 
+/* Markers between the parts of a call, and the section around calls
+ * (tc_section_step), for the name + arguments families. */
+typedef struct {
+    char mk[96];      /* bytes of the marker(s) being matched */
+    size_t mk_len;
+    bool in_section;  /* inside section_open ... section_close */
+    int sec_calls;    /* calls made in the current section */
+} tcsec_t;
+
 typedef struct {
     int st;
     buf_t name;       /* the call's header (name, kimi's id) being read */
     tcscan_t scan;    /* the arguments object */
-    char mk[96];      /* bytes of the marker(s) being matched */
-    size_t mk_len;
-    bool in_section;
-    int sec_calls;    /* calls made in the current section */
+    tcsec_t sec;
     bool committed;
 } tctag_t;
 
 typedef struct {
     int st;
     buf_t name, key, value;
-    char mk[64];      /* bytes of the marker(s) being matched */
-    size_t mk_len;
+    tcsec_t sec;
     int nparams;      /* parameters emitted for the open call */
-    bool in_section;
-    int sec_calls;    /* calls made in the current section */
     bool committed;
 } tcxml_t;
 
@@ -233,6 +236,16 @@ static inline bool is_ws(unsigned char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
+/* Trims whitespace around s (n bytes): moves *s, returns the new length. */
+static inline size_t tc_trim(const char **s, size_t n)
+{
+    while (n && is_ws((unsigned char)**s))
+        (*s)++, n--;
+    while (n && is_ws((unsigned char)(*s)[n - 1]))
+        n--;
+    return n;
+}
+
 /* Marker matching with a small held buffer: adds c to mk (len bytes held,
  * cap the buffer size) and checks it against cands (n of them, NULL entries
  * ignored): the index of a complete candidate (bytes cleared), -1 while
@@ -279,6 +292,21 @@ void tc_call_args(toolcall_t *tc, const char *s, size_t n);
 /* Ends the open call; complete when done and its arguments are a valid
  * JSON object. */
 void tc_call_end(toolcall_t *tc, bool done);
+
+/* Between the calls of a section: whitespace, call_open (a call begins:
+ * raw holds its markup), section_close (the section ends, markup dropped).
+ * Anything else ends the section: before any call it was not one (its text
+ * is released as content: NOT_CALLS), after calls it was not closed
+ * (LEFT: *n_held bytes in held, at most sizeof sec->mk, are content to
+ * feed again). */
+typedef enum { TC_SEC_MORE, TC_SEC_CALL, TC_SEC_CLOSED, TC_SEC_NOT_CALLS, TC_SEC_LEFT } tcsec_res_t;
+tcsec_res_t tc_section_step(toolcall_t *tc, tcsec_t *sec, unsigned char c, const char *call_open,
+                            const char *section_close, char *held, size_t *n_held);
+/* Not a call after all: the held text is content, the section is left. */
+void tc_section_abandon(toolcall_t *tc, tcsec_t *sec);
+/* Feeds n bytes (at most 256, copied first) through the family's step
+ * again, after a state change. */
+void tc_refeed(toolcall_t *tc, const char *s, size_t n);
 
 /* Call-object parser of the JSON family (toolcall_obj.c). */
 void tcobj_start(toolcall_t *tc);      /* resets it; state JS_OBJ */

@@ -381,11 +381,7 @@ void tc_param_json(toolcall_t *tc, buf_t *out, const char *fn, const char *key, 
     }
     /* the other types: surrounding whitespace is not part of the value */
     const char *v = raw;
-    size_t vl = n;
-    while (vl && is_ws((unsigned char)*v))
-        v++, vl--;
-    while (vl && is_ws((unsigned char)v[vl - 1]))
-        vl--;
+    size_t vl = tc_trim(&v, n);
     double d;
     if (starts(t, "int") || starts(t, "uint") || starts(t, "long") || starts(t, "short") || starts(t, "unsigned")) {
         if (parse_number(v, vl, &d) && d == floor(d) && fabs(d) < 9e15) {

@@ -40,26 +40,14 @@ static void tagged_step(toolcall_t *tc, unsigned char c);
 
 static int mk_feed(tctag_t *t, unsigned char c, const char *const *cands, int n)
 {
-    return tc_mk_feed(t->mk, &t->mk_len, sizeof t->mk, c, cands, n);
-}
-
-/* Feeds the given bytes back through the machine (after a state change). */
-static void refeed(toolcall_t *tc, const char *s, size_t n)
-{
-    char tmp[sizeof tc->u.tg.mk];
-    memcpy(tmp, s, n);
-    for (size_t i = 0; i < n; i++)
-        tagged_step(tc, (unsigned char)tmp[i]);
+    return tc_mk_feed(t->sec.mk, &t->sec.mk_len, sizeof t->sec.mk, c, cands, n);
 }
 
 /* The text is not a call after all: release it, back to content. */
 static void not_a_call(toolcall_t *tc)
 {
-    tctag_t *t = &tc->u.tg;
-    t->st = T_CONTENT;
-    t->in_section = false;
-    t->mk_len = 0;
-    tc_raw_release(tc);
+    tc->u.tg.st = T_CONTENT;
+    tc_section_abandon(tc, &tc->u.tg.sec);
 }
 
 /* Ends the committed call; the next state depends on the section. */
@@ -68,17 +56,8 @@ static void end_call(toolcall_t *tc, bool done)
     tctag_t *t = &tc->u.tg;
     tc_call_end(tc, done);
     t->committed = false;
-    t->mk_len = 0;
-    t->st = t->in_section ? T_SECTION : T_CONTENT;
-}
-
-static size_t trim(const char **s, size_t n)
-{
-    while (n && is_ws((unsigned char)**s))
-        (*s)++, n--;
-    while (n && is_ws((unsigned char)(*s)[n - 1]))
-        n--;
-    return n;
+    t->sec.mk_len = 0;
+    t->st = t->sec.in_section ? T_SECTION : T_CONTENT;
 }
 
 /* Announces the call named by the header (see toolcall.h per format). */
@@ -86,7 +65,7 @@ static bool commit(toolcall_t *tc)
 {
     tctag_t *t = &tc->u.tg;
     const char *h = t->name.p ? t->name.p : "";
-    size_t n = trim(&h, t->name.len);
+    size_t n = tc_trim(&h, t->name.len);
     const char *name = h, *id = NULL;
     size_t nl = n;
     char idbuf[HEADER_MAX + 1];
@@ -117,53 +96,27 @@ static bool commit(toolcall_t *tc)
     if (!tc_call_start(tc, name, nl, id))
         return false;
     t->committed = true;
-    t->sec_calls++;
+    t->sec.sec_calls++;
     return true;
 }
 
 static void step_section(toolcall_t *tc, unsigned char c)
 {
     tctag_t *t = &tc->u.tg;
-    const toolcall_format_desc_t *d = tc->desc;
-    if (t->mk_len == 0 && is_ws(c)) {
-        if (!t->sec_calls)
-            tc_raw_add(tc, (const char *)&c, 1);
-        return;
-    }
-    const char *const cands[2] = {d->call_open, d->section_close};
-    int r = mk_feed(t, c, cands, 2);
-    if (r == -1)
-        return;
-    if (r == 0) { /* another call: held until its header is known */
-        if (t->sec_calls)
-            tc->raw.len = 0;
-        tc_raw_add(tc, d->call_open, strlen(d->call_open));
+    char held[sizeof t->sec.mk];
+    size_t n;
+    switch (tc_section_step(tc, &t->sec, c, tc->desc->call_open, tc->desc->section_close, held, &n)) {
+    case TC_SEC_CALL:
         t->name.len = 0;
         t->st = T_HEADER;
         return;
-    }
-    if (r == 1) { /* the section ends: markup */
-        tc->raw.len = 0;
-        tc->after_call = true;
-        t->in_section = false;
+    case TC_SEC_MORE:
+        return;
+    default:
         t->st = T_CONTENT;
+        tc_refeed(tc, held, n);
         return;
     }
-    /* neither: before any call the section was not one; after calls it
-     * simply was not closed, and these bytes are content */
-    char held[sizeof t->mk];
-    size_t n = t->mk_len;
-    memcpy(held, t->mk, n);
-    t->mk_len = 0;
-    if (!t->sec_calls) {
-        tc_raw_add(tc, held, n);
-        not_a_call(tc);
-        return;
-    }
-    tc->raw.len = 0;
-    t->in_section = false;
-    t->st = T_CONTENT;
-    refeed(tc, held, n);
 }
 
 /* After a part of the call, an optional marker (fence, call_close):
@@ -172,22 +125,22 @@ static void step_section(toolcall_t *tc, unsigned char c)
 static bool optional_marker(toolcall_t *tc, unsigned char c, const char *marker, tstate_t next, bool end)
 {
     tctag_t *t = &tc->u.tg;
-    if (t->mk_len == 0 && is_ws(c))
+    if (t->sec.mk_len == 0 && is_ws(c))
         return true;
     const char *const cands[1] = {marker};
     int r = mk_feed(t, c, cands, 1);
     if (r == -1)
         return true;
-    char held[sizeof t->mk];
-    size_t n = r == -2 ? t->mk_len : 0;
-    memcpy(held, t->mk, n);
-    t->mk_len = 0;
+    char held[sizeof t->sec.mk];
+    size_t n = r == -2 ? t->sec.mk_len : 0;
+    memcpy(held, t->sec.mk, n);
+    t->sec.mk_len = 0;
     if (end)
         end_call(tc, true);
     else
         t->st = next;
     if (n)
-        refeed(tc, held, n);
+        tc_refeed(tc, held, n);
     return true;
 }
 
@@ -206,14 +159,14 @@ static void tagged_step(toolcall_t *tc, unsigned char c)
         tc->raw.len = 0;
         tc_raw_add(tc, tc->tag, tc->tag_len);
         tc->tag_len = 0;
-        t->mk_len = 0;
+        t->sec.mk_len = 0;
         if (list[m] == d->section_open) {
-            t->in_section = true;
-            t->sec_calls = 0;
+            t->sec.in_section = true;
+            t->sec.sec_calls = 0;
             t->st = T_SECTION;
         } else {
-            t->in_section = false;
-            t->sec_calls = 0;
+            t->sec.in_section = false;
+            t->sec.sec_calls = 0;
             t->name.len = 0;
             t->st = T_HEADER;
         }
@@ -232,7 +185,7 @@ static void tagged_step(toolcall_t *tc, unsigned char c)
                 not_a_call(tc);
                 return;
             }
-            t->mk_len = 0;
+            t->sec.mk_len = 0;
             t->st = d->args_open ? T_ARGS_OPEN : T_ARGS;
             tcscan_init(&t->scan);
         } else if (t->name.len > HEADER_MAX) {
@@ -246,7 +199,7 @@ static void tagged_step(toolcall_t *tc, unsigned char c)
     case T_ARGS: {
         if (t->scan.st == TCSCAN_VALUE && t->scan.depth == 0 && !is_ws(c) && c != '{') {
             end_call(tc, false); /* arguments must be an object */
-            t->in_section = false;
+            t->sec.in_section = false;
             t->st = T_CONTENT;
             tagged_step(tc, c);
             return;
@@ -254,7 +207,7 @@ static void tagged_step(toolcall_t *tc, unsigned char c)
         tcscan_res_t r = tcscan_byte(&t->scan, c);
         if (r == TCSCAN_R_ERR || r == TCSCAN_R_END_BEFORE) {
             end_call(tc, false);
-            t->in_section = false;
+            t->sec.in_section = false;
             t->st = T_CONTENT;
             tagged_step(tc, c);
             return;
@@ -262,7 +215,7 @@ static void tagged_step(toolcall_t *tc, unsigned char c)
         if (r != TCSCAN_R_WS)
             tc_call_args(tc, (const char *)&c, 1);
         if (r == TCSCAN_R_END) {
-            t->mk_len = 0;
+            t->sec.mk_len = 0;
             t->st = d->args_close ? T_ARGS_CLOSE : T_CALL_CLOSE;
         }
         return;
@@ -291,10 +244,10 @@ static void tagged_finish(toolcall_t *tc)
     if (t->committed) {
         tc_call_end(tc, t->st == T_ARGS_CLOSE || t->st == T_CALL_CLOSE);
         t->committed = false;
-    } else if (t->st == T_SECTION && t->sec_calls) {
+    } else if (t->st == T_SECTION && t->sec.sec_calls) {
         tc->raw.len = 0; /* an unterminated section after its calls: markup */
     }
-    t->mk_len = 0;
+    t->sec.mk_len = 0;
     t->st = T_CONTENT;
 }
 

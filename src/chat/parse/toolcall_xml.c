@@ -66,30 +66,16 @@ static const char *loose(const char *m, char *buf, size_t cap)
 
 static void xml_step(toolcall_t *tc, unsigned char c);
 
-static void refeed(toolcall_t *tc, const char *s, size_t n)
-{
-    char tmp[sizeof tc->u.xm.mk];
-    memcpy(tmp, s, n);
-    for (size_t i = 0; i < n; i++)
-        xml_step(tc, (unsigned char)tmp[i]);
-}
-
 static void not_a_call(toolcall_t *tc)
 {
-    tcxml_t *x = &tc->u.xm;
-    x->st = X_CONTENT;
-    x->in_section = false;
-    x->mk_len = 0;
-    tc_raw_release(tc);
+    tc->u.xm.st = X_CONTENT;
+    tc_section_abandon(tc, &tc->u.xm.sec);
 }
 
 /* Strips whitespace and one pair of quotes. */
 static size_t clean(const char **s, size_t n)
 {
-    while (n && is_ws((unsigned char)**s))
-        (*s)++, n--;
-    while (n && is_ws((unsigned char)(*s)[n - 1]))
-        n--;
+    n = tc_trim(s, n);
     if (n && (**s == '"' || **s == '\''))
         (*s)++, n--;
     if (n && ((*s)[n - 1] == '"' || (*s)[n - 1] == '\''))
@@ -113,7 +99,7 @@ static bool commit(toolcall_t *tc)
     x->name.p[n] = '\0';
     x->committed = true;
     x->nparams = 0;
-    x->sec_calls++;
+    x->sec.sec_calls++;
     return true;
 }
 
@@ -124,8 +110,8 @@ static void end_call(toolcall_t *tc, bool done)
     tc_call_args(tc, x->nparams ? "}" : "{}", x->nparams ? 1 : 2);
     tc_call_end(tc, done);
     x->committed = false;
-    x->mk_len = 0;
-    x->st = x->in_section ? X_SECTION : X_CONTENT;
+    x->sec.mk_len = 0;
+    x->st = x->sec.in_section ? X_SECTION : X_CONTENT;
 }
 
 /* A complete parameter: typed and streamed. */
@@ -157,45 +143,21 @@ static bool ends_with(const buf_t *b, const char *m, size_t *ml)
 static void step_section(toolcall_t *tc, unsigned char c)
 {
     tcxml_t *x = &tc->u.xm;
-    const toolcall_format_desc_t *d = tc->desc;
-    if (x->mk_len == 0 && is_ws(c)) {
-        if (!x->sec_calls)
-            tc_raw_add(tc, (const char *)&c, 1);
-        return;
-    }
-    char lb[64];
-    const char *const cands[2] = {loose(d->call_open, lb, sizeof lb), d->section_close};
-    int r = tc_mk_feed(x->mk, &x->mk_len, sizeof x->mk, c, cands, 2);
-    if (r == -1)
-        return;
-    if (r == 0) {
-        if (x->sec_calls)
-            tc->raw.len = 0;
-        tc_raw_add(tc, cands[0], strlen(cands[0]));
+    char lb[64], held[sizeof x->sec.mk];
+    size_t n;
+    switch (tc_section_step(tc, &x->sec, c, loose(tc->desc->call_open, lb, sizeof lb), tc->desc->section_close, held,
+                            &n)) {
+    case TC_SEC_CALL:
         x->name.len = 0;
         x->st = X_NAME;
         return;
-    }
-    if (r == 1) {
-        tc->raw.len = 0;
-        tc->after_call = true;
-        x->in_section = false;
+    case TC_SEC_MORE:
+        return;
+    default:
         x->st = X_CONTENT;
+        tc_refeed(tc, held, n);
         return;
     }
-    char held[sizeof x->mk];
-    size_t n = x->mk_len;
-    memcpy(held, x->mk, n);
-    x->mk_len = 0;
-    if (!x->sec_calls) {
-        tc_raw_add(tc, held, n);
-        not_a_call(tc);
-        return;
-    }
-    tc->raw.len = 0;
-    x->in_section = false;
-    x->st = X_CONTENT;
-    refeed(tc, held, n);
 }
 
 static bool has_word(const buf_t *b)
@@ -236,7 +198,7 @@ static void step_name(toolcall_t *tc, unsigned char c)
         not_a_call(tc);
         return;
     }
-    x->mk_len = 0;
+    x->sec.mk_len = 0;
     x->st = X_PARAMS;
     if (refeed_lt)
         xml_step(tc, '<');
@@ -258,11 +220,11 @@ static void xml_step(toolcall_t *tc, unsigned char c)
         tc->raw.len = 0;
         tc_raw_add(tc, tc->tag, tc->tag_len);
         tc->tag_len = 0;
-        x->mk_len = 0;
-        x->sec_calls = 0;
-        x->in_section = d->section_open && m == 0;
+        x->sec.mk_len = 0;
+        x->sec.sec_calls = 0;
+        x->sec.in_section = d->section_open && m == 0;
         x->name.len = 0;
-        x->st = x->in_section ? X_SECTION : X_NAME;
+        x->st = x->sec.in_section ? X_SECTION : X_NAME;
         return;
     }
     case X_SECTION:
@@ -272,10 +234,10 @@ static void xml_step(toolcall_t *tc, unsigned char c)
         step_name(tc, c);
         return;
     case X_PARAMS: {
-        if (x->mk_len == 0 && is_ws(c))
+        if (x->sec.mk_len == 0 && is_ws(c))
             return;
         const char *const cands[2] = {loose(d->key_open, lb, sizeof lb), d->call_close};
-        int r = tc_mk_feed(x->mk, &x->mk_len, sizeof x->mk, c, cands, 2);
+        int r = tc_mk_feed(x->sec.mk, &x->sec.mk_len, sizeof x->sec.mk, c, cands, 2);
         if (r == -1)
             return;
         if (r == 0) {
@@ -288,13 +250,13 @@ static void xml_step(toolcall_t *tc, unsigned char c)
             return;
         }
         /* neither: the markup broke; the call ends, these bytes are content */
-        char held[sizeof x->mk];
-        size_t n = x->mk_len;
-        memcpy(held, x->mk, n);
+        char held[sizeof x->sec.mk];
+        size_t n = x->sec.mk_len;
+        memcpy(held, x->sec.mk, n);
         end_call(tc, false);
-        x->in_section = false;
+        x->sec.in_section = false;
         x->st = X_CONTENT;
-        refeed(tc, held, n);
+        tc_refeed(tc, held, n);
         return;
     }
     case X_KEY: {
@@ -308,25 +270,25 @@ static void xml_step(toolcall_t *tc, unsigned char c)
             x->st = d->value_open ? X_VOPEN : X_VALUE;
         } else if (x->key.len > NAME_MAX_LEN) { /* not a parameter name */
             end_call(tc, false);
-            x->in_section = false;
+            x->sec.in_section = false;
             x->st = X_CONTENT;
             tc_content(tc, x->key.p, x->key.len);
         }
         return;
     }
     case X_VOPEN: {
-        if (x->mk_len == 0 && is_ws(c))
+        if (x->sec.mk_len == 0 && is_ws(c))
             return;
         const char *const cands[1] = {d->value_open};
-        int r = tc_mk_feed(x->mk, &x->mk_len, sizeof x->mk, c, cands, 1);
+        int r = tc_mk_feed(x->sec.mk, &x->sec.mk_len, sizeof x->sec.mk, c, cands, 1);
         if (r == -1)
             return;
         x->st = X_VALUE;
         if (r == -2) { /* no value_open: the bytes are the value */
-            char held[sizeof x->mk];
-            size_t n = x->mk_len;
-            memcpy(held, x->mk, n);
-            x->mk_len = 0;
+            char held[sizeof x->sec.mk];
+            size_t n = x->sec.mk_len;
+            memcpy(held, x->sec.mk, n);
+            x->sec.mk_len = 0;
             buf_add(tc, &x->value, held, n);
         }
         return;
@@ -351,10 +313,10 @@ static void xml_finish(toolcall_t *tc)
         if (x->st == X_VALUE)
             emit_param(tc); /* an unterminated last value, as it is */
         end_call(tc, false);
-    } else if (x->st == X_SECTION && x->sec_calls) {
+    } else if (x->st == X_SECTION && x->sec.sec_calls) {
         tc->raw.len = 0; /* an unterminated section after its calls: markup */
     }
-    x->mk_len = 0;
+    x->sec.mk_len = 0;
     x->st = X_CONTENT;
 }
 

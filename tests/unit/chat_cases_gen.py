@@ -168,6 +168,14 @@ CASES = [
     "{% set d = {'a': 1} %}{{ d[3] is defined }}{{ d[none] is defined }}",
     "{{ {[1]: 2} }}",
     "{{ {'a': 1}[[1]] }}",
+    # the rarer str methods
+    "{{ 'Hello'.removeprefix('He') }} {{ 'Hello'.removeprefix('x') }} {{ 'a.txt'.removesuffix('.txt') }} {{ 'ab'.removesuffix('') }}",
+    "{{ 'a-b-c'.rfind('-') }} {{ 'héllo'.index('l') }} {{ 'abcabc'.rindex('b') }} {{ 'x'.rfind('y') }}",
+    "{{ 'key=value=x'.partition('=') }} {{ 'k=v=x'.rpartition('=') }} {{ 'abc'.partition('z') }} {{ 'abc'.rpartition('z') }}",
+    "{{ 'ab1'.isalnum() }}{{ 'a b'.isalnum() }}{{ 'ABC'.isupper() }}{{ 'AbC'.isupper() }}{{ 'abc1'.islower() }}{{ '12'.isnumeric() }}{{ '1.2'.isdecimal() }}{{ ''.islower() }}",
+    "[{{ '42'.zfill(5) }}][{{ '-42'.zfill(5) }}][{{ 'ab'.ljust(5, '*') }}][{{ 'ab'.rjust(5) }}][{{ 'ab'.center(5, '-') }}][{{ 'abc'.center(6) }}][{{ 'x'.ljust(0) }}][{{ 'ÄB'.casefold() }}]",
+    "{{ 'abc'.index('z') }}",
+    "{{ 'abc'.partition('') }}",
     # errors (Jinja2 raises)
     "{{ raise_exception('boom') }}",
     "{% if true %}{{ raise_exception('nested ' ~ 1) }}{% endif %}",

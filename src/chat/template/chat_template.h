@@ -22,8 +22,10 @@
  * namespace attributes), macros (defaults, keyword arguments, closures,
  * call blocks with caller()), filter blocks, {% generation %}; all Python
  * operators incl. chained comparisons, `%` string formatting, slicing;
- * the filters and tests chat templates use (see jinja_filters.c), str and
- * dict methods (jinja_builtins.c). Values behave like Python's (str()/repr(),
+ * the filters and tests chat templates use (see jinja_filters.c), str
+ * methods (strip, split, replace, find, partition, removeprefix, zfill,
+ * ...) and dict / list methods (jinja_builtins.c); dict keys of any
+ * hashable type (Python's 1 == 1.0 == True). Values behave like Python's (str()/repr(),
  * == across numbers, dict views, generators from map/select are lazy and
  * refused by tojson/length). Not supported: include/extends/import, recursive
  * loops, dict/list mutation (the sandbox forbids it), the filters groupby/

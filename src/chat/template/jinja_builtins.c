@@ -110,7 +110,9 @@ jv_t *jinja_call_func(jctx_t *c, int func, jv_t **args, size_t nargs, const char
 
 static const char *const str_methods[] = {
     "strip", "lstrip", "rstrip", "split", "startswith", "endswith", "replace", "upper", "lower", "title",
-    "capitalize", "format", "join", "find", "count", "splitlines", "isdigit", "isalpha", "isspace", "rsplit", NULL};
+    "capitalize", "format", "join", "find", "count", "splitlines", "isdigit", "isalpha", "isspace", "rsplit",
+    "removeprefix", "removesuffix", "rfind", "index", "rindex", "partition", "rpartition", "isalnum", "isupper",
+    "islower", "isnumeric", "isdecimal", "zfill", "ljust", "rjust", "center", "casefold", NULL};
 static const char *const dict_methods[] = {"items", "keys", "values", "get", NULL};
 static const char *const list_methods[] = {"index", "count", NULL}; /* the non-mutating ones */
 /* with extensions (llama.cpp's engine allows them; transformers' sandbox
@@ -504,6 +506,117 @@ static jv_t *str_format(jctx_t *c, jv_t *s, jv_t **args, size_t nargs, const cha
     return r ? r : oom(c);
 }
 
+/* The rarer str methods: removeprefix / removesuffix, rfind / index /
+ * rindex, partition / rpartition, the is* tests, padding. Indexes are in
+ * code points, as Python's. */
+static jv_t *str_more(jctx_t *c, jv_t *self, const char *name, jv_t *arg0, jv_t *arg1)
+{
+    jarena_t *a = jctx_arena(c);
+    const char *s = self->u.str.s;
+    size_t n = self->u.str.n;
+    if (!strcmp(name, "casefold"))
+        return jinja_str_case(c, self, 0);
+    if (!strncmp(name, "remove", 6) || !strcmp(name, "rfind") || !strcmp(name, "index") || !strcmp(name, "rindex") ||
+        strstr(name, "partition")) {
+        if (!arg0 || arg0->kind != JV_STR) {
+            jctx_fail(c, "%s() argument must be str", name);
+            return NULL;
+        }
+        const char *t = arg0->u.str.s;
+        size_t tn = arg0->u.str.n;
+        if (!strcmp(name, "removeprefix"))
+            return tn <= n && !memcmp(s, t, tn) ? jv_str(a, s + tn, n - tn) : self;
+        if (!strcmp(name, "removesuffix"))
+            return tn && tn <= n && !memcmp(s + n - tn, t, tn) ? jv_str(a, s, n - tn) : self;
+        bool last = name[0] == 'r';
+        size_t at = (size_t)-1;
+        for (size_t i = 0; i + tn <= n; i++)
+            if (!memcmp(s + i, t, tn)) {
+                at = i;
+                if (!last)
+                    break;
+            }
+        if (strstr(name, "partition")) {
+            if (tn == 0) {
+                jctx_fail(c, "empty separator");
+                return NULL;
+            }
+            jv_t *l = jv_list(a);
+            if (!l)
+                return oom(c);
+            l->is_tuple = true;
+            bool found = at != (size_t)-1; /* not found: (s, '', '') or, rpartition, ('', '', s) */
+            size_t cut = found ? at : last ? 0 : n;
+            jv_t *p0 = jv_str(a, s, cut), *p1 = jv_str(a, found ? t : "", found ? tn : 0);
+            jv_t *p2 = found ? jv_str(a, s + at + tn, n - at - tn) : jv_str(a, last ? s : "", last ? n : 0);
+            if (!jv_list_push(a, l, p0) || !jv_list_push(a, l, p1) || !jv_list_push(a, l, p2))
+                return oom(c);
+            return l;
+        }
+        if (at == (size_t)-1 && strcmp(name, "rfind")) { /* index / rindex */
+            jctx_fail(c, "substring not found");
+            return NULL;
+        }
+        return jv_int(a, at == (size_t)-1 ? -1 : (int64_t)jutf8_len(s, at));
+    }
+    if (!strncmp(name, "is", 2)) {
+        bool r = n > 0, cased = false;
+        for (size_t i = 0; i < n; i++) {
+            unsigned char ch = (unsigned char)s[i];
+            bool up = ch >= 'A' && ch <= 'Z', low = ch >= 'a' && ch <= 'z', dig = ch >= '0' && ch <= '9';
+            cased = cased || up || low;
+            if (!strcmp(name, "isalnum")) r = r && (up || low || dig || ch >= 0x80);
+            else if (!strcmp(name, "isupper")) r = r && !low;
+            else if (!strcmp(name, "islower")) r = r && !up;
+            else r = r && dig; /* isnumeric / isdecimal (ASCII digits) */
+        }
+        if (!strcmp(name, "isupper") || !strcmp(name, "islower"))
+            r = r && cased;
+        return jv_bool(a, r);
+    }
+    /* zfill / ljust / rjust / center: width in code points */
+    int64_t w;
+    if (!arg0 || !to_int(arg0, &w)) {
+        jctx_fail(c, "%s() needs an integer width", name);
+        return NULL;
+    }
+    size_t len = jutf8_len(s, n), fl = 1;
+    const char *fill = " ";
+    if (arg1) {
+        if (arg1->kind != JV_STR || jutf8_len(arg1->u.str.s, arg1->u.str.n) != 1) {
+            jctx_fail(c, "The fill character must be exactly one character long");
+            return NULL;
+        }
+        fill = arg1->u.str.s;
+        fl = arg1->u.str.n;
+    }
+    if (w <= (int64_t)len)
+        return self;
+    if (w > (int64_t)jctx_limit(c)) {
+        jctx_fail(c, "output too large");
+        return NULL;
+    }
+    size_t pad = (size_t)w - len, left = 0;
+    if (!strcmp(name, "rjust") || !strcmp(name, "zfill"))
+        left = pad;
+    else if (!strcmp(name, "center"))
+        left = pad / 2 + (pad & (size_t)w & 1); /* Python's centring */
+    bool sign = !strcmp(name, "zfill") && n && (s[0] == '+' || s[0] == '-');
+    if (!strcmp(name, "zfill"))
+        fill = "0", fl = 1;
+    jbuf_t b = {0};
+    if (sign)
+        jbuf_put(&b, s, 1);
+    for (size_t i = 0; i < left; i++)
+        jbuf_put(&b, fill, fl);
+    jbuf_put(&b, s + sign, n - sign);
+    for (size_t i = left; i < pad; i++)
+        jbuf_put(&b, fill, fl);
+    jv_t *r = b.overflow ? NULL : jv_str(a, b.buf ? b.buf : "", b.len);
+    free(b.buf);
+    return r ? r : oom(c);
+}
+
 jv_t *jinja_call_method(jctx_t *c, jv_t *self, const char *name, jv_t **args, size_t nargs, const char **kwn,
                         jv_t **kwv, size_t nkw)
 {
@@ -713,6 +826,5 @@ jv_t *jinja_call_method(jctx_t *c, jv_t *self, const char *name, jv_t **args, si
         }
         return jv_bool(a, r);
     }
-    jctx_fail(c, "'%s' object has no method '%s'", jv_type_name(self), name);
-    return NULL;
+    return str_more(c, self, name, arg0, arg1);
 }

@@ -55,9 +55,15 @@ static const char usage[] =
     "Chat:\n"
     "      --chat-template FILE   Jinja chat template instead of the model's (default: the model's;\n"
     "                             ChatML with a warning when it has none) [LLM_CHAT_TEMPLATE]\n"
-    "      --reasoning-parser P   deepseek_r1, qwen3 or none (default: detected from the template)\n"
-    "                             [LLM_REASONING_PARSER]\n"
-    "      --tool-call-parser P   hermes, llama3_json, mistral or none (default: detected from the\n"
+    "      --reasoning-parser P   qwen3, deepseek_r1, deepseek_v3, gpt-oss, mistral, granite, glm45,\n"
+    "                             kimi_k2, minimax_m2, seed_oss, generic or none (default: detected\n"
+    "                             from the template) [LLM_REASONING_PARSER]\n"
+    "      --reasoning-start S, --reasoning-end S\n"
+    "                             the markers of the generic reasoning parser (implies it)\n"
+    "                             [LLM_REASONING_START, LLM_REASONING_END]\n"
+    "      --tool-call-parser P   hermes, llama3_json, mistral, qwen3_coder, gpt-oss, deepseek_v3,\n"
+    "                             deepseek_v31, kimi_k2, glm45, granite, pythonic, minimax_m2,\n"
+    "                             seed_oss, phi4_mini_json or none (default: detected from the\n"
     "                             template) [LLM_TOOL_CALL_PARSER]\n"
     "  -h, --help                 this help\n"
     "\n"
@@ -136,12 +142,27 @@ static int read_key_file(srv_config_t *c, const char *path)
     return 0;
 }
 
-/* --reasoning-parser / --tool-call-parser names (a usage error, exit 2). */
+/* --reasoning-parser / --tool-call-parser names, the generic parser's
+ * markers (a usage error, exit 2). */
 static int serve_check_parsers(const srv_config_t *c)
 {
     lf_err_t err = {0};
-    reasoning_mode_t rm;
+    reasoning_mode_t rm = REASONING_MODE_NONE;
     toolcall_format_t tf;
+    bool markers = (c->reasoning_start && *c->reasoning_start) || (c->reasoning_end && *c->reasoning_end);
+    if (c->reasoning_parser && *c->reasoning_parser &&
+        reasoning_mode_from_name(c->reasoning_parser, &rm, &err) == LF_OK &&
+        (rm == REASONING_MODE_GENERIC || markers)) {
+        reasoning_config_t rc = {REASONING_MODE_GENERIC, false, c->reasoning_start, c->reasoning_end};
+        reasoning_t *probe = rm == REASONING_MODE_GENERIC ? reasoning_create_cfg(&rc, &err) : NULL;
+        reasoning_free(probe);
+        if (rm != REASONING_MODE_GENERIC)
+            lf_err_set(&err, LF_ERR_INVALID, "--reasoning-start / --reasoning-end need --reasoning-parser generic");
+        if (rm != REASONING_MODE_GENERIC || !probe) {
+            fprintf(stderr, "llm-fcgi serve: %s\n", err.msg);
+            return -1;
+        }
+    }
     if ((c->reasoning_parser && *c->reasoning_parser &&
          reasoning_mode_from_name(c->reasoning_parser, &rm, &err) != LF_OK) ||
         (c->tool_call_parser && *c->tool_call_parser &&
@@ -154,7 +175,7 @@ static int serve_check_parsers(const srv_config_t *c)
 
 enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, O_HTTP, O_QUEUE, O_BODY,
        O_BATCH, O_DRAIN, O_PING, O_LOGP, O_TEMP, O_TOPP, O_TOPK, O_MINP, O_REP, O_MAXN, O_MINDIE, O_LMIFIN, O_KVMB,
-       O_TMPL, O_RPARSE, O_TPARSE };
+       O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND };
 
 /* A float in [lo, hi]; -1 when bad. */
 static int parse_float(const char *s, double lo, double hi, float *out)
@@ -201,6 +222,8 @@ int cmd_serve(int argc, char **argv)
         c.lmi_finish_reasons = true;
     c.reasoning_parser = getenv("LLM_REASONING_PARSER");
     c.tool_call_parser = getenv("LLM_TOOL_CALL_PARSER");
+    c.reasoning_start = getenv("LLM_REASONING_START");
+    c.reasoning_end = getenv("LLM_REASONING_END");
 
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},       {"socket", required_argument, 0, O_SOCKET},
@@ -218,6 +241,7 @@ int cmd_serve(int argc, char **argv)
         {"mindie-extras", no_argument, 0, O_MINDIE}, {"lmi-finish-reasons", no_argument, 0, O_LMIFIN},
         {"chat-template", required_argument, 0, O_TMPL}, {"reasoning-parser", required_argument, 0, O_RPARSE},
         {"tool-call-parser", required_argument, 0, O_TPARSE},
+        {"reasoning-start", required_argument, 0, O_RSTART}, {"reasoning-end", required_argument, 0, O_REND},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     int o;
     optind = 1;
@@ -260,6 +284,8 @@ int cmd_serve(int argc, char **argv)
         case O_TMPL: c.chat_template_file = optarg; break;
         case O_RPARSE: c.reasoning_parser = optarg; break;
         case O_TPARSE: c.tool_call_parser = optarg; break;
+        case O_RSTART: c.reasoning_start = optarg; break;
+        case O_REND: c.reasoning_end = optarg; break;
         case 'h': fputs(usage, stdout); rc = 0; goto out;
         default: fputs(usage, stderr); goto out;
         }
@@ -268,6 +294,9 @@ int cmd_serve(int argc, char **argv)
             goto out;
         }
     }
+    if ((!c.reasoning_parser || !*c.reasoning_parser) &&
+        ((c.reasoning_start && *c.reasoning_start) || (c.reasoning_end && *c.reasoning_end)))
+        c.reasoning_parser = "generic"; /* the markers imply the generic parser */
     if (serve_check_parsers(&c) < 0)
         goto out;
     if (optind < argc) {

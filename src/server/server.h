@@ -51,6 +51,8 @@ typedef struct {
     const char *chat_template_file;   /* --chat-template (NULL: the model's) */
     const char *reasoning_parser;     /* --reasoning-parser (NULL: detect) */
     const char *tool_call_parser;     /* --tool-call-parser (NULL: detect) */
+    const char *reasoning_start;      /* --reasoning-start / -end: the generic */
+    const char *reasoning_end;        /* reasoning parser's markers (or NULL) */
 } srv_config_t;
 
 typedef struct {

@@ -39,5 +39,21 @@ echo 'not json' | "$bin" chat-template --template "$tmp/t.jinja" > /dev/null 2>&
 "$bin" chat-template < /dev/null > /dev/null 2>&1
 [ $? -eq 2 ]; check "no template source is a usage error" $?
 
+# the OpenAI wire form of an earlier call: arguments as a JSON string, content null
+call='{"messages":[{"role":"user","content":"Weather?"},{"role":"assistant","content":null,"tool_calls":[{"id":"call0Ab12","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]},{"role":"tool","tool_call_id":"call0Ab12","content":"sunny"}]}'
+echo "$call" | "$bin" chat-template --template "$golden/templates/Qwen3-Coder.jinja" > /dev/null 2> "$tmp/err"
+[ $? -eq 1 ]; check "strict: Qwen3-Coder fails on string arguments, as transformers does" $?
+echo "$call" | "$bin" chat-template --server --template "$golden/templates/Qwen3-Coder.jinja" > "$tmp/out" 2> "$tmp/err"
+[ $? -eq 0 ] && grep -q 'arguments as objects' "$tmp/err" && grep -q '<parameter=city>' "$tmp/out" &&
+    grep -q 'Paris' "$tmp/out"; check "--server: the string arguments rendered as the template needs" $?
+echo "$call" | "$bin" chat-template --server --template "$golden/templates/deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja" \
+    > "$tmp/out" 2> "$tmp/err"
+[ $? -eq 0 ] && grep -q 'arguments as JSON strings' "$tmp/err" && grep -q '{"city": "Paris"}' "$tmp/out"
+check "--server: DeepSeek-R1 gets the JSON string" $?
+echo "$call" | "$bin" chat-template --template "$golden/templates/Kimi-K2-Instruct.jinja" > /dev/null 2> "$tmp/err"
+[ $? -eq 1 ] && grep -q append "$tmp/err"; check "strict: Kimi K2's list.append fails, as in transformers" $?
+echo "$call" | "$bin" chat-template --server --template "$golden/templates/Kimi-K2-Instruct.jinja" > "$tmp/out" 2>/dev/null
+[ $? -eq 0 ] && grep -q 'tool_calls_section_begin' "$tmp/out"; check "--server: Kimi K2 renders (list.append allowed)" $?
+
 echo "1..$n"
 exit $fail

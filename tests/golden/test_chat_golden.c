@@ -1,7 +1,10 @@
 /* test_chat_golden.c - renders every record of templates-rendered.jsonl (17
- * real chat templates x 7 conversations, produced by Jinja2 set up like
- * transformers) and checks the text byte for byte. Records with an error
- * must fail; for raise_exception the message must match exactly. */
+ * real chat templates x 7 conversations) and templates-rendered-2026.jsonl
+ * (53 newer templates x 8 conversations + thinking / effort switches), both
+ * produced by Jinja2 set up like transformers, and checks the text byte for
+ * byte. Records with an error must fail (transformers' sandbox fails there
+ * too, including list.append and the missing from_json filter); for
+ * raise_exception the message must match exactly. */
 #include "chat/template/chat_template.h"
 #include "tap.h"
 
@@ -28,14 +31,13 @@ static void first_diff(const char *a, const char *b)
     tap_diag("  want: %.80s", b + from);
 }
 
-int main(void)
+static int run_file(const char *dir, const char *file)
 {
-    const char *dir = tap_env_dir("LLM_GOLDEN_DIR", "../shared/golden");
     char path[1024];
-    snprintf(path, sizeof path, "%s/templates-rendered.jsonl", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, file);
     FILE *f = fopen(path, "r");
     if (!tap_ok(f != NULL, "open %s", path))
-        return tap_done();
+        return 0;
     char *line = NULL;
     size_t cap = 0;
     int n = 0;
@@ -100,6 +102,15 @@ int main(void)
     }
     free(line);
     fclose(f);
-    tap_ok(n == 119, "golden file has 119 records (%d)", n);
+    return n;
+}
+
+int main(void)
+{
+    const char *dir = tap_env_dir("LLM_GOLDEN_DIR", "../shared/golden");
+    int n = run_file(dir, "templates-rendered.jsonl");
+    tap_ok(n == 119, "templates-rendered.jsonl has 119 records (%d)", n);
+    n = run_file(dir, "templates-rendered-2026.jsonl");
+    tap_ok(n == 453, "templates-rendered-2026.jsonl has 453 records (%d)", n);
     return tap_done();
 }

@@ -161,6 +161,21 @@ CASES = [
     "{{ '{a}-{b}-{0}'.format('z', a=1, b='x') }} {{ [1, 2, 1].count(1) }} {{ ['a', 'b'].index('b') }} {{ ('a', 'b').index('a') }}",
     "{{ ['a'].index('zz') }}",
     "{{ 'a'.upper(x=1) }}",
+    # dict keys of any hashable type (Python's hash equality: 1 == 1.0 == True)
+    "{% set d = {1: 'a', 2.5: 'b', none: 'c', true: 'd', (1, 'x'): 'e'} %}{{ d }} {{ d[1] }}{{ d[1.0] }}{{ d[2.5] }}{{ d[none] }}{{ d[(1, 'x')] }} {{ d|length }}",
+    "{% set d = {16: 'x', 4: 'y', 1024: 'z'} %}{% for k, v in d|dictsort %}{{ k }}={{ v }};{% endfor %}{{ 4 in d }}{{ 5 in d }}{{ d.get(16) }}{{ d.get(3, '-') }}{{ d.keys()|list }}",
+    "{{ {1: 'a', 'b': none, false: 2}|tojson }} {{ {0: 1, 0.0: 2} }} {{ dict({3: 4}, k=1) }}",
+    "{% set d = {'a': 1} %}{{ d[3] is defined }}{{ d[none] is defined }}",
+    "{{ {[1]: 2} }}",
+    "{{ {'a': 1}[[1]] }}",
+    # the rarer str methods
+    "{{ 'Hello'.removeprefix('He') }} {{ 'Hello'.removeprefix('x') }} {{ 'a.txt'.removesuffix('.txt') }} {{ 'ab'.removesuffix('') }}",
+    "{{ 'a-b-c'.rfind('-') }} {{ 'héllo'.index('l') }} {{ 'abcabc'.rindex('b') }} {{ 'x'.rfind('y') }}",
+    "{{ 'key=value=x'.partition('=') }} {{ 'k=v=x'.rpartition('=') }} {{ 'abc'.partition('z') }} {{ 'abc'.rpartition('z') }}",
+    "{{ 'ab1'.isalnum() }}{{ 'a b'.isalnum() }}{{ 'ABC'.isupper() }}{{ 'AbC'.isupper() }}{{ 'abc1'.islower() }}{{ '12'.isnumeric() }}{{ '1.2'.isdecimal() }}{{ ''.islower() }}",
+    "[{{ '42'.zfill(5) }}][{{ '-42'.zfill(5) }}][{{ 'ab'.ljust(5, '*') }}][{{ 'ab'.rjust(5) }}][{{ 'ab'.center(5, '-') }}][{{ 'abc'.center(6) }}][{{ 'x'.ljust(0) }}][{{ 'ÄB'.casefold() }}]",
+    "{{ 'abc'.index('z') }}",
+    "{{ 'abc'.partition('') }}",
     # errors (Jinja2 raises)
     "{{ raise_exception('boom') }}",
     "{% if true %}{{ raise_exception('nested ' ~ 1) }}{% endif %}",

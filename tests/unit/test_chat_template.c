@@ -153,9 +153,57 @@ static void run_api(void)
     json_object_put(req);
 }
 
+/* llama.cpp's extensions to the sandbox (opts.extensions): mutation
+ * methods and from_json; refused without them, as transformers does. */
+static void run_extensions(void)
+{
+    static const struct {
+        const char *src, *want;
+    } t[] = {
+        {"{% set l = [1] %}{% set _ = l.append(2) %}{{ l }}", "[1, 2]"},
+        {"{% set ns = namespace(q=[]) %}{% set _ = ns.q.append('a') %}{% set _ = ns.q.append('b') %}{{ ns.q|join }}",
+         "ab"},
+        {"{% set l = [1, 2, 3] %}{{ l.pop() }}{{ l.pop(0) }}{{ l }}", "31[2]"},
+        {"{% set l = [1, 3] %}{% set _ = l.insert(1, 2) %}{% set _ = l.insert(-9, 0) %}{{ l }}", "[0, 1, 2, 3]"},
+        {"{% set l = [1, 2, 1] %}{% set _ = l.remove(1) %}{% set _ = l.extend([5, 6]) %}{{ l }}", "[2, 1, 5, 6]"},
+        {"{% set l = [1] %}{% set _ = l.clear() %}{{ l }}{{ l|length }}", "[]0"},
+        {"{% set d = {'a': 1} %}{% set _ = d.update({'b': 2}, c=3) %}{{ d }}{{ d.pop('a') }}{{ d }}",
+         "{'a': 1, 'b': 2, 'c': 3}1{'b': 2, 'c': 3}"},
+        {"{% set d = {} %}{{ d.setdefault('k', 5) }}{{ d.setdefault('k', 6) }}{{ d.pop('x', 'none') }}", "55none"},
+        {"{% set o = '{\"a\": [1, 2.5, null], \"b\": {\"c\": \"x\"}}' | from_json %}{{ o.a[1] }}{{ o.b.c }}"
+         "{{ o.a[2] is none }}",
+         "2.5xTrue"},
+    };
+    chat_render_opts_t ext = {.extensions = true}, strict = {0};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        char *o = NULL;
+        lf_err_t err = {0};
+        lf_code_t rc = chat_template_render_string(t[i].src, NULL, &ext, &o, &err);
+        if (!tap_ok(rc == LF_OK && !strcmp(o, t[i].want), "extension %zu: %s", i, t[i].want))
+            tap_diag("got [%s] %s", o ? o : "", err.msg);
+        free(o);
+        o = NULL;
+        tap_ok(chat_template_render_string(t[i].src, NULL, &strict, &o, &err) == LF_ERR_INVALID && !o,
+               "extension %zu refused without extensions (%s)", i, err.msg);
+    }
+    char *o = NULL;
+    lf_err_t err = {0};
+    tap_ok(chat_template_render_string("{{ (1, 2).append(3) }}", NULL, &ext, &o, &err) == LF_ERR_INVALID,
+           "tuples stay immutable");
+    tap_ok(chat_template_render_string("{{ [].pop() }}", NULL, &ext, &o, &err) == LF_ERR_INVALID &&
+               strstr(err.msg, "empty"), "pop from an empty list fails (%s)", err.msg);
+    tap_ok(chat_template_render_string("{{ 'x' | from_json }}", NULL, &ext, &o, &err) == LF_ERR_INVALID,
+           "from_json of bad JSON fails");
+    ext.max_steps = 100000;
+    tap_ok(chat_template_render_string("{% set l = [0] %}{% for i in range(100000) %}{% set _ = l.extend(l) %}"
+                                       "{% endfor %}", NULL, &ext, &o, &err) == LF_ERR_INVALID && !o,
+           "runaway list growth hits the limits (%s)", err.msg);
+}
+
 int main(void)
 {
     run_cases();
     run_api();
+    run_extensions();
     return tap_done();
 }

@@ -30,6 +30,15 @@ static const char *const frags[] = {
     "-2.5", "true", "null", " ", "\n", "x", "hello", "\xc3\xa9", "\xf0\x9f\x98\x80",
     "{\"name\": \"f\", \"arguments\": {", "{\"name\":\"g\",\"parameters\":{\"a\":", "}}",
     "\"</tool_call>\"", "\"]\"", "\"a b\"", "[ARGS]", "fn",
+    /* the newer formats' markup */
+    "<function=", "<parameter=", "</parameter>", "</function>", "<arg_key>", "</arg_key>", "<arg_value>",
+    "</arg_value>", "<invoke name=\"", "\">", "</invoke>", "<minimax:tool_call>", "<seed:tool_call>",
+    "<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>",
+    "functions.f:0", "<\xef\xbd\x9ctool\xe2\x96\x81" "call\xe2\x96\x81" "begin\xef\xbd\x9c>",
+    "<\xef\xbd\x9ctool\xe2\x96\x81" "sep\xef\xbd\x9c>", "```json\n", "\n```", "functools[", "<|tool_call|>",
+    "<|channel|>", "<|message|>", "<|start|>", "<|end|>", "<|call|>", "analysis", "final",
+    "commentary to=functions.f", "[THINK]", "[/THINK]", "<seed:think>", "</seed:think>", "Here is my response:",
+    "(", ")", "=", "'", "True", "None", "[f(", "a=1", "<|python_start|>",
 };
 #define NFRAGS (sizeof frags / sizeof frags[0])
 
@@ -65,6 +74,86 @@ static const char *const values[] = {
 };
 #define NVALUES (sizeof values / sizeof values[0])
 
+static const char *const pyvalues[] = {
+    "1", "'Paris'", "\"a ) ] \\\" x\"", "[1, {'b': None}]", "{}", "True", "(1, 2.5)", "-0.5e2",
+};
+#define NPYVALUES (sizeof pyvalues / sizeof pyvalues[0])
+
+static void add_opt(char *buf, size_t *len, size_t cap, const char *s)
+{
+    if (s)
+        add(buf, len, cap, s);
+}
+
+/* One to three calls of a format that is not a JSON-object one, written
+ * from its description (toolcall_format_desc_t). */
+static void desc_calls(toolcall_format_t fmt, char *buf, size_t *len, size_t cap, int ncalls)
+{
+    const toolcall_format_desc_t *d = toolcall_format_desc(fmt);
+    if (rnd(3) == 0 && !d->whole_message)
+        add(buf, len, cap, "Sure. ");
+    add_opt(buf, len, cap, d->layout == TOOLCALL_LAYOUT_PYTHONIC ? "[" : d->section_open);
+    for (int c = 0; c < ncalls; c++) {
+        const char *name = rnd(2) ? "fn" : "get_weather";
+        int nargs = (int)rnd(4);
+        char kv[64];
+        switch (d->layout) {
+        case TOOLCALL_LAYOUT_PYTHONIC:
+            if (c)
+                add(buf, len, cap, ", ");
+            add(buf, len, cap, name);
+            add(buf, len, cap, "(");
+            for (int a = 0; a < nargs; a++) {
+                snprintf(kv, sizeof kv, "%sk%d=", a ? ", " : "", a);
+                add(buf, len, cap, kv);
+                add(buf, len, cap, pyvalues[rnd(NPYVALUES)]);
+            }
+            add(buf, len, cap, ")");
+            break;
+        case TOOLCALL_LAYOUT_NAME_PARAMS:
+            add(buf, len, cap, d->call_open);
+            add(buf, len, cap, name);
+            add(buf, len, cap, d->name_close ? d->name_close : "\n");
+            for (int a = 0; a < nargs; a++) {
+                add(buf, len, cap, d->key_open);
+                snprintf(kv, sizeof kv, "k%d", a);
+                add(buf, len, cap, kv);
+                add(buf, len, cap, d->key_close);
+                add_opt(buf, len, cap, d->value_open);
+                add(buf, len, cap, rnd(2) ? values[rnd(NVALUES)] : pyvalues[rnd(NPYVALUES)]);
+                add(buf, len, cap, d->value_close);
+                add(buf, len, cap, rnd(2) ? "\n" : "");
+            }
+            add(buf, len, cap, d->call_close);
+            break;
+        default: /* NAME_JSON, HARMONY */
+            add_opt(buf, len, cap, d->call_open);
+            if (d->layout == TOOLCALL_LAYOUT_HARMONY || fmt == TOOLCALL_FORMAT_DEEPSEEK_V3 ||
+                fmt == TOOLCALL_FORMAT_KIMI_K2)
+                add(buf, len, cap, d->name_prefix);
+            add(buf, len, cap, name);
+            if (fmt == TOOLCALL_FORMAT_KIMI_K2)
+                add(buf, len, cap, ":0");
+            add(buf, len, cap, d->name_close);
+            add_opt(buf, len, cap, d->args_open);
+            add(buf, len, cap, "{");
+            for (int a = 0; a < nargs; a++) {
+                snprintf(kv, sizeof kv, "%s\"k%d\": ", a ? ", " : "", a);
+                add(buf, len, cap, kv);
+                add(buf, len, cap, values[rnd(NVALUES)]);
+            }
+            add(buf, len, cap, "}");
+            add_opt(buf, len, cap, d->args_close);
+            add_opt(buf, len, cap, d->call_close);
+            add_opt(buf, len, cap, d->call_sep);
+            break;
+        }
+    }
+    add_opt(buf, len, cap, d->layout == TOOLCALL_LAYOUT_PYTHONIC ? "]" : d->section_close);
+    if (rnd(3) == 0 && d->layout != TOOLCALL_LAYOUT_PYTHONIC)
+        add(buf, len, cap, " Done.");
+}
+
 /* A text shaped like one to three calls of the format, with content around
  * them, then maybe damaged (a fragment inserted, a range deleted, or cut). */
 static size_t call_text(toolcall_format_t fmt, char *buf, size_t cap)
@@ -72,6 +161,15 @@ static size_t call_text(toolcall_format_t fmt, char *buf, size_t cap)
     size_t len = 0;
     buf[0] = '\0';
     int ncalls = 1 + (int)rnd(3);
+    const toolcall_format_desc_t *d = toolcall_format_desc(fmt);
+    if (d && d->layout != TOOLCALL_LAYOUT_JSON_OBJECT && fmt != TOOLCALL_FORMAT_MISTRAL) {
+        desc_calls(fmt, buf, &len, cap, ncalls);
+        goto damage;
+    }
+    if (fmt == TOOLCALL_FORMAT_GRANITE)
+        add(buf, &len, cap, rnd(2) ? "<|tool_call|>[" : "[");
+    if (fmt == TOOLCALL_FORMAT_PHI4_MINI_JSON)
+        add(buf, &len, cap, "functools[");
     if (fmt == TOOLCALL_FORMAT_MISTRAL && rnd(3) == 0) { /* v11: name[ARGS]{...} */
         for (int c = 0; c < ncalls; c++) {
             add(buf, &len, cap, c ? "[TOOL_CALLS]fn_2[ARGS]" : "[TOOL_CALLS]get.x[ARGS]");
@@ -83,15 +181,17 @@ static size_t call_text(toolcall_format_t fmt, char *buf, size_t cap)
         }
         goto damage;
     }
-    if (rnd(3) == 0 && fmt != TOOLCALL_FORMAT_LLAMA3_JSON)
+    if (rnd(3) == 0 && fmt != TOOLCALL_FORMAT_LLAMA3_JSON && fmt != TOOLCALL_FORMAT_GRANITE)
         add(buf, &len, cap, "Sure. ");
     if (fmt == TOOLCALL_FORMAT_MISTRAL)
         add(buf, &len, cap, "[TOOL_CALLS][");
     if (fmt == TOOLCALL_FORMAT_LLAMA3_JSON && rnd(2))
         add(buf, &len, cap, "<|python_tag|>");
     for (int c = 0; c < ncalls; c++) {
+        bool list = fmt == TOOLCALL_FORMAT_MISTRAL || fmt == TOOLCALL_FORMAT_GRANITE ||
+                    fmt == TOOLCALL_FORMAT_PHI4_MINI_JSON;
         if (c > 0)
-            add(buf, &len, cap, fmt == TOOLCALL_FORMAT_MISTRAL ? ", " : rnd(2) ? "\n" : "; ");
+            add(buf, &len, cap, list ? ", " : rnd(2) ? "\n" : "; ");
         if (fmt == TOOLCALL_FORMAT_HERMES)
             add(buf, &len, cap, "<tool_call>\n");
         add(buf, &len, cap, rnd(2) ? "{\"name\": \"fn\", " : "{\"name\":\"g\",");
@@ -107,7 +207,7 @@ static size_t call_text(toolcall_format_t fmt, char *buf, size_t cap)
         if (fmt == TOOLCALL_FORMAT_HERMES)
             add(buf, &len, cap, "\n</tool_call>");
     }
-    if (fmt == TOOLCALL_FORMAT_MISTRAL)
+    if (fmt == TOOLCALL_FORMAT_MISTRAL || fmt == TOOLCALL_FORMAT_GRANITE || fmt == TOOLCALL_FORMAT_PHI4_MINI_JSON)
         add(buf, &len, cap, "]");
     if (rnd(3) == 0 && fmt != TOOLCALL_FORMAT_LLAMA3_JSON)
         add(buf, &len, cap, " Done.");
@@ -202,9 +302,11 @@ static bool summarize(toolcall_t *p, const rebuild_t *r, char *out, size_t cap)
     return ok;
 }
 
+static json_object *tools;
+
 static bool run_tc(toolcall_format_t fmt, const char *text, size_t n, int mode, char *sum, size_t cap)
 {
-    toolcall_config_t cfg = {fmt, NULL, NULL, 99};
+    toolcall_config_t cfg = {fmt, NULL, NULL, 99, tools};
     toolcall_t *p = toolcall_create(&cfg, NULL);
     rebuild_t *r = calloc(1, sizeof *r);
     r->ok = true;
@@ -249,7 +351,8 @@ static void test_toolcall(toolcall_format_t fmt, int iters)
 static bool run_rs(reasoning_mode_t mode, bool inside, const char *text, size_t n, int how,
                    char *sum, size_t cap)
 {
-    reasoning_t *rp = reasoning_create(mode, inside, NULL);
+    reasoning_config_t cfg = {mode, inside, "<r>", "</r>"};
+    reasoning_t *rp = reasoning_create_cfg(&cfg, NULL);
     char r[2048] = "", c[2048] = "";
     size_t rl = 0, cl = 0, i = 0;
     reasoning_out_t o;
@@ -262,7 +365,7 @@ static bool run_rs(reasoning_mode_t mode, bool inside, const char *text, size_t 
             reasoning_push(rp, text + i, step, &o, NULL);
             i += step;
         } else {
-            reasoning_finish(rp, &o);
+            reasoning_finish(rp, &o, NULL);
             fin = true;
         }
         for (int k = 0; k < o.n; k++) {
@@ -279,8 +382,11 @@ static bool run_rs(reasoning_mode_t mode, bool inside, const char *text, size_t 
     }
     reasoning_free(rp);
     snprintf(sum, cap, "R[%s] C[%s]", r, c);
-    /* the tags never leak into the reasoning */
-    return ok && !strstr(r, "</think>");
+    /* the close markers never leak into the reasoning */
+    const reasoning_format_t *f = reasoning_format(mode);
+    for (const char *const *m = f ? f->close : NULL; m && *m; m++)
+        ok = ok && !strstr(r, *m);
+    return ok;
 }
 
 static void test_reasoning(reasoning_mode_t mode, bool inside, int iters)
@@ -307,7 +413,15 @@ int main(void)
     test_toolcall(TOOLCALL_FORMAT_LLAMA3_JSON, 3000);
     test_toolcall(TOOLCALL_FORMAT_MISTRAL, 3000);
     test_toolcall(TOOLCALL_FORMAT_NONE, 300);
-    test_reasoning(REASONING_MODE_QWEN3, false, 2000);
-    test_reasoning(REASONING_MODE_DEEPSEEK_R1, true, 2000);
+    tools = json_tokener_parse("[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\":"
+                               " {\"type\": \"object\", \"properties\": {\"k0\": {\"type\": \"string\"},"
+                               " \"k1\": {\"type\": \"integer\"}, \"k2\": {\"type\": \"object\"}}}}}]");
+    for (int f = TOOLCALL_FORMAT_GRANITE; f < TOOLCALL_FORMAT_COUNT; f++)
+        test_toolcall((toolcall_format_t)f, 1500);
+    json_object_put(tools);
+    for (int m = REASONING_MODE_DEEPSEEK_R1; m < REASONING_MODE_COUNT; m++) {
+        test_reasoning((reasoning_mode_t)m, false, 800);
+        test_reasoning((reasoning_mode_t)m, true, 800);
+    }
     return tap_done();
 }

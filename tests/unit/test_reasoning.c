@@ -1,13 +1,15 @@
-/* test_reasoning.c - the <think> splitter gives the same reasoning and
- * content whatever the split of the text: token by token (as listed in the
- * table), at every 2-way split, byte by byte; tags never leak. */
+/* test_reasoning.c - every reasoning format (<think> variants, [THINK],
+ * <seed:think>, Granite's phrases, harmony channels, generic markers) gives
+ * the same reasoning and content whatever the split of the text: token by
+ * token (as listed in the table), at every 2-way split, byte by byte;
+ * markup never leaks. */
 #include "chat/parse/reasoning.h"
 #include "tap.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define MAXP 16
+#define MAXP 24
 
 typedef struct {
     const char *name;
@@ -17,49 +19,111 @@ typedef struct {
     const char *reasoning;    /* expected, NULL = none */
     const char *content;      /* expected, NULL = none */
     int reasoning_tokens;     /* expected count when fed token by token */
+    const char *gopen, *gclose; /* GENERIC: the markers */
 } rcase_t;
+
+#define HARMONY_CALL_TEXT "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json" \
+                          "<|message|>{\"city\":\"Paris\"}<|call|>"
 
 static const rcase_t cases[] = {
     {"r1 explicit open and close", REASONING_MODE_DEEPSEEK_R1, false,
      {"<think>", "\nOkay", ", let", " me", "</think>", "\n\nAnswer", "."},
-     "\nOkay, let me", "\n\nAnswer.", 5},
+     "\nOkay, let me", "\n\nAnswer.", 5, NULL, NULL},
     {"r1 implicit open (prompt opened <think>)", REASONING_MODE_DEEPSEEK_R1, true,
-     {"\n", "Okay", ".", "</think>", "\n\n", "Yes"}, "\nOkay.", "\n\nYes", 4},
+     {"\n", "Okay", ".", "</think>", "\n\n", "Yes"}, "\nOkay.", "\n\nYes", 4, NULL, NULL},
     {"r1 implicit open with redundant <think>", REASONING_MODE_DEEPSEEK_R1, true,
-     {"<think>", "hm", "</think>", "ok"}, "hm", "ok", 3},
+     {"<think>", "hm", "</think>", "ok"}, "hm", "ok", 3, NULL, NULL},
     {"tags split across tokens", REASONING_MODE_QWEN3, false,
-     {"<th", "ink>a", "b</", "thi", "nk", ">c"}, "ab", "c", 5},
+     {"<th", "ink>a", "b</", "thi", "nk", ">c"}, "ab", "c", 5, NULL, NULL},
     {"tag merged with text in one token", REASONING_MODE_QWEN3, false,
-     {"pre<think>x</think>post"}, "x", "prepost", 1},
+     {"pre<think>x</think>post"}, "x", "prepost", 1, NULL, NULL},
     {"qwen3 no tags at all", REASONING_MODE_QWEN3, false,
-     {"Hello", " world", "\n"}, NULL, "Hello world\n", 0},
+     {"Hello", " world", "\n"}, NULL, "Hello world\n", 0, NULL, NULL},
     {"qwen3 thinking disabled by prompt: no tags", REASONING_MODE_QWEN3, false,
-     {"Just", " answer"}, NULL, "Just answer", 0},
+     {"Just", " answer"}, NULL, "Just answer", 0, NULL, NULL},
     {"unterminated reasoning (length)", REASONING_MODE_DEEPSEEK_R1, true,
-     {"thinking", " more", "</th"}, "thinking more</th", NULL, 3},
+     {"thinking", " more", "</th"}, "thinking more</th", NULL, 3, NULL, NULL},
     {"unicode inside reasoning", REASONING_MODE_QWEN3, false,
      {"<think>", "caf\xc3\xa9 ", "\xe2\x9c\x93 \xf0\x9f\x98\x80", "</think>", "\xe6\x97\xa5"},
-     "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80", "\xe6\x97\xa5", 4},
+     "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80", "\xe6\x97\xa5", 4, NULL, NULL},
     {"lookalike tags stay text", REASONING_MODE_QWEN3, false,
      {"<thin", "g> <", "think", ">a < /think> <", "/thinker", "</think>b"},
-     "a < /think> </thinker", "<thing> b", 3},
+     "a < /think> </thinker", "<thing> b", 3, NULL, NULL},
     {"second block is content verbatim", REASONING_MODE_QWEN3, false,
-     {"<think>a</think>", "b<think>c</think>"}, "a", "b<think>c</think>", 1},
-    {"empty reasoning", REASONING_MODE_QWEN3, false, {"<think>", "</think>", "x"}, NULL, "x", 2},
+     {"<think>a</think>", "b<think>c</think>"}, "a", "b<think>c</think>", 1, NULL, NULL},
+    {"empty reasoning", REASONING_MODE_QWEN3, false, {"<think>", "</think>", "x"}, NULL, "x", 2, NULL, NULL},
     {"partial open tag at end is content", REASONING_MODE_QWEN3, false,
-     {"a", "<thi"}, NULL, "a<thi", 0},
+     {"a", "<thi"}, NULL, "a<thi", 0, NULL, NULL},
     {"mode none keeps tags", REASONING_MODE_NONE, false,
-     {"<think>", "x", "</think>"}, NULL, "<think>x</think>", 0},
+     {"<think>", "x", "</think>"}, NULL, "<think>x</think>", 0, NULL, NULL},
     {"stray close tag in content (not inside)", REASONING_MODE_QWEN3, false,
-     {"a", "</think>", "b<think>"}, NULL, "ab<think>", 0},
+     {"a", "</think>", "b<think>"}, NULL, "ab<think>", 0, NULL, NULL},
     {"inside start: close right away", REASONING_MODE_DEEPSEEK_R1, true,
-     {"</think>", "x"}, NULL, "x", 1},
+     {"</think>", "x"}, NULL, "x", 1, NULL, NULL},
     {"inside start: '<' then close", REASONING_MODE_DEEPSEEK_R1, true,
-     {"<", "/think>", "x"}, "", "x", 2},
+     {"<", "/think>", "x"}, "", "x", 2, NULL, NULL},
+    /* deepseek_v3: the thinking switch decides from the prompt */
+    {"deepseek_v3 thinking on", REASONING_MODE_DEEPSEEK_V3, true, {"hm", "</think>", "ok"}, "hm", "ok", 2, NULL, NULL},
+    {"deepseek_v3 thinking off: tags are content", REASONING_MODE_DEEPSEEK_V3, false,
+     {"<think>", "x", "</think>", "y"}, NULL, "<think>x</think>y", 0, NULL, NULL},
+    /* glm45, seed_oss, mistral: the model opens the block itself */
+    {"glm45", REASONING_MODE_GLM45, false, {"\n<think>", "Let me see.", "</think>", "Done."},
+     "Let me see.", "\nDone.", 3, NULL, NULL},
+    {"seed_oss split markers", REASONING_MODE_SEED_OSS, false,
+     {"<seed:", "think>", "a<seed:cot_budget_reflect>1</seed:cot_budget_reflect>", "</seed:th", "ink>", "b"},
+     "a<seed:cot_budget_reflect>1</seed:cot_budget_reflect>", "b", 4, NULL, NULL},
+    {"seed_oss ignores <think>", REASONING_MODE_SEED_OSS, false, {"<think>x</think>"}, NULL, "<think>x</think>", 0, NULL, NULL},
+    {"mistral [THINK]", REASONING_MODE_MISTRAL, false, {"[THINK]", "Two", " steps", "[/THINK]", "Answer"},
+     "Two steps", "Answer", 4, NULL, NULL},
+    {"mistral split [/THINK]", REASONING_MODE_MISTRAL, false, {"[THI", "NK]a[/", "THI", "NK]b"}, "a", "b", 3, NULL, NULL},
+    /* kimi_k2 and minimax_m2 start inside (R1-like) */
+    {"kimi_k2 redundant <think>", REASONING_MODE_KIMI_K2, true, {"<think>", "plan", "</think>", "text"},
+     "plan", "text", 3, NULL, NULL},
+    {"kimi_k2 tool section ends the reasoning and stays content", REASONING_MODE_KIMI_K2, true,
+     {"<think>", "call it", "<|tool_calls_section_begin|>", "<|tool_call_begin|>"}, "call it",
+     "<|tool_calls_section_begin|><|tool_call_begin|>", 3, NULL, NULL},
+    {"minimax_m2 no open marker", REASONING_MODE_MINIMAX_M2, true, {"The user", " wants", "</think>", "\n\nHi"},
+     "The user wants", "\n\nHi", 3, NULL, NULL},
+    /* granite: phrases, not tags */
+    {"granite phrases", REASONING_MODE_GRANITE, false,
+     {"Here is my thought", " process:", " think", " hard ", "Here is my", " response:", " 42"},
+     " think hard ", " 42", 5, NULL, NULL},
+    {"granite Here's variant", REASONING_MODE_GRANITE, false,
+     {"Here's my thought process:", "x", "Here's my response:", "y"}, "x", "y", 3, NULL, NULL},
+    {"granite <think> and <response> dropped", REASONING_MODE_GRANITE, false,
+     {"<think>", "t", "</think>", "<response>", "Hello", "</response>"}, "t", "Hello", 3, NULL, NULL},
+    {"granite lookalike phrase stays content", REASONING_MODE_GRANITE, false,
+     {"Here is my answer: no thinking."}, NULL, "Here is my answer: no thinking.", 0, NULL, NULL},
+    /* generic: configured markers */
+    {"generic markers", REASONING_MODE_GENERIC, false, {"<|begin_of_thought|>", "deep", "<|end_of", "_thought|>", "x"},
+     "deep", "x", 4, "<|begin_of_thought|>", "<|end_of_thought|>"},
+    {"generic starting inside", REASONING_MODE_GENERIC, true, {"a", "[/R]", "b"}, "a", "b", 2, "[R]", "[/R]"},
+    /* gpt-oss: harmony channels */
+    {"harmony analysis then final", REASONING_MODE_GPT_OSS, false,
+     {"<|channel|>", "analysis", "<|message|>", "Need", " facts.", "<|end|>", "<|start|>", "assistant", "<|channel|>",
+      "final", "<|message|>", "It", " is", " 4.", "<|return|>"},
+     "Need facts.", "It is 4.", 4, NULL, NULL},
+    {"harmony tool call goes to the content verbatim", REASONING_MODE_GPT_OSS, false,
+     {"<|channel|>", "analysis", "<|message|>", "Weather.", "<|end|>", "<|start|>", "assistant", "<|channel|>",
+      "commentary to=functions.get_weather", " ", "<|constrain|>", "json", "<|message|>", "{\"city\":",
+      "\"Paris\"}", "<|call|>"},
+     "Weather.", HARMONY_CALL_TEXT, 3, NULL, NULL},
+    {"harmony commentary preamble is content", REASONING_MODE_GPT_OSS, false,
+     {"<|channel|>commentary<|message|>", "Checking.", "<|end|>"}, NULL, "Checking.", 0, NULL, NULL},
+    {"harmony built-in tool is reasoning", REASONING_MODE_GPT_OSS, false,
+     {"<|channel|>analysis to=browser.search<|message|>", "{\"q\": 1}", "<|call|>"}, "{\"q\": 1}", NULL, 3, NULL, NULL},
+    {"harmony missing terminator before the next header", REASONING_MODE_GPT_OSS, false,
+     {"<|channel|>analysis<|message|>", "a", "<|start|>assistant<|channel|>final<|message|>", "b"}, "a", "b", 3, NULL, NULL},
+    {"harmony plain text without markup", REASONING_MODE_GPT_OSS, false, {"Just", " text <|x|>"}, NULL,
+     "Just text <|x|>", 0, NULL, NULL},
+    {"harmony unterminated analysis", REASONING_MODE_GPT_OSS, false, {"<|channel|>analysis<|message|>", "th", "<|e"},
+     "th<|e", NULL, 3, NULL, NULL},
+    {"harmony header cut by the end", REASONING_MODE_GPT_OSS, false, {"<|channel|>anal"}, NULL,
+     "<|channel|>anal", 0, NULL, NULL},
 };
 
 typedef struct {
-    char r[1024], c[1024];
+    char r[2048], c[2048];
     size_t rl, cl;
     bool r_seen, c_seen;
     bool ok; /* structural checks: no empty segment, no overflow */
@@ -73,7 +137,7 @@ static void acc_add(acc_t *a, const reasoning_out_t *o)
             a->ok = false;
         char *dst = s->kind == REASONING_SEG_REASONING ? a->r : a->c;
         size_t *dl = s->kind == REASONING_SEG_REASONING ? &a->rl : &a->cl;
-        if (*dl + s->len >= 1024) {
+        if (*dl + s->len >= 2048) {
             a->ok = false;
             continue;
         }
@@ -99,7 +163,8 @@ static bool run_cuts(const rcase_t *tc, const char *text, const size_t *cuts, in
 {
     memset(a, 0, sizeof *a);
     a->ok = true;
-    reasoning_t *rp = reasoning_create(tc->mode, tc->inside, NULL);
+    reasoning_config_t cfg = {tc->mode, tc->inside, tc->gopen, tc->gclose};
+    reasoning_t *rp = reasoning_create_cfg(&cfg, NULL);
     if (!rp)
         return false;
     size_t prev = 0, n = strlen(text);
@@ -111,7 +176,7 @@ static bool run_cuts(const rcase_t *tc, const char *text, const size_t *cuts, in
         acc_add(a, &o);
         prev = end;
     }
-    reasoning_finish(rp, &o);
+    reasoning_finish(rp, &o, NULL);
     acc_add(a, &o);
     reasoning_free(rp);
     return a->ok;
@@ -128,7 +193,7 @@ static bool check(const rcase_t *tc, const acc_t *a)
 
 static void run_case(const rcase_t *tc)
 {
-    char text[1024] = "";
+    char text[2048] = "";
     size_t cuts[MAXP];
     int ncuts = 0;
     for (int i = 0; tc->pieces[i]; i++) {
@@ -144,7 +209,8 @@ static void run_case(const rcase_t *tc)
     {
         memset(&a, 0, sizeof a);
         a.ok = true;
-        reasoning_t *rp = reasoning_create(tc->mode, tc->inside, NULL);
+        reasoning_config_t cfg = {tc->mode, tc->inside, tc->gopen, tc->gclose};
+        reasoning_t *rp = reasoning_create_cfg(&cfg, NULL);
         reasoning_out_t o;
         int rt = 0;
         for (int i = 0; tc->pieces[i]; i++) {
@@ -152,7 +218,7 @@ static void run_case(const rcase_t *tc)
             acc_add(&a, &o);
             rt += o.token_in_reasoning;
         }
-        reasoning_finish(rp, &o);
+        reasoning_finish(rp, &o, NULL);
         acc_add(&a, &o);
         reasoning_free(rp);
         ok = check(tc, &a);
@@ -184,7 +250,8 @@ static void run_case(const rcase_t *tc)
 
     /* whole text at once through the convenience function */
     char *r = NULL, *c = NULL;
-    lf_code_t rc = reasoning_split(tc->mode, tc->inside, text, n, &r, &c, NULL);
+    reasoning_config_t cfg = {tc->mode, tc->inside, tc->gopen, tc->gclose};
+    lf_code_t rc = reasoning_split_cfg(&cfg, text, n, &r, &c, NULL);
     bool sok = rc == LF_OK && (tc->reasoning && *tc->reasoning ? r && !strcmp(r, tc->reasoning) : !r) &&
                (tc->content ? c && !strcmp(c, tc->content) : !c);
     tap_ok(sok, "%s: reasoning_split", tc->name);
@@ -204,6 +271,15 @@ static void test_detect(void)
         {"{{'<\xef\xbd\x9c" "Assistant\xef\xbd\x9c><think>\\n'}}", REASONING_MODE_DEEPSEEK_R1},
         {"<|im_start|>assistant\n<think>\n", REASONING_MODE_QWEN3},
         {"{{ content.split('</think>')[-1] }}", REASONING_MODE_DEEPSEEK_R1},
+        {"<|start|>assistant<|channel|>final<|message|>", REASONING_MODE_GPT_OSS},
+        {"{{ '[THINK]' + t + '[/THINK]' }}", REASONING_MODE_MISTRAL},
+        {"<seed:think>{{ r }}</seed:think>", REASONING_MODE_SEED_OSS},
+        {"<|start_of_role|>system Here is my thought process: ...", REASONING_MODE_GRANITE},
+        {"]~b]ai\n<think>\n<minimax:tool_call>", REASONING_MODE_MINIMAX_M2},
+        {"<think></think><|tool_calls_section_begin|>", REASONING_MODE_KIMI_K2},
+        {"[gMASK]<sop><|assistant|><think>", REASONING_MODE_GLM45},
+        {"{% if thinking %}<\xef\xbd\x9c" "Assistant\xef\xbd\x9c><think>{% else %}</think>{% endif %}",
+         REASONING_MODE_DEEPSEEK_V3},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         tap_ok(reasoning_mode_detect(t[i].tmpl, strlen(t[i].tmpl)) == t[i].want, "detect template %zu", i);
@@ -223,6 +299,14 @@ static void test_starts_inside(void)
         {REASONING_MODE_DEEPSEEK_R1, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>", true},
         {REASONING_MODE_DEEPSEEK_R1, "<think>\n\n</think>\n", false},
         {REASONING_MODE_NONE, "<think>\n", false},
+        {REASONING_MODE_DEEPSEEK_V3, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c><think>", true},
+        {REASONING_MODE_DEEPSEEK_V3, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c></think>", false},
+        {REASONING_MODE_MINIMAX_M2, "]~b]ai\n<think>\n", true},
+        {REASONING_MODE_KIMI_K2, "<|im_assistant|>assistant<|im_middle|>", true},
+        {REASONING_MODE_SEED_OSS, "<seed:bos>assistant\n", false},
+        {REASONING_MODE_SEED_OSS, "<seed:bos>assistant\n<seed:think>", true},
+        {REASONING_MODE_MISTRAL, "[/INST][THINK]", true},
+        {REASONING_MODE_GPT_OSS, "<|start|>assistant", false},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         tap_ok(reasoning_starts_inside(t[i].mode, t[i].prompt, strlen(t[i].prompt)) == t[i].want,
@@ -239,8 +323,32 @@ static void test_names(void)
     tap_ok(reasoning_mode_from_name("r2", &m, &e) == LF_ERR_INVALID && strstr(e.msg, "deepseek_r1"),
            "unknown name rejected with the list");
     tap_ok(!strcmp(reasoning_mode_name(REASONING_MODE_NONE), "none"), "mode name none");
-    tap_ok(reasoning_create((reasoning_mode_t)7, false, &e) == NULL && e.code == LF_ERR_INVALID,
+    tap_ok(reasoning_create((reasoning_mode_t)77, false, &e) == NULL && e.code == LF_ERR_INVALID,
            "bad mode rejected");
+    tap_ok(reasoning_create(REASONING_MODE_GENERIC, false, &e) == NULL && e.code == LF_ERR_INVALID,
+           "generic without markers rejected");
+    static const char *const names[] = {"none", "deepseek_r1", "qwen3", "deepseek_v3", "gpt-oss", "mistral", "granite",
+                                        "glm45", "kimi_k2", "minimax_m2", "seed_oss", "generic"};
+    bool all = true;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        all &= reasoning_mode_from_name(names[i], &m, &e) == LF_OK && !strcmp(reasoning_mode_name(m), names[i]);
+    tap_ok(all, "every mode name round-trips");
+    tap_ok(reasoning_mode_from_name("openai_gptoss", &m, &e) == LF_OK && m == REASONING_MODE_GPT_OSS,
+           "vLLM's name openai_gptoss is gpt-oss");
+    for (int i = 1; i < REASONING_MODE_COUNT; i++) {
+        const reasoning_format_t *f = reasoning_format((reasoning_mode_t)i);
+        if (i == REASONING_MODE_GENERIC)
+            tap_ok(f == NULL, "generic has no fixed description");
+        else
+            tap_ok(f && (int)f->mode == i && !strcmp(f->name, reasoning_mode_name((reasoning_mode_t)i)) && f->tokens &&
+                       (f->start == REASONING_START_HARMONY || (f->open && f->close)),
+                   "description of %s", reasoning_mode_name((reasoning_mode_t)i));
+    }
+    reasoning_config_t g = {REASONING_MODE_GENERIC, false, "<r>", "</r>"};
+    tap_ok(reasoning_is_marker(&g, "</r>") && !reasoning_is_marker(&g, "<think>"), "generic markers are its tokens");
+    reasoning_config_t h = {REASONING_MODE_GPT_OSS, false, NULL, NULL};
+    tap_ok(reasoning_is_marker(&h, "<|channel|>") && reasoning_is_marker(&h, "<|call|>") &&
+               !reasoning_is_marker(&h, "<think>"), "harmony tokens are markers");
 }
 
 static void test_push_after_finish(void)
@@ -249,7 +357,7 @@ static void test_push_after_finish(void)
     reasoning_out_t o;
     reasoning_push(rp, "a", 1, &o, NULL);
     tap_ok(reasoning_in_reasoning(rp), "inside while reasoning");
-    reasoning_finish(rp, &o);
+    reasoning_finish(rp, &o, NULL);
     reasoning_push(rp, "<think>", 7, &o, NULL);
     tap_ok(o.n == 1 && o.segs[0].kind == REASONING_SEG_CONTENT && o.segs[0].len == 7,
            "push after finish is content");

@@ -1,10 +1,13 @@
 /* test_scripted.c - the scripted fixture model (tests/fixtures/
  * scripted_model.h) run by the real engine: it is written to a temporary
  * file, loaded with model_load, and for every case (a trigger in a
- * ChatML prompt, reasoning on or off) greedy decoding must emit the
+ * ChatML prompt, reasoning on or off; every per-format script with its
+ * trigger in a user or tool message) greedy decoding must emit the
  * script's pieces token for token, each with a clear logit margin, and
- * stop at <|im_end|>. Also: the trigger is one token of the prompt, the
- * chat template is stored, and the pieces decode to the expected texts. */
+ * stop at <|im_end|> (or the format's own end of generation). Also: the
+ * trigger is one token of the prompt, the chat template is stored, the
+ * pieces decode to the expected texts, and the special markers are
+ * CONTROL tokens. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +45,23 @@ static void append(char *buf, size_t cap, const char *s) { strncat(buf, s, cap -
 
 static void build_prompt(const case_t *c, char *buf, size_t cap)
 {
+    if (c->want >= SCRIPTED_BROKEN + 1) { /* a per-format script: its trigger */
+        const scripted_script_t *sc = &scripted_scripts()[c->want];
+        bool result = strstr(sc->name, "-result") != NULL;
+        buf[0] = '\0';
+        append(buf, cap, "<|im_start|>user\nWhat is the weather in Rome? ");
+        append(buf, cap, result ? "@" : sc->trigger);
+        append(buf, cap, "<|im_end|>\n");
+        if (result) {
+            append(buf, cap, "<|im_start|>user\n<tool_response>\n{\"sky\": \"clear\"} ");
+            append(buf, cap, sc->trigger);
+            append(buf, cap, "\n</tool_response><|im_end|>\n");
+        }
+        append(buf, cap, "<|im_start|>assistant\n");
+        if (c->think)
+            append(buf, cap, SCRIPTED_THINK_OPEN);
+        return;
+    }
     buf[0] = '\0';
     append(buf, cap, "<|im_start|>system\nYou are a test.<|im_end|>\n<|im_start|>user\n");
     append(buf, cap, c->user);
@@ -64,9 +84,9 @@ static int expected(const vocab_t *v, scripted_mode_t m, int think, int32_t *out
     const char *const *lists[] = {s->reasoning, s->close, s->content};
     int n = 0;
     for (int l = think ? 0 : 2; l < 3; l++)
-        for (const char *const *p = lists[l]; *p && n < cap; p++)
+        for (const char *const *p = lists[l]; p && *p && n < cap; p++)
             out[n++] = vocab_find(v, *p, strlen(*p));
-    if (n < cap)
+    if (n < cap && !(n > 0 && vocab_is_eog(v, out[n - 1])))
         out[n++] = vocab_eos(v);
     return n;
 }
@@ -192,6 +212,27 @@ static void test_texts(const model_t *m)
     free(ids);
 }
 
+/* The special markers are CONTROL tokens; harmony's turn ends are ends of
+ * generation, its message end <|end|> is not (llama.cpp's rule). */
+static void test_vocab(const model_t *m)
+{
+    const vocab_t *v = model_vocab(m);
+    /* (harmony's <|channel|> / <|message|> / <|start|> may be rendered always,
+     * as llama.cpp does; they are not checked) */
+    static const char *const ctl[] = {"<|return|>", "[TOOL_CALLS]", "[THINK]", "<|tool_call_begin|>", "<|tool_call|>"};
+    bool ok = true;
+    for (size_t i = 0; i < sizeof ctl / sizeof ctl[0]; i++) {
+        int32_t id = vocab_find(v, ctl[i], strlen(ctl[i]));
+        ok = ok && id >= 0 && vocab_is_control(v, id) && scripted_is_control(ctl[i]);
+    }
+    tap_ok(ok, "the special markers are CONTROL tokens");
+    int32_t ret = vocab_find(v, "<|return|>", 10), call = vocab_find(v, "<|call|>", 8), end = vocab_find(v, "<|end|>", 7);
+    tap_ok(vocab_is_eog(v, ret) && vocab_is_eog(v, call) && end >= 0 && !vocab_is_eog(v, end),
+           "<|return|> and <|call|> end the generation, <|end|> does not");
+    tap_ok(scripted_count() > SCRIPTED_BROKEN + 30 && scripted_find("qwen3_coder-result") &&
+               !scripted_find("nonexistent"), "%zu scripts, found by name", scripted_count());
+}
+
 int main(void)
 {
     char path[] = "/tmp/llm-scripted-XXXXXX";
@@ -216,8 +257,20 @@ int main(void)
                    !vocab_add_bos(model_vocab(m)),
                "EOS is <|im_end|>, no BOS added");
         test_texts(m);
+        test_vocab(m);
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
             run_case(m, &cases[i]);
+        for (size_t i = SCRIPTED_BROKEN + 1; i < scripted_count(); i++) {
+            const scripted_script_t *sc = &scripted_scripts()[i];
+            for (int think = 0; think < 2; think++) {
+                if (think && !sc->reasoning)
+                    continue;
+                char name[96];
+                snprintf(name, sizeof name, "%s%s", sc->name, think ? ", thinking" : "");
+                case_t c = {name, NULL, NULL, think, (scripted_mode_t)i};
+                run_case(m, &c);
+            }
+        }
     } else {
         tap_diag("%s", err.msg);
     }

@@ -1,32 +1,9 @@
-/* test_toolcall.c - tool-call parsers (hermes, llama3_json, mistral): each
- * table case is fed token by token (as listed), at every 2-way split and
- * byte by byte; the streamed events must rebuild the expected calls and
- * content, agree with the non-streamed result, and never put markup in
- * content. */
+/* test_toolcall.c - tool-call parsers hermes, llama3_json and mistral
+ * through the table harness (toolcall_harness.h), call ids, detection and
+ * names, event timing, and the reasoning -> tool-call chain. The newer
+ * formats are in test_toolcall_formats.c. */
 #include "chat/parse/reasoning.h"
-#include "chat/parse/toolcall.h"
-#include "tap.h"
-
-#include <stdlib.h>
-#include <string.h>
-
-#define MAXP 16
-#define MAXC 4
-
-typedef struct {
-    const char *name;
-    const char *args;
-    bool complete;
-} ecall_t;
-
-typedef struct {
-    const char *title;
-    toolcall_format_t fmt;
-    const char *pieces[MAXP]; /* NULL-terminated */
-    const char *content;      /* expected content, NULL = none */
-    int ncalls;
-    ecall_t calls[MAXC];
-} tcase_t;
+#include "toolcall_harness.h"
 
 #define H TOOLCALL_FORMAT_HERMES
 #define L TOOLCALL_FORMAT_LLAMA3_JSON
@@ -157,194 +134,6 @@ static const tcase_t cases[] = {
      {{"a", "{}", true}}},
 };
 
-/* What a client rebuilds from the streamed events. */
-typedef struct {
-    char content[2048];
-    size_t clen;
-    int ncalls;
-    char ids[MAXC][64];
-    char names[MAXC][64];
-    char args[MAXC][1024];
-    size_t alen[MAXC];
-    bool ok;       /* event order and shape */
-    char why[128]; /* first shape problem */
-} stream_t;
-
-static void bad(stream_t *s, const char *why)
-{
-    if (s->ok)
-        snprintf(s->why, sizeof s->why, "%s", why);
-    s->ok = false;
-}
-
-static bool id_ok(const char *id, toolcall_format_t fmt)
-{
-    size_t pre = fmt == M ? 0 : 5, len = fmt == M ? TOOLCALL_ID_LEN_MISTRAL : TOOLCALL_ID_LEN;
-    if (!id || strlen(id) != len || strncmp(id, "call_", pre))
-        return false;
-    for (size_t i = pre; i < len; i++) {
-        char c = id[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
-            return false;
-    }
-    return true;
-}
-
-static void take(stream_t *s, const toolcall_out_t *o, toolcall_format_t fmt)
-{
-    for (size_t i = 0; i < o->n; i++) {
-        const toolcall_event_t *e = &o->events[i];
-        switch (e->kind) {
-        case TOOLCALL_EV_CONTENT:
-            if (e->len == 0 || e->index != -1 || s->clen + e->len >= sizeof s->content) {
-                bad(s, "content event shape");
-                break;
-            }
-            memcpy(s->content + s->clen, e->text, e->len);
-            s->clen += e->len;
-            s->content[s->clen] = '\0';
-            break;
-        case TOOLCALL_EV_START:
-            if (e->index != s->ncalls || s->ncalls == MAXC || !id_ok(e->id, fmt) || !e->name) {
-                bad(s, "start event shape");
-                break;
-            }
-            snprintf(s->ids[s->ncalls], 64, "%s", e->id);
-            snprintf(s->names[s->ncalls], 64, "%s", e->name);
-            s->ncalls++;
-            break;
-        case TOOLCALL_EV_ARGS:
-            if (e->index < 0 || e->index >= s->ncalls || e->len == 0 ||
-                s->alen[e->index] + e->len >= 1024) {
-                bad(s, "args event before its start");
-                break;
-            }
-            memcpy(s->args[e->index] + s->alen[e->index], e->text, e->len);
-            s->alen[e->index] += e->len;
-            s->args[e->index][s->alen[e->index]] = '\0';
-            break;
-        }
-    }
-}
-
-/* Compares the stream and the parser's own result with the table. */
-static bool check(const tcase_t *tc, const stream_t *s, const toolcall_t *p)
-{
-    if (!s->ok) {
-        tap_diag("%s", s->why);
-        return false;
-    }
-    bool ok = true;
-    if (tc->content ? strcmp(s->content, tc->content) != 0 : s->clen != 0) {
-        tap_diag("content [%s] want [%s]", s->content, tc->content ? tc->content : "(null)");
-        ok = false;
-    }
-    size_t plen = 0;
-    const char *pc = toolcall_content(p, &plen);
-    if (tc->content ? !pc || strcmp(pc, tc->content) != 0 : pc != NULL) {
-        tap_diag("result content differs from stream");
-        ok = false;
-    }
-    if (s->ncalls != tc->ncalls || (int)toolcall_count(p) != tc->ncalls) {
-        tap_diag("calls %d / %zu want %d", s->ncalls, toolcall_count(p), tc->ncalls);
-        return false;
-    }
-    for (int i = 0; i < tc->ncalls; i++) {
-        toolcall_call_t c;
-        toolcall_get(p, (size_t)i, &c);
-        const ecall_t *w = &tc->calls[i];
-        if (strcmp(s->names[i], w->name) || strcmp(s->args[i], w->args) || strcmp(c.name, w->name) ||
-            strcmp(c.arguments, w->args) || c.arguments_len != strlen(w->args) ||
-            c.complete != w->complete || strcmp(c.id, s->ids[i])) {
-            tap_diag("call %d: %s %s (%d) streamed %s %s, want %s %s (%d)", i, c.name, c.arguments,
-                     c.complete, s->names[i], s->args[i], w->name, w->args, w->complete);
-            ok = false;
-        }
-        for (int j = 0; j < i; j++)
-            if (!strcmp(s->ids[i], s->ids[j]))
-                ok = false;
-    }
-    return ok;
-}
-
-static toolcall_config_t cfg_of(const tcase_t *tc)
-{
-    toolcall_config_t cfg = {tc->fmt, NULL, NULL, 42};
-    return cfg;
-}
-
-/* Feeds text cut at the given offsets. */
-static bool run_cuts(const tcase_t *tc, const char *text, const size_t *cuts, int ncuts)
-{
-    toolcall_config_t cfg = cfg_of(tc);
-    toolcall_t *p = toolcall_create(&cfg, NULL);
-    stream_t *s = calloc(1, sizeof *s);
-    s->ok = true;
-    size_t prev = 0, n = strlen(text);
-    toolcall_out_t o;
-    for (int i = 0; i <= ncuts; i++) {
-        size_t end = i < ncuts ? cuts[i] : n;
-        if (toolcall_push(p, text + prev, end - prev, &o, NULL) != LF_OK)
-            bad(s, "push failed");
-        take(s, &o, tc->fmt);
-        prev = end;
-    }
-    if (toolcall_finish(p, &o, NULL) != LF_OK)
-        bad(s, "finish failed");
-    take(s, &o, tc->fmt);
-    bool ok = check(tc, s, p);
-    free(s);
-    toolcall_free(p);
-    return ok;
-}
-
-static void run_case(const tcase_t *tc)
-{
-    char text[2048] = "";
-    size_t cuts[MAXP];
-    int ncuts = 0;
-    for (int i = 0; tc->pieces[i]; i++) {
-        if (i > 0)
-            cuts[ncuts++] = strlen(text);
-        strcat(text, tc->pieces[i]);
-    }
-    size_t n = strlen(text);
-
-    tap_ok(run_cuts(tc, text, cuts, ncuts), "%s: token by token", tc->title);
-
-    bool ok = true;
-    for (size_t k = 0; k <= n && ok; k++) {
-        size_t c1[1] = {k};
-        ok = run_cuts(tc, text, c1, 1);
-        if (!ok)
-            tap_diag("split at %zu", k);
-    }
-    tap_ok(ok, "%s: every 2-way split", tc->title);
-
-    size_t *cb = malloc((n + 1) * sizeof *cb);
-    for (size_t k = 1; k < n; k++)
-        cb[k - 1] = k;
-    tap_ok(run_cuts(tc, text, cb, n > 1 ? (int)n - 1 : 0), "%s: byte by byte", tc->title);
-    free(cb);
-
-    /* non-streamed: same calls and ids as the streamed runs (same seed) */
-    toolcall_config_t cfg = cfg_of(tc);
-    toolcall_t *p = toolcall_parse(&cfg, text, n, NULL);
-    toolcall_t *q = toolcall_create(&cfg, NULL);
-    stream_t *s = calloc(1, sizeof *s);
-    s->ok = true;
-    toolcall_out_t o;
-    toolcall_push(q, text, n, &o, NULL);
-    take(s, &o, tc->fmt);
-    toolcall_finish(q, &o, NULL);
-    take(s, &o, tc->fmt);
-    ok = p && check(tc, s, p);
-    tap_ok(ok, "%s: toolcall_parse", tc->title);
-    free(s);
-    toolcall_free(p);
-    toolcall_free(q);
-}
-
 static uint64_t zero_rng(void *ctx)
 {
     (*(int *)ctx)++;
@@ -354,7 +143,7 @@ static uint64_t zero_rng(void *ctx)
 static void test_ids(void)
 {
     const char *text = "<tool_call>{\"name\":\"a\"}</tool_call><tool_call>{\"name\":\"b\"}</tool_call>";
-    toolcall_config_t c1 = {TOOLCALL_FORMAT_HERMES, NULL, NULL, 7};
+    toolcall_config_t c1 = {TOOLCALL_FORMAT_HERMES, NULL, NULL, 7, NULL};
     toolcall_t *a = toolcall_parse(&c1, text, strlen(text), NULL);
     toolcall_t *b = toolcall_parse(&c1, text, strlen(text), NULL);
     c1.seed = 8;
@@ -368,7 +157,7 @@ static void test_ids(void)
     tap_ok(strcmp(x.id, z.id) != 0, "other seed, other ids");
     tap_ok(strcmp(x.id, w.id) != 0 && id_ok(w.id, H), "ids differ between calls");
     const char *mt = "[TOOL_CALLS][{\"name\":\"a\",\"arguments\":{},\"id\":\"abcdefghi\"}]";
-    toolcall_config_t cm = {M, NULL, NULL, 7};
+    toolcall_config_t cm = {M, NULL, NULL, 7, NULL};
     toolcall_t *m = toolcall_parse(&cm, mt, strlen(mt), NULL);
     tap_ok(m && toolcall_get(m, 0, &x) && id_ok(x.id, M), "mistral ids are 9 alphanumerics");
     toolcall_free(m);
@@ -378,7 +167,7 @@ static void test_ids(void)
     toolcall_free(d);
 
     int calls = 0;
-    toolcall_config_t c2 = {TOOLCALL_FORMAT_HERMES, zero_rng, &calls, 0};
+    toolcall_config_t c2 = {TOOLCALL_FORMAT_HERMES, zero_rng, &calls, 0, NULL};
     toolcall_t *e = toolcall_parse(&c2, text, 36, NULL);
     tap_ok(e && toolcall_get(e, 0, &x) && !strcmp(x.id, "call_AAAAAAAAAAAAAAAAAAAAAAAA") && calls == 24,
            "caller rng draws the 24 characters");
@@ -405,10 +194,10 @@ static void test_detect(void)
     lf_err_t e;
     tap_ok(toolcall_format_from_name("llama3_json", &f, &e) == LF_OK && f == L, "name llama3_json");
     tap_ok(toolcall_format_from_name("mistral", &f, &e) == LF_OK && f == M, "name mistral");
-    tap_ok(toolcall_format_from_name("pythonic", &f, &e) == LF_ERR_INVALID && strstr(e.msg, "hermes"),
+    tap_ok(toolcall_format_from_name("pythonic2", &f, &e) == LF_ERR_INVALID && strstr(e.msg, "hermes"),
            "unknown name rejected with the list");
     tap_ok(!strcmp(toolcall_format_name(H), "hermes"), "format name");
-    toolcall_config_t bogus = {(toolcall_format_t)9, NULL, NULL, 0};
+    toolcall_config_t bogus = {(toolcall_format_t)99, NULL, NULL, 0, NULL};
     tap_ok(!toolcall_create(&bogus, &e) && e.code == LF_ERR_INVALID, "bad format rejected");
     toolcall_free(NULL);
 }
@@ -421,7 +210,7 @@ typedef struct {
 
 static void test_timing(const char *title, toolcall_format_t fmt, const tstep_t *steps)
 {
-    toolcall_config_t cfg = {fmt, NULL, NULL, 1};
+    toolcall_config_t cfg = {fmt, NULL, NULL, 1, NULL};
     toolcall_t *p = toolcall_create(&cfg, NULL);
     bool ok = true;
     for (int i = 0; steps[i].piece; i++) {
@@ -479,7 +268,7 @@ static int pipeline(const char *const *pieces, size_t step, chain_t *ch)
 {
     memset(ch, 0, sizeof *ch);
     ch->rp = reasoning_create(REASONING_MODE_QWEN3, false, NULL);
-    toolcall_config_t cfg = {H, NULL, NULL, 5};
+    toolcall_config_t cfg = {H, NULL, NULL, 5, NULL};
     ch->tc = toolcall_create(&cfg, NULL);
     char text[1024] = "";
     size_t bounds[MAXP + 1], nb = 0;
@@ -496,7 +285,7 @@ static int pipeline(const char *const *pieces, size_t step, chain_t *ch)
         chain_segments(ch, &ro);
         off = end;
     }
-    reasoning_finish(ch->rp, &ro);
+    reasoning_finish(ch->rp, &ro, NULL);
     chain_segments(ch, &ro);
     toolcall_out_t to;
     toolcall_finish(ch->tc, &to, NULL);

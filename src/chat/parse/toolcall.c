@@ -1,16 +1,8 @@
-/* toolcall.c - byte-wise tool-call parser for hermes, llama3_json and mistral
- * output (see toolcall.h for the contract).
- *
- * Everything is decided one byte at a time, so the result cannot depend on
- * how the text was split into pieces. Three pieces of state matter:
- *   - the format state (content / after opening markup / inside a call
- *     object / between calls);
- *   - raw: the bytes held since the opening markup of a call that is not
- *     committed yet; released verbatim as content if it is not a call;
- *   - the call object parser (toolcall_obj.c): a JSON scanner plus a little
- *     bookkeeping of the top-level keys, to find the name, and to stream the
- *     arguments object (whitespace outside strings dropped) as soon as the
- *     name is known.
+/* toolcall.c - the core of the tool-call parser (see toolcall.h and
+ * toolcall_impl.h): events, call ids, content with its whitespace rules,
+ * the calls, and the public API that drives a family back-end one byte at
+ * a time. Everything is decided byte by byte, so the result cannot depend on
+ * how the text was split into pieces.
  */
 #include "chat/parse/toolcall_impl.h"
 
@@ -28,21 +20,42 @@ static uint64_t splitmix64(void *ctx)
 /* "call_" + 24 alphanumerics; mistral: 9 alphanumerics, because Mistral's
  * templates reject any other tool_call id when the call comes back in the
  * conversation (vLLM makes the same choice). */
-static void make_id(toolcall_t *tc, char *id)
+static char *make_id(toolcall_t *tc)
 {
     static const char alnum[] =
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     bool mistral = tc->cfg.format == TOOLCALL_FORMAT_MISTRAL;
     size_t pre = mistral ? 0 : 5, n = mistral ? TOOLCALL_ID_LEN_MISTRAL : 24;
+    char *id = malloc(pre + n + 1);
+    if (!id)
+        return NULL;
     memcpy(id, "call_", pre);
     for (size_t i = 0; i < n; i++) {
         uint64_t r = tc->cfg.rng ? tc->cfg.rng(tc->cfg.rng_ctx) : splitmix64(&tc->rng_state);
         id[pre + i] = alnum[r % 62];
     }
     id[pre + n] = '\0';
+    return id;
 }
 
 /* ---- events ----------------------------------------------------------- */
+
+static bool ev_room(toolcall_t *tc)
+{
+    if (tc->nomem)
+        return false;
+    if (tc->nev < tc->cap_ev)
+        return true;
+    size_t ncap = tc->cap_ev ? tc->cap_ev * 2 : 16;
+    ev_rec_t *ne = realloc(tc->evs, ncap * sizeof *ne);
+    if (!ne) {
+        tc->nomem = true;
+        return false;
+    }
+    tc->evs = ne;
+    tc->cap_ev = ncap;
+    return true;
+}
 
 static void ev_text(toolcall_t *tc, toolcall_ev_kind_t kind, int32_t index, const char *s, size_t n)
 {
@@ -56,35 +69,10 @@ static void ev_text(toolcall_t *tc, toolcall_ev_kind_t kind, int32_t index, cons
             return;
         }
     }
-    if (tc->nev == tc->cap_ev) {
-        size_t ncap = tc->cap_ev ? tc->cap_ev * 2 : 16;
-        ev_rec_t *ne = realloc(tc->evs, ncap * sizeof *ne);
-        if (!ne) {
-            tc->nomem = true;
-            return;
-        }
-        tc->evs = ne;
-        tc->cap_ev = ncap;
-    }
+    if (!ev_room(tc))
+        return;
     tc->evs[tc->nev++] = (ev_rec_t){kind, index, tc->evtext.len, n};
     buf_add(tc, &tc->evtext, s, n);
-}
-
-static void ev_start(toolcall_t *tc, int32_t index)
-{
-    if (tc->nomem)
-        return;
-    if (tc->nev == tc->cap_ev) {
-        size_t ncap = tc->cap_ev ? tc->cap_ev * 2 : 16;
-        ev_rec_t *ne = realloc(tc->evs, ncap * sizeof *ne);
-        if (!ne) {
-            tc->nomem = true;
-            return;
-        }
-        tc->evs = ne;
-        tc->cap_ev = ncap;
-    }
-    tc->evs[tc->nev++] = (ev_rec_t){TOOLCALL_EV_START, index, tc->evtext.len, 0};
 }
 
 /* ---- content ---------------------------------------------------------- */
@@ -96,7 +84,7 @@ static void content_add(toolcall_t *tc, const char *s, size_t n)
 }
 
 /* One content byte, with the whitespace rules of toolcall.h. */
-static void emit_content_byte(toolcall_t *tc, char c)
+static void content_byte(toolcall_t *tc, char c)
 {
     if (is_ws((unsigned char)c)) {
         if (!tc->after_call)
@@ -111,23 +99,125 @@ static void emit_content_byte(toolcall_t *tc, char c)
     tc->after_call = false;
 }
 
-static void release_raw(toolcall_t *tc)
+void tc_content(toolcall_t *tc, const char *s, size_t n)
 {
-    for (size_t i = 0; i < tc->raw.len; i++)
-        emit_content_byte(tc, tc->raw.p[i]);
-    tc->raw.len = 0;
+    for (size_t i = 0; i < n; i++)
+        content_byte(tc, s[i]);
 }
 
-static bool commit(toolcall_t *tc)
+void tc_raw_add(toolcall_t *tc, const char *s, size_t n)
 {
-    char *name = tcobj_decode_name(tc);
-    if (!name)
+    buf_add(tc, &tc->raw, s, n);
+}
+
+void tc_raw_release(toolcall_t *tc)
+{
+    size_t n = tc->raw.len;
+    tc->raw.len = 0;
+    if (n)
+        tc_content(tc, tc->raw.p, n); /* raw.p stays valid: nothing appends to raw meanwhile */
+}
+
+static bool is_prefix_of(const char *s, size_t n, const char *m)
+{
+    return m && n <= strlen(m) && memcmp(s, m, n) == 0;
+}
+
+int tc_scan_markers(toolcall_t *tc, unsigned char c, const char *const *list)
+{
+    if (tc->tag_len == TC_TAG_MAX) { /* not reached: markers are shorter */
+        tc_content(tc, tc->tag, tc->tag_len);
+        tc->tag_len = 0;
+    }
+    tc->tag[tc->tag_len++] = (char)c;
+    for (;;) {
+        if (tc->tag_len == 0)
+            return -1;
+        bool prefix = false;
+        for (int i = 0; list[i]; i++) {
+            if (tc->tag_len == strlen(list[i]) && memcmp(tc->tag, list[i], tc->tag_len) == 0)
+                return i;
+            prefix = prefix || is_prefix_of(tc->tag, tc->tag_len, list[i]);
+        }
+        if (prefix)
+            return -1;
+        content_byte(tc, tc->tag[0]);
+        memmove(tc->tag, tc->tag + 1, --tc->tag_len);
+    }
+}
+
+void tc_scan_flush(toolcall_t *tc)
+{
+    size_t n = tc->tag_len;
+    tc->tag_len = 0;
+    tc_content(tc, tc->tag, n);
+}
+
+tcsec_res_t tc_section_step(toolcall_t *tc, tcsec_t *sec, unsigned char c, const char *call_open,
+                            const char *section_close, char *held, size_t *n_held)
+{
+    *n_held = 0;
+    if (sec->mk_len == 0 && is_ws(c)) {
+        if (!sec->sec_calls)
+            tc_raw_add(tc, (const char *)&c, 1);
+        return TC_SEC_MORE;
+    }
+    const char *const cands[2] = {call_open, section_close};
+    int r = tc_mk_feed(sec->mk, &sec->mk_len, sizeof sec->mk, c, cands, 2);
+    if (r == -1)
+        return TC_SEC_MORE;
+    if (r == 0) { /* another call: held until its header is known */
+        if (sec->sec_calls)
+            tc->raw.len = 0;
+        tc_raw_add(tc, call_open, strlen(call_open));
+        return TC_SEC_CALL;
+    }
+    sec->in_section = false;
+    if (r == 1) {
+        tc->raw.len = 0;
+        tc->after_call = true;
+        return TC_SEC_CLOSED;
+    }
+    size_t n = sec->mk_len;
+    sec->mk_len = 0;
+    if (!sec->sec_calls) {
+        tc_raw_add(tc, sec->mk, n);
+        tc_raw_release(tc);
+        return TC_SEC_NOT_CALLS;
+    }
+    tc->raw.len = 0;
+    memcpy(held, sec->mk, n);
+    *n_held = n;
+    return TC_SEC_LEFT;
+}
+
+void tc_section_abandon(toolcall_t *tc, tcsec_t *sec)
+{
+    sec->in_section = false;
+    sec->mk_len = 0;
+    tc_raw_release(tc);
+}
+
+void tc_refeed(toolcall_t *tc, const char *s, size_t n)
+{
+    char tmp[256];
+    if (n > sizeof tmp)
+        n = sizeof tmp; /* callers hold at most a marker */
+    memcpy(tmp, s, n);
+    for (size_t i = 0; i < n; i++)
+        tc->fam->step(tc, (unsigned char)tmp[i]);
+}
+
+/* ---- calls ------------------------------------------------------------ */
+
+bool tc_call_start(toolcall_t *tc, const char *name, size_t n, const char *id)
+{
+    if (tc->nomem || n == 0)
         return false;
     if (tc->ncalls == tc->cap_calls) {
         size_t ncap = tc->cap_calls ? tc->cap_calls * 2 : 4;
         call_t *nc = realloc(tc->calls, ncap * sizeof *nc);
         if (!nc) {
-            free(name);
             tc->nomem = true;
             return false;
         }
@@ -136,304 +226,79 @@ static bool commit(toolcall_t *tc)
     }
     call_t *call = &tc->calls[tc->ncalls];
     memset(call, 0, sizeof *call);
-    make_id(tc, call->id);
-    call->name = name;
+    call->name = strndup(name, n);
+    call->id = id ? strdup(id) : make_id(tc);
+    if (!call->name || !call->id || !ev_room(tc)) {
+        free(call->name);
+        free(call->id);
+        tc->nomem = true;
+        return false;
+    }
     tc->ncalls++;
+    tc->call_open = true;
     tc->ws_pending.len = 0; /* whitespace before a call is dropped */
     tc->raw.len = 0;
-    tc->committed = true;
-    tc->args_emitted = 0;
-    ev_start(tc, (int32_t)(tc->ncalls - 1));
+    tc->evs[tc->nev++] = (ev_rec_t){TOOLCALL_EV_START, (int32_t)(tc->ncalls - 1), tc->evtext.len, 0};
     return true;
 }
 
-/* Sends the argument bytes not sent yet. */
-static void flush_args(toolcall_t *tc)
+void tc_call_args(toolcall_t *tc, const char *s, size_t n)
 {
-    if (!tc->committed || tc->cur_args.len == tc->args_emitted)
+    if (!tc->call_open || n == 0)
         return;
     call_t *call = &tc->calls[tc->ncalls - 1];
-    const char *s = tc->cur_args.p + tc->args_emitted;
-    size_t n = tc->cur_args.len - tc->args_emitted;
     buf_add(tc, &call->args, s, n);
     ev_text(tc, TOOLCALL_EV_ARGS, (int32_t)(tc->ncalls - 1), s, n);
-    tc->args_emitted = tc->cur_args.len;
 }
 
-/* Closes the committed call (object closed, broken or output ended). */
-static void close_call(toolcall_t *tc)
+void tc_call_end(toolcall_t *tc, bool done)
 {
-    flush_args(tc);
+    if (!tc->call_open)
+        return;
     call_t *call = &tc->calls[tc->ncalls - 1];
     if (!call->args.p)
         buf_add(tc, &call->args, "", 0);
-    call->complete = tc->args_done && tcobj_args_valid(&call->args);
-    tc->committed = false;
+    call->complete = done && tcobj_args_valid(call->args.p, call->args.len);
+    tc->call_open = false;
     tc->after_call = true;
-}
-
-/* State after a call object (closed or broken after the commit). */
-static void after_object(toolcall_t *tc, bool closed)
-{
-    switch (tc->cfg.format) {
-    case TOOLCALL_FORMAT_LLAMA3_JSON:
-        tc->st = closed ? ST_L3_START : ST_CONTENT;
-        tc->pt_pos = 0;
-        break;
-    case TOOLCALL_FORMAT_MISTRAL:
-        tc->st = closed && tc->arr_mode ? ST_ARR_AFTER : ST_CONTENT;
-        break;
-    default:
-        tc->st = closed ? ST_H_AFTER : ST_CONTENT;
-        break;
-    }
-    tc->raw.len = 0;
-}
-
-/* The held text was not a call: it becomes content, parsing resumes in
- * content (llama3_json: content to the end). */
-static void not_a_call(toolcall_t *tc)
-{
-    /* the block itself failed (not a later object of a block that held a
-     * call): its closing markup will be content as well */
-    tc->failed_open = tc->cfg.format == TOOLCALL_FORMAT_HERMES && tc->raw.len >= strlen(HERMES_OPEN) &&
-                      memcmp(tc->raw.p, HERMES_OPEN, strlen(HERMES_OPEN)) == 0;
-    release_raw(tc);
-    tc->st = ST_CONTENT;
-}
-
-static void step(toolcall_t *tc, unsigned char c);
-
-static void step_obj(toolcall_t *tc, unsigned char c)
-{
-    obj_res_t r = tcobj_byte(tc, c);
-    if (r == OBJ_FAIL || r == OBJ_FAIL_CONSUMED) {
-        if (tc->committed) {
-            close_call(tc);
-            after_object(tc, false);
-        } else {
-            if (r == OBJ_FAIL_CONSUMED)
-                buf_addc(tc, &tc->raw, (char)c);
-            not_a_call(tc);
-        }
-        if (r == OBJ_FAIL)
-            step(tc, c); /* the byte that broke the JSON starts over */
-        return;
-    }
-    if (!tc->committed)
-        buf_addc(tc, &tc->raw, (char)c);
-    if (!tc->committed && tc->name_done && tc->args_started && !commit(tc)) {
-        not_a_call(tc);
-        return;
-    }
-    if (r == OBJ_DONE && !tc->committed) {
-        bool ok = tc->name_done && !tc->args_seen &&
-                  tc->cfg.format != TOOLCALL_FORMAT_LLAMA3_JSON;
-        if (ok) {
-            buf_add(tc, &tc->cur_args, "{}", 2);
-            tc->args_done = true;
-            ok = commit(tc);
-        }
-        if (!ok) {
-            not_a_call(tc);
-            return;
-        }
-    }
-    flush_args(tc);
-    if (r == OBJ_DONE) {
-        close_call(tc);
-        after_object(tc, true);
-    }
-}
-
-/* ---- format states ---------------------------------------------------- */
-
-static bool tag_prefix(const char *s, size_t n, const char *tag)
-{
-    return n <= strlen(tag) && memcmp(s, tag, n) == 0;
-}
-
-static void step_content(toolcall_t *tc, unsigned char c)
-{
-    const char *open = NULL, *close = NULL;
-    if (tc->st == ST_CONTENT && tc->cfg.format == TOOLCALL_FORMAT_HERMES) {
-        open = HERMES_OPEN;
-        close = HERMES_CLOSE;
-    } else if (tc->st == ST_CONTENT && tc->cfg.format == TOOLCALL_FORMAT_MISTRAL) {
-        open = MISTRAL_OPEN;
-    }
-    if (!open) {
-        emit_content_byte(tc, (char)c);
-        return;
-    }
-    tc->tag[tc->tag_len++] = (char)c;
-    if (tc->tag_len == strlen(open) && memcmp(tc->tag, open, tc->tag_len) == 0) {
-        tc->raw.len = 0; /* ws_pending stays: dropped only if a call commits */
-        buf_add(tc, &tc->raw, tc->tag, tc->tag_len);
-        tc->tag_len = 0;
-        tc->failed_open = false;
-        tc->st = ST_OPEN;
-        return;
-    }
-    if (close && tc->tag_len == strlen(close) && memcmp(tc->tag, close, tc->tag_len) == 0) {
-        /* the close of a block that was not a call is returned with it;
-         * any other stray closing markup is dropped */
-        if (tc->failed_open)
-            for (size_t i = 0; i < tc->tag_len; i++)
-                emit_content_byte(tc, tc->tag[i]);
-        tc->failed_open = false;
-        tc->tag_len = 0;
-        return;
-    }
-    while (tc->tag_len > 0 && !tag_prefix(tc->tag, tc->tag_len, open) &&
-           !(close && tag_prefix(tc->tag, tc->tag_len, close))) {
-        emit_content_byte(tc, tc->tag[0]);
-        memmove(tc->tag, tc->tag + 1, --tc->tag_len);
-    }
-}
-
-static void step_l3_start(toolcall_t *tc, unsigned char c)
-{
-    static const char pt[] = PYTHON_TAG;
-    if (tc->pt_pos > 0 || (c == '<' && tc->pt_pos == 0)) {
-        if (c == (unsigned char)pt[tc->pt_pos]) {
-            buf_addc(tc, &tc->raw, (char)c);
-            if (++tc->pt_pos == sizeof pt - 1)
-                tc->pt_pos = 0;
-            return;
-        }
-    } else if (is_ws(c) || (c == ';' && tc->ncalls > 0)) {
-        buf_addc(tc, &tc->raw, (char)c);
-        return;
-    } else if (c == '{') {
-        tcobj_start(tc);
-        step_obj(tc, c);
-        return;
-    }
-    /* Not a call: before any call the held text is content; after calls it
-     * was only separators and markup. */
-    if (tc->ncalls > 0)
-        tc->raw.len = 0;
-    tc->pt_pos = 0;
-    not_a_call(tc);
-    step(tc, c);
-}
-
-/* Characters of a mistral v11 function name (before [ARGS]). */
-static bool is_name_char(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-' || c == '.';
-}
-
-static void step(toolcall_t *tc, unsigned char c)
-{
-    switch (tc->st) {
-    case ST_CONTENT:
-    case ST_DONE:
-        step_content(tc, c);
-        return;
-    case ST_L3_START:
-        step_l3_start(tc, c);
-        return;
-    case ST_OPEN:
-        if (is_ws(c)) {
-            buf_addc(tc, &tc->raw, (char)c);
-        } else if (c == '[' && tc->cfg.format == TOOLCALL_FORMAT_MISTRAL) {
-            buf_addc(tc, &tc->raw, (char)c);
-            tc->arr_mode = true;
-            tc->st = ST_ARR;
-        } else if (c == '{') {
-            tc->arr_mode = false;
-            tcobj_start(tc);
-            step_obj(tc, c);
-        } else if (tc->cfg.format == TOOLCALL_FORMAT_MISTRAL && is_name_char(c)) {
-            buf_addc(tc, &tc->raw, (char)c);
-            tc->m_name.len = 0;
-            buf_addc(tc, &tc->m_name, '"');
-            buf_addc(tc, &tc->m_name, (char)c);
-            tc->m_pos = 0;
-            tc->st = ST_M_NAME;
-        } else {
-            not_a_call(tc);
-            step(tc, c);
-        }
-        return;
-    case ST_M_NAME:
-        if (tc->m_pos == sizeof MISTRAL_ARGS - 1) { /* after [ARGS] */
-            if (is_ws(c)) {
-                buf_addc(tc, &tc->raw, (char)c);
-            } else if (c == '{') {
-                tcobj_start_bare(tc);
-                step_obj(tc, c);
-            } else {
-                not_a_call(tc);
-                step(tc, c);
-            }
-        } else if (tc->m_pos == 0 && is_name_char(c)) {
-            buf_addc(tc, &tc->raw, (char)c);
-            buf_addc(tc, &tc->m_name, (char)c);
-        } else if (c == (unsigned char)MISTRAL_ARGS[tc->m_pos]) {
-            buf_addc(tc, &tc->raw, (char)c);
-            tc->m_pos++;
-        } else {
-            not_a_call(tc);
-            step(tc, c);
-        }
-        return;
-    case ST_ARR:
-        if (is_ws(c) || c == ',') {
-            buf_addc(tc, &tc->raw, (char)c);
-        } else if (c == '{') {
-            tcobj_start(tc);
-            step_obj(tc, c);
-        } else if (c == ']') {
-            tc->raw.len = 0; /* empty list / trailing comma: markup */
-            tc->after_call = true;
-            tc->st = ST_CONTENT;
-        } else {
-            not_a_call(tc);
-            step(tc, c);
-        }
-        return;
-    case ST_ARR_AFTER:
-        if (is_ws(c)) {
-            return;
-        } else if (c == ',') {
-            tc->raw.len = 0;
-            buf_addc(tc, &tc->raw, (char)c);
-            tc->st = ST_ARR;
-        } else if (c == ']') {
-            tc->st = ST_CONTENT;
-        } else {
-            tc->st = ST_CONTENT; /* list not closed: the rest is content */
-            step(tc, c);
-        }
-        return;
-    case ST_H_AFTER:
-        /* Several objects inside one <tool_call> block (Qwen2.5 does this
-         * now and then): another '{' is another call. */
-        if (is_ws(c))
-            return;
-        if (c == '{') {
-            tcobj_start(tc);
-            step_obj(tc, c);
-            return;
-        }
-        tc->st = ST_CONTENT;
-        step(tc, c);
-        return;
-    case ST_OBJ:
-        step_obj(tc, c);
-        return;
-    }
 }
 
 /* ---- public API ------------------------------------------------------- */
 
+/* TOOLCALL_FORMAT_NONE: everything is content. */
+static void none_init(toolcall_t *tc) { (void)tc; }
+static void none_step(toolcall_t *tc, unsigned char c) { tc_content(tc, (const char *)&c, 1); }
+static void none_finish(toolcall_t *tc) { (void)tc; }
+static const toolcall_family_t family_none = {none_init, none_step, none_finish, none_init};
+
+/* The family back-end of each format (mistral's canonical form is name +
+ * arguments, but it also writes JSON lists: the JSON family reads both). */
+static const toolcall_family_t *family_of(toolcall_format_t f)
+{
+    switch (f) {
+    case TOOLCALL_FORMAT_HERMES:
+    case TOOLCALL_FORMAT_LLAMA3_JSON:
+    case TOOLCALL_FORMAT_MISTRAL:
+    case TOOLCALL_FORMAT_GRANITE:
+    case TOOLCALL_FORMAT_PHI4_MINI_JSON: return &toolcall_family_json;
+    case TOOLCALL_FORMAT_DEEPSEEK_V3:
+    case TOOLCALL_FORMAT_DEEPSEEK_V31:
+    case TOOLCALL_FORMAT_KIMI_K2: return &toolcall_family_tagged;
+    case TOOLCALL_FORMAT_QWEN3_CODER:
+    case TOOLCALL_FORMAT_SEED_OSS:
+    case TOOLCALL_FORMAT_GLM45:
+    case TOOLCALL_FORMAT_MINIMAX_M2: return &toolcall_family_xml;
+    case TOOLCALL_FORMAT_PYTHONIC: return &toolcall_family_pythonic;
+    case TOOLCALL_FORMAT_GPT_OSS: return &toolcall_family_harmony;
+    case TOOLCALL_FORMAT_NONE: return &family_none;
+    default: return NULL;
+    }
+}
+
 toolcall_t *toolcall_create(const toolcall_config_t *cfg, lf_err_t *err)
 {
-    if (!cfg || (unsigned)cfg->format > TOOLCALL_FORMAT_MISTRAL) {
+    const toolcall_format_desc_t *d = cfg ? toolcall_format_desc(cfg->format) : NULL;
+    if (!cfg || !family_of(cfg->format)) {
         lf_err_set(err, LF_ERR_INVALID, "unknown tool-call parser format");
         return NULL;
     }
@@ -443,8 +308,10 @@ toolcall_t *toolcall_create(const toolcall_config_t *cfg, lf_err_t *err)
         return NULL;
     }
     tc->cfg = *cfg;
+    tc->desc = d;
+    tc->fam = family_of(cfg->format);
     tc->rng_state = cfg->seed;
-    tc->st = cfg->format == TOOLCALL_FORMAT_LLAMA3_JSON ? ST_L3_START : ST_CONTENT;
+    tc->fam->init(tc);
     return tc;
 }
 
@@ -452,7 +319,9 @@ void toolcall_free(toolcall_t *tc)
 {
     if (!tc)
         return;
+    tc->fam->release(tc);
     for (size_t i = 0; i < tc->ncalls; i++) {
+        free(tc->calls[i].id);
         free(tc->calls[i].name);
         buf_free(&tc->calls[i].args);
     }
@@ -460,11 +329,6 @@ void toolcall_free(toolcall_t *tc)
     buf_free(&tc->content);
     buf_free(&tc->ws_pending);
     buf_free(&tc->raw);
-    buf_free(&tc->key);
-    buf_free(&tc->name_raw);
-    buf_free(&tc->cur_args);
-    buf_free(&tc->args_str);
-    buf_free(&tc->m_name);
     buf_free(&tc->evtext);
     free(tc->evs);
     free(tc->out);
@@ -515,44 +379,28 @@ lf_code_t toolcall_push(toolcall_t *tc, const char *piece, size_t len,
                         toolcall_out_t *out, lf_err_t *err)
 {
     begin(tc);
-    for (size_t i = 0; i < len && !tc->nomem; i++)
-        step(tc, (unsigned char)piece[i]);
+    if (tc->finished)
+        tc_content(tc, piece, len);
+    else
+        for (size_t i = 0; i < len && !tc->nomem; i++)
+            tc->fam->step(tc, (unsigned char)piece[i]);
     return end(tc, out, err);
 }
 
 lf_code_t toolcall_finish(toolcall_t *tc, toolcall_out_t *out, lf_err_t *err)
 {
     begin(tc);
-    switch (tc->st) {
-    case ST_OBJ:
-        if (tc->committed) {
-            close_call(tc);
-            tc->raw.len = 0;
-        } else {
-            release_raw(tc);
-        }
-        break;
-    case ST_L3_START:
-        if (tc->ncalls > 0)
-            tc->raw.len = 0;
-        release_raw(tc);
-        break;
-    case ST_OPEN:
-    case ST_ARR:
-    case ST_M_NAME:
-        release_raw(tc);
-        break;
-    default:
-        break;
+    if (!tc->finished) {
+        tc->fam->finish(tc);
+        tc_call_end(tc, false);
+        tc_raw_release(tc);
+        tc_scan_flush(tc);
+        tc->finished = true;
     }
-    for (size_t i = 0; i < tc->tag_len; i++)
-        emit_content_byte(tc, tc->tag[i]);
-    tc->tag_len = 0;
     if (tc->ws_pending.len) {
         content_add(tc, tc->ws_pending.p, tc->ws_pending.len);
         tc->ws_pending.len = 0;
     }
-    tc->st = ST_DONE;
     return end(tc, out, err);
 }
 
@@ -594,47 +442,4 @@ toolcall_t *toolcall_parse(const toolcall_config_t *cfg, const char *text, size_
         return NULL;
     }
     return tc;
-}
-
-static bool contains(const char *hay, size_t len, const char *needle)
-{
-    return hay && memmem(hay, len, needle, strlen(needle)) != NULL;
-}
-
-toolcall_format_t toolcall_format_detect(const char *tmpl, size_t len)
-{
-    if (contains(tmpl, len, HERMES_OPEN))
-        return TOOLCALL_FORMAT_HERMES;
-    if (contains(tmpl, len, MISTRAL_OPEN))
-        return TOOLCALL_FORMAT_MISTRAL;
-    /* Formats we do not parse, whose templates would otherwise look like
-     * Llama 3.1's: functionary v3.1 (<function=...>) and v3.2 (>>>name),
-     * firefunction v2 (functools[...]). */
-    if (contains(tmpl, len, "<function=") || contains(tmpl, len, ">>>") ||
-        contains(tmpl, len, "functools"))
-        return TOOLCALL_FORMAT_NONE;
-    if (contains(tmpl, len, PYTHON_TAG))
-        return TOOLCALL_FORMAT_LLAMA3_JSON;
-    if (contains(tmpl, len, "<|start_header_id|>") && contains(tmpl, len, "parameters"))
-        return TOOLCALL_FORMAT_LLAMA3_JSON;
-    return TOOLCALL_FORMAT_NONE;
-}
-
-static const char *const format_names[] = {"none", "hermes", "llama3_json", "mistral"};
-
-lf_code_t toolcall_format_from_name(const char *name, toolcall_format_t *fmt, lf_err_t *err)
-{
-    for (int i = 0; i < 4; i++)
-        if (name && strcmp(name, format_names[i]) == 0) {
-            *fmt = (toolcall_format_t)i;
-            return LF_OK;
-        }
-    return lf_err_set(err, LF_ERR_INVALID,
-                      "unknown tool-call parser '%s' (expected none, hermes, llama3_json or mistral)",
-                      name ? name : "(null)");
-}
-
-const char *toolcall_format_name(toolcall_format_t fmt)
-{
-    return (unsigned)fmt < 4 ? format_names[fmt] : "unknown";
 }

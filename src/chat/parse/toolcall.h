@@ -16,7 +16,11 @@
  * is a byte-wise state machine, so its output does not depend on how the
  * text was split into pieces (token by token, two halves, byte by byte).
  *
- * Formats (names as vLLM's --tool-call-parser):
+ * Formats (names as vLLM's --tool-call-parser; toolcall_format_desc()
+ * describes each one's markup, for grammars and docs; the table is in
+ * toolcall_formats.c). One file per family, behind one interface
+ * (toolcall_impl.h):
+ *   JSON objects {"name": N, "arguments": {...}} (toolcall_json.c):
  *   hermes       <tool_call>{"name": N, "arguments": {...}}</tool_call>, any
  *                number of them, text around them is content. A block
  *                that is not a valid call is content, its "</tool_call>"
@@ -37,15 +41,55 @@
  *   mistral      [TOOL_CALLS][{"name": N, "arguments": {...}}, ...] (a bare
  *                object after [TOOL_CALLS] is accepted too), and the v11
  *                tokenizer form [TOOL_CALLS]N[ARGS]{...} (N made of
- *                [A-Za-z0-9_.-], one call per [TOOL_CALLS]); text before and
- *                after is content. [TOOL_CALLS] and [ARGS] are control
- *                tokens: the detokenizer must render them for this parser.
- *   In every format the arguments key may be "arguments" or "parameters",
- *   its value must be a JSON object, or a JSON string whose text is an
- *   object (some fine-tunes write "arguments": "{\"a\": 1}"; the object
- *   inside is used, and that call is announced when the string closes);
- *   other keys are ignored (hermes, mistral), and hermes/mistral accept a
- *   missing arguments key as "{}".
+ *                [A-Za-z0-9_.-], an optional [CALL_ID]ID before [ARGS], one
+ *                call per [TOOL_CALLS]); text before and after is content.
+ *   granite      <|tool_call|>[{"name": N, "arguments": {...}}, ...] (Granite
+ *                3.x; "<tool_call>" accepted as the marker too), the list
+ *                starting the message; anything else is content.
+ *   phi4_mini_json  functools[{"name": N, "arguments": {...}}, ...] (Phi-4-
+ *                mini, firefunction v2), anywhere in the message.
+ *   Name, then a JSON arguments object (toolcall_tagged.c):
+ *   deepseek_v3  <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>N
+ *                ```json\n{...}\n```<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>
+ *                (DeepSeek V3, R1)
+ *   deepseek_v31 <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>N<｜tool▁sep｜>{...}
+ *                <｜tool▁call▁end｜>...<｜tool▁calls▁end｜>
+ *   kimi_k2      <|tool_calls_section_begin|><|tool_call_begin|>functions.N:I
+ *                <|tool_call_argument_begin|>{...}<|tool_call_end|>...
+ *                <|tool_calls_section_end|>; the call's id is the model's
+ *                own "functions.N:I" (as vLLM), N is between "." and ":".
+ *   Name, then key/value parameters typed by the function's schema
+ *   (toolcall_xml.c, toolcall_params.c):
+ *   qwen3_coder  <tool_call><function=N><parameter=K>V</parameter>...
+ *                </function></tool_call> (Qwen3-Coder, Qwen3.5, Nemotron 3)
+ *   seed_oss     the same inside <seed:tool_call> ... </seed:tool_call>
+ *   glm45        <tool_call>N<arg_key>K</arg_key><arg_value>V</arg_value>...
+ *                </tool_call>, whitespace between the parts allowed
+ *   minimax_m2   <minimax:tool_call><invoke name="N"><parameter name="K">V
+ *                </parameter>...</invoke>...</minimax:tool_call>
+ *                A value is raw text: one leading and one trailing newline
+ *                are removed; then it becomes the JSON type its parameter has
+ *                in the request's tools (string: as is; integer / number /
+ *                boolean / null: parsed; object, array and anything else:
+ *                JSON or a Python literal; "null" is null for non-strings);
+ *                a parameter or function the schema does not know is a
+ *                string. Arguments stream one parameter at a time.
+ *   pythonic     [f(a=1, b="x"), g()] (Llama 3.2 / Llama 4, LFM2) at the
+ *                start of the message, or anywhere after <|python_start|>
+ *                (... <|python_end|>), <|tool_call_start|> (... <|tool_call_
+ *                end|>, LFM2) or <|python_tag|>;
+ *                values are Python literals (str, int, float, True, False,
+ *                None, lists, dicts, tuples) turned into JSON
+ *                (toolcall_pythonic.c).
+ *   gpt-oss      harmony messages addressed to=functions.N (harmony.h),
+ *                whose body is the JSON arguments; other messages' bodies are
+ *                content (toolcall_harmony.c).
+ *   In the JSON-object formats the arguments key may be "arguments" or
+ *   "parameters", its value must be a JSON object, or a JSON string whose
+ *   text is an object (some fine-tunes write "arguments": "{\"a\": 1}"; the
+ *   object inside is used, and that call is announced when the string
+ *   closes); other keys are ignored (not llama3_json), and a missing
+ *   arguments key is "{}" (not llama3_json).
  *
  * Arguments string: the model's own JSON text of the arguments object with
  * the whitespace outside strings removed (compact), validated with json-c
@@ -55,9 +99,10 @@
  * to it. JSON strings are tracked with their escapes, so "</tool_call>" or
  * "]" inside a string never ends a call.
  *
- * When is text a call (commit point): a call is announced (START) once its
- * name is complete and its arguments object has begun (or, for an object
- * without arguments, when the object closes). Before that, everything since
+ * When is text a call (commit point): in the JSON-object formats a call is
+ * announced (START) once its name is complete and its arguments object has
+ * begun (or, for an object without arguments, when the object closes); in
+ * the other formats once its name is complete. Before that, everything since
  * the opening markup is held back; if it turns out not to be a call (not
  * JSON, no name, a name that is not a string, arguments that are not an
  * object, an unknown key for llama3_json, end of output) the held text is
@@ -75,7 +120,8 @@
  * Ids: "call_" + 24 characters of [A-Za-z0-9]; for mistral, 9 characters
  * of [A-Za-z0-9] and no prefix, because Mistral's chat templates raise
  * "Tool call IDs should be alphanumeric strings with length 9!" when the
- * call comes back in the next request (vLLM does the same). Drawn from the
+ * call comes back in the next request (vLLM does the same); for kimi_k2 the
+ * model's own id (its template refers to it). Drawn from the
  * caller's rng callback when given (one draw per character), else from an
  * internal splitmix64 seeded with cfg.seed (a seeded request gives
  * reproducible ids).
@@ -103,12 +149,72 @@
 
 #include "common/status.h"
 
+struct json_object;
+
 typedef enum {
     TOOLCALL_FORMAT_NONE = 0, /* no parsing: everything is content */
     TOOLCALL_FORMAT_HERMES,
     TOOLCALL_FORMAT_LLAMA3_JSON,
-    TOOLCALL_FORMAT_MISTRAL
+    TOOLCALL_FORMAT_MISTRAL,
+    TOOLCALL_FORMAT_GRANITE,
+    TOOLCALL_FORMAT_PHI4_MINI_JSON,
+    TOOLCALL_FORMAT_DEEPSEEK_V3,
+    TOOLCALL_FORMAT_DEEPSEEK_V31,
+    TOOLCALL_FORMAT_KIMI_K2,
+    TOOLCALL_FORMAT_QWEN3_CODER,
+    TOOLCALL_FORMAT_SEED_OSS,
+    TOOLCALL_FORMAT_GLM45,
+    TOOLCALL_FORMAT_MINIMAX_M2,
+    TOOLCALL_FORMAT_PYTHONIC,
+    TOOLCALL_FORMAT_GPT_OSS,
+    TOOLCALL_FORMAT_COUNT
 } toolcall_format_t;
+
+/* How a call is laid out (the family of a format). */
+typedef enum {
+    TOOLCALL_LAYOUT_NONE = 0,
+    TOOLCALL_LAYOUT_JSON_OBJECT,  /* {"name": N, "arguments": {...}} */
+    TOOLCALL_LAYOUT_NAME_JSON,    /* name_prefix N name_close [args_open] {...} [args_close] */
+    TOOLCALL_LAYOUT_NAME_PARAMS,  /* name_prefix N name_close, then per parameter
+                                   * key_open K key_close [value_open] V value_close */
+    TOOLCALL_LAYOUT_PYTHONIC,     /* [N(K=V, ...), ...] */
+    TOOLCALL_LAYOUT_HARMONY       /* harmony message to=functions.N, body {...} */
+} toolcall_layout_t;
+
+/* A format's markup, exact canonical strings (what the model is trained to
+ * write; the parsers accept the documented leniencies on top). A call is
+ *   [section_open] (call_open CALL call_close [call_sep])+ [section_close]
+ * where CALL follows the layout; NULL fields are absent. For grammars
+ * (structured outputs / forced tool calls), documentation and tests. */
+typedef struct {
+    toolcall_format_t format;
+    const char *name;            /* the --tool-call-parser name */
+    toolcall_layout_t layout;
+    const char *section_open;    /* opens the calls (one or several) */
+    const char *section_close;
+    const char *call_open;       /* opens one call */
+    const char *call_close;
+    const char *call_sep;        /* between calls inside a section ("," in JSON lists) */
+    bool whole_message;          /* the calls must start the output (after whitespace) */
+    const char *name_prefix;     /* NAME_*: before the function name */
+    const char *name_close;      /* NAME_*: ends the name (NULL: the first key_open
+                                  * or call_close does; glm45) */
+    const char *args_open;       /* NAME_JSON: around the arguments object */
+    const char *args_close;
+    const char *key_open;        /* NAME_PARAMS: a parameter's name ... */
+    const char *key_close;
+    const char *value_open;      /* ... and value */
+    const char *value_close;
+    const char *const *tokens;   /* texts of the control tokens the parser must see
+                                  * (the detokenizer renders them), NULL-terminated */
+    const char *example;         /* get_weather({"city": "Paris"}) in this format */
+} toolcall_format_desc_t;
+
+/* The description of a format; NULL for NONE and unknown values. */
+const toolcall_format_desc_t *toolcall_format_desc(toolcall_format_t fmt);
+
+/* Whether a control token's text is markup the format's parser needs. */
+bool toolcall_format_is_marker(toolcall_format_t fmt, const char *text);
 
 typedef struct {
     toolcall_format_t format;
@@ -117,6 +223,9 @@ typedef struct {
     uint64_t (*rng)(void *ctx);
     void *rng_ctx;
     uint64_t seed;
+    /* The request's tools array (borrowed, may be NULL): the parameter
+     * types of NAME_PARAMS formats. Must outlive the parser. */
+    struct json_object *tools;
 } toolcall_config_t;
 
 typedef enum {
@@ -183,18 +292,34 @@ toolcall_t *toolcall_parse(const toolcall_config_t *cfg, const char *text, size_
                            lf_err_t *err);
 
 /* Format for a chat template text, documented rules, first match wins:
- *   "<tool_call>"                          -> HERMES (Hermes, Qwen2.5/3)
- *   "[TOOL_CALLS]"                         -> MISTRAL
- *   "<function=", ">>>" or "functools"     -> NONE (functionary v3.1/v3.2,
- *                                            firefunction v2: other formats)
- *   "<|python_tag|>"                       -> LLAMA3_JSON
- *   "<|start_header_id|>" and "parameters" -> LLAMA3_JSON (Llama 3.1+
- *                                            JSON tool prompt)
- *   otherwise                              -> NONE */
+ *   "<|channel|>" (harmony)                    -> GPT_OSS
+ *   "<｜tool▁calls▁begin｜>" and "```json"        -> DEEPSEEK_V3 (V3, R1)
+ *   "<｜tool▁calls▁begin｜>"                      -> DEEPSEEK_V31
+ *   "<|tool_calls_section_begin|>"             -> KIMI_K2
+ *   "<minimax:tool_call>"                      -> MINIMAX_M2
+ *   "<seed:tool_call>"                         -> SEED_OSS
+ *   "<arg_key>"                                -> GLM45
+ *   "<function=" and "<parameter="             -> QWEN3_CODER
+ *   "<tool_call>"                              -> HERMES (Hermes, Qwen2.5/3)
+ *   "[TOOL_CALLS]"                             -> MISTRAL
+ *   "<|tool_call|>"                            -> GRANITE
+ *   "functools"                                -> PHI4_MINI_JSON (Phi-4-mini,
+ *                                                firefunction v2)
+ *   "<|python_start|>", "<|tool_call_start|>"
+ *   or "[func_name1("                          -> PYTHONIC (Llama 4, LFM2, 3.2)
+ *   "<function=" or ">>>"                      -> NONE (functionary v3.1 /
+ *                                                v3.2: other formats)
+ *   "<|python_tag|>"                           -> LLAMA3_JSON
+ *   "<|start_header_id|>" and "parameters"     -> LLAMA3_JSON (Llama 3.1+
+ *                                                JSON tool prompt)
+ *   otherwise                                  -> NONE */
 toolcall_format_t toolcall_format_detect(const char *tmpl, size_t len);
 
-/* "none" / "hermes" / "llama3_json" / "mistral" <-> format. from_name
- * returns LF_ERR_INVALID (message lists the names) for anything else. */
+/* Names <-> formats ("none", "hermes", "llama3_json", "mistral", "granite",
+ * "phi4_mini_json", "deepseek_v3", "deepseek_v31", "kimi_k2",
+ * "qwen3_coder", "seed_oss", "glm45", "minimax_m2", "pythonic", "gpt-oss"
+ * (also "openai", vLLM's name)). from_name returns LF_ERR_INVALID (message
+ * lists the names) for anything else. */
 lf_code_t toolcall_format_from_name(const char *name, toolcall_format_t *fmt, lf_err_t *err);
 const char *toolcall_format_name(toolcall_format_t fmt);
 

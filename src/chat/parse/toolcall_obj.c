@@ -9,32 +9,32 @@
 
 void tcobj_start(toolcall_t *tc)
 {
-    tcscan_init(&tc->scan);
-    tc->key.len = 0;
-    tc->in_key = false;
-    tc->next_role = ROLE_OTHER;
-    tc->in_name = tc->name_done = tc->name_seen = false;
-    tc->name_raw.len = 0;
-    tc->in_args = tc->args_started = tc->args_done = tc->args_seen = false;
-    tc->in_args_str = false;
-    tc->args_str.len = 0;
-    tc->cur_args.len = 0;
-    tc->committed = false;
-    tc->args_emitted = 0;
-    tc->bare = false;
-    tc->st = ST_OBJ;
+    tcscan_init(&tc->u.js.scan);
+    tc->u.js.key.len = 0;
+    tc->u.js.in_key = false;
+    tc->u.js.next_role = ROLE_OTHER;
+    tc->u.js.in_name = tc->u.js.name_done = tc->u.js.name_seen = false;
+    tc->u.js.name_raw.len = 0;
+    tc->u.js.in_args = tc->u.js.args_started = tc->u.js.args_done = tc->u.js.args_seen = false;
+    tc->u.js.in_args_str = false;
+    tc->u.js.args_str.len = 0;
+    tc->u.js.cur_args.len = 0;
+    tc->u.js.committed = false;
+    tc->u.js.args_emitted = 0;
+    tc->u.js.bare = false;
+    tc->u.js.st = JS_OBJ;
 }
 
 /* mistral v11: the name is known, the object that follows is the arguments. */
 void tcobj_start_bare(toolcall_t *tc)
 {
     tcobj_start(tc);
-    tc->bare = true;
-    tc->arr_mode = false;
-    buf_add(tc, &tc->name_raw, tc->m_name.p, tc->m_name.len);
-    buf_addc(tc, &tc->name_raw, '"');
-    tc->name_seen = tc->name_done = true;
-    tc->args_seen = true;
+    tc->u.js.bare = true;
+    tc->u.js.arr_mode = false;
+    buf_add(tc, &tc->u.js.name_raw, tc->u.js.m_name.p, tc->u.js.m_name.len);
+    buf_addc(tc, &tc->u.js.name_raw, '"');
+    tc->u.js.name_seen = tc->u.js.name_done = true;
+    tc->u.js.args_seen = true;
 }
 
 static bool key_is(const buf_t *k, const char *s)
@@ -48,9 +48,9 @@ static bool key_is(const buf_t *k, const char *s)
  * call then commits when the string closes, not when it starts. */
 static bool args_from_string(toolcall_t *tc)
 {
-    if (tc->nomem || !tc->args_str.p)
+    if (tc->nomem || !tc->u.js.args_str.p)
         return false;
-    json_object *o = json_tokener_parse(tc->args_str.p);
+    json_object *o = json_tokener_parse(tc->u.js.args_str.p);
     bool ok = o && json_object_is_type(o, json_type_string);
     if (ok) {
         const char *t = json_object_get_string(o);
@@ -67,7 +67,7 @@ static bool args_from_string(toolcall_t *tc)
             if (r == TCSCAN_R_ERR)
                 break;
             if (r != TCSCAN_R_WS)
-                buf_addc(tc, &tc->cur_args, (char)c);
+                buf_addc(tc, &tc->u.js.cur_args, (char)c);
         }
         while (i < n && is_ws((unsigned char)t[i]))
             i++;
@@ -75,17 +75,17 @@ static bool args_from_string(toolcall_t *tc)
     }
     json_object_put(o);
     if (!ok) {
-        tc->cur_args.len = 0;
+        tc->u.js.cur_args.len = 0;
         return false;
     }
-    tc->args_started = tc->args_done = true;
+    tc->u.js.args_started = tc->u.js.args_done = true;
     return true;
 }
 
 /* Feeds one byte of the call object (from its '{' on). */
 obj_res_t tcobj_byte(toolcall_t *tc, unsigned char c)
 {
-    tcscan_t *s = &tc->scan;
+    tcscan_t *s = &tc->u.js.scan;
     int pre_depth = s->depth;
     tcscan_state_t pre_st = s->st;
     tcscan_res_t r = tcscan_byte(s, c);
@@ -93,73 +93,73 @@ obj_res_t tcobj_byte(toolcall_t *tc, unsigned char c)
         return OBJ_FAIL;
     if (pre_depth == 0 && r != TCSCAN_R_WS && c != '{')
         return OBJ_FAIL; /* a call is an object */
-    if (tc->bare) {
+    if (tc->u.js.bare) {
         if (r != TCSCAN_R_WS) {
-            buf_addc(tc, &tc->cur_args, (char)c);
-            tc->args_started = true;
+            buf_addc(tc, &tc->u.js.cur_args, (char)c);
+            tc->u.js.args_started = true;
         }
         if (r == TCSCAN_R_END)
-            tc->args_done = true;
+            tc->u.js.args_done = true;
         return r == TCSCAN_R_END ? OBJ_DONE : OBJ_MORE;
     }
 
     if (pre_depth == 1 && (pre_st == TCSCAN_KEY_OR_END || pre_st == TCSCAN_KEY) && c == '"') {
-        tc->in_key = true;
-        tc->key.len = 0;
-    } else if (tc->in_key) {
+        tc->u.js.in_key = true;
+        tc->u.js.key.len = 0;
+    } else if (tc->u.js.in_key) {
         if (pre_st == TCSCAN_STR && s->st == TCSCAN_COLON) {
-            tc->in_key = false;
+            tc->u.js.in_key = false;
             role_t role = ROLE_OTHER;
-            if (key_is(&tc->key, "name"))
-                role = tc->name_seen ? ROLE_OTHER : ROLE_NAME;
-            else if (key_is(&tc->key, "arguments") || key_is(&tc->key, "parameters"))
-                role = tc->args_seen ? ROLE_OTHER : ROLE_ARGS;
-            else if (tc->cfg.format == TOOLCALL_FORMAT_LLAMA3_JSON && !tc->committed &&
-                     !key_is(&tc->key, "type"))
+            if (key_is(&tc->u.js.key, "name"))
+                role = tc->u.js.name_seen ? ROLE_OTHER : ROLE_NAME;
+            else if (key_is(&tc->u.js.key, "arguments") || key_is(&tc->u.js.key, "parameters"))
+                role = tc->u.js.args_seen ? ROLE_OTHER : ROLE_ARGS;
+            else if (tc->cfg.format == TOOLCALL_FORMAT_LLAMA3_JSON && !tc->u.js.committed &&
+                     !key_is(&tc->u.js.key, "type"))
                 return OBJ_FAIL_CONSUMED; /* not a call object: content */
-            tc->next_role = role;
+            tc->u.js.next_role = role;
         } else {
-            buf_addc(tc, &tc->key, (char)c);
+            buf_addc(tc, &tc->u.js.key, (char)c);
         }
     } else if (pre_depth == 1 && pre_st == TCSCAN_VALUE && r != TCSCAN_R_WS) {
-        role_t role = tc->next_role;
-        tc->next_role = ROLE_OTHER;
+        role_t role = tc->u.js.next_role;
+        tc->u.js.next_role = ROLE_OTHER;
         if (role == ROLE_NAME) {
             if (c != '"')
                 return OBJ_FAIL_CONSUMED;
-            tc->name_seen = tc->in_name = true;
-            buf_addc(tc, &tc->name_raw, (char)c);
+            tc->u.js.name_seen = tc->u.js.in_name = true;
+            buf_addc(tc, &tc->u.js.name_raw, (char)c);
         } else if (role == ROLE_ARGS) {
-            tc->args_seen = true;
+            tc->u.js.args_seen = true;
             if (c == '"') {
-                tc->in_args_str = true;
-                buf_addc(tc, &tc->args_str, (char)c);
+                tc->u.js.in_args_str = true;
+                buf_addc(tc, &tc->u.js.args_str, (char)c);
             } else if (c == '{') {
-                tc->args_started = tc->in_args = true;
-                buf_addc(tc, &tc->cur_args, (char)c);
+                tc->u.js.args_started = tc->u.js.in_args = true;
+                buf_addc(tc, &tc->u.js.cur_args, (char)c);
             } else {
                 return OBJ_FAIL_CONSUMED;
             }
         }
-    } else if (tc->in_name) {
-        buf_addc(tc, &tc->name_raw, (char)c);
+    } else if (tc->u.js.in_name) {
+        buf_addc(tc, &tc->u.js.name_raw, (char)c);
         if (s->depth == 1 && s->st == TCSCAN_AFTER) {
-            tc->in_name = false;
-            tc->name_done = true;
+            tc->u.js.in_name = false;
+            tc->u.js.name_done = true;
         }
-    } else if (tc->in_args_str) {
-        buf_addc(tc, &tc->args_str, (char)c);
+    } else if (tc->u.js.in_args_str) {
+        buf_addc(tc, &tc->u.js.args_str, (char)c);
         if (s->depth == 1 && s->st == TCSCAN_AFTER) {
-            tc->in_args_str = false;
+            tc->u.js.in_args_str = false;
             if (!args_from_string(tc))
                 return OBJ_FAIL_CONSUMED;
         }
-    } else if (tc->in_args) {
+    } else if (tc->u.js.in_args) {
         if (r != TCSCAN_R_WS)
-            buf_addc(tc, &tc->cur_args, (char)c);
+            buf_addc(tc, &tc->u.js.cur_args, (char)c);
         if (s->depth == 1) {
-            tc->in_args = false;
-            tc->args_done = true;
+            tc->u.js.in_args = false;
+            tc->u.js.args_done = true;
         }
     }
     return r == TCSCAN_R_END ? OBJ_DONE : OBJ_MORE;
@@ -169,9 +169,9 @@ obj_res_t tcobj_byte(toolcall_t *tc, unsigned char c)
  * string (or out of memory). */
 char *tcobj_decode_name(toolcall_t *tc)
 {
-    if (tc->nomem || !tc->name_raw.p)
+    if (tc->nomem || !tc->u.js.name_raw.p)
         return NULL;
-    json_object *o = json_tokener_parse(tc->name_raw.p);
+    json_object *o = json_tokener_parse(tc->u.js.name_raw.p);
     char *name = NULL;
     if (o && json_object_is_type(o, json_type_string) && json_object_get_string_len(o) > 0) {
         name = strdup(json_object_get_string(o));
@@ -182,21 +182,19 @@ char *tcobj_decode_name(toolcall_t *tc)
     return name;
 }
 
-bool tcobj_args_valid(const buf_t *a)
+bool tcobj_args_valid(const char *s, size_t n)
 {
-    if (!a->p || a->len == 0)
+    if (!s || n == 0)
         return false;
     json_tokener *tok = json_tokener_new_ex(TCSCAN_MAX_DEPTH + 1);
     if (!tok)
         return false;
     json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-    json_object *o = json_tokener_parse_ex(tok, a->p, (int)a->len);
+    json_object *o = json_tokener_parse_ex(tok, s, (int)n);
     bool ok = o && json_tokener_get_error(tok) == json_tokener_success &&
-              json_tokener_get_parse_end(tok) == a->len && json_object_is_type(o, json_type_object);
+              json_tokener_get_parse_end(tok) == n && json_object_is_type(o, json_type_object);
     json_object_put(o);
     json_tokener_free(tok);
     return ok;
 }
 
-/* Announces the current call. Returns false (nothing emitted) when the name
- * is not usable: then it is not a call. */

@@ -44,40 +44,6 @@ void chat_template_free(chat_template_t *t)
     free(t);
 }
 
-static jv_t *from_json(jarena_t *a, json_object *j, int depth)
-{
-    if (depth > 200)
-        return NULL;
-    switch (json_object_get_type(j)) {
-    case json_type_null: return jv_none(a);
-    case json_type_boolean: return jv_bool(a, json_object_get_boolean(j));
-    case json_type_int: return jv_int(a, json_object_get_int64(j));
-    case json_type_double: return jv_float(a, json_object_get_double(j));
-    case json_type_string: return jv_str(a, json_object_get_string(j), (size_t)json_object_get_string_len(j));
-    case json_type_array: {
-        jv_t *l = jv_list(a);
-        if (!l)
-            return NULL;
-        size_t n = json_object_array_length(j);
-        for (size_t i = 0; i < n; i++)
-            if (!jv_list_push(a, l, from_json(a, json_object_array_get_idx(j, i), depth + 1)))
-                return NULL;
-        return l;
-    }
-    case json_type_object: {
-        jv_t *d = jv_dict(a, JV_DICT);
-        if (!d)
-            return NULL;
-        json_object_object_foreach(j, k, v) {
-            if (!jv_dict_set(a, d, k, strlen(k), from_json(a, v, depth + 1)))
-                return NULL;
-        }
-        return d;
-    }
-    }
-    return NULL;
-}
-
 lf_code_t chat_template_render(const chat_template_t *t, json_object *context, const chat_render_opts_t *opts,
                                char **out, size_t *out_len, bool *raised, lf_err_t *err)
 {
@@ -93,13 +59,14 @@ lf_code_t chat_template_render(const chat_template_t *t, json_object *context, c
         .max_steps = o.max_steps ? o.max_steps : 20000000,
         .arena_budget = o.max_memory ? o.max_memory : (size_t)256 << 20,
         .now = o.now ? o.now : (time_t)-1,
+        .extensions = o.extensions,
     };
     if (context && !json_object_is_type(context, json_type_object))
         return lf_err_set(err, LF_ERR_INVALID, "chat template context must be a JSON object");
     jarena_t *a = jarena_new(lim.arena_budget);
     if (!a)
         return lf_err_set(err, LF_ERR_NOMEM, "out of memory rendering chat template");
-    jv_t *vars = context ? from_json(a, context, 0) : jv_dict(a, JV_DICT);
+    jv_t *vars = context ? jv_from_json(a, context, 0) : jv_dict(a, JV_DICT);
     if (!vars) {
         jarena_free(a);
         return lf_err_set(err, LF_ERR_INVALID, "chat template context too large or too deeply nested");

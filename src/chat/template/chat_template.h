@@ -22,8 +22,10 @@
  * namespace attributes), macros (defaults, keyword arguments, closures,
  * call blocks with caller()), filter blocks, {% generation %}; all Python
  * operators incl. chained comparisons, `%` string formatting, slicing;
- * the filters and tests chat templates use (see jinja_filters.c), str and
- * dict methods (jinja_builtins.c). Values behave like Python's (str()/repr(),
+ * the filters and tests chat templates use (see jinja_filters.c), str
+ * methods (strip, split, replace, find, partition, removeprefix, zfill,
+ * ...) and dict / list methods (jinja_builtins.c); dict keys of any
+ * hashable type (Python's 1 == 1.0 == True). Values behave like Python's (str()/repr(),
  * == across numbers, dict views, generators from map/select are lazy and
  * refused by tojson/length). Not supported: include/extends/import, recursive
  * loops, dict/list mutation (the sandbox forbids it), the filters groupby/
@@ -35,6 +37,16 @@
  *
  * Clock: strftime_now formats the injected time (opts.now) or the current
  * time, in the local time zone, like transformers' datetime.now().
+ *
+ * Extensions (opts.extensions, off by default): transformers' sandbox
+ * refuses list and dict mutation and has no from_json filter, so some real
+ * templates cannot render there (Kimi K2's tool_response_queue.ids.append,
+ * DeepSeek V3.2's `arguments | from_json`); llama.cpp's engine allows
+ * them. With extensions: list.append / extend / insert / pop / remove /
+ * clear, dict.update / pop / setdefault, and `s | from_json` (a JSON text
+ * to a value). The server renders with them (a client must not fail where
+ * llama.cpp serves it); `llm-fcgi chat-template` and the golden tests
+ * without (transformers exactly).
  *
  * Errors: template syntax errors, runtime errors and raise_exception() all
  * return LF_ERR_INVALID. For raise_exception the message is exactly the
@@ -64,6 +76,8 @@ typedef struct {
                             scanned by filters/`in` (default 20,000,000) */
     size_t max_memory;   /* bytes of working memory (default 256 MiB) */
     time_t now;          /* strftime_now clock; 0 = the real current time */
+    bool extensions;     /* llama.cpp's additions to the sandbox, off by
+                          * default (see "Extensions") */
 } chat_render_opts_t;
 
 /* Parses template source `src` (`len` bytes, need not be NUL-terminated).

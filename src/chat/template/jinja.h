@@ -62,9 +62,15 @@ typedef struct {
     const char *gen_error; /* generator whose (lazy) iteration fails */
 } jlist_t;
 
+/* Keys are any hashable value (str, int, float, bool, None, tuples of
+ * these). keys[i]/klens[i] is the key's canonical text: the string itself
+ * for str keys; for other keys a "\xff"-tagged encoding in which keys that
+ * Python considers equal (1, 1.0, True) coincide, with kobj[i] the key
+ * value (NULL for str keys). */
 typedef struct {
     const char **keys;
     size_t *klens;
+    jv_t **kobj;
     jv_t **vals;
     size_t n, cap;
 } jdict_t;
@@ -110,6 +116,19 @@ jv_t *jv_dict(jarena_t *a, jv_kind_t kind); /* JV_DICT or JV_NS */
 bool jv_list_push(jarena_t *a, jv_t *list, jv_t *item);
 jv_t *jv_dict_get(const jv_t *d, const char *k, size_t kn); /* NULL if absent */
 bool jv_dict_set(jarena_t *a, jv_t *d, const char *k, size_t kn, jv_t *v);
+/* Python's hash(): true for str, numbers, bool, None and tuples of these. */
+bool jv_is_hashable(const jv_t *v);
+/* Lookup / insert by a key of any hashable kind (NULL / false when absent,
+ * unhashable or out of memory). */
+jv_t *jv_dict_getv(const jv_t *d, const jv_t *key);
+bool jv_dict_del(jv_t *d, const jv_t *key); /* false when absent */
+bool jv_dict_setv(jarena_t *a, jv_t *d, jv_t *key, jv_t *v);
+/* The i-th key as a value (a new str value for str keys). */
+jv_t *jv_dict_key(jarena_t *a, const jv_t *d, size_t i);
+/* A json-c value as an interpreter value (objects keep their key order,
+ * null is None); NULL when nested deeper than 200 or out of memory. */
+struct json_object;
+jv_t *jv_from_json(jarena_t *a, struct json_object *j, int depth);
 
 bool jv_truthy(const jv_t *v);
 const char *jv_type_name(const jv_t *v); /* Python type name */
@@ -215,6 +234,8 @@ typedef struct {
     uint64_t max_steps;  /* loop iterations + calls */
     size_t arena_budget; /* bytes */
     time_t now;          /* strftime_now clock; (time_t)-1 = real time */
+    bool extensions;     /* llama.cpp's additions to the sandbox: list / dict
+                          * mutation methods and the from_json filter */
 } jrender_limits_t;
 
 /* Renders the template body with the variables of dict `vars` (a JV_DICT in
@@ -233,6 +254,7 @@ bool jctx_step(jctx_t *c);
  * of big lists end in an error instead of a hang. */
 bool jctx_charge(jctx_t *c, uint64_t units);
 time_t jctx_now(jctx_t *c);
+bool jctx_extensions(jctx_t *c);
 size_t jctx_limit(jctx_t *c);
 jv_t *jctx_call(jctx_t *c, jv_t *fn, jv_t **args, size_t nargs, const char **kwn, jv_t **kwv, size_t nkw);
 jv_t *jctx_getattr(jctx_t *c, jv_t *obj, const char *name, size_t n);
@@ -252,8 +274,9 @@ enum { JF_RANGE, JF_NAMESPACE, JF_RAISE, JF_STRFTIME, JF_DICT, JF_COUNT };
 extern const char *const jinja_func_names[JF_COUNT];
 jv_t *jinja_call_func(jctx_t *c, int func, jv_t **args, size_t nargs, const char **kwn,
                       jv_t **kwv, size_t nkw);
-/* true if `name` is a method of obj's type (str, dict). */
-bool jinja_has_method(const jv_t *obj, const char *name);
+/* true if `name` is a method of obj's type (str, dict, list; the mutating
+ * list / dict methods only with extensions). */
+bool jinja_has_method(jctx_t *c, const jv_t *obj, const char *name);
 jv_t *jinja_call_method(jctx_t *c, jv_t *self, const char *name, jv_t **args, size_t nargs,
                         const char **kwn, jv_t **kwv, size_t nkw);
 

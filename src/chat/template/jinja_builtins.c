@@ -73,7 +73,7 @@ jv_t *jinja_call_func(jctx_t *c, int func, jv_t **args, size_t nargs, const char
             }
             jdict_t *src = args[i]->u.dict;
             for (size_t k = 0; k < src->n; k++)
-                if (!jv_dict_set(a, d, src->keys[k], src->klens[k], src->vals[k]))
+                if (!jv_dict_setv(a, d, jv_dict_key(a, args[i], k), src->vals[k]))
                     return oom(c);
         }
         for (size_t k = 0; k < nkw; k++)
@@ -110,19 +110,139 @@ jv_t *jinja_call_func(jctx_t *c, int func, jv_t **args, size_t nargs, const char
 
 static const char *const str_methods[] = {
     "strip", "lstrip", "rstrip", "split", "startswith", "endswith", "replace", "upper", "lower", "title",
-    "capitalize", "format", "join", "find", "count", "splitlines", "isdigit", "isalpha", "isspace", "rsplit", NULL};
+    "capitalize", "format", "join", "find", "count", "splitlines", "isdigit", "isalpha", "isspace", "rsplit",
+    "removeprefix", "removesuffix", "rfind", "index", "rindex", "partition", "rpartition", "isalnum", "isupper",
+    "islower", "isnumeric", "isdecimal", "zfill", "ljust", "rjust", "center", "casefold", NULL};
 static const char *const dict_methods[] = {"items", "keys", "values", "get", NULL};
 static const char *const list_methods[] = {"index", "count", NULL}; /* the non-mutating ones */
+/* with extensions (llama.cpp's engine allows them; transformers' sandbox
+ * refuses them) */
+static const char *const list_methods_ext[] = {"append", "extend", "pop", "insert", "remove", "clear", NULL};
+static const char *const dict_methods_ext[] = {"update", "pop", "setdefault", NULL};
 
-bool jinja_has_method(const jv_t *obj, const char *name)
+static bool listed(const char *const *m, const char *name)
 {
-    const char *const *m = obj->kind == JV_STR ? str_methods : obj->kind == JV_DICT ? dict_methods : NULL;
-    if (obj->kind == JV_LIST && !obj->is_gen && obj->u.list->view == JVIEW_NONE)
-        m = list_methods;
     for (; m && *m; m++)
         if (!strcmp(*m, name))
             return true;
     return false;
+}
+
+bool jinja_has_method(jctx_t *c, const jv_t *obj, const char *name)
+{
+    bool ext = c && jctx_extensions(c);
+    switch (obj->kind) {
+    case JV_STR: return listed(str_methods, name);
+    case JV_DICT: return listed(dict_methods, name) || (ext && listed(dict_methods_ext, name));
+    case JV_LIST:
+        if (obj->is_gen || obj->u.list->view != JVIEW_NONE)
+            return false;
+        return listed(list_methods, name) || (ext && !obj->is_tuple && listed(list_methods_ext, name));
+    default: return false;
+    }
+}
+
+/* The mutating list methods (extensions only). */
+static jv_t *list_mutate(jctx_t *c, jv_t *self, const char *name, jv_t **args, size_t nargs)
+{
+    jarena_t *a = jctx_arena(c);
+    jlist_t *l = self->u.list;
+    jv_t *arg0 = nargs ? args[0] : NULL;
+    if (!jctx_charge(c, l->n + 1))
+        return NULL;
+    if (!strcmp(name, "append")) {
+        if (nargs != 1)
+            return jctx_fail(c, "append() takes exactly one argument"), NULL;
+        return jv_list_push(a, self, arg0) ? jv_none(a) : oom(c);
+    }
+    if (!strcmp(name, "extend")) {
+        jv_t *it = nargs == 1 ? jctx_iterate(c, arg0) : NULL;
+        if (!it)
+            return nargs == 1 ? NULL : (jctx_fail(c, "extend() takes exactly one argument"), NULL);
+        size_t n = it->u.list->n; /* it may be self */
+        for (size_t i = 0; i < n; i++)
+            if (!jv_list_push(a, self, it->u.list->items[i]))
+                return oom(c);
+        return jv_none(a);
+    }
+    if (!strcmp(name, "clear")) {
+        l->n = 0;
+        return jv_none(a);
+    }
+    int64_t idx = -1;
+    if (!strcmp(name, "insert") || !strcmp(name, "pop")) {
+        if ((!strcmp(name, "insert") && nargs != 2) || (!strcmp(name, "pop") && nargs > 1) ||
+            (arg0 && arg0->kind != JV_INT && arg0->kind != JV_BOOL))
+            return jctx_fail(c, "%s(): bad arguments", name), NULL;
+        idx = arg0 ? (arg0->kind == JV_INT ? arg0->u.i : arg0->u.b) : -1;
+        if (idx < 0)
+            idx += (int64_t)l->n + (name[0] == 'i');
+        if (name[0] == 'i') { /* insert clamps like Python */
+            if (idx < 0)
+                idx = 0;
+            if (idx > (int64_t)l->n)
+                idx = (int64_t)l->n;
+            if (!jv_list_push(a, self, args[1]))
+                return oom(c);
+            memmove(l->items + idx + 1, l->items + idx, ((size_t)l->n - 1 - (size_t)idx) * sizeof *l->items);
+            l->items[idx] = args[1];
+            return jv_none(a);
+        }
+        if (l->n == 0 || idx < 0 || idx >= (int64_t)l->n)
+            return jctx_fail(c, l->n ? "pop index out of range" : "pop from empty list"), NULL;
+    } else { /* remove */
+        if (nargs != 1)
+            return jctx_fail(c, "remove() takes exactly one argument"), NULL;
+        for (size_t i = 0; i < l->n && idx < 0; i++)
+            if (jv_equal(l->items[i], arg0))
+                idx = (int64_t)i;
+        if (idx < 0)
+            return jctx_fail(c, "list.remove(x): x not in list"), NULL;
+    }
+    jv_t *x = l->items[idx];
+    memmove(l->items + idx, l->items + idx + 1, ((size_t)l->n - 1 - (size_t)idx) * sizeof *l->items);
+    l->n--;
+    return name[0] == 'p' ? x : jv_none(a);
+}
+
+/* The mutating dict methods (extensions only). */
+static jv_t *dict_mutate(jctx_t *c, jv_t *self, const char *name, jv_t **args, size_t nargs, const char **kwn,
+                         jv_t **kwv, size_t nkw)
+{
+    jarena_t *a = jctx_arena(c);
+    if (!jctx_charge(c, self->u.dict->n + 1))
+        return NULL;
+    if (!strcmp(name, "update")) {
+        if (nargs > 1 || (nargs && args[0]->kind != JV_DICT && args[0]->kind != JV_NS))
+            return jctx_fail(c, "update() takes a mapping"), NULL;
+        for (size_t k = 0; nargs && k < args[0]->u.dict->n; k++)
+            if (!jv_dict_setv(a, self, jv_dict_key(a, args[0], k), args[0]->u.dict->vals[k]))
+                return oom(c);
+        for (size_t k = 0; k < nkw; k++)
+            if (!jv_dict_set(a, self, kwn[k], strlen(kwn[k]), kwv[k]))
+                return oom(c);
+        return jv_none(a);
+    }
+    if (nargs < 1 || nargs > 2 || !jv_is_hashable(args[0]))
+        return jctx_fail(c, "%s() needs a hashable key", name), NULL;
+    jv_t *v = jv_dict_getv(self, args[0]);
+    if (!strcmp(name, "setdefault")) {
+        if (v)
+            return v;
+        v = nargs > 1 ? args[1] : jv_none(a);
+        return jv_dict_setv(a, self, args[0], v) ? v : oom(c);
+    }
+    if (!v) { /* pop of a missing key */
+        if (nargs > 1)
+            return args[1];
+        jbuf_t b = {0};
+        jv_repr(&b, args[0]);
+        jctx_fail(c, "%s", b.buf ? b.buf : "KeyError");
+        free(b.buf);
+        return NULL;
+    }
+    jv_dict_del(self, args[0]);
+    return v;
 }
 
 /* ---- string helpers shared with the filters --------------------------- */
@@ -386,12 +506,124 @@ static jv_t *str_format(jctx_t *c, jv_t *s, jv_t **args, size_t nargs, const cha
     return r ? r : oom(c);
 }
 
+/* The rarer str methods: removeprefix / removesuffix, rfind / index /
+ * rindex, partition / rpartition, the is* tests, padding. Indexes are in
+ * code points, as Python's. */
+static jv_t *str_more(jctx_t *c, jv_t *self, const char *name, jv_t *arg0, jv_t *arg1)
+{
+    jarena_t *a = jctx_arena(c);
+    const char *s = self->u.str.s;
+    size_t n = self->u.str.n;
+    if (!strcmp(name, "casefold"))
+        return jinja_str_case(c, self, 0);
+    if (!strncmp(name, "remove", 6) || !strcmp(name, "rfind") || !strcmp(name, "index") || !strcmp(name, "rindex") ||
+        strstr(name, "partition")) {
+        if (!arg0 || arg0->kind != JV_STR) {
+            jctx_fail(c, "%s() argument must be str", name);
+            return NULL;
+        }
+        const char *t = arg0->u.str.s;
+        size_t tn = arg0->u.str.n;
+        if (!strcmp(name, "removeprefix"))
+            return tn <= n && !memcmp(s, t, tn) ? jv_str(a, s + tn, n - tn) : self;
+        if (!strcmp(name, "removesuffix"))
+            return tn && tn <= n && !memcmp(s + n - tn, t, tn) ? jv_str(a, s, n - tn) : self;
+        bool last = name[0] == 'r';
+        size_t at = (size_t)-1;
+        for (size_t i = 0; i + tn <= n; i++)
+            if (!memcmp(s + i, t, tn)) {
+                at = i;
+                if (!last)
+                    break;
+            }
+        if (strstr(name, "partition")) {
+            if (tn == 0) {
+                jctx_fail(c, "empty separator");
+                return NULL;
+            }
+            jv_t *l = jv_list(a);
+            if (!l)
+                return oom(c);
+            l->is_tuple = true;
+            bool found = at != (size_t)-1; /* not found: (s, '', '') or, rpartition, ('', '', s) */
+            size_t cut = found ? at : last ? 0 : n;
+            jv_t *p0 = jv_str(a, s, cut), *p1 = jv_str(a, found ? t : "", found ? tn : 0);
+            jv_t *p2 = found ? jv_str(a, s + at + tn, n - at - tn) : jv_str(a, last ? s : "", last ? n : 0);
+            if (!jv_list_push(a, l, p0) || !jv_list_push(a, l, p1) || !jv_list_push(a, l, p2))
+                return oom(c);
+            return l;
+        }
+        if (at == (size_t)-1 && strcmp(name, "rfind")) { /* index / rindex */
+            jctx_fail(c, "substring not found");
+            return NULL;
+        }
+        return jv_int(a, at == (size_t)-1 ? -1 : (int64_t)jutf8_len(s, at));
+    }
+    if (!strncmp(name, "is", 2)) {
+        bool r = n > 0, cased = false;
+        for (size_t i = 0; i < n; i++) {
+            unsigned char ch = (unsigned char)s[i];
+            bool up = ch >= 'A' && ch <= 'Z', low = ch >= 'a' && ch <= 'z', dig = ch >= '0' && ch <= '9';
+            cased = cased || up || low;
+            if (!strcmp(name, "isalnum")) r = r && (up || low || dig || ch >= 0x80);
+            else if (!strcmp(name, "isupper")) r = r && !low;
+            else if (!strcmp(name, "islower")) r = r && !up;
+            else r = r && dig; /* isnumeric / isdecimal (ASCII digits) */
+        }
+        if (!strcmp(name, "isupper") || !strcmp(name, "islower"))
+            r = r && cased;
+        return jv_bool(a, r);
+    }
+    /* zfill / ljust / rjust / center: width in code points */
+    int64_t w;
+    if (!arg0 || !to_int(arg0, &w)) {
+        jctx_fail(c, "%s() needs an integer width", name);
+        return NULL;
+    }
+    size_t len = jutf8_len(s, n), fl = 1;
+    const char *fill = " ";
+    if (arg1) {
+        if (arg1->kind != JV_STR || jutf8_len(arg1->u.str.s, arg1->u.str.n) != 1) {
+            jctx_fail(c, "The fill character must be exactly one character long");
+            return NULL;
+        }
+        fill = arg1->u.str.s;
+        fl = arg1->u.str.n;
+    }
+    if (w <= (int64_t)len)
+        return self;
+    if (w > (int64_t)jctx_limit(c)) {
+        jctx_fail(c, "output too large");
+        return NULL;
+    }
+    size_t pad = (size_t)w - len, left = 0;
+    if (!strcmp(name, "rjust") || !strcmp(name, "zfill"))
+        left = pad;
+    else if (!strcmp(name, "center"))
+        left = pad / 2 + (pad & (size_t)w & 1); /* Python's centring */
+    bool sign = !strcmp(name, "zfill") && n && (s[0] == '+' || s[0] == '-');
+    if (!strcmp(name, "zfill"))
+        fill = "0", fl = 1;
+    jbuf_t b = {0};
+    if (sign)
+        jbuf_put(&b, s, 1);
+    for (size_t i = 0; i < left; i++)
+        jbuf_put(&b, fill, fl);
+    jbuf_put(&b, s + sign, n - sign);
+    for (size_t i = left; i < pad; i++)
+        jbuf_put(&b, fill, fl);
+    jv_t *r = b.overflow ? NULL : jv_str(a, b.buf ? b.buf : "", b.len);
+    free(b.buf);
+    return r ? r : oom(c);
+}
+
 jv_t *jinja_call_method(jctx_t *c, jv_t *self, const char *name, jv_t **args, size_t nargs, const char **kwn,
                         jv_t **kwv, size_t nkw)
 {
     jarena_t *a = jctx_arena(c);
     bool split = self->kind == JV_STR && (!strcmp(name, "split") || !strcmp(name, "rsplit"));
-    if (nkw && !split && !(self->kind == JV_STR && !strcmp(name, "format"))) {
+    if (nkw && !split && !(self->kind == JV_STR && !strcmp(name, "format")) &&
+        !(self->kind == JV_DICT && !strcmp(name, "update"))) {
         jctx_fail(c, "%s() takes no keyword arguments", name);
         return NULL;
     }
@@ -408,6 +640,10 @@ jv_t *jinja_call_method(jctx_t *c, jv_t *self, const char *name, jv_t **args, si
             }
         }
     }
+    if (self->kind == JV_LIST && listed(list_methods_ext, name))
+        return list_mutate(c, self, name, args, nargs);
+    if (self->kind == JV_DICT && listed(dict_methods_ext, name) && !listed(dict_methods, name))
+        return dict_mutate(c, self, name, args, nargs, kwn, kwv, nkw);
     if (self->kind == JV_LIST) { /* list.index(x) / list.count(x) */
         if (!arg0) {
             jctx_fail(c, "%s() takes exactly one argument", name);
@@ -443,14 +679,18 @@ jv_t *jinja_call_method(jctx_t *c, jv_t *self, const char *name, jv_t **args, si
                 jctx_fail(c, "get expected at least 1 argument");
                 return NULL;
             }
-            jv_t *v = arg0->kind == JV_STR ? jv_dict_get(self, arg0->u.str.s, arg0->u.str.n) : NULL;
+            if (!jv_is_hashable(arg0)) {
+                jctx_fail(c, "unhashable type: '%s'", jv_type_name(arg0));
+                return NULL;
+            }
+            jv_t *v = jv_dict_getv(self, arg0);
             return v ? v : arg1 ? arg1 : jv_none(a);
         }
         jv_t *l = jv_list(a);
         if (!l)
             return oom(c);
         for (size_t i = 0; i < d->n; i++) {
-            jv_t *k = jv_str(a, d->keys[i], d->klens[i]), *item = k;
+            jv_t *k = jv_dict_key(a, self, i), *item = k;
             if (!strcmp(name, "values"))
                 item = d->vals[i];
             else if (!strcmp(name, "items")) {
@@ -586,6 +826,5 @@ jv_t *jinja_call_method(jctx_t *c, jv_t *self, const char *name, jv_t **args, si
         }
         return jv_bool(a, r);
     }
-    jctx_fail(c, "'%s' object has no method '%s'", jv_type_name(self), name);
-    return NULL;
+    return str_more(c, self, name, arg0, arg1);
 }

@@ -35,6 +35,7 @@ struct jctx {
 };
 
 jarena_t *jctx_arena(jctx_t *c) { return c->a; }
+bool jctx_extensions(jctx_t *c) { return c->lim->extensions; }
 size_t jctx_limit(jctx_t *c) { return c->lim->max_output; }
 
 bool jctx_fail(jctx_t *c, const char *fmt, ...)
@@ -149,7 +150,7 @@ jv_t *jctx_getattr(jctx_t *c, jv_t *obj, const char *name, size_t n)
         jctx_fail(c, "%s", undef_msg(obj));
         return NULL;
     case JV_DICT:
-        if (jinja_has_method(obj, name))
+        if (jinja_has_method(c, obj, name))
             return method_value(c, obj, name);
         /* fall through */
     case JV_NS:
@@ -158,7 +159,7 @@ jv_t *jctx_getattr(jctx_t *c, jv_t *obj, const char *name, size_t n)
         break;
     case JV_STR:
     case JV_LIST:
-        if (jinja_has_method(obj, name))
+        if (jinja_has_method(c, obj, name))
             return method_value(c, obj, name);
         break;
     default: break;
@@ -190,7 +191,10 @@ jv_t *jctx_getitem(jctx_t *c, jv_t *obj, jv_t *key)
                 return v;
             return jctx_getattr(c, obj, key->u.str.s, key->u.str.n);
         }
-        return jv_undef(c->a);
+        else { /* Jinja2 turns the TypeError of an unhashable key into Undefined */
+            jv_t *v = jv_dict_getv(obj, key);
+            return v ? v : jv_undef(c->a);
+        }
     case JV_LIST:
         if ((obj->is_gen || (obj->u.list->view != JVIEW_NONE && obj->u.list->view != JVIEW_RANGE)) &&
             key->kind != JV_STR) {
@@ -305,7 +309,7 @@ jv_t *jctx_iterate(jctx_t *c, jv_t *v)
     case JV_DICT:
         CHK(r = jv_list(c->a));
         for (size_t i = 0; i < v->u.dict->n; i++)
-            if (!jv_list_push(c->a, r, jv_str(c->a, v->u.dict->keys[i], v->u.dict->klens[i])))
+            if (!jv_list_push(c->a, r, jv_dict_key(c->a, v, i)))
                 return oom(c);
         return r;
     case JV_STR: {
@@ -576,11 +580,11 @@ static jv_t *eval(jctx_t *c, jscope_t *s, const jnode_t *n)
         for (size_t i = 0; i < n->list.n; i++) {
             CHK(x = eval(c, s, n->list.v[i]));
             CHK(y = eval(c, s, n->list2.v[i]));
-            if (x->kind != JV_STR) {
-                jctx_fail(c, "only string keys are supported in dict literals");
+            if (!jv_is_hashable(x)) {
+                jctx_fail(c, "unhashable type: '%s'", jv_type_name(x));
                 return NULL;
             }
-            if (!jv_dict_set(c->a, d, x->u.str.s, x->u.str.n, y))
+            if (!jv_dict_setv(c->a, d, x, y))
                 return oom(c);
         }
         return d;

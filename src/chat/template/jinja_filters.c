@@ -5,6 +5,8 @@
  * transformers' tojson (ensure_ascii=False, Python separators, key order). */
 #include "chat/template/jinja.h"
 
+#include <json-c/json.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -623,6 +625,23 @@ jv_t *jinja_filter(jctx_t *c, const char *name, jv_t *v, jv_t **args, size_t nar
     }
     if (!strcmp(name, "tojson"))
         return do_tojson(c, v, args, nargs, kwn, kwv, nkw);
+    if (!strcmp(name, "from_json") && jctx_extensions(c)) { /* llama.cpp's */
+        if (v->kind != JV_STR) {
+            jctx_fail(c, "from_json needs a string");
+            return NULL;
+        }
+        json_tokener *tok = json_tokener_new_ex(200);
+        json_object *o = tok ? json_tokener_parse_ex(tok, v->u.str.s, (int)v->u.str.n) : NULL;
+        bool ok = tok && json_tokener_get_error(tok) == json_tokener_success;
+        jv_t *r = ok ? jv_from_json(a, o, 0) : NULL;
+        json_object_put(o);
+        json_tokener_free(tok);
+        if (!ok)
+            jctx_fail(c, "from_json: not valid JSON");
+        else if (!r)
+            oom(c);
+        return r;
+    }
     if (!strcmp(name, "indent"))
         return do_indent(c, v, args, nargs, kwn, kwv, nkw);
     if (!strcmp(name, "join")) {
@@ -819,7 +838,7 @@ jv_t *jinja_filter(jctx_t *c, const char *name, jv_t *v, jv_t **args, size_t nar
         }
         if (v->kind == JV_UNDEF)
             return v;
-        if (v->kind == JV_DICT && !jinja_has_method(v, n->u.str.s))
+        if (v->kind == JV_DICT && !jinja_has_method(c, v, n->u.str.s))
             return jv_undef(a); /* getattr() only: no fallback to dict items */
         return jctx_getattr(c, v, n->u.str.s, n->u.str.n);
     }

@@ -234,11 +234,11 @@ static int contains(jctx_t *c, jv_t *container, jv_t *x)
                 return 1;
         return 0;
     case JV_DICT:
-        if (x->kind == JV_DICT || (x->kind == JV_LIST && !x->is_tuple) || x->kind == JV_NS) {
+        if (!jv_is_hashable(x)) {
             jctx_fail(c, "unhashable type: '%s'", jv_type_name(x));
             return -1;
         }
-        return x->kind == JV_STR && jv_dict_get(container, x->u.str.s, x->u.str.n) != NULL;
+        return jv_dict_getv(container, x) != NULL;
     case JV_UNDEF: return 0;
     default:
         jctx_fail(c, "argument of type '%s' is not iterable", jv_type_name(container));

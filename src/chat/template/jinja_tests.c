@@ -70,7 +70,7 @@ int jinja_test(jctx_t *c, const char *name, jv_t *v, jv_t **args, size_t nargs)
             return 0;
         }
         if (o->kind == JV_DICT)
-            return v->kind == JV_STR && jv_dict_get(o, v->u.str.s, v->u.str.n) != NULL;
+            return jv_dict_getv(o, v) != NULL;
         if (o->kind == JV_STR && v->kind == JV_STR) {
             if (v->u.str.n > o->u.str.n)
                 return 0;

@@ -6,6 +6,7 @@
  * ensure_ascii off by default, float repr). */
 #include "chat/template/jinja.h"
 
+#include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,7 +136,7 @@ jv_t *jv_dict_get(const jv_t *dv, const char *k, size_t kn)
     return NULL;
 }
 
-bool jv_dict_set(jarena_t *a, jv_t *dv, const char *k, size_t kn, jv_t *v)
+static bool dict_put(jarena_t *a, jv_t *dv, const char *k, size_t kn, jv_t *kobj, jv_t *v)
 {
     jdict_t *d = dv->u.dict;
     if (!v)
@@ -149,16 +150,19 @@ bool jv_dict_set(jarena_t *a, jv_t *dv, const char *k, size_t kn, jv_t *v)
         size_t cap = d->cap ? d->cap * 2 : 4;
         const char **nk = jarena_alloc(a, cap * sizeof *nk);
         size_t *nl = jarena_alloc(a, cap * sizeof *nl);
+        jv_t **no = jarena_alloc(a, cap * sizeof *no);
         jv_t **nv = jarena_alloc(a, cap * sizeof *nv);
-        if (!nk || !nl || !nv)
+        if (!nk || !nl || !no || !nv)
             return false;
         if (d->n) {
             memcpy(nk, d->keys, d->n * sizeof *nk);
             memcpy(nl, d->klens, d->n * sizeof *nl);
+            memcpy(no, d->kobj, d->n * sizeof *no);
             memcpy(nv, d->vals, d->n * sizeof *nv);
         }
         d->keys = nk;
         d->klens = nl;
+        d->kobj = no;
         d->vals = nv;
         d->cap = cap;
     }
@@ -167,9 +171,132 @@ bool jv_dict_set(jarena_t *a, jv_t *dv, const char *k, size_t kn, jv_t *v)
         return false;
     d->keys[d->n] = kc;
     d->klens[d->n] = kn;
+    d->kobj[d->n] = kobj;
     d->vals[d->n] = v;
     d->n++;
     return true;
+}
+
+bool jv_dict_set(jarena_t *a, jv_t *dv, const char *k, size_t kn, jv_t *v)
+{
+    return dict_put(a, dv, k, kn, NULL, v);
+}
+
+bool jv_is_hashable(const jv_t *v)
+{
+    switch (v->kind) {
+    case JV_DICT: return false;
+    case JV_LIST:
+        if (v->is_gen)
+            return true;
+        if (!v->is_tuple || v->u.list->view != JVIEW_NONE)
+            return false;
+        for (size_t i = 0; i < v->u.list->n; i++)
+            if (!jv_is_hashable(v->u.list->items[i]))
+                return false;
+        return true;
+    default: return true; /* scalars; functions, macros, Undefined hash by identity */
+    }
+}
+
+/* Canonical text of a non-str hashable key (see jdict_t). Equal numbers
+ * share one encoding, as hash(1) == hash(1.0) == hash(True) in Python. */
+static bool key_encode(jbuf_t *b, const jv_t *k, int depth)
+{
+    char tmp[48];
+    if (depth > 32)
+        return false;
+    switch (k->kind) {
+    case JV_STR:
+        snprintf(tmp, sizeof tmp, "s%zu:", k->u.str.n);
+        return jbuf_puts(b, tmp) && jbuf_put(b, k->u.str.s, k->u.str.n);
+    case JV_NONE: return jbuf_puts(b, "n");
+    case JV_BOOL: return jbuf_puts(b, k->u.b ? "i1" : "i0");
+    case JV_INT: snprintf(tmp, sizeof tmp, "i%lld", (long long)k->u.i); return jbuf_puts(b, tmp);
+    case JV_FLOAT:
+        if (k->u.f == floor(k->u.f) && fabs(k->u.f) < 9.2e18)
+            snprintf(tmp, sizeof tmp, "i%lld", (long long)k->u.f);
+        else
+            snprintf(tmp, sizeof tmp, "f%.17g", k->u.f);
+        return jbuf_puts(b, tmp);
+    case JV_LIST:
+        if (k->is_gen)
+            break;
+        snprintf(tmp, sizeof tmp, "t%zu(", k->u.list->n);
+        if (!jbuf_puts(b, tmp))
+            return false;
+        for (size_t i = 0; i < k->u.list->n; i++)
+            if (!key_encode(b, k->u.list->items[i], depth + 1) || !jbuf_puts(b, ","))
+                return false;
+        return jbuf_puts(b, ")");
+    default: break;
+    }
+    snprintf(tmp, sizeof tmp, "p%p", (const void *)k); /* identity hash */
+    return jbuf_puts(b, tmp);
+}
+
+/* Encodes a key into b (malloc'ed, caller frees b->buf); str keys are
+ * returned directly in *k without using b. */
+static bool key_text(jbuf_t *b, const jv_t *key, const char **k, size_t *kn)
+{
+    if (key->kind == JV_STR) {
+        *k = key->u.str.s;
+        *kn = key->u.str.n;
+        return true;
+    }
+    if (!jv_is_hashable(key) || !jbuf_puts(b, "\xff") || !key_encode(b, key, 0))
+        return false;
+    *k = b->buf;
+    *kn = b->len;
+    return true;
+}
+
+jv_t *jv_dict_getv(const jv_t *dv, const jv_t *key)
+{
+    jbuf_t b = {0};
+    const char *k;
+    size_t kn;
+    jv_t *r = key_text(&b, key, &k, &kn) ? jv_dict_get(dv, k, kn) : NULL;
+    free(b.buf);
+    return r;
+}
+
+bool jv_dict_setv(jarena_t *a, jv_t *dv, jv_t *key, jv_t *v)
+{
+    jbuf_t b = {0};
+    const char *k;
+    size_t kn;
+    bool r = key_text(&b, key, &k, &kn) && dict_put(a, dv, k, kn, key->kind == JV_STR ? NULL : key, v);
+    free(b.buf);
+    return r;
+}
+
+bool jv_dict_del(jv_t *dv, const jv_t *key)
+{
+    jdict_t *d = dv->u.dict;
+    jbuf_t b = {0};
+    const char *k;
+    size_t kn;
+    bool found = false;
+    if (key_text(&b, key, &k, &kn))
+        for (size_t i = 0; i < d->n && !found; i++)
+            if (d->klens[i] == kn && !memcmp(d->keys[i], k, kn)) {
+                size_t rest = d->n - 1 - i;
+                memmove(d->keys + i, d->keys + i + 1, rest * sizeof *d->keys);
+                memmove(d->klens + i, d->klens + i + 1, rest * sizeof *d->klens);
+                memmove(d->kobj + i, d->kobj + i + 1, rest * sizeof *d->kobj);
+                memmove(d->vals + i, d->vals + i + 1, rest * sizeof *d->vals);
+                d->n--;
+                found = true;
+            }
+    free(b.buf);
+    return found;
+}
+
+jv_t *jv_dict_key(jarena_t *a, const jv_t *dv, size_t i)
+{
+    const jdict_t *d = dv->u.dict;
+    return d->kobj[i] ? d->kobj[i] : jv_str(a, d->keys[i], d->klens[i]);
 }
 
 bool jv_truthy(const jv_t *v)
@@ -438,7 +565,10 @@ static bool repr_inner(jbuf_t *b, const jv_t *v)
         for (size_t i = 0; i < d->n; i++) {
             if (i)
                 jbuf_puts(b, ", ");
-            repr_str(b, d->keys[i], d->klens[i]);
+            if (d->kobj[i])
+                jv_repr(b, d->kobj[i]);
+            else
+                repr_str(b, d->keys[i], d->klens[i]);
             jbuf_puts(b, ": ");
             jv_repr(b, d->vals[i]);
         }
@@ -691,8 +821,15 @@ static bool json_val(jbuf_t *b, const jv_t *v, const jjson_opts_t *o, int level,
             return true;
         }
         size_t order[d->n > 0 ? d->n : 1];
-        for (size_t i = 0; i < d->n; i++)
+        for (size_t i = 0; i < d->n; i++) {
             order[i] = i;
+            const jv_t *ko = d->kobj[i];
+            if (ko && (ko->kind == JV_LIST || (o->sort_keys && ko->kind != JV_STR))) {
+                snprintf(msg, msgn, ko->kind == JV_LIST ? "keys must be str, int, float, bool or None, not tuple"
+                                                        : "'<' not supported between instances of dict keys");
+                return false;
+            }
+        }
         if (o->sort_keys) /* insertion sort: dicts in templates are small */
             for (size_t i = 1; i < d->n; i++)
                 for (size_t j = i; j > 0; j--) {
@@ -712,7 +849,21 @@ static bool json_val(jbuf_t *b, const jv_t *v, const jjson_opts_t *o, int level,
                 jbuf_puts(b, isep);
             if (o->indent >= 0)
                 json_nl(b, o, level + 1);
-            json_str(b, d->keys[i], d->klens[i], o->ensure_ascii);
+            const jv_t *ko = d->kobj[i];
+            if (!ko)
+                json_str(b, d->keys[i], d->klens[i], o->ensure_ascii);
+            else { /* json.dumps writes int / float / bool / None keys as strings */
+                char kt[64];
+                if (ko->kind == JV_NONE)
+                    snprintf(kt, sizeof kt, "null");
+                else if (ko->kind == JV_BOOL)
+                    snprintf(kt, sizeof kt, "%s", ko->u.b ? "true" : "false");
+                else if (ko->kind == JV_INT)
+                    snprintf(kt, sizeof kt, "%lld", (long long)ko->u.i);
+                else
+                    jv_format_float(ko->u.f, kt, sizeof kt);
+                json_str(b, kt, strlen(kt), o->ensure_ascii);
+            }
             jbuf_puts(b, ksep);
             if (!json_val(b, d->vals[i], o, level + 1, msg, msgn))
                 return false;
@@ -741,4 +892,38 @@ bool jv_to_json(jbuf_t *b, const jv_t *v, const jjson_opts_t *o, char *msg, size
         return false;
     }
     return true;
+}
+
+jv_t *jv_from_json(jarena_t *a, json_object *j, int depth)
+{
+    if (depth > 200)
+        return NULL;
+    switch (json_object_get_type(j)) {
+    case json_type_null: return jv_none(a);
+    case json_type_boolean: return jv_bool(a, json_object_get_boolean(j));
+    case json_type_int: return jv_int(a, json_object_get_int64(j));
+    case json_type_double: return jv_float(a, json_object_get_double(j));
+    case json_type_string: return jv_str(a, json_object_get_string(j), (size_t)json_object_get_string_len(j));
+    case json_type_array: {
+        jv_t *l = jv_list(a);
+        if (!l)
+            return NULL;
+        size_t n = json_object_array_length(j);
+        for (size_t i = 0; i < n; i++)
+            if (!jv_list_push(a, l, jv_from_json(a, json_object_array_get_idx(j, i), depth + 1)))
+                return NULL;
+        return l;
+    }
+    case json_type_object: {
+        jv_t *d = jv_dict(a, JV_DICT);
+        if (!d)
+            return NULL;
+        json_object_object_foreach(j, k, v) {
+            if (!jv_dict_set(a, d, k, strlen(k), jv_from_json(a, v, depth + 1)))
+                return NULL;
+        }
+        return d;
+    }
+    }
+    return NULL;
 }

@@ -19,6 +19,7 @@
 #include "engine/vocab/vocab.h"
 #include "server/api/api_gen.h"
 #include "server/api/api_logprobs.h"
+#include "server/chat/chat_setup.h"
 #include "server/request/request.h"
 #include "server/server.h"
 #include "server/request/request_chat.h"
@@ -544,25 +545,16 @@ static int tokenize_text(srv_t *s, http_req_t *r, const char *text, bool add_spe
     return 0;
 }
 
-/* The output parsers of a chat request: the server's reasoning parser, its
- * tool-call parser when the request has tools (tool_choice not "none");
- * *parse false when neither applies (plain text path). Tools without a
- * tool-call parser: 400 (vLLM does the same). */
+/* The output parsers of a chat request (srv_chat_out_config). Tools
+ * without a tool-call parser: 400 (vLLM does the same). */
 static int chat_output_config(srv_t *s, http_req_t *r, const chat_req_t *q, const char *prompt,
                               chat_out_cfg_t *oc, bool *parse)
 {
-    bool tools = req_chat_wants_tools(q->ext);
-    if (tools && s->tool_format == TOOLCALL_FORMAT_NONE) {
+    if (!srv_chat_out_config(s, q, prompt, oc, parse)) {
         http_reply_error(r, 400, "this server parses no tool calls: start it with --tool-call-parser "
-                         "(hermes, llama3_json, mistral) or use a model whose template it detects",
-                         "tools", NULL, NULL);
+                         "or use a model whose template it detects", "tools", NULL, NULL);
         return -1;
     }
-    *oc = (chat_out_cfg_t){.vocab = s->vocab, .reasoning = s->reasoning,
-                           .starts_in_reasoning = reasoning_starts_inside(s->reasoning, prompt, strlen(prompt)),
-                           .tools = tools ? s->tool_format : TOOLCALL_FORMAT_NONE,
-                           .parallel_tool_calls = !q->ext || q->ext->parallel_tool_calls};
-    *parse = oc->reasoning != REASONING_MODE_NONE || oc->tools != TOOLCALL_FORMAT_NONE;
     return 0;
 }
 

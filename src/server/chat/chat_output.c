@@ -64,11 +64,11 @@ chat_out_t *chat_out_create(const chat_out_cfg_t *cfg, lf_err_t *err)
     co->cfg = *cfg;
     if (cfg->vocab)
         vocab_detok_init(&co->detok, cfg->vocab, cfg->special);
-    if (cfg->reasoning != REASONING_MODE_NONE &&
-        !(co->rp = reasoning_create(cfg->reasoning, cfg->starts_in_reasoning, err)))
+    reasoning_config_t rc = {cfg->reasoning, cfg->starts_in_reasoning, cfg->reasoning_open, cfg->reasoning_close};
+    if (cfg->reasoning != REASONING_MODE_NONE && !(co->rp = reasoning_create_cfg(&rc, err)))
         goto fail;
     if (cfg->tools != TOOLCALL_FORMAT_NONE) {
-        toolcall_config_t tcfg = {.format = cfg->tools, .seed = cfg->seed};
+        toolcall_config_t tcfg = {.format = cfg->tools, .seed = cfg->seed, .tools = cfg->tool_defs};
         if (!(co->tc = toolcall_create(&tcfg, err)))
             goto fail;
     }
@@ -245,14 +245,10 @@ lf_code_t chat_out_push_text(chat_out_t *co, const char *text, size_t len, const
 /* The control tokens an active parser needs to see. */
 static bool parser_marker(const chat_out_t *co, const char *t)
 {
-    if (co->rp && (!strcmp(t, "<think>") || !strcmp(t, "</think>")))
+    reasoning_config_t rc = {co->cfg.reasoning, false, co->cfg.reasoning_open, co->cfg.reasoning_close};
+    if (co->rp && reasoning_is_marker(&rc, t))
         return true;
-    switch (co->tc ? co->cfg.tools : TOOLCALL_FORMAT_NONE) {
-    case TOOLCALL_FORMAT_HERMES: return !strcmp(t, "<tool_call>") || !strcmp(t, "</tool_call>");
-    case TOOLCALL_FORMAT_MISTRAL: return !strcmp(t, "[TOOL_CALLS]") || !strcmp(t, "[ARGS]");
-    case TOOLCALL_FORMAT_LLAMA3_JSON: return !strcmp(t, "<|python_tag|>");
-    default: return false;
-    }
+    return co->tc && toolcall_format_is_marker(co->cfg.tools, t);
 }
 
 lf_code_t chat_out_push_token(chat_out_t *co, int32_t token, const chat_out_ev_t **evs, size_t *n, lf_err_t *err)
@@ -293,8 +289,9 @@ lf_code_t chat_out_finish(chat_out_t *co, const chat_out_ev_t **evs, size_t *n, 
     }
     if (rc == LF_OK && co->rp) {
         reasoning_out_t ro;
-        reasoning_finish(co->rp, &ro);
-        rc = segs_in(co, &ro, err);
+        rc = reasoning_finish(co->rp, &ro, err);
+        if (rc == LF_OK)
+            rc = segs_in(co, &ro, err);
     }
     if (rc == LF_OK && co->tc) {
         toolcall_out_t o;

@@ -6,13 +6,12 @@
  *
  * Pipeline per token:
  *   token -> text: the incremental detokenizer without special tokens,
- *            except the control tokens an active parser needs ("<think>",
- *            "</think>" for a reasoning parser; "<tool_call>",
- *            "</tool_call>" for hermes; "[TOOL_CALLS]", "[ARGS]" for
- *            mistral; "<|python_tag|>" for llama3_json), which are given to
- *            the parser as their text. Other control tokens (EOS, ...) stay
- *            empty, and markup never reaches the user-visible fields: the
- *            parsers drop it.
+ *            except the control tokens an active parser needs (the
+ *            `tokens` of its format description: "<think>", "[THINK]",
+ *            "<|channel|>", "<tool_call>", "[TOOL_CALLS]", ...), which are
+ *            given to the parser as their text. Other control tokens (EOS,
+ *            ...) stay empty, and markup never reaches the user-visible
+ *            fields: the parsers drop it.
  *         -> reasoning parser (mode NONE: all content)
  *         -> content -> tool-call parser (format NONE: all content)
  *         -> events: REASONING, CONTENT, TOOL_START, TOOL_ARGS, in output
@@ -45,7 +44,10 @@ typedef struct {
     const vocab_t *vocab;          /* for token pieces (may be NULL: text pushes only) */
     reasoning_mode_t reasoning;    /* REASONING_MODE_NONE: no split */
     bool starts_in_reasoning;      /* reasoning_starts_inside(prompt) */
+    const char *reasoning_open;    /* REASONING_MODE_GENERIC: its markers */
+    const char *reasoning_close;
     toolcall_format_t tools;       /* TOOLCALL_FORMAT_NONE: no tool parsing */
+    struct json_object *tool_defs; /* the request's tools (parameter types; borrowed) */
     bool parallel_tool_calls;
     bool special;                  /* render every control token (skip_special_tokens false) */
     uint64_t seed;                 /* call ids */

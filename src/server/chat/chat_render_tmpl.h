@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "engine/model/model.h"
 #include "server/chat/chat_render.h"
@@ -27,15 +28,26 @@ chat_tmpl_renderer_t *chat_tmpl_renderer_create(const model_t *m, char *note, si
  * allocation failure. */
 chat_tmpl_renderer_t *chat_tmpl_renderer_create_src(const model_t *m, const char *override_src, char *note,
                                                     size_t cap, bool *failed);
+/* The same from a template source and the bos / eos token texts (may be
+ * NULL), without a model (tests, tools). src NULL: ChatML. */
+chat_tmpl_renderer_t *chat_tmpl_renderer_new(const char *src, const char *bos, const char *eos, char *note, size_t cap,
+                                             bool *failed);
+/* Fixes the clock strftime_now reads (0: the real time, the default); for
+ * reproducible renders in tests. Not thread-safe: call before rendering. */
+void chat_tmpl_renderer_set_now(chat_tmpl_renderer_t *r, time_t now);
 /* The template source in use (for parser detection), NULL for ChatML. */
 const char *chat_tmpl_renderer_source(const chat_tmpl_renderer_t *r);
+/* What the template expects (chat_render_caps.h); NULL for ChatML. */
+const struct chat_caps *chat_tmpl_renderer_caps(const chat_tmpl_renderer_t *r);
 void chat_tmpl_renderer_free(chat_tmpl_renderer_t *r);
 
 /* A chat_render_fn: ctx is a chat_tmpl_renderer_t (NULL: ChatML). Template
  * errors (including raise_exception) are LF_ERR_INVALID -> HTTP 400.
- * With req->ext (request_chat.h) it renders the normalized messages (tool
- * call arguments as objects), gives `developer` messages to the template as
- * `system` when the template never mentions "developer", honours
+ * It renders with the interpreter's extensions (chat_template.h: list
+ * append and from_json, which Kimi K2's and DeepSeek V3.2's templates use
+ * and llama.cpp allows) the request's messages shaped for the template
+ * (chat_render_caps.h: tool call arguments in the probed form, reasoning
+ * under the names the template reads, developer -> system, ...), honours
  * add_generation_prompt and continue_final_message (as transformers: the
  * prompt is cut right after the last message's content, which must appear
  * in the rendered text). */

@@ -1,6 +1,9 @@
 /* chat_setup.c - chat template and parsers at start-up (see chat_setup.h). */
 #include "server/chat/chat_setup.h"
+#include "server/chat/chat_render_caps.h"
+#include "server/request/request_chat.h"
 
+#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,11 +52,15 @@ int srv_chat_setup(srv_t *s, const srv_config_t *cfg, chat_tmpl_renderer_t **out
     const char *how_r = "detected", *how_t = "detected";
     s->reasoning = tsrc ? reasoning_mode_detect(tsrc, tlen) : REASONING_MODE_NONE;
     if (cfg->reasoning_parser && *cfg->reasoning_parser) {
-        if (reasoning_mode_from_name(cfg->reasoning_parser, &s->reasoning, &err) != LF_OK) {
+        reasoning_config_t rc = {REASONING_MODE_GENERIC, false, cfg->reasoning_start, cfg->reasoning_end};
+        reasoning_t *probe = NULL;
+        if (reasoning_mode_from_name(cfg->reasoning_parser, &s->reasoning, &err) != LF_OK ||
+            (s->reasoning == REASONING_MODE_GENERIC && !(probe = reasoning_create_cfg(&rc, &err)))) {
             fprintf(stderr, "llm-fcgi: %s\n", err.msg);
             chat_tmpl_renderer_free(r);
             return -1;
         }
+        reasoning_free(probe);
         how_r = "--reasoning-parser";
     }
     s->tool_format = tsrc ? toolcall_format_detect(tsrc, tlen) : TOOLCALL_FORMAT_NONE;
@@ -65,8 +72,30 @@ int srv_chat_setup(srv_t *s, const srv_config_t *cfg, chat_tmpl_renderer_t **out
         }
         how_t = "--tool-call-parser";
     }
-    fprintf(stderr, "llm-fcgi: chat: %s; reasoning parser %s (%s); tool-call parser %s (%s)\n", note,
-            reasoning_mode_name(s->reasoning), how_r, toolcall_format_name(s->tool_format), how_t);
+    const chat_caps_t *caps = chat_tmpl_renderer_caps(r);
+    fprintf(stderr, "llm-fcgi: chat: %s; reasoning parser %s (%s); tool-call parser %s (%s)%s\n", note,
+            reasoning_mode_name(s->reasoning), how_r, toolcall_format_name(s->tool_format), how_t,
+            !caps ? "" : caps->args_as_string ? "; tool call arguments passed as JSON strings"
+                                              : "; tool call arguments passed as objects");
     *out = r;
     return 0;
+}
+
+bool srv_chat_out_config(const srv_t *s, const chat_req_t *q, const char *prompt, chat_out_cfg_t *oc, bool *parse)
+{
+    bool tools = req_chat_wants_tools(q->ext);
+    *parse = false;
+    if (tools && s->tool_format == TOOLCALL_FORMAT_NONE)
+        return false;
+    reasoning_config_t rc = {s->reasoning, false, s->cfg.reasoning_start, s->cfg.reasoning_end};
+    json_object *tl = NULL;
+    if (tools && q->raw)
+        json_object_object_get_ex(q->raw, "tools", &tl);
+    *oc = (chat_out_cfg_t){.vocab = s->vocab, .reasoning = s->reasoning,
+                           .starts_in_reasoning = reasoning_starts_inside_cfg(&rc, prompt, prompt ? strlen(prompt) : 0),
+                           .reasoning_open = s->cfg.reasoning_start, .reasoning_close = s->cfg.reasoning_end,
+                           .tools = tools ? s->tool_format : TOOLCALL_FORMAT_NONE, .tool_defs = tl,
+                           .parallel_tool_calls = !q->ext || q->ext->parallel_tool_calls};
+    *parse = oc->reasoning != REASONING_MODE_NONE || oc->tools != TOOLCALL_FORMAT_NONE;
+    return true;
 }

@@ -131,8 +131,7 @@ static int parse_tool_choice(json_object *o, chat_ext_t *x, req_err_t *e)
     return 0;
 }
 
-/* One assistant tool call (validated) copied for the template with its
- * arguments string parsed into an object when it is one. */
+/* One assistant tool call: validated. */
 static int check_call(json_object *call, size_t mi, size_t ci, req_err_t *e)
 {
     char param[48];
@@ -153,38 +152,22 @@ static int check_call(json_object *call, size_t mi, size_t ci, req_err_t *e)
     return 0;
 }
 
-/* Deep copy of call with function.arguments parsed (when it is a JSON
- * object) - what Hugging Face templates expect (`arguments | tojson`). */
-static json_object *tmpl_call(json_object *call)
-{
-    json_object *copy = NULL;
-    if (json_object_deep_copy(call, &copy, NULL) != 0)
-        return NULL;
-    json_object *fn = get(copy, "function"), *args = get(fn, "arguments");
-    if (args && is_str(args)) {
-        json_object *parsed = json_tokener_parse(json_object_get_string(args));
-        if (parsed && json_object_is_type(parsed, json_type_object))
-            json_object_object_add(fn, "arguments", parsed);
-        else
-            json_object_put(parsed);
-    }
-    return copy;
-}
-
-static int parse_msgs(json_object *o, chat_ext_t *x, req_err_t *e)
+static int parse_msgs(json_object *o, req_err_t *e)
 {
     json_object *m = get(o, "messages");
     size_t n = m ? json_object_array_length(m) : 0;
-    if (!(x->tmpl_messages = json_object_new_array()))
-        return oom(e);
     for (size_t i = 0; i < n; i++) {
         json_object *msg = json_object_array_get_idx(m, i), *role = get(msg, "role"), *v;
         const char *r = role ? json_object_get_string(role) : "";
-        char param[48];
+        char param[64];
         if (!strcmp(r, "tool")) {
             snprintf(param, sizeof param, "messages[%zu].tool_call_id", i);
             if (!(v = get(msg, "tool_call_id")) || !is_str(v))
                 return fail(e, param, "a tool message needs '%s' (a string)", param);
+        }
+        if ((v = get(msg, "reasoning_content")) && !is_str(v)) {
+            snprintf(param, sizeof param, "messages[%zu].reasoning_content", i);
+            return fail(e, param, "'%s' must be a string", param);
         }
         json_object *calls = get(msg, "tool_calls");
         if (calls) {
@@ -197,23 +180,21 @@ static int parse_msgs(json_object *o, chat_ext_t *x, req_err_t *e)
                 if (check_call(json_object_array_get_idx(calls, c), i, c, e) < 0)
                     return -1;
         }
-        json_object *copy = json_object_new_object();
-        if (!copy || json_object_array_add(x->tmpl_messages, copy) != 0) {
-            json_object_put(copy);
-            return oom(e);
-        }
-        json_object_object_foreach(msg, k, val) {
-            if (!strcmp(k, "tool_calls") && calls) {
-                json_object *a = json_object_new_array();
-                for (size_t c = 0; a && c < json_object_array_length(calls); c++)
-                    json_object_array_add(a, tmpl_call(json_object_array_get_idx(calls, c)));
-                json_object_object_add(copy, k, a);
-            } else {
-                json_object_object_add(copy, k, json_object_get(val));
-            }
-        }
     }
     return 0;
+}
+
+static int parse_effort(json_object *o, chat_ext_t *x, req_err_t *e)
+{
+    static const char *const efforts[] = {"none", "minimal", "low", "medium", "high", "xhigh"};
+    json_object *v = get(o, "reasoning_effort");
+    if (!v)
+        return 0;
+    for (size_t i = 0; is_str(v) && i < sizeof efforts / sizeof efforts[0]; i++)
+        if (!strcmp(json_object_get_string(v), efforts[i]))
+            return (x->reasoning_effort = strdup(efforts[i])) ? 0 : oom(e);
+    return fail(e, "reasoning_effort", "'reasoning_effort' must be \"none\", \"minimal\", \"low\", \"medium\", "
+                "\"high\" or \"xhigh\"");
 }
 
 int req_chat_ext_parse(json_object *o, chat_req_t *r, req_err_t *e)
@@ -227,7 +208,7 @@ int req_chat_ext_parse(json_object *o, chat_req_t *r, req_err_t *e)
     if (parse_tools(o, x, e) < 0 || parse_tool_choice(o, x, e) < 0 ||
         get_flag(o, "parallel_tool_calls", &x->parallel_tool_calls, e) < 0 ||
         get_flag(o, "add_generation_prompt", &x->add_generation_prompt, e) < 0 ||
-        get_flag(o, "continue_final_message", &x->continue_final_message, e) < 0)
+        get_flag(o, "continue_final_message", &x->continue_final_message, e) < 0 || parse_effort(o, x, e) < 0)
         return -1;
     if (x->add_generation_prompt && x->continue_final_message)
         return fail(e, "continue_final_message",
@@ -251,7 +232,7 @@ int req_chat_ext_parse(json_object *o, chat_req_t *r, req_err_t *e)
             if (!json_object_is_type(json_object_array_get_idx(v, i), json_type_object))
                 return fail(e, "documents", "documents[%zu] must be an object", i);
     }
-    return parse_msgs(o, x, e);
+    return parse_msgs(o, e);
 }
 
 void req_chat_ext_free(chat_ext_t *x)
@@ -259,7 +240,7 @@ void req_chat_ext_free(chat_ext_t *x)
     if (!x)
         return;
     free(x->tool_name);
-    json_object_put(x->tmpl_messages);
+    free(x->reasoning_effort);
     free(x);
 }
 

@@ -17,14 +17,15 @@
  *     (default false) are booleans, not both true; continue_final_message
  *     needs a last message from the assistant;
  *   - chat_template_kwargs: an object; documents: an array of objects;
+ *   - reasoning_effort: OpenAI's "none", "minimal", "low", "medium", "high"
+ *     or "xhigh" (given to templates that read the variable; see
+ *     chat_render_tmpl.h);
  *   - messages: a tool message needs a string tool_call_id; an assistant
  *     message's tool_calls is an array of {"id"?: string, "type"?:
  *     "function", "function": {"name": string, "arguments": string}};
  *     its content may then be null.
- *
- * For the chat template, tmpl_messages is a copy of the messages in the
- * shape Hugging Face templates expect (as vLLM passes them): each tool
- * call's arguments JSON string parsed into an object when it is one.
+ * How the messages are shaped for the chat template (arguments as objects
+ * or strings, ...) is the renderer's business (chat_render_tmpl.h).
  *
  * Ownership: the chat_ext_t and everything in it belong to the chat_req_t;
  * req_chat_ext_free (called by req_chat_free) releases them (NULL is fine).
@@ -51,7 +52,7 @@ typedef struct chat_ext {
     bool parallel_tool_calls;       /* default true */
     bool add_generation_prompt;     /* default true */
     bool continue_final_message;    /* default false */
-    struct json_object *tmpl_messages; /* owned, see above */
+    char *reasoning_effort;         /* NULL when not given */
 } chat_ext_t;
 
 /* Parses the fields above from the request object `o` (a json_object *)

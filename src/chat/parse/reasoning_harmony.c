@@ -1,0 +1,166 @@
+/* reasoning_harmony.c - the gpt-oss (harmony) reasoning parser: routes the
+ * body of each message by its channel and recipient (see reasoning.h and
+ * harmony.h). Byte-wise like the marker machine: the only text held back is
+ * a header being read (at most REASONING_HARMONY_HEADER_MAX bytes) or a
+ * possible marker prefix.
+ */
+#include "chat/parse/harmony.h"
+#include "chat/parse/reasoning_impl.h"
+
+#include <string.h>
+
+typedef enum {
+    HS_BETWEEN, /* between messages: a header start is expected */
+    HS_TEXT,    /* plain text outside any message: content */
+    HS_HEADER,  /* reading a header (held) up to <|message|> */
+    HS_BODY     /* a body, routed by h_route */
+} hstate_t;
+
+typedef enum {
+    R_REASONING, /* analysis, built-in tools */
+    R_CONTENT,   /* final, commentary without a recipient */
+    R_TOOL       /* to=functions.NAME: verbatim content for the tool parser */
+} route_t;
+
+void rs_harmony_init(reasoning_t *rp)
+{
+    rp->st = HS_BETWEEN;
+    rp->h_route = R_CONTENT;
+}
+
+bool rs_harmony_in_reasoning(const reasoning_t *rp)
+{
+    return rp->st == HS_BODY && rp->h_route == R_REASONING;
+}
+
+static bool is_prefix_of_any(const char *s, size_t n, const char *const *list)
+{
+    for (; *list; list++)
+        if (n <= strlen(*list) && memcmp(s, *list, n) == 0)
+            return true;
+    return false;
+}
+
+/* The marker of list that the held text is, or NULL. */
+static const char *which(const char *s, size_t n, const char *const *list)
+{
+    for (; *list; list++)
+        if (n == strlen(*list) && memcmp(s, *list, n) == 0)
+            return *list;
+    return NULL;
+}
+
+static bool ends_with(const char *s, size_t n, const char *tail)
+{
+    size_t t = strlen(tail);
+    return n >= t && memcmp(s + n - t, tail, t) == 0;
+}
+
+static reasoning_seg_kind_t route_kind(int route)
+{
+    return route == R_REASONING ? REASONING_SEG_REASONING : REASONING_SEG_CONTENT;
+}
+
+static void step_text(reasoning_t *rp, char c);
+
+/* The held header is complete (it ends with <|message|>). */
+static void header_done(reasoning_t *rp)
+{
+    harmony_header_t h;
+    harmony_header_parse(rp->hold, rp->hold_len - strlen(HARMONY_MESSAGE), &h);
+    if (!strncmp(h.recipient, HARMONY_FUNCTIONS, strlen(HARMONY_FUNCTIONS)))
+        rp->h_route = R_TOOL;
+    else if (h.recipient[0] || !strcmp(h.channel, "analysis"))
+        rp->h_route = R_REASONING;
+    else
+        rp->h_route = R_CONTENT;
+    if (rp->h_route == R_TOOL)
+        rs_emit(rp, REASONING_SEG_CONTENT, rp->hold, rp->hold_len);
+    if (rp->h_route == R_REASONING)
+        rp->touched = true;
+    rp->hold_len = 0;
+    rp->st = HS_BODY;
+}
+
+/* Text that turned out not to be harmony markup: content, re-scanned for
+ * the next header start. */
+static void release_as_text(reasoning_t *rp, size_t from)
+{
+    size_t n = rp->hold_len - from;
+    char tmp[REASONING_HARMONY_HEADER_MAX + 16];
+    if (n > sizeof tmp)
+        n = sizeof tmp; /* not reached: the hold is bounded */
+    memcpy(tmp, rp->hold + from, n);
+    rs_emit(rp, REASONING_SEG_CONTENT, rp->hold, from);
+    rp->hold_len = 0;
+    rp->st = HS_TEXT;
+    for (size_t i = 0; i < n; i++)
+        step_text(rp, tmp[i]);
+}
+
+/* Plain text: content, but a header start begins a message. */
+static void step_text(reasoning_t *rp, char c)
+{
+    rs_hold_add(rp, &c, 1);
+    while (rp->hold_len && !is_prefix_of_any(rp->hold, rp->hold_len, harmony_header_starts)) {
+        rs_emit(rp, REASONING_SEG_CONTENT, rp->hold, 1);
+        rs_hold_drop(rp, 1);
+    }
+    if (which(rp->hold, rp->hold_len, harmony_header_starts))
+        rp->st = HS_HEADER;
+}
+
+void rs_harmony_step(reasoning_t *rp, char c)
+{
+    switch ((hstate_t)rp->st) {
+    case HS_BETWEEN:
+        rs_hold_add(rp, &c, 1);
+        if (which(rp->hold, rp->hold_len, harmony_header_starts))
+            rp->st = HS_HEADER;
+        else if (!is_prefix_of_any(rp->hold, rp->hold_len, harmony_header_starts))
+            release_as_text(rp, 0);
+        return;
+    case HS_TEXT:
+        step_text(rp, c);
+        return;
+    case HS_HEADER:
+        rs_hold_add(rp, &c, 1);
+        if (ends_with(rp->hold, rp->hold_len, HARMONY_MESSAGE))
+            header_done(rp);
+        else if (rp->hold_len > REASONING_HARMONY_HEADER_MAX)
+            release_as_text(rp, 1); /* not a header: the first byte is text */
+        return;
+    case HS_BODY: {
+        rs_hold_add(rp, &c, 1);
+        reasoning_seg_kind_t kind = route_kind(rp->h_route);
+        while (rp->hold_len && !is_prefix_of_any(rp->hold, rp->hold_len, harmony_body_ends)) {
+            rs_emit(rp, kind, rp->hold, 1);
+            rs_hold_drop(rp, 1);
+        }
+        const char *m = which(rp->hold, rp->hold_len, harmony_body_ends);
+        if (!m)
+            return;
+        bool new_header = m == harmony_body_ends[3] || m == harmony_body_ends[4];
+        if (rp->h_route == R_TOOL) /* the tool parser needs the end of the call */
+            rs_emit(rp, REASONING_SEG_CONTENT, new_header ? HARMONY_CALL : m,
+                    strlen(new_header ? HARMONY_CALL : m));
+        rp->h_route = R_CONTENT;
+        if (new_header) {
+            rp->st = HS_HEADER; /* the marker stays held as the header's start */
+        } else {
+            rp->hold_len = 0;
+            rp->st = HS_BETWEEN;
+        }
+        return;
+    }
+    }
+}
+
+void rs_harmony_finish(reasoning_t *rp)
+{
+    reasoning_seg_kind_t kind = rp->st == HS_BODY ? route_kind(rp->h_route) : REASONING_SEG_CONTENT;
+    rs_emit(rp, kind, rp->hold, rp->hold_len);
+    rp->hold_len = 0;
+    rp->h_route = R_CONTENT;
+    rp->st = HS_TEXT;
+}

@@ -1,0 +1,409 @@
+/* toolcall_params.c - values of tool-call parameters written as raw text
+ * (the XML-style formats) or as Python literals (pythonic), turned into
+ * JSON: typing by the function's schema in the request's tools, JSON
+ * string escaping, and a small Python-literal reader (see toolcall.h,
+ * "Name, then key/value parameters", and toolcall_impl.h). */
+#include "chat/parse/toolcall_impl.h"
+
+#include <ctype.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdio.h>
+#include <strings.h>
+
+#define PY_MAX_DEPTH 64
+
+void tc_json_string(toolcall_t *tc, buf_t *out, const char *s, size_t n)
+{
+    buf_addc(tc, out, '"');
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[8];
+        switch (c) {
+        case '"': buf_add(tc, out, "\\\"", 2); break;
+        case '\\': buf_add(tc, out, "\\\\", 2); break;
+        case '\n': buf_add(tc, out, "\\n", 2); break;
+        case '\r': buf_add(tc, out, "\\r", 2); break;
+        case '\t': buf_add(tc, out, "\\t", 2); break;
+        case '\b': buf_add(tc, out, "\\b", 2); break;
+        case '\f': buf_add(tc, out, "\\f", 2); break;
+        default:
+            if (c < 0x20) {
+                snprintf(esc, sizeof esc, "\\u%04x", c);
+                buf_add(tc, out, esc, 6);
+            } else {
+                buf_addc(tc, out, (char)c);
+            }
+        }
+    }
+    buf_addc(tc, out, '"');
+}
+
+/* ---- schema lookup ----------------------------------------------------- */
+
+static json_object *member(json_object *o, const char *k)
+{
+    json_object *v = NULL;
+    return json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, k, &v) ? v : NULL;
+}
+
+/* The schema of parameter key of function fn, or NULL. */
+static json_object *param_schema(json_object *tools, const char *fn, const char *key)
+{
+    size_t n = json_object_is_type(tools, json_type_array) ? json_object_array_length(tools) : 0;
+    for (size_t i = 0; i < n; i++) {
+        json_object *f = member(json_object_array_get_idx(tools, i), "function");
+        json_object *name = member(f, "name");
+        if (name && json_object_is_type(name, json_type_string) && !strcmp(json_object_get_string(name), fn))
+            return member(member(member(f, "parameters"), "properties"), key);
+    }
+    return NULL;
+}
+
+/* The declared type of a schema, lower case, in t (cap bytes): "type" (a
+ * string, or the first non-null of a list), else the one type all anyOf /
+ * oneOf branches share, "string" for enums, "" when unknown. */
+static void schema_type(json_object *s, char *t, size_t cap)
+{
+    t[0] = '\0';
+    json_object *ty = member(s, "type");
+    if (ty && json_object_is_type(ty, json_type_string)) {
+        snprintf(t, cap, "%s", json_object_get_string(ty));
+    } else if (ty && json_object_is_type(ty, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(ty) && !t[0]; i++) {
+            const char *x = json_object_get_string(json_object_array_get_idx(ty, i));
+            if (x && strcmp(x, "null"))
+                snprintf(t, cap, "%s", x);
+        }
+    } else {
+        json_object *alt = member(s, "anyOf") ? member(s, "anyOf") : member(s, "oneOf");
+        size_t n = json_object_is_type(alt, json_type_array) ? json_object_array_length(alt) : 0;
+        for (size_t i = 0; i < n; i++) {
+            char sub[32];
+            schema_type(json_object_array_get_idx(alt, i), sub, sizeof sub);
+            if (!sub[0] || !strcmp(sub, "null"))
+                continue;
+            if (t[0] && strcmp(t, sub)) {
+                t[0] = '\0'; /* branches differ: any JSON */
+                return;
+            }
+            snprintf(t, cap, "%s", sub);
+        }
+        if (!t[0] && member(s, "enum"))
+            snprintf(t, cap, "string");
+    }
+    for (char *p = t; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+}
+
+static bool starts(const char *s, const char *p)
+{
+    return !strncmp(s, p, strlen(p));
+}
+
+/* ---- numbers and JSON text --------------------------------------------- */
+
+/* Appends a number with Python's / JSON's shortest round-trip text; an
+ * integral value as an integer (as vLLM's conversion does). */
+static void put_number(toolcall_t *tc, buf_t *out, double v)
+{
+    char tmp[64];
+    if (v == floor(v) && fabs(v) < 9e15) {
+        snprintf(tmp, sizeof tmp, "%lld", (long long)v);
+    } else {
+        for (int prec = 1; prec <= 17; prec++) {
+            snprintf(tmp, sizeof tmp, "%.*g", prec, v);
+            if (strtod(tmp, NULL) == v)
+                break;
+        }
+    }
+    buf_add(tc, out, tmp, strlen(tmp));
+}
+
+/* s (n bytes, no NUL needed) as a finite number; false if not exactly one. */
+static bool parse_number(const char *s, size_t n, double *v)
+{
+    char tmp[64];
+    if (n == 0 || n >= sizeof tmp)
+        return false;
+    memcpy(tmp, s, n);
+    tmp[n] = '\0';
+    char *end;
+    *v = strtod(tmp, &end);
+    return end == tmp + n && isfinite(*v) && !strpbrk(tmp, "xXnNiI");
+}
+
+/* Appends s if it is exactly one JSON value (compacted: whitespace outside
+ * strings removed); false otherwise, out unchanged. */
+static bool json_value(toolcall_t *tc, buf_t *out, const char *s, size_t n)
+{
+    json_tokener *tok = json_tokener_new_ex(TCSCAN_MAX_DEPTH + 1);
+    if (!tok)
+        return false;
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    json_object *o = json_tokener_parse_ex(tok, s, (int)n);
+    bool ok = json_tokener_get_error(tok) == json_tokener_success;
+    size_t end = ok ? json_tokener_get_parse_end(tok) : 0;
+    json_object_put(o);
+    json_tokener_free(tok);
+    while (ok && end < n && is_ws((unsigned char)s[end]))
+        end++;
+    if (!ok || end != n)
+        return false;
+    bool in_str = false, esc = false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (in_str) {
+            in_str = esc || c != '"';
+            esc = !esc && c == '\\';
+        } else if (c == '"') {
+            in_str = true;
+        } else if (is_ws((unsigned char)c)) {
+            continue;
+        }
+        buf_addc(tc, out, c);
+    }
+    return true;
+}
+
+/* ---- Python literals ---------------------------------------------------- */
+
+typedef struct {
+    toolcall_t *tc;
+    const char *s;
+    size_t n, i;
+    int depth;
+} py_t;
+
+static void py_ws(py_t *p)
+{
+    while (p->i < p->n && is_ws((unsigned char)p->s[p->i]))
+        p->i++;
+}
+
+static void put_utf8(toolcall_t *tc, buf_t *out, uint32_t cp)
+{
+    char u[4];
+    size_t n;
+    if (cp < 0x80) { u[0] = (char)cp; n = 1; }
+    else if (cp < 0x800) { u[0] = (char)(0xC0 | cp >> 6); u[1] = (char)(0x80 | (cp & 0x3F)); n = 2; }
+    else if (cp < 0x10000) {
+        u[0] = (char)(0xE0 | cp >> 12); u[1] = (char)(0x80 | ((cp >> 6) & 0x3F)); u[2] = (char)(0x80 | (cp & 0x3F));
+        n = 3;
+    } else {
+        u[0] = (char)(0xF0 | cp >> 18); u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        u[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); u[3] = (char)(0x80 | (cp & 0x3F)); n = 4;
+    }
+    buf_add(tc, out, u, n);
+}
+
+static bool hexval(const char *s, size_t n, uint32_t *v)
+{
+    *v = 0;
+    for (size_t i = 0; i < n; i++) {
+        int c = tolower((unsigned char)s[i]);
+        if (!isxdigit(c))
+            return false;
+        *v = *v * 16 + (uint32_t)(isdigit(c) ? c - '0' : c - 'a' + 10);
+    }
+    return true;
+}
+
+/* A quoted string (' or "), decoded, written as a JSON string. */
+static bool py_string(py_t *p, buf_t *out)
+{
+    char q = p->s[p->i++];
+    buf_t raw = {0};
+    bool ok = false;
+    while (p->i < p->n) {
+        char c = p->s[p->i++];
+        if (c == q) {
+            ok = true;
+            break;
+        }
+        if (c == '\n')
+            break;
+        if (c != '\\') {
+            buf_addc(p->tc, &raw, c);
+            continue;
+        }
+        if (p->i >= p->n)
+            break;
+        char e = p->s[p->i++];
+        uint32_t cp;
+        size_t hl = e == 'x' ? 2 : e == 'u' ? 4 : e == 'U' ? 8 : 0;
+        if (hl) {
+            if (p->i + hl > p->n || !hexval(p->s + p->i, hl, &cp) || cp > 0x10FFFF)
+                break;
+            p->i += hl;
+            put_utf8(p->tc, &raw, cp);
+            continue;
+        }
+        const char *from = "nrtbf0\\'\"\n", *to = "\n\r\t\b\f\0\\'\"";
+        const char *k = strchr(from, e);
+        if (!k || !e) { /* unknown escapes keep the backslash, as Python */
+            buf_addc(p->tc, &raw, '\\');
+            buf_addc(p->tc, &raw, e);
+        } else if (e != '\n') { /* backslash-newline: a continuation */
+            buf_addc(p->tc, &raw, to[k - from]);
+        }
+    }
+    if (ok)
+        tc_json_string(p->tc, out, raw.p ? raw.p : "", raw.len);
+    buf_free(&raw);
+    return ok;
+}
+
+static bool py_value(py_t *p, buf_t *out);
+
+/* [a, b], (a, b) or {k: v}: closer ']', ')' or '}'. */
+static bool py_container(py_t *p, buf_t *out, char closer)
+{
+    bool dict = closer == '}';
+    p->i++;
+    buf_addc(p->tc, out, dict ? '{' : '[');
+    for (int k = 0;; k++) {
+        py_ws(p);
+        if (p->i < p->n && p->s[p->i] == closer) {
+            p->i++;
+            break;
+        }
+        if (k)
+            buf_addc(p->tc, out, ',');
+        if (dict) { /* keys: strings, or numbers / bools written as strings */
+            if (p->i >= p->n)
+                return false;
+            if (p->s[p->i] == '\'' || p->s[p->i] == '"') {
+                if (!py_string(p, out))
+                    return false;
+            } else {
+                buf_t key = {0};
+                bool ok = py_value(p, &key) && key.len && key.p[0] != '[' && key.p[0] != '{';
+                if (ok)
+                    tc_json_string(p->tc, out, key.p, key.len);
+                buf_free(&key);
+                if (!ok)
+                    return false;
+            }
+            py_ws(p);
+            if (p->i >= p->n || p->s[p->i++] != ':')
+                return false;
+            buf_addc(p->tc, out, ':');
+        }
+        if (!py_value(p, out))
+            return false;
+        py_ws(p);
+        if (p->i < p->n && p->s[p->i] == ',') {
+            p->i++;
+            continue;
+        }
+        py_ws(p);
+        if (p->i < p->n && p->s[p->i] == closer) {
+            p->i++;
+            break;
+        }
+        return false;
+    }
+    buf_addc(p->tc, out, dict ? '}' : ']');
+    return true;
+}
+
+static bool py_value(py_t *p, buf_t *out)
+{
+    py_ws(p);
+    if (p->i >= p->n || ++p->depth > PY_MAX_DEPTH)
+        return false;
+    char c = p->s[p->i];
+    bool ok;
+    if (c == '\'' || c == '"') {
+        ok = py_string(p, out);
+    } else if (c == '[' || c == '(' || c == '{') {
+        ok = py_container(p, out, c == '[' ? ']' : c == '(' ? ')' : '}');
+    } else {
+        size_t b = p->i;
+        while (p->i < p->n && (isalnum((unsigned char)p->s[p->i]) || strchr("+-._", p->s[p->i])))
+            p->i++;
+        const char *w = p->s + b;
+        size_t wl = p->i - b;
+        double v;
+        ok = true;
+        if (wl == 4 && !memcmp(w, "True", 4))
+            buf_add(p->tc, out, "true", 4);
+        else if (wl == 5 && !memcmp(w, "False", 5))
+            buf_add(p->tc, out, "false", 5);
+        else if (wl == 4 && !memcmp(w, "None", 4))
+            buf_add(p->tc, out, "null", 4);
+        else if (wl && wl < 64 && !memchr(w, '_', wl) && parse_number(w, wl, &v)) {
+            if (memchr(w, '.', wl) || memchr(w, 'e', wl) || memchr(w, 'E', wl))
+                put_number(p->tc, out, v); /* a float */
+            else
+                buf_add(p->tc, out, w[0] == '+' ? w + 1 : w, w[0] == '+' ? wl - 1 : wl);
+        } else
+            ok = false;
+    }
+    p->depth--;
+    return ok;
+}
+
+bool tc_pyliteral_json(toolcall_t *tc, buf_t *out, const char *s, size_t n)
+{
+    buf_t tmp = {0};
+    py_t p = {tc, s, n, 0, 0};
+    bool ok = py_value(&p, &tmp);
+    py_ws(&p);
+    ok = ok && p.i == n && !tc->nomem;
+    if (ok)
+        buf_add(tc, out, tmp.p, tmp.len);
+    buf_free(&tmp);
+    return ok;
+}
+
+/* ---- typing ------------------------------------------------------------- */
+
+void tc_param_json(toolcall_t *tc, buf_t *out, const char *fn, const char *key, const char *raw, size_t n)
+{
+    /* one leading and one trailing newline belong to the markup */
+    if (n && raw[0] == '\n')
+        raw++, n--;
+    if (n && raw[n - 1] == '\n')
+        n--;
+    if (n == 4 && !strncasecmp(raw, "null", 4)) {
+        buf_add(tc, out, "null", 4);
+        return;
+    }
+    json_object *schema = param_schema(tc->cfg.tools, fn, key);
+    char t[32];
+    schema_type(schema, t, sizeof t);
+    if (!schema || starts(t, "str") || !strcmp(t, "text") || starts(t, "varchar") || starts(t, "char") ||
+        !strcmp(t, "enum") || (!t[0] && !member(schema, "anyOf") && !member(schema, "oneOf"))) {
+        tc_json_string(tc, out, raw, n);
+        return;
+    }
+    /* the other types: surrounding whitespace is not part of the value */
+    const char *v = raw;
+    size_t vl = tc_trim(&v, n);
+    double d;
+    if (starts(t, "int") || starts(t, "uint") || starts(t, "long") || starts(t, "short") || starts(t, "unsigned")) {
+        if (parse_number(v, vl, &d) && d == floor(d) && fabs(d) < 9e15) {
+            put_number(tc, out, d);
+            return;
+        }
+    } else if (starts(t, "num") || starts(t, "float") || starts(t, "double") || starts(t, "decimal")) {
+        if (parse_number(v, vl, &d)) {
+            put_number(tc, out, d);
+            return;
+        }
+    } else if (starts(t, "bool")) {
+        if ((vl == 4 && !strncasecmp(v, "true", 4)) || (vl == 1 && v[0] == '1')) {
+            buf_add(tc, out, "true", 4);
+            return;
+        }
+        if ((vl == 5 && !strncasecmp(v, "false", 5)) || (vl == 1 && v[0] == '0')) {
+            buf_add(tc, out, "false", 5);
+            return;
+        }
+    } else if (json_value(tc, out, v, vl) || tc_pyliteral_json(tc, out, v, vl)) {
+        return; /* object, array, or a type we do not know: JSON, else Python */
+    }
+    tc_json_string(tc, out, raw, n); /* not of its type: the text as is */
+}

@@ -1,0 +1,240 @@
+/* chat_render_caps.c - probing a chat template's expectations and shaping
+ * a request's messages for it (see chat_render_caps.h). */
+#include "server/chat/chat_render_caps.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/request/request_chat.h"
+
+#define NEEDLE "argument_needle"
+#define NEEDLE_VALUE "print('Hello, World!')"
+
+/* ---- probing ------------------------------------------------------------ */
+
+/* The probe conversation: a call with the needle argument, its result, a
+ * follow-up turn. The tool's schema names another parameter, so a template
+ * that prints the tools cannot show the needle by itself. */
+static json_object *probe_context(bool args_string, bool null_content, const char *bos, const char *eos)
+{
+    static const char head[] =
+        "{\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"tool_probe\", \"description\": \"Probe\","
+        " \"parameters\": {\"type\": \"object\", \"properties\": {\"code\": {\"type\": \"string\"}},"
+        " \"required\": [\"code\"]}}}],"
+        " \"messages\": [{\"role\": \"user\", \"content\": \"Run it.\"},"
+        " {\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": [{\"id\": \"call12345\", \"type\": \"function\","
+        " \"function\": {\"name\": \"tool_probe\", \"arguments\": ";
+    static const char tail[] =
+        "}}]}, {\"role\": \"tool\", \"tool_call_id\": \"call12345\", \"name\": \"tool_probe\", \"content\": \"ok\"},"
+        " {\"role\": \"assistant\", \"content\": \"Done.\"}, {\"role\": \"user\", \"content\": \"Thanks.\"}],"
+        " \"add_generation_prompt\": true}";
+    static const char args_obj[] = "{\"" NEEDLE "\": \"" NEEDLE_VALUE "\"}";
+    static const char args_str[] = "\"{\\\"" NEEDLE "\\\": \\\"" NEEDLE_VALUE "\\\"}\"";
+    size_t n = sizeof head + sizeof tail + sizeof args_str;
+    char *text = malloc(n);
+    if (!text)
+        return NULL;
+    snprintf(text, n, "%s%s%s", head, args_string ? args_str : args_obj, tail);
+    json_object *o = json_tokener_parse(text);
+    free(text);
+    if (o) {
+        json_object *msgs, *call_msg;
+        if (null_content && json_object_object_get_ex(o, "messages", &msgs) &&
+            (call_msg = json_object_array_get_idx(msgs, 1)))
+            json_object_object_add(call_msg, "content", NULL);
+        json_object_object_add(o, "documents", NULL);
+        if (bos)
+            json_object_object_add(o, "bos_token", json_object_new_string(bos));
+        if (eos)
+            json_object_object_add(o, "eos_token", json_object_new_string(eos));
+    }
+    return o;
+}
+
+/* Does the rendered probe show the argument as a model would read it? */
+static bool shows_needle(const chat_template_t *t, bool args_string, bool null_content, const char *bos,
+                         const char *eos)
+{
+    static const char *const forms[] = {
+        "\"" NEEDLE "\"",  /* JSON key, name="..." attributes */
+        NEEDLE ">",        /* <parameter=argument_needle> */
+        NEEDLE "<",        /* <arg_key>argument_needle</arg_key> */
+        NEEDLE ":",        /* gemma's call:f{argument_needle:...} */
+        NEEDLE "=",        /* pythonic */
+    };
+    json_object *ctx = probe_context(args_string, null_content, bos, eos);
+    char *out = NULL;
+    chat_render_opts_t opts = {.now = 1, .extensions = true}; /* as the server renders */
+    bool shown = false;
+    if (ctx && chat_template_render(t, ctx, &opts, &out, NULL, NULL, NULL) == LF_OK)
+        for (size_t i = 0; i < sizeof forms / sizeof forms[0] && !shown; i++)
+            shown = strstr(out, forms[i]) != NULL;
+    free(out);
+    json_object_put(ctx);
+    return shown;
+}
+
+/* A `for` statement whose iterable mentions content: the template walks
+ * content parts itself (vLLM's "openai" content format). */
+static bool iterates_content(const char *src)
+{
+    for (const char *p = src; (p = strstr(p, "{%")); p += 2) {
+        const char *end = strstr(p, "%}");
+        if (!end)
+            break;
+        const char *f = p + 2;
+        while (f < end && (*f == '-' || *f == '+' || isspace((unsigned char)*f)))
+            f++;
+        if (end - f < 4 || strncmp(f, "for", 3) || !isspace((unsigned char)f[3]))
+            continue;
+        const char *in = NULL;
+        for (const char *q = f + 3; q + 4 <= end; q++)
+            if (isspace((unsigned char)q[0]) && !strncmp(q + 1, "in", 2) && isspace((unsigned char)q[3])) {
+                in = q + 3;
+                break;
+            }
+        if (!in)
+            continue;
+        for (const char *q = in; q + 7 <= end; q++)
+            if (!strncmp(q, "content", 7))
+                return true;
+    }
+    return false;
+}
+
+void chat_caps_probe(const chat_template_t *t, const char *src, const char *bos, const char *eos, chat_caps_t *caps)
+{
+    memset(caps, 0, sizeof *caps);
+    if (!t || !src)
+        return;
+    bool shown[2][2]; /* [arguments as a string][content null] */
+    for (int a = 0; a < 2; a++)
+        for (int c = 0; c < 2; c++)
+            shown[a][c] = shows_needle(t, a, c, bos, eos);
+    bool obj = shown[0][0] || shown[0][1], str = shown[1][0] || shown[1][1];
+    caps->args_as_string = str && !obj;
+    int a = caps->args_as_string;
+    caps->null_content = shown[a][1] && !shown[a][0];
+    caps->content_parts = iterates_content(src);
+    caps->knows_developer = strstr(src, "developer") != NULL;
+    caps->reads_thinking = strstr(src, ".thinking") || strstr(src, "'thinking'") || strstr(src, "\"thinking\"");
+    caps->reads_effort = strstr(src, "reasoning_effort") != NULL;
+}
+
+/* ---- the view ----------------------------------------------------------- */
+
+static json_object *get(json_object *o, const char *k)
+{
+    json_object *v = NULL;
+    if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, k, &v) ||
+        json_object_is_type(v, json_type_null))
+        return NULL;
+    return v;
+}
+
+/* A tool call with its arguments in the form the template expects. */
+static json_object *view_call(const chat_caps_t *caps, json_object *call)
+{
+    json_object *copy = NULL;
+    if (json_object_deep_copy(call, &copy, NULL) != 0)
+        return NULL;
+    json_object *fn = get(copy, "function"), *args = get(fn, "arguments");
+    if (!caps->args_as_string && args && json_object_is_type(args, json_type_string)) {
+        json_object *parsed = json_tokener_parse(json_object_get_string(args));
+        if (parsed && json_object_is_type(parsed, json_type_object))
+            json_object_object_add(fn, "arguments", parsed);
+        else
+            json_object_put(parsed);
+    }
+    return copy;
+}
+
+/* Text parts joined with "\n" (vLLM's string content format). */
+static json_object *joined_parts(json_object *parts)
+{
+    size_t n = json_object_array_length(parts), total = 1;
+    for (size_t i = 0; i < n; i++)
+        total += (size_t)json_object_get_string_len(get(json_object_array_get_idx(parts, i), "text")) + 1;
+    char *s = malloc(total), *w = s;
+    if (!s)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        json_object *tx = get(json_object_array_get_idx(parts, i), "text");
+        if (i)
+            *w++ = '\n';
+        size_t l = (size_t)json_object_get_string_len(tx);
+        memcpy(w, json_object_get_string(tx), l);
+        w += l;
+    }
+    *w = '\0';
+    json_object *o = json_object_new_string_len(s, (int)(w - s));
+    free(s);
+    return o;
+}
+
+static json_object *view_message(const chat_caps_t *caps, json_object *m)
+{
+    json_object *out = json_object_new_object();
+    if (!out)
+        return NULL;
+    json_object *reasoning = get(m, "reasoning_content");
+    if (!reasoning || !json_object_is_type(reasoning, json_type_string))
+        reasoning = get(m, "reasoning");
+    if (reasoning && !json_object_is_type(reasoning, json_type_string))
+        reasoning = NULL;
+    json_object_object_foreach(m, k, v) {
+        json_object *nv;
+        if (!strcmp(k, "role") && v && !caps->knows_developer && !strcmp(json_object_get_string(v), "developer"))
+            nv = json_object_new_string("system");
+        else if (!strcmp(k, "content") && !v)
+            nv = caps->null_content ? NULL : json_object_new_string("");
+        else if (!strcmp(k, "content") && json_object_is_type(v, json_type_array) && !caps->content_parts)
+            nv = joined_parts(v);
+        else if (!strcmp(k, "tool_calls") && json_object_is_type(v, json_type_array)) {
+            nv = json_object_new_array();
+            for (size_t i = 0; nv && i < json_object_array_length(v); i++)
+                json_object_array_add(nv, view_call(caps, json_object_array_get_idx(v, i)));
+        } else
+            nv = json_object_get(v);
+        json_object_object_add(out, k, nv);
+    }
+    if (!json_object_object_get_ex(out, "content", NULL))
+        json_object_object_add(out, "content", caps->null_content ? NULL : json_object_new_string(""));
+    if (reasoning) {
+        const char *names[] = {"reasoning_content", "reasoning", caps->reads_thinking ? "thinking" : NULL};
+        for (size_t i = 0; i < 3; i++)
+            if (names[i] && !get(out, names[i]))
+                json_object_object_add(out, names[i], json_object_get(reasoning));
+    }
+    return out;
+}
+
+json_object *chat_caps_view(const chat_caps_t *caps, const chat_req_t *req, bool agp)
+{
+    json_object *view = json_object_new_object(), *v;
+    if (!view)
+        return NULL;
+    json_object *msgs = json_object_new_array();
+    json_object *raw = req->raw ? get(req->raw, "messages") : NULL;
+    for (size_t i = 0; msgs && raw && i < json_object_array_length(raw); i++)
+        json_object_array_add(msgs, view_message(caps, json_object_array_get_idx(raw, i)));
+    json_object_object_add(view, "messages", msgs);
+    static const char *const keep[] = {"tools", "documents"};
+    for (size_t i = 0; i < 2; i++)
+        if ((v = get(req->raw, keep[i])))
+            json_object_object_add(view, keep[i], json_object_get(v));
+    json_object *kw = json_object_new_object(), *given = get(req->raw, "chat_template_kwargs");
+    if (given && json_object_is_type(given, json_type_object)) {
+        json_object_object_foreach(given, k, x) {
+            json_object_object_add(kw, k, json_object_get(x));
+        }
+    }
+    const char *effort = req->ext ? req->ext->reasoning_effort : NULL;
+    if (kw && effort && caps->reads_effort && !json_object_object_get_ex(kw, "reasoning_effort", NULL))
+        json_object_object_add(kw, "reasoning_effort", json_object_new_string(effort));
+    json_object_object_add(view, "chat_template_kwargs", kw);
+    json_object_object_add(view, "add_generation_prompt", json_object_new_boolean(agp));
+    return view;
+}

@@ -12,6 +12,7 @@
 #include "engine/kernels/kernels.h"
 #include "engine/quant/quant.h"
 #include "engine/quant/fp16.h"
+#include "engine/quant/quant_blocks.h"
 
 #include <cblas.h>
 #include <stdio.h>
@@ -58,12 +59,18 @@ static void fill(qtype_t t, uint8_t *b, size_t n_bytes)
             float v = (float)(rnd8() - 128) / 128.0f;
             h[i] = t == QTYPE_F16 ? fp16_from_fp32(v) : bf16_from_fp32(v);
         }
+    } else if (t == QTYPE_MXFP4) {
+        /* random exponents would include 2^-128: float subnormals, which
+         * cost microcode assists in the FMAs and distort the timing */
+        for (size_t i = 0; i < n_bytes; i += sizeof(block_mxfp4))
+            b[i] = (uint8_t)(118 + rnd8() % 8);
     }
 }
 
-static const qtype_t all_types[] = {QTYPE_Q8_0, QTYPE_Q4_K, QTYPE_Q6_K, QTYPE_F32, QTYPE_F16, QTYPE_Q5_K,
-                                    QTYPE_Q4_0, QTYPE_Q5_0, QTYPE_Q3_K, QTYPE_Q2_K, QTYPE_Q4_1, QTYPE_Q5_1,
-                                    QTYPE_BF16};
+static const qtype_t all_types[] = {QTYPE_Q8_0, QTYPE_Q4_K, QTYPE_Q6_K, QTYPE_F32,    QTYPE_F16,
+                                    QTYPE_Q5_K, QTYPE_Q4_0, QTYPE_Q5_0, QTYPE_Q3_K,   QTYPE_Q2_K,
+                                    QTYPE_Q4_1, QTYPE_Q5_1, QTYPE_BF16, QTYPE_IQ4_NL, QTYPE_IQ4_XS,
+                                    QTYPE_MXFP4};
 
 static void bench_one(tpool_t *pool, qtype_t t, int64_t n_rows, int64_t k, int blas)
 {

@@ -108,11 +108,19 @@ K_EXPORT(dot_iq4_nl_, k_iq4_nl)
 K_EXPORT(dot_mxfp4_, k_mxfp4)
 K_EXPORT(dot_iq4_xs_, k_iq4_xs)
 
+#if KERN_VNNI
+#include "engine/kernels/kernels_x86_iq4tx.h"
+#endif
+
 /* The entries of this file's types (called by the level's kern_fill_). */
 static void KNAME(kern_fill_iq4_)(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYPE_COUNT])
 {
     tab[QTYPE_IQ4_NL] = KNAME(dot_iq4_nl_);
     tab[QTYPE_MXFP4] = KNAME(dot_mxfp4_);
     tab[QTYPE_IQ4_XS] = KNAME(dot_iq4_xs_);
+#if KERN_VNNI
+    KNAME(kern_fill_iq4tx_)(tab, tiles);
+#else
     (void)tiles;
+#endif
 }

@@ -400,7 +400,7 @@ static void check_file(const char *dir, const char *qname, const char *fname)
                    (long long)s->n, (long long)s->n_bad);
         } else if (is_k((qtype_t)t)) {
             tap_ok(s->n_bad == 0 && nrmse <= k_rms_limit((qtype_t)t),
-                   "%s %s: %lld values, rms err/rms w = %.4f (limit %.3f), worst err/(superblock max) %.3f of limit",
+                   "%s %s: %lld values, rms err/rms w = %.4f (limit %.3f), worst err/(block max) %.3f of limit",
                    qname, tn, (long long)s->n, nrmse, k_rms_limit((qtype_t)t), s->worst);
         } else {
             tap_ok(s->n_bad == 0, "%s %s: %lld values within the per-element bound (worst %.3f of it, rms err/rms w %.4f)",

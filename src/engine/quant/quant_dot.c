@@ -295,6 +295,17 @@ static float dot_q6_K(int64_t nb, const block_q6_K *x, const block_q8_K *y)
     return sumf;
 }
 
+/* The codebook types: 32 values (16 nibble bytes, element j in the low
+ * nibble of qs[j], element j + 16 in the high one) looked up in values[]
+ * and multiplied by the 32 int8 activations at q8, summed exactly. */
+static int lut32_sum(const uint8_t qs[16], const int8_t values[16], const int8_t *q8)
+{
+    int sumi = 0;
+    for (int j = 0; j < 16; j++)
+        sumi += q8[j] * values[qs[j] & 0xF] + q8[j + 16] * values[qs[j] >> 4];
+    return sumi;
+}
+
 /* IQ4_NL and MXFP4 against Q8_0: Q4_0's arithmetic with the codebook
  * values (|v| <= 127) instead of q - 8; the block factor is dy * dx as in
  * ggml (MXFP4: dx = 2^(e-128), exact in float). */
@@ -302,10 +313,7 @@ static float dot_iq4_nl(int64_t nb, const block_iq4_nl *x, const block_q8_0 *y)
 {
     float sumf = 0;
     for (int64_t i = 0; i < nb; i++) {
-        int sumi = 0;
-        for (int j = 0; j < QK4_NL / 2; j++)
-            sumi += y[i].qs[j] * quant_iq4nl_values[x[i].qs[j] & 0xF] +
-                    y[i].qs[j + QK4_NL / 2] * quant_iq4nl_values[x[i].qs[j] >> 4];
+        const int sumi = lut32_sum(x[i].qs, quant_iq4nl_values, y[i].qs);
         sumf += (fp16_to_fp32(y[i].d) * fp16_to_fp32(x[i].d)) * (float)sumi;
     }
     return sumf;
@@ -315,10 +323,7 @@ static float dot_mxfp4(int64_t nb, const block_mxfp4 *x, const block_q8_0 *y)
 {
     float sumf = 0;
     for (int64_t i = 0; i < nb; i++) {
-        int sumi = 0;
-        for (int j = 0; j < QK_MXFP4 / 2; j++)
-            sumi += y[i].qs[j] * quant_mxfp4_values[x[i].qs[j] & 0xF] +
-                    y[i].qs[j + QK_MXFP4 / 2] * quant_mxfp4_values[x[i].qs[j] >> 4];
+        const int sumi = lut32_sum(x[i].qs, quant_mxfp4_values, y[i].qs);
         sumf += (fp16_to_fp32(y[i].d) * quant_e8m0_half(x[i].e)) * (float)sumi;
     }
     return sumf;
@@ -333,13 +338,9 @@ static float dot_iq4_xs(int64_t nb, const block_iq4_xs *x, const block_q8_K *y)
 {
     float sumf = 0;
     for (int64_t i = 0; i < nb; i++) {
-        const uint8_t *qs = x[i].qs;
-        const int8_t *q8 = y[i].qs;
         int isum = 0;
-        for (int ib = 0; ib < QK_K / 32; ib++, qs += 16, q8 += 32) {
-            int s = 0;
-            for (int j = 0; j < 16; j++)
-                s += q8[j] * quant_iq4nl_values[qs[j] & 0xF] + q8[j + 16] * quant_iq4nl_values[qs[j] >> 4];
+        for (int ib = 0; ib < QK_K / 32; ib++) {
+            const int s = lut32_sum(x[i].qs + 16 * ib, quant_iq4nl_values, y[i].qs + 32 * ib);
             isum += (quant_iq4xs_scale(&x[i], ib) - 32) * s;
         }
         sumf += (fp16_to_fp32(x[i].d) * y[i].d) * (float)isum;

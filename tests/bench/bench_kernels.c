@@ -5,8 +5,11 @@
  * also times OpenBLAS cblas_sgemm on W dequantized to f32 (dequantization
  * excluded and included) for the prefill shape.
  *
- * usage: bench_kernels [threads=2] [types=q8_0,q4_K,...|all] [blas|stream]
- * (stream: decode of 32000x768 and 2048x768 matrices from DRAM, GB/s)
+ * usage: bench_kernels [threads=2] [types=q8_0,q4_K,...|all] [blas|stream|moe]
+ * (stream: decode of 32000x768 and 2048x768 matrices from DRAM, GB/s;
+ * moe: one gpt-oss-20b expert matrix, 2880x2880, with the token counts a
+ * routed expert sees: 1 (decode) to 64 (a 512-token prompt, 32 experts,
+ * top 4), GFLOP/s)
  * The ISA level follows LLM_FCGI_ISA. Keep runs short: the machine is shared.
  */
 #include "engine/kernels/kernels.h"
@@ -168,12 +171,46 @@ static void bench_stream(tpool_t *pool, qtype_t t, int64_t n_rows, int64_t k)
     free(W), free(x), free(act), free(out);
 }
 
+/* One expert-sized matrix with few tokens: best of runs, GFLOP/s. Rows
+ * of 2880 are not whole 256-blocks: those types get 3072 (for comparison
+ * only, such a file would not have them). */
+static void bench_moe(tpool_t *pool, qtype_t t)
+{
+    const int64_t n_rows = 2880, k = qtype_info(t)->block_size == QK_K ? 3072 : 2880, T = 64;
+    static const int64_t toks[] = {1, 4, 16, 64};
+    size_t wsz = qtype_row_size(t, k) * (size_t)n_rows;
+    uint8_t *W = malloc(wsz);
+    float *x = malloc(sizeof(float) * (size_t)(k * T));
+    void *act = malloc(kern_act_size(t, k, T));
+    float *out = malloc(sizeof(float) * (size_t)(n_rows * T));
+    fill(t, W, wsz);
+    for (int64_t i = 0; i < k * T; i++)
+        x[i] = (float)(rnd8() - 128) / 64.0f;
+    kern_quantize_act(t, x, k, T, act);
+    printf("%-6s %lldx%lld", qtype_name(t), (long long)n_rows, (long long)k);
+    for (size_t j = 0; j < sizeof toks / sizeof toks[0]; j++) {
+        double best = 1e9, start = now();
+        for (int r = 0; r < 200 && now() - start < 0.3; r++) {
+            double t0 = now();
+            kern_matmul(pool, t, W, n_rows, k, act, toks[j], out);
+            double d = now() - t0;
+            if (d < best)
+                best = d;
+        }
+        printf(" | %2lld tok %8.1f us %6.1f GFLOP/s", (long long)toks[j], best * 1e6,
+               2.0 * (double)(n_rows * k * toks[j]) / best / 1e9);
+    }
+    printf("\n");
+    free(W), free(x), free(act), free(out);
+}
+
 int main(int argc, char **argv)
 {
     int nth = argc > 1 ? atoi(argv[1]) : 2;
     const char *types = argc > 2 ? argv[2] : "all";
     int blas = argc > 3 && !strcmp(argv[3], "blas");
     int stream = argc > 3 && !strcmp(argv[3], "stream");
+    int moe = argc > 3 && !strcmp(argv[3], "moe");
     tpool_t *pool = NULL;
     if (tpool_create(nth, &pool, NULL) != LF_OK) {
         fprintf(stderr, "bad thread count\n");
@@ -192,6 +229,10 @@ int main(int argc, char **argv)
             snprintf(key, sizeof key, ",%s,", qtype_name(t));
             if (!strstr(buf, key))
                 continue;
+        }
+        if (moe) {
+            bench_moe(pool, t);
+            continue;
         }
         if (stream) {
             bench_stream(pool, t, 32000, 768);

@@ -83,18 +83,34 @@ KB void k_iq4_xs(int64_t n, const void *w, const void *act, size_t act_stride, f
     K_FOR_T(t)
         acc[t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
-        __m256i sumi[KERN_NT_MAX];
+        /* one or two tokens: even and odd sub-blocks in two chains (exact
+         * integers: the split changes no value, only the length of the
+         * dependency chain; with more tokens the registers are short) */
+        const int split = nt <= 2;
+        __m256i sumi[KERN_NT_MAX], sumo[KERN_NT_MAX];
         K_FOR_T(t)
-            sumi[t] = _mm256_setzero_si256();
-        for (int ib = 0; ib < QK_K / 32; ib++) {
-            const __m256i qx = k_lut_values32(x[i].qs + 16 * ib, lut);
-            const __m256i ax = _mm256_sign_epi8(qx, qx);
-            const __m256i sc = _mm256_set1_epi16((short)(quant_iq4xs_scale(&x[i], ib) - 32));
+            sumi[t] = sumo[t] = _mm256_setzero_si256();
+        for (int ib = 0; ib < QK_K / 32; ib += 2) {
+            const __m256i qx0 = k_lut_values32(x[i].qs + 16 * ib, lut);
+            const __m256i qx1 = k_lut_values32(x[i].qs + 16 * ib + 16, lut);
+            const __m256i ax0 = _mm256_sign_epi8(qx0, qx0), ax1 = _mm256_sign_epi8(qx1, qx1);
+            const __m256i sc0 = _mm256_set1_epi16((short)(quant_iq4xs_scale(&x[i], ib) - 32));
+            const __m256i sc1 = _mm256_set1_epi16((short)(quant_iq4xs_scale(&x[i], ib + 1) - 32));
             K_FOR_T(t) {
-                const __m256i qy = _mm256_loadu_si256((const __m256i *)(K_ACT(block_q8_K, t, i)->qs + 32 * ib));
-                sumi[t] = k_madd_acc(sumi[t], sc, _mm256_maddubs_epi16(ax, _mm256_sign_epi8(qy, qx)));
+                const int8_t *q8 = K_ACT(block_q8_K, t, i)->qs + 32 * ib;
+                const __m256i qy0 = _mm256_loadu_si256((const __m256i *)q8);
+                const __m256i qy1 = _mm256_loadu_si256((const __m256i *)(q8 + 32));
+                sumi[t] = k_madd_acc(sumi[t], sc0, _mm256_maddubs_epi16(ax0, _mm256_sign_epi8(qy0, qx0)));
+                const __m256i p1 = _mm256_maddubs_epi16(ax1, _mm256_sign_epi8(qy1, qx1));
+                if (split)
+                    sumo[t] = k_madd_acc(sumo[t], sc1, p1);
+                else
+                    sumi[t] = k_madd_acc(sumi[t], sc1, p1);
             }
         }
+        if (split)
+            K_FOR_T(t)
+                sumi[t] = _mm256_add_epi32(sumi[t], sumo[t]);
         const float dx = k_h2f(x[i].d);
         K_FOR_T(t)
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * K_ACT(block_q8_K, t, i)->d), _mm256_cvtepi32_ps(sumi[t]),

@@ -5,13 +5,17 @@
  * also times OpenBLAS cblas_sgemm on W dequantized to f32 (dequantization
  * excluded and included) for the prefill shape.
  *
- * usage: bench_kernels [threads=2] [types=q8_0,q4_K,...|all] [blas|stream]
- * (stream: decode of 32000x768 and 2048x768 matrices from DRAM, GB/s)
+ * usage: bench_kernels [threads=2] [types=q8_0,q4_K,...|all] [blas|stream|moe]
+ * (stream: decode of 32000x768 and 2048x768 matrices from DRAM, GB/s;
+ * moe: one gpt-oss-20b expert matrix, 2880x2880, with the token counts a
+ * routed expert sees: 1 (decode) to 64 (a 512-token prompt, 32 experts,
+ * top 4), GFLOP/s)
  * The ISA level follows LLM_FCGI_ISA. Keep runs short: the machine is shared.
  */
 #include "engine/kernels/kernels.h"
 #include "engine/quant/quant.h"
 #include "engine/quant/fp16.h"
+#include "engine/quant/quant_blocks.h"
 
 #include <cblas.h>
 #include <stdio.h>
@@ -58,12 +62,18 @@ static void fill(qtype_t t, uint8_t *b, size_t n_bytes)
             float v = (float)(rnd8() - 128) / 128.0f;
             h[i] = t == QTYPE_F16 ? fp16_from_fp32(v) : bf16_from_fp32(v);
         }
+    } else if (t == QTYPE_MXFP4) {
+        /* random exponents would include 2^-128: float subnormals, which
+         * cost microcode assists in the FMAs and distort the timing */
+        for (size_t i = 0; i < n_bytes; i += sizeof(block_mxfp4))
+            b[i] = (uint8_t)(118 + rnd8() % 8);
     }
 }
 
-static const qtype_t all_types[] = {QTYPE_Q8_0, QTYPE_Q4_K, QTYPE_Q6_K, QTYPE_F32, QTYPE_F16, QTYPE_Q5_K,
-                                    QTYPE_Q4_0, QTYPE_Q5_0, QTYPE_Q3_K, QTYPE_Q2_K, QTYPE_Q4_1, QTYPE_Q5_1,
-                                    QTYPE_BF16};
+static const qtype_t all_types[] = {QTYPE_Q8_0, QTYPE_Q4_K, QTYPE_Q6_K, QTYPE_F32,    QTYPE_F16,
+                                    QTYPE_Q5_K, QTYPE_Q4_0, QTYPE_Q5_0, QTYPE_Q3_K,   QTYPE_Q2_K,
+                                    QTYPE_Q4_1, QTYPE_Q5_1, QTYPE_BF16, QTYPE_IQ4_NL, QTYPE_IQ4_XS,
+                                    QTYPE_MXFP4};
 
 static void bench_one(tpool_t *pool, qtype_t t, int64_t n_rows, int64_t k, int blas)
 {
@@ -161,12 +171,46 @@ static void bench_stream(tpool_t *pool, qtype_t t, int64_t n_rows, int64_t k)
     free(W), free(x), free(act), free(out);
 }
 
+/* One expert-sized matrix with few tokens: best of runs, GFLOP/s. Rows
+ * of 2880 are not whole 256-blocks: those types get 3072 (for comparison
+ * only, such a file would not have them). */
+static void bench_moe(tpool_t *pool, qtype_t t)
+{
+    const int64_t n_rows = 2880, k = qtype_info(t)->block_size == QK_K ? 3072 : 2880, T = 64;
+    static const int64_t toks[] = {1, 4, 16, 64};
+    size_t wsz = qtype_row_size(t, k) * (size_t)n_rows;
+    uint8_t *W = malloc(wsz);
+    float *x = malloc(sizeof(float) * (size_t)(k * T));
+    void *act = malloc(kern_act_size(t, k, T));
+    float *out = malloc(sizeof(float) * (size_t)(n_rows * T));
+    fill(t, W, wsz);
+    for (int64_t i = 0; i < k * T; i++)
+        x[i] = (float)(rnd8() - 128) / 64.0f;
+    kern_quantize_act(t, x, k, T, act);
+    printf("%-6s %lldx%lld", qtype_name(t), (long long)n_rows, (long long)k);
+    for (size_t j = 0; j < sizeof toks / sizeof toks[0]; j++) {
+        double best = 1e9, start = now();
+        for (int r = 0; r < 200 && now() - start < 0.3; r++) {
+            double t0 = now();
+            kern_matmul(pool, t, W, n_rows, k, act, toks[j], out);
+            double d = now() - t0;
+            if (d < best)
+                best = d;
+        }
+        printf(" | %2lld tok %8.1f us %6.1f GFLOP/s", (long long)toks[j], best * 1e6,
+               2.0 * (double)(n_rows * k * toks[j]) / best / 1e9);
+    }
+    printf("\n");
+    free(W), free(x), free(act), free(out);
+}
+
 int main(int argc, char **argv)
 {
     int nth = argc > 1 ? atoi(argv[1]) : 2;
     const char *types = argc > 2 ? argv[2] : "all";
     int blas = argc > 3 && !strcmp(argv[3], "blas");
     int stream = argc > 3 && !strcmp(argv[3], "stream");
+    int moe = argc > 3 && !strcmp(argv[3], "moe");
     tpool_t *pool = NULL;
     if (tpool_create(nth, &pool, NULL) != LF_OK) {
         fprintf(stderr, "bad thread count\n");
@@ -185,6 +229,10 @@ int main(int argc, char **argv)
             snprintf(key, sizeof key, ",%s,", qtype_name(t));
             if (!strstr(buf, key))
                 continue;
+        }
+        if (moe) {
+            bench_moe(pool, t);
+            continue;
         }
         if (stream) {
             bench_stream(pool, t, 32000, 768);

@@ -43,8 +43,9 @@
  * quantized to 8 bits as well, Q8_0 or Q8_1), bf16 takes f16's scaled by 8
  * (its activations are rounded to 8 significant bits instead of 11, so every
  * rounding error is 2^3 times larger; argmax flips allowed 3), and the
- * tiny256 K-quant and Q4/Q5 files take tiny256-q8_0's (README: "expect at
- * least the Q8_0 figures"). The stories260K F32 logprob bar is 2e-3 as the
+ * tiny256 K-quant, Q4/Q5 and IQ4_NL/IQ4_XS files take tiny256-q8_0's
+ * (README sections 1b and 1d: "expect at least the Q8_0 figures"; their
+ * activations are quantized to Q8_0 or Q8_K as well). The stories260K F32 logprob bar is 2e-3 as the
  * issue states for that file. */
 enum { FREE_ALL, FREE_TIE, FREE_GAP };
 typedef struct {
@@ -78,6 +79,8 @@ static const bar_t bars[] = {
     {"greedy-tiny256-q4_0.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
     {"greedy-tiny256-q3_k_m.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
     {"greedy-tiny256-q2_k.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
+    {"greedy-tiny256-iq4_nl.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
+    {"greedy-tiny256-iq4_xs.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
 };
 
 #define MAX_TOK 4096

@@ -83,6 +83,9 @@ static inline void qt_random_blocks(qtype_t t, void *dst, int64_t nb)
             ((block_q5_K *)dst)[i].dmin = qt_scale(0.0001f, 0.005f);
             break;
         case QTYPE_Q6_K: ((block_q6_K *)dst)[i].d = qt_scale(0.00001f, 0.0005f); break;
+        case QTYPE_IQ4_NL: ((block_iq4_nl *)dst)[i].d = qt_scale(0.0001f, 0.01f); break;
+        case QTYPE_IQ4_XS: ((block_iq4_xs *)dst)[i].d = qt_scale(0.00001f, 0.001f); break;
+        case QTYPE_MXFP4: ((block_mxfp4 *)dst)[i].e = (uint8_t)(118 + qt_rand() % 12); break; /* 2^-10..2^1 */
         case QTYPE_F16: {
             uint16_t *h = dst;
             h[i] = fp16_from_fp32(qt_gauss());
@@ -217,6 +220,39 @@ static inline float qt_el_q6_K(const block_q6_K *b, int e)
     return fp16_to_fp32(b->d) * (float)b->scales[h * 8 + 2 * g + l / 16] * (float)q;
 }
 
+/* The codebook types, from the format description: nibble of element e
+ * (e < 16: low nibble of qs[e], else high nibble of qs[e - 16]) indexes
+ * the table; IQ4_XS sub-block e / 32 has the 6-bit scale whose low 4 bits
+ * are nibble (e / 32) % 2 of scales_l[e / 64] and high 2 bits are bits
+ * 2 * (e / 32) of scales_h. MXFP4's scale is 2^(e - 127) times the E2M1
+ * value (the table holds doubled values, hence 2^(e - 128)), computed here
+ * with ldexpf. */
+static inline int qt_nib(const uint8_t *qs, int e)
+{
+    return e < 16 ? (qs[e] & 15) : (qs[e - 16] >> 4);
+}
+
+static inline float qt_el_iq4_nl(const block_iq4_nl *b, int e)
+{
+    static const int8_t kv[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    return fp16_to_fp32(b->d) * (float)kv[qt_nib(b->qs, e)];
+}
+
+static inline float qt_el_iq4_xs(const block_iq4_xs *b, int e)
+{
+    static const int8_t kv[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    const int ib = e / 32;
+    const int ls = ((b->scales_l[ib / 2] >> (4 * (ib % 2))) & 15) | (((b->scales_h >> (2 * ib)) & 3) << 4);
+    return (fp16_to_fp32(b->d) * (float)(ls - 32)) * (float)kv[qt_nib(b->qs + 16 * ib, e % 32)];
+}
+
+static inline float qt_el_mxfp4(const block_mxfp4 *b, int e)
+{
+    /* code 8 is E2M1's -0; ggml's integer table makes it +0 */
+    static const float e2m1[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, 0, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+    return e2m1[qt_nib(b->qs, e)] * ldexpf(1.0f, (int)b->e - 127);
+}
+
 /* Element e of block i of a row of type t (t a weight type). */
 static inline float qt_el(qtype_t t, const void *row, int64_t idx)
 {
@@ -237,6 +273,9 @@ static inline float qt_el(qtype_t t, const void *row, int64_t idx)
     case QTYPE_Q4_K: return qt_el_q4_K((const block_q4_K *)row + i, e);
     case QTYPE_Q5_K: return qt_el_q5_K((const block_q5_K *)row + i, e);
     case QTYPE_Q6_K: return qt_el_q6_K((const block_q6_K *)row + i, e);
+    case QTYPE_IQ4_NL: return qt_el_iq4_nl((const block_iq4_nl *)row + i, e);
+    case QTYPE_IQ4_XS: return qt_el_iq4_xs((const block_iq4_xs *)row + i, e);
+    case QTYPE_MXFP4: return qt_el_mxfp4((const block_mxfp4 *)row + i, e);
     default: return NAN;
     }
 }

@@ -33,13 +33,14 @@ static float rng_f(float lo, float hi)
 typedef struct {
     qtype_t t;
     int f16_off[2]; /* byte offsets of fp16 scale fields in a block, -1 = none */
+    int e8m0_off;   /* byte offset of an E8M0 exponent, -1 = none */
 } wtype_case_t;
 
 static const wtype_case_t wtypes[] = {
-    {QTYPE_F32, {-1, -1}},  {QTYPE_F16, {-1, -1}},  {QTYPE_BF16, {-1, -1}}, {QTYPE_Q4_0, {0, -1}},
-    {QTYPE_Q4_1, {0, 2}},   {QTYPE_Q5_0, {0, -1}},  {QTYPE_Q5_1, {0, 2}},   {QTYPE_Q8_0, {0, -1}},
-    {QTYPE_Q2_K, {80, 82}}, {QTYPE_Q3_K, {108, -1}}, {QTYPE_Q4_K, {0, 2}},  {QTYPE_Q5_K, {0, 2}},
-    {QTYPE_Q6_K, {208, -1}},
+    {QTYPE_F32, {-1, -1}, -1},  {QTYPE_F16, {-1, -1}, -1},   {QTYPE_BF16, {-1, -1}, -1}, {QTYPE_Q4_0, {0, -1}, -1},
+    {QTYPE_Q4_1, {0, 2}, -1},   {QTYPE_Q5_0, {0, -1}, -1},   {QTYPE_Q5_1, {0, 2}, -1},   {QTYPE_Q8_0, {0, -1}, -1},
+    {QTYPE_Q2_K, {80, 82}, -1}, {QTYPE_Q3_K, {108, -1}, -1}, {QTYPE_Q4_K, {0, 2}, -1},  {QTYPE_Q5_K, {0, 2}, -1},
+    {QTYPE_Q6_K, {208, -1}, -1}, {QTYPE_IQ4_NL, {0, -1}, -1}, {QTYPE_IQ4_XS, {0, -1}, -1}, {QTYPE_MXFP4, {-1, -1}, 0},
 };
 #define N_WTYPES (sizeof wtypes / sizeof wtypes[0])
 
@@ -64,12 +65,23 @@ static void fill_weights(const wtype_case_t *c, void *buf, int64_t n_rows, int64
     for (size_t i = 0; i < rs * (size_t)n_rows; i++)
         b[i] = (uint8_t)rng_u32();
     size_t nblk = rs * (size_t)n_rows / (size_t)qi->type_size;
-    for (size_t i = 0; i < nblk; i++)
+    for (size_t i = 0; i < nblk; i++) {
         for (int j = 0; j < 2; j++)
             if (c->f16_off[j] >= 0) {
                 uint16_t h = fp16_from_fp32(rng_f(0.001f, 0.05f));
                 memcpy(b + i * (size_t)qi->type_size + c->f16_off[j], &h, 2);
             }
+        if (c->e8m0_off >= 0) /* scales 2^-12 .. 2^-5 */
+            b[i * (size_t)qi->type_size + (size_t)c->e8m0_off] = (uint8_t)(116 + rng_u32() % 8);
+    }
+}
+
+static const wtype_case_t *wcase(qtype_t t)
+{
+    for (size_t ci = 0; ci < N_WTYPES; ci++)
+        if (wtypes[ci].t == t)
+            return &wtypes[ci];
+    return NULL;
 }
 
 static void fill_floats(float *x, int64_t n)
@@ -189,13 +201,11 @@ static void test_matmul(kern_isa_t isa, tpool_t *pool2)
  * equal to kern_vec_dot bit for bit, with 1 and 2 threads. */
 static void test_matmul_blocks(kern_isa_t isa, tpool_t *pool2)
 {
-    static const qtype_t types[] = {QTYPE_F32, QTYPE_Q8_0, QTYPE_Q4_K, QTYPE_Q6_K};
+    static const qtype_t types[] = {QTYPE_F32, QTYPE_Q8_0, QTYPE_Q4_K, QTYPE_Q6_K, QTYPE_IQ4_NL, QTYPE_IQ4_XS,
+                                    QTYPE_MXFP4};
     const int64_t n_rows = 21, T = 150;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        const wtype_case_t *c = NULL;
-        for (size_t ci = 0; ci < N_WTYPES; ci++)
-            if (wtypes[ci].t == types[ti])
-                c = &wtypes[ci];
+        const wtype_case_t *c = wcase(types[ti]);
         /* an odd number of 32-blocks where the type allows it */
         const int64_t k = qtype_info(c->t)->block_size == QK_K ? 4096 : 4128;
         size_t rs = qtype_row_size(c->t, k), ars = kern_act_size(c->t, k, 1);
@@ -234,6 +244,8 @@ static const struct {
     {2, {QTYPE_Q8_0, QTYPE_Q8_0}, {50, 50}, 5},                   /* gate, up */
     {4, {QTYPE_Q8_0, QTYPE_Q4_K, QTYPE_Q4_1, QTYPE_F16}, {9, 17, 5, 3}, 6}, /* four groups */
     {1, {QTYPE_Q5_K}, {1}, 3},
+    {3, {QTYPE_MXFP4, QTYPE_MXFP4, QTYPE_Q8_0}, {33, 33, 16}, 9},        /* experts' gate, up; Q8_0 */
+    {4, {QTYPE_IQ4_XS, QTYPE_IQ4_XS, QTYPE_Q6_K, QTYPE_IQ4_NL}, {19, 7, 7, 21}, 2},
 };
 
 static void test_multi(kern_isa_t isa, tpool_t *pool2)
@@ -249,10 +261,7 @@ static void test_multi(kern_isa_t isa, tpool_t *pool2)
         float *ref[4], *o1[4], *o2[4];
         size_t amax = 0;
         for (int i = 0; i < n; i++) {
-            const wtype_case_t *c = NULL;
-            for (size_t wi = 0; wi < N_WTYPES; wi++)
-                if (wtypes[wi].t == multi_cases[ci].t[i])
-                    c = &wtypes[wi];
+            const wtype_case_t *c = wcase(multi_cases[ci].t[i]);
             int64_t rows = multi_cases[ci].rows[i];
             W[i] = malloc(qtype_row_size(c->t, k) * (size_t)rows);
             fill_weights(c, W[i], rows, k);
@@ -291,6 +300,52 @@ static void test_multi(kern_isa_t isa, tpool_t *pool2)
         for (int i = 0; i < n; i++)
             free(W[i]), free(ref[i]), free(o1[i]), free(o2[i]);
         free(act), free(x);
+    }
+}
+
+/* Experts of a 3-D tensor [k, n_rows, n_exp] (MoE): kern_matmul on each
+ * expert's slice of rows (at odd byte offsets when the row size is odd, as
+ * MXFP4 rows of 7 blocks are: 119 bytes), for all tokens and for a
+ * gathered subset of them (activation rows copied), equals kern_vec_dot on
+ * the same rows bit for bit and the reference within the tolerance. */
+static void test_expert_slices(kern_isa_t isa, tpool_t *pool2)
+{
+    static const qtype_t types[] = {QTYPE_MXFP4, QTYPE_IQ4_NL, QTYPE_IQ4_XS, QTYPE_Q8_0};
+    enum { N_EXP = 4, ROWS = 19, T = 6 };
+    static const int pick[] = {5, 1, 3}; /* tokens routed to an expert, in any order */
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const wtype_case_t *c = wcase(types[ti]);
+        const int64_t k = qtype_info(c->t)->block_size == QK_K ? 512 : 224;
+        const size_t rs = qtype_row_size(c->t, k), ars = kern_act_size(c->t, k, 1);
+        uint8_t *W = malloc(rs * ROWS * N_EXP), *A = malloc(ars * T), *G = malloc(ars * 3);
+        float *x = malloc(sizeof(float) * (size_t)(k * T)), *o = malloc(sizeof(float) * ROWS * T);
+        float *og = malloc(sizeof(float) * ROWS * 3), *tw = malloc(sizeof(float) * (size_t)k),
+              *ta = malloc(sizeof(float) * (size_t)k);
+        fill_weights(c, W, ROWS * N_EXP, k);
+        fill_floats(x, k * T);
+        kern_quantize_act(c->t, x, k, T, A);
+        for (int g = 0; g < 3; g++)
+            memcpy(G + (size_t)g * ars, A + (size_t)pick[g] * ars, ars);
+        int exact = 1, near = 1;
+        for (int e = 0; e < N_EXP; e++) {
+            const uint8_t *We = W + (size_t)e * ROWS * rs;
+            kern_matmul(e % 2 ? pool2 : NULL, c->t, We, ROWS, k, A, T, o);
+            kern_matmul(pool2, c->t, We, ROWS, k, G, 3, og);
+            for (int t = 0; t < T; t++)
+                for (int r = 0; r < ROWS; r++) {
+                    const float d = kern_vec_dot(c->t, k, We + (size_t)r * rs, A + (size_t)t * ars);
+                    const float ref = quant_vec_dot_ref(c->t, k, We + (size_t)r * rs, A + (size_t)t * ars);
+                    const double scale = abs_dot(c->t, k, We + (size_t)r * rs, A + (size_t)t * ars, tw, ta);
+                    exact &= !memcmp(&d, &o[t * ROWS + r], sizeof d);
+                    near &= fabs((double)d - ref) <= 1e-5 * scale + 1e-6;
+                }
+            for (int g = 0; g < 3; g++)
+                exact &= !memcmp(og + g * ROWS, o + pick[g] * ROWS, sizeof(float) * ROWS);
+        }
+        tap_ok(exact && near, "%s %s experts: slices of a [%lld, %d, %d] tensor (rows of %zu bytes), all and gathered "
+               "tokens, equal kern_vec_dot bitwise and the reference", kern_isa_name(isa), qtype_name(c->t),
+               (long long)k, ROWS, N_EXP, rs);
+        free(W), free(A), free(G), free(x), free(o), free(og), free(tw), free(ta);
     }
 }
 
@@ -353,6 +408,7 @@ int main(void)
         test_matmul((kern_isa_t)isa, pool2);
         test_matmul_blocks((kern_isa_t)isa, pool2);
         test_multi((kern_isa_t)isa, pool2);
+        test_expert_slices((kern_isa_t)isa, pool2);
     }
     tap_ok(kern_isa_set((kern_isa_t)99) == max, "isa request capped at cpu max");
     tpool_free(pool2);

@@ -154,6 +154,37 @@ static void b_q6_K(void *p)
      * e1: scale 2, q = 0 - 32 -> -32 */
 }
 
+static void b_iq4_nl(void *p)
+{
+    block_iq4_nl *b = p;
+    b->d = H05;
+    b->qs[0] = 0xF0; /* e0 = .5 * -127 = -63.5, e16 = .5 * 113 = 56.5 */
+    b->qs[5] = 0x78; /* e5 = .5 * 1 = .5, e21 = .5 * -10 = -5 */
+}
+static void b_iq4_xs(void *p)
+{
+    block_iq4_xs *b = p;
+    b->d = H025;
+    /* sub-block 0: ls = 0x5 | (0b10 << 4) = 37 -> 5; sub-block 3: ls =
+     * (scales_l[1] >> 4) | ((scales_h >> 6) & 3) << 4 = 0xA | 0 = 10 -> -22;
+     * sub-block 7: ls = 0xF | 0b11 << 4 = 63 -> 31 */
+    b->scales_l[0] = 0x05;
+    b->scales_l[1] = 0xA0;
+    b->scales_l[3] = 0xF0;
+    b->scales_h = (uint16_t)(2u | 3u << 14);
+    b->qs[0] = 0x9F;       /* e0 = .25*5*113 = 141.25, e16 = .25*5*13 = 16.25 */
+    b->qs[48 + 2] = 0x03;  /* e98 = .25*-22*-65 = 357.5, e114 = .25*-22*-127 = 698.5 */
+    b->qs[112 + 15] = 0xE1; /* e239 = .25*31*-104 = -806, e255 = .25*31*89 = 689.75 */
+}
+static void b_mxfp4(void *p)
+{
+    block_mxfp4 *b = p;
+    b->e = 127;       /* scale 2^0: doubled values * 2^-1 */
+    b->qs[0] = 0xF7;  /* e0 = 6, e16 = -6 */
+    b->qs[1] = 0x83;  /* e1 = 1.5, e17 = (+)0 (code 8, -0 in E2M1) */
+    b->qs[15] = 0x19; /* e15 = -0.5, e31 = 0.5 */
+}
+
 static const hand_case_t hand_cases[] = {
     {"q4_0", QTYPE_Q4_0, b_q4_0, {{0, 3.5f}, {16, -3.5f}, {15, -4.0f}, {31, 0.0f}, {1, -4.0f}}, 5},
     {"q4_1", QTYPE_Q4_1, b_q4_1, {{0, 6.5f}, {16, -0.5f}, {3, -1.0f}}, 3},
@@ -165,6 +196,10 @@ static const hand_case_t hand_cases[] = {
     {"q4_K", QTYPE_Q4_K, b_q4_K, {{0, 13.0f}, {32, 9.0f}, {160, 68.5f}, {128, 0.0f}}, 4},
     {"q5_K", QTYPE_Q5_K, b_q5_K, {{0, 37.0f}, {32, 41.0f}, {97, 16.0f}}, 3},
     {"q6_K", QTYPE_Q6_K, b_q6_K, {{0, 31.0f}, {48, 46.5f}, {192, 14.0f}, {1, -32.0f}}, 4},
+    {"iq4_nl", QTYPE_IQ4_NL, b_iq4_nl, {{0, -63.5f}, {16, 56.5f}, {5, 0.5f}, {21, -5.0f}, {1, -63.5f}}, 5},
+    {"iq4_xs", QTYPE_IQ4_XS, b_iq4_xs,
+     {{0, 141.25f}, {16, 16.25f}, {98, 357.5f}, {114, 698.5f}, {239, -806.0f}, {255, 689.75f}}, 6},
+    {"mxfp4", QTYPE_MXFP4, b_mxfp4, {{0, 6.0f}, {16, -6.0f}, {1, 1.5f}, {17, 0.0f}, {15, -0.5f}, {31, 0.5f}}, 6},
 };
 
 static void test_hand_blocks(void)
@@ -192,11 +227,72 @@ static void test_hand_blocks(void)
     }
 }
 
+/* ---- 1b. the type table and the E8M0 scale ---------------------------- */
+
+static const struct {
+    uint32_t id;
+    const char *name;
+    int block_size, type_size;
+    bool supported;
+    qtype_t vec_dot;
+} type_cases[] = {
+    {QTYPE_IQ4_NL, "iq4_nl", 32, 18, true, QTYPE_Q8_0},
+    {QTYPE_IQ4_XS, "iq4_xs", 256, 136, true, QTYPE_Q8_K},
+    {QTYPE_MXFP4, "mxfp4", 32, 17, true, QTYPE_Q8_0},
+    {QTYPE_Q4_K, "q4_K", 256, 144, true, QTYPE_Q8_K},
+    {16, "iq2_xxs", 256, 66, false, 16},
+    {21, "iq3_s", 256, 110, false, 21},
+    {29, "iq1_m", 256, 56, false, 29},
+    {40, "nvfp4", 64, 36, false, 40},
+    {41, "q1_0", 128, 18, false, 41},
+    {42, "q2_0", 64, 18, false, 42},
+};
+
+static void test_type_table(void)
+{
+    for (size_t i = 0; i < sizeof type_cases / sizeof type_cases[0]; i++) {
+        const qtype_info_t *q = qtype_info(type_cases[i].id);
+        tap_ok(q && !strcmp(q->name, type_cases[i].name) && q->block_size == type_cases[i].block_size &&
+                   q->type_size == type_cases[i].type_size && q->supported == type_cases[i].supported &&
+                   q->vec_dot_type == type_cases[i].vec_dot,
+               "type %u is %s: %d values in %d bytes, %s", type_cases[i].id, type_cases[i].name,
+               type_cases[i].block_size, type_cases[i].type_size, type_cases[i].supported ? "supported" : "refused");
+    }
+    tap_ok(!qtype_info(4) && !qtype_info(31) && !qtype_info(36) && !qtype_info(QTYPE_COUNT) && !qtype_info(1000),
+           "retired and unknown ids have no traits");
+    tap_ok(qtype_row_size(QTYPE_MXFP4, 96) == 51 && qtype_row_size(QTYPE_IQ4_XS, 512) == 272 &&
+               qtype_row_size(QTYPE_IQ4_NL, 48) == 0,
+           "row sizes (an MXFP4 row of 96 is 51 bytes; ragged rows 0)");
+    char names[256];
+    qtype_supported_names(names, sizeof names);
+    tap_ok(!strcmp(names, "f32, f16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, "
+                          "bf16, mxfp4"),
+           "supported names: %s", names);
+    char small[12];
+    qtype_supported_names(small, sizeof small);
+    tap_ok(!strcmp(small, "f32, f16"), "supported names truncate at a whole name: '%s'", small);
+}
+
+static void test_e8m0(void)
+{
+    static const struct { uint8_t e; float want; } c[] = {
+        {0, 0x1p-128f}, {1, 0x1p-127f}, {2, 0x1p-126f}, {3, 0x1p-125f}, {127, 0.5f}, {128, 1.0f}, {254, 0x1p126f},
+    };
+    int ok = 1;
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        if (quant_e8m0_half(c[i].e) != c[i].want) {
+            ok = 0;
+            tap_diag("e8m0 %u: %g, want %g", c[i].e, quant_e8m0_half(c[i].e), c[i].want);
+        }
+    tap_ok(ok, "E8M0 half scale: 2^(e-128), subnormal at e = 0 and 1");
+}
+
 /* ---- 2. random blocks vs the independent decoder --------------------- */
 
 static const qtype_t weight_types[] = {
     QTYPE_F32, QTYPE_F16, QTYPE_BF16, QTYPE_Q4_0, QTYPE_Q4_1, QTYPE_Q5_0, QTYPE_Q5_1,
     QTYPE_Q8_0, QTYPE_Q2_K, QTYPE_Q3_K, QTYPE_Q4_K, QTYPE_Q5_K, QTYPE_Q6_K,
+    QTYPE_IQ4_NL, QTYPE_IQ4_XS, QTYPE_MXFP4,
 };
 #define N_WTYPES (sizeof weight_types / sizeof weight_types[0])
 
@@ -482,6 +578,8 @@ static void test_vec_dot_random(void)
 int main(void)
 {
     test_hand_blocks();
+    test_type_table();
+    test_e8m0();
     test_random_dequant();
     test_q8_0_hand();
     test_q8_0_random();

@@ -11,15 +11,21 @@
  *   Q4_1/Q5_1: d*(1/2 + (2^b+1)*2^-11) + |m|*2^-11  (min-max, nearest)
  *   Q4_0/Q5_0: |d|*(1 + (2^(b-1)+1)*2^-11)  (the clamped top code may be a
  *     whole step off: ggml maps -max to 2^b, clamps it to 2^b - 1)
- *   K types: search-based quantizers with 6/8-bit sub-scales have no simple
- *     per-element bound; we bound the RMS error relative to the RMS weight
- *     (measured on these files: Q2_K 0.296, Q3_K 0.151, Q4_K 0.071, Q5_K
- *     0.036, Q6_K 0.0177) with ~40% margin, and every element error by a
- *     fraction of the max |x| of its 256-value super-block (measured worst:
- *     Q2_K 0.38, Q3_K 0.22, Q4_K 0.094, Q5_K 0.05, Q6_K 0.016; limits 0.5,
- *     0.3, 0.15, 0.08, 0.04).
+ *   K and IQ4 types: search-based quantizers with 6/8-bit sub-scales (or a
+ *     searched block scale) have no simple per-element bound; we bound the
+ *     RMS error relative to the RMS weight (measured on these files: Q2_K
+ *     0.296, Q3_K 0.151, Q4_K 0.071, Q5_K 0.036, Q6_K 0.0177, IQ4_NL 0.076,
+ *     IQ4_XS 0.077) with ~40% margin, and every element error by a fraction
+ *     of the max |x| of its block (super-block for the 256 types; measured
+ *     worst: Q2_K 0.38, Q3_K 0.22, Q4_K 0.094, Q5_K 0.05, Q6_K 0.016,
+ *     IQ4_NL 0.119, IQ4_XS 0.116; limits 0.5, 0.3, 0.15, 0.08, 0.04, 0.17,
+ *     0.17).
+ *   MXFP4: 4 * 2^(e-128) (the largest grid step is 8 -> 12 in doubled
+ *     units, and values up to 16 of them clip to 12), and the bytes must be
+ *     exactly ggml's quantize_row_mxfp4_ref of the f32 rows.
  *     A layout mistake gives errors of the order of the weights themselves.
- * Legacy types are also re-quantized with ggml's ref formulas: byte-identical.
+ * Legacy types and MXFP4 are also re-quantized with ggml's ref formulas:
+ * byte-identical (so our dequantization inverts llama-quantize's rounding).
  * Also: vec_dot_ref on real rows against the dot of the dequantized rows.
  */
 #include "engine/quant/fp16.h"
@@ -53,6 +59,8 @@ static double k_rms_limit(qtype_t t)
     case QTYPE_Q4_K: return 0.10;
     case QTYPE_Q5_K: return 0.05;
     case QTYPE_Q6_K: return 0.025;
+    case QTYPE_IQ4_NL: return 0.11;
+    case QTYPE_IQ4_XS: return 0.11;
     default: return 0;
     }
 }
@@ -65,6 +73,8 @@ static double k_elem_limit(qtype_t t)
     case QTYPE_Q4_K: return 0.15;
     case QTYPE_Q5_K: return 0.08;
     case QTYPE_Q6_K: return 0.04;
+    case QTYPE_IQ4_NL: return 0.17;
+    case QTYPE_IQ4_XS: return 0.17;
     default: return 0;
     }
 }
@@ -89,13 +99,17 @@ static double legacy_bound(qtype_t t, const void *row, int64_t i)
         const block_q5_1 *b = (const block_q5_1 *)row + i;
         return fp16_to_fp32(b->d) * (0.5 + 33 * two_m11) + fabs(fp16_to_fp32(b->m)) * two_m11;
     }
+    case QTYPE_MXFP4: /* largest grid step 4 * 2^(e-128) (8 -> 12); values up to 16 * that clip to 12 */
+        return 4 * quant_e8m0_half(((const block_mxfp4 *)row)[i].e);
     default: return 0;
     }
 }
 
+/* Types whose quantizer searches for the scales (no per-element formula). */
 static int is_k(qtype_t t)
 {
-    return t == QTYPE_Q2_K || t == QTYPE_Q3_K || t == QTYPE_Q4_K || t == QTYPE_Q5_K || t == QTYPE_Q6_K;
+    return t == QTYPE_Q2_K || t == QTYPE_Q3_K || t == QTYPE_Q4_K || t == QTYPE_Q5_K || t == QTYPE_Q6_K ||
+           t == QTYPE_IQ4_NL || t == QTYPE_IQ4_XS;
 }
 
 static void check_row(qtype_t t, const void *qrow, const float *ref, float *deq, int64_t n, stats_t *st)
@@ -271,6 +285,34 @@ static void ref_q5_1(const float *x, block_q5_1 *y)
     memcpy(y->qh, &qh, 4);
 }
 
+/* ggml's quantize_row_mxfp4_ref: shared exponent e = floor(log2(amax)) - 2
+ * + 127 (0 for an all-zero block), then each value takes the first code
+ * whose doubled E2M1 value times 2^(e-128) is nearest. */
+static void ref_mxfp4(const float *x, block_mxfp4 *y)
+{
+    float amax = 0;
+    for (int j = 0; j < 32; j++)
+        if (amax < fabsf(x[j]))
+            amax = fabsf(x[j]);
+    y->e = amax > 0 ? (uint8_t)(floorf(log2f(amax)) - 2 + 127) : 0;
+    const float d = quant_e8m0_half(y->e);
+    for (int j = 0; j < 16; j++) {
+        int best[2] = {0, 0};
+        for (int h = 0; h < 2; h++) {
+            const float v = x[j + 16 * h];
+            float best_err = fabsf(quant_mxfp4_values[0] * d - v);
+            for (int c = 1; c < 16; c++) {
+                const float err = fabsf(quant_mxfp4_values[c] * d - v);
+                if (err < best_err) {
+                    best[h] = c;
+                    best_err = err;
+                }
+            }
+        }
+        y->qs[j] = (uint8_t)(best[0] | best[1] << 4);
+    }
+}
+
 /* Returns the number of blocks of the row whose bytes differ from the ref
  * quantization of `ref`; -1 if t has no ref quantizer here. */
 static int requant_row(qtype_t t, const void *qrow, const float *ref, int64_t n)
@@ -286,6 +328,7 @@ static int requant_row(qtype_t t, const void *qrow, const float *ref, int64_t n)
         case QTYPE_Q4_1: ref_q4_1(x, (block_q4_1 *)blk); break;
         case QTYPE_Q5_0: ref_q5_0(x, (block_q5_0 *)blk); break;
         case QTYPE_Q5_1: ref_q5_1(x, (block_q5_1 *)blk); break;
+        case QTYPE_MXFP4: ref_mxfp4(x, (block_mxfp4 *)blk); break;
         default: return -1;
         }
         diff += memcmp(blk, (const uint8_t *)qrow + b * info->type_size, (size_t)info->type_size) != 0;
@@ -357,7 +400,7 @@ static void check_file(const char *dir, const char *qname, const char *fname)
                    (long long)s->n, (long long)s->n_bad);
         } else if (is_k((qtype_t)t)) {
             tap_ok(s->n_bad == 0 && nrmse <= k_rms_limit((qtype_t)t),
-                   "%s %s: %lld values, rms err/rms w = %.4f (limit %.3f), worst err/(superblock max) %.3f of limit",
+                   "%s %s: %lld values, rms err/rms w = %.4f (limit %.3f), worst err/(block max) %.3f of limit",
                    qname, tn, (long long)s->n, nrmse, k_rms_limit((qtype_t)t), s->worst);
         } else {
             tap_ok(s->n_bad == 0, "%s %s: %lld values within the per-element bound (worst %.3f of it, rms err/rms w %.4f)",
@@ -378,7 +421,7 @@ int main(void)
 {
     const char *dir = tap_env_dir("LLM_MODELS_DIR", "../shared/models");
     static const char *tiny[] = {"f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1",
-                                 "q2_k", "q3_k_m", "q4_k_m", "q5_k_m", "q6_k"};
+                                 "q2_k", "q3_k_m", "q4_k_m", "q5_k_m", "q6_k", "iq4_nl", "iq4_xs"};
     static const char *stories[] = {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1"};
     char name[64];
     for (size_t i = 0; i < sizeof tiny / sizeof tiny[0]; i++) {
@@ -389,5 +432,7 @@ int main(void)
         snprintf(name, sizeof name, "stories260K-%s.gguf", stories[i]);
         check_file(dir, name, "stories260K.gguf");
     }
+    /* gpt-oss: 3-D expert tensors in MXFP4, the other matrices Q8_0 */
+    check_file(dir, "tinygptoss-mxfp4_moe.gguf", "tinygptoss-f32.gguf");
     return tap_done();
 }

@@ -80,6 +80,9 @@ KERN_REF(Q3_K)
 KERN_REF(Q4_K)
 KERN_REF(Q5_K)
 KERN_REF(Q6_K)
+KERN_REF(IQ4_NL)
+KERN_REF(IQ4_XS)
+KERN_REF(MXFP4)
 
 static void kern_fill_scalar(kern_dot_fn_t tab[QTYPE_COUNT])
 {
@@ -97,6 +100,9 @@ static void kern_fill_scalar(kern_dot_fn_t tab[QTYPE_COUNT])
     tab[QTYPE_Q4_K] = kern_dot_ref_Q4_K;
     tab[QTYPE_Q5_K] = kern_dot_ref_Q5_K;
     tab[QTYPE_Q6_K] = kern_dot_ref_Q6_K;
+    tab[QTYPE_IQ4_NL] = kern_dot_ref_IQ4_NL;
+    tab[QTYPE_IQ4_XS] = kern_dot_ref_IQ4_XS;
+    tab[QTYPE_MXFP4] = kern_dot_ref_MXFP4;
 }
 
 static kern_isa_t kern_detect(void)

@@ -4,7 +4,16 @@
  * to wtype's vec_dot_type (qtype_info(wtype)->vec_dot_type) with
  * kern_quantize_act, exactly as ggml's CPU backend does, then multiplied.
  * Supported weight types: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
- * Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (kern_supports()).
+ * Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4 (kern_supports()).
+ *
+ * Row slices: W may point at any whole row of a tensor (rows are
+ * qtype_row_size(wtype, k) bytes apart, no alignment assumed), so one
+ * expert of a 3-D MoE tensor [k, n_rows, n_expert] is simply
+ *   kern_matmul(pool, wtype, (const uint8_t *)data + e * n_rows * row_bytes,
+ *               n_rows, k, act, n_tok, out)
+ * with act from kern_quantize_act (tokens routed to an expert can be
+ * gathered by copying their activation rows, kern_act_size(wtype, k, 1)
+ * bytes each: a (row, token) value does not depend on the other tokens).
  *
  * Implementations are chosen once at run time from the CPU's features
  * (scalar, AVX2+FMA+F16C, AVX-512 VL/BW/VNNI); the environment variable

@@ -591,6 +591,7 @@ K_EXPORT(dot_q3_k_, k_q3_k)
 
 
 #include "engine/kernels/kernels_x86_quant.h"
+#include "engine/kernels/kernels_x86_iq4.h"
 
 void KNAME(kern_fill_)(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYPE_COUNT],
                        kern_quant_fn_t quant[QTYPE_COUNT])
@@ -622,4 +623,5 @@ void KNAME(kern_fill_)(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYP
 #else
     (void)tiles;
 #endif
+    KNAME(kern_fill_iq4_)(tab, tiles);
 }

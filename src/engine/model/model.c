@@ -76,10 +76,10 @@ static bool bind_mat(binder_t *b, const char *name, int64_t n_in, int64_t n_out,
         return true;
     const qtype_info_t *info = qtype_info(t->type);
     if (!info || !info->supported) {
-        lf_err_set(b->err, LF_ERR_UNSUPPORTED,
-                   "%s: tensor '%s' has type %s, which llm-fcgi does not support (supported: f32, f16, bf16, "
-                   "q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K)",
-                   b->path, name, qtype_name(t->type));
+        char names[256];
+        qtype_supported_names(names, sizeof names);
+        lf_err_set(b->err, LF_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s, which llm-fcgi does not support (supported: %s)",
+                   b->path, name, qtype_name(t->type), names);
         return false;
     }
     out->type = t->type;

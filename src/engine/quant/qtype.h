@@ -30,8 +30,11 @@ typedef enum {
     QTYPE_Q5_K = 13,
     QTYPE_Q6_K = 14,
     QTYPE_Q8_K = 15,
+    QTYPE_IQ4_NL = 20,
+    QTYPE_IQ4_XS = 23,
     QTYPE_BF16 = 30,
-    QTYPE_COUNT = 39 /* one past the largest id ggml defines */
+    QTYPE_MXFP4 = 39,
+    QTYPE_COUNT = 43 /* one past the largest id ggml defines */
 } qtype_t;
 
 #define QK_K 256 /* super-block size of the K-quants */
@@ -44,8 +47,8 @@ typedef struct {
     qtype_t vec_dot_type; /* activation type for dot products */
 } qtype_info_t;
 
-/* Traits of type id `t`, or NULL if `t` is not a type ggml knows (or one we
- * do not even know the layout of, such as the IQ types). */
+/* Traits of type id `t`, or NULL if `t` is not a type ggml knows (ids that
+ * ggml retired, such as 4..5 and 31..33, have no traits). */
 const qtype_info_t *qtype_info(uint32_t t);
 
 /* Name of type id t, "unknown(N)" style names are not produced: returns
@@ -55,5 +58,10 @@ const char *qtype_name(uint32_t t);
 /* Bytes of a row of n values of type t; 0 if n is not a multiple of the
  * block size or t is unknown. */
 size_t qtype_row_size(qtype_t t, int64_t n);
+
+/* Writes the names of the weight types the engine computes with
+ * ("f32, f16, ..."), in id order, into buf (always NUL-terminated when cap
+ * > 0, truncated if cap is too small). For load-time error messages. */
+void qtype_supported_names(char *buf, size_t cap);
 
 #endif

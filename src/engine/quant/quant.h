@@ -31,8 +31,9 @@
 
 #include "engine/quant/qtype.h"
 
-/* F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K (also Q8_1 and
- * Q8_K, handy for tests). */
+/* F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL,
+ * IQ4_XS, MXFP4 (also Q8_1 and Q8_K, handy for tests). Works on any run of
+ * whole blocks, e.g. one row of one expert of a 3-D tensor. */
 bool quant_can_dequantize(qtype_t t);
 void quant_dequantize_row(qtype_t t, const void *src, float *dst, int64_t n);
 
@@ -41,7 +42,7 @@ bool quant_can_quantize(qtype_t t);
 void quant_quantize_row(qtype_t t, const float *src, void *dst, int64_t n);
 
 /* Weight types with a reference dot product: F32, F16, BF16, Q4_0, Q4_1,
- * Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K. */
+ * Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4. */
 bool quant_can_vec_dot(qtype_t wtype);
 /* sum_i w[i] * a[i] where a is in qtype_info(wtype)->vec_dot_type. */
 float quant_vec_dot_ref(qtype_t wtype, int64_t n, const void *w, const void *act);

@@ -1,6 +1,7 @@
 /* quant_dequant.c - weight rows -> floats, exactly ggml's dequantize_row_*.
  *
- * Each function repeats the float operations of ggml-quants.c (c392e509) in
+ * Each function repeats the float operations of ggml-quants.c (c392e509;
+ * the IQ4 and MXFP4 ones as in the 2026 tree, which has not changed them) in
  * the same order, e.g. Q4_K is `d1 * q - m1` with d1 = d * sc, m1 = dmin * m,
  * so the results are the same bits. This matters because llama.cpp's
  * get_rows (token embedding lookup) goes through these functions. ggml-base
@@ -238,6 +239,46 @@ static void deq_q6_K(const block_q6_K *x, float *y, int64_t nb)
     }
 }
 
+/* The non-linear types: the codebook value (an int8, converted to float)
+ * times the block's float scale, as ggml's dequantize_row_iq4_nl /
+ * iq4_xs / mxfp4 (IQ4_XS: dl = d * (ls - 32) first). */
+static void deq_iq4_nl(const block_iq4_nl *x, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, y += QK4_NL) {
+        const float d = fp16_to_fp32(x[i].d);
+        for (int j = 0; j < QK4_NL / 2; j++) {
+            y[j] = d * quant_iq4nl_values[x[i].qs[j] & 0xF];
+            y[j + QK4_NL / 2] = d * quant_iq4nl_values[x[i].qs[j] >> 4];
+        }
+    }
+}
+
+static void deq_iq4_xs(const block_iq4_xs *x, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++) {
+        const float d = fp16_to_fp32(x[i].d);
+        const uint8_t *qs = x[i].qs;
+        for (int ib = 0; ib < QK_K / 32; ib++, y += 32, qs += 16) {
+            const float dl = d * (quant_iq4xs_scale(&x[i], ib) - 32);
+            for (int j = 0; j < 16; j++) {
+                y[j] = dl * quant_iq4nl_values[qs[j] & 0xF];
+                y[j + 16] = dl * quant_iq4nl_values[qs[j] >> 4];
+            }
+        }
+    }
+}
+
+static void deq_mxfp4(const block_mxfp4 *x, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, y += QK_MXFP4) {
+        const float d = quant_e8m0_half(x[i].e);
+        for (int j = 0; j < QK_MXFP4 / 2; j++) {
+            y[j] = quant_mxfp4_values[x[i].qs[j] & 0xF] * d;
+            y[j + QK_MXFP4 / 2] = quant_mxfp4_values[x[i].qs[j] >> 4] * d;
+        }
+    }
+}
+
 static void deq_q8_K(const block_q8_K *x, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++)
@@ -253,6 +294,7 @@ bool quant_can_dequantize(qtype_t t)
     case QTYPE_Q8_0: case QTYPE_Q8_1:
     case QTYPE_Q2_K: case QTYPE_Q3_K: case QTYPE_Q4_K: case QTYPE_Q5_K:
     case QTYPE_Q6_K: case QTYPE_Q8_K:
+    case QTYPE_IQ4_NL: case QTYPE_IQ4_XS: case QTYPE_MXFP4:
         return true;
     default:
         return false;
@@ -280,6 +322,9 @@ void quant_dequantize_row(qtype_t t, const void *src, float *dst, int64_t n)
     case QTYPE_Q5_K: deq_q5_K(src, dst, nb); break;
     case QTYPE_Q6_K: deq_q6_K(src, dst, nb); break;
     case QTYPE_Q8_K: deq_q8_K(src, dst, nb); break;
+    case QTYPE_IQ4_NL: deq_iq4_nl(src, dst, nb); break;
+    case QTYPE_IQ4_XS: deq_iq4_xs(src, dst, nb); break;
+    case QTYPE_MXFP4: deq_mxfp4(src, dst, nb); break;
     default: assert(!"unsupported type"); break;
     }
 }

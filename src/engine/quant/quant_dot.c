@@ -295,12 +295,66 @@ static float dot_q6_K(int64_t nb, const block_q6_K *x, const block_q8_K *y)
     return sumf;
 }
 
+/* The codebook types: 32 values (16 nibble bytes, element j in the low
+ * nibble of qs[j], element j + 16 in the high one) looked up in values[]
+ * and multiplied by the 32 int8 activations at q8, summed exactly. */
+static int lut32_sum(const uint8_t qs[16], const int8_t values[16], const int8_t *q8)
+{
+    int sumi = 0;
+    for (int j = 0; j < 16; j++)
+        sumi += q8[j] * values[qs[j] & 0xF] + q8[j + 16] * values[qs[j] >> 4];
+    return sumi;
+}
+
+/* IQ4_NL and MXFP4 against Q8_0: Q4_0's arithmetic with the codebook
+ * values (|v| <= 127) instead of q - 8; the block factor is dy * dx as in
+ * ggml (MXFP4: dx = 2^(e-128), exact in float). */
+static float dot_iq4_nl(int64_t nb, const block_iq4_nl *x, const block_q8_0 *y)
+{
+    float sumf = 0;
+    for (int64_t i = 0; i < nb; i++) {
+        const int sumi = lut32_sum(x[i].qs, quant_iq4nl_values, y[i].qs);
+        sumf += (fp16_to_fp32(y[i].d) * fp16_to_fp32(x[i].d)) * (float)sumi;
+    }
+    return sumf;
+}
+
+static float dot_mxfp4(int64_t nb, const block_mxfp4 *x, const block_q8_0 *y)
+{
+    float sumf = 0;
+    for (int64_t i = 0; i < nb; i++) {
+        const int sumi = lut32_sum(x[i].qs, quant_mxfp4_values, y[i].qs);
+        sumf += (fp16_to_fp32(y[i].d) * quant_e8m0_half(x[i].e)) * (float)sumi;
+    }
+    return sumf;
+}
+
+/* IQ4_XS against Q8_K: the 8 sub-block sums times their scales (ls - 32)
+ * summed exactly in int over the super-block, then one float step with
+ * d * dy, as ggml's x86 (AVX2) kernel does. (ggml's portable generic code
+ * adds a float per 32-value sub-block instead: same integers, another
+ * float order.) |total| < 8 * 32 * 32 * 127 * 127, well inside int. */
+static float dot_iq4_xs(int64_t nb, const block_iq4_xs *x, const block_q8_K *y)
+{
+    float sumf = 0;
+    for (int64_t i = 0; i < nb; i++) {
+        int isum = 0;
+        for (int ib = 0; ib < QK_K / 32; ib++) {
+            const int s = lut32_sum(x[i].qs + 16 * ib, quant_iq4nl_values, y[i].qs + 32 * ib);
+            isum += (quant_iq4xs_scale(&x[i], ib) - 32) * s;
+        }
+        sumf += (fp16_to_fp32(x[i].d) * y[i].d) * (float)isum;
+    }
+    return sumf;
+}
+
 bool quant_can_vec_dot(qtype_t wtype)
 {
     switch (wtype) {
     case QTYPE_F32: case QTYPE_F16: case QTYPE_BF16:
     case QTYPE_Q4_0: case QTYPE_Q4_1: case QTYPE_Q5_0: case QTYPE_Q5_1: case QTYPE_Q8_0:
     case QTYPE_Q2_K: case QTYPE_Q3_K: case QTYPE_Q4_K: case QTYPE_Q5_K: case QTYPE_Q6_K:
+    case QTYPE_IQ4_NL: case QTYPE_IQ4_XS: case QTYPE_MXFP4:
         return true;
     default:
         return false;
@@ -326,6 +380,9 @@ float quant_vec_dot_ref(qtype_t wtype, int64_t n, const void *w, const void *act
     case QTYPE_Q4_K: return dot_q4_K(nb, w, act);
     case QTYPE_Q5_K: return dot_q5_K(nb, w, act);
     case QTYPE_Q6_K: return dot_q6_K(nb, w, act);
+    case QTYPE_IQ4_NL: return dot_iq4_nl(nb, w, act);
+    case QTYPE_IQ4_XS: return dot_iq4_xs(nb, w, act);
+    case QTYPE_MXFP4: return dot_mxfp4(nb, w, act);
     default: assert(!"unsupported type"); return 0.0f;
     }
 }

@@ -72,6 +72,7 @@ typedef struct gr_ex {
     int32_t token;            /* TOKEN */
     const struct gr_dfa *dfa; /* DFA (not owned: must outlive the expression) */
     bool dfa_nullable;        /* DFA: accepts the empty string */
+    uint8_t memo;             /* cfg.c: cached analysis bits (0: not yet) */
 } gr_ex_t;
 
 gr_ex_t *gr_ex_none(gr_arena_t *a);

@@ -11,6 +11,7 @@
 
 struct gr_lexer {
     const gr_cfg_t *g;
+    uint64_t serial;
     pthread_mutex_t mu;
     gr_lstate_t *chunks[N_CHUNKS];
     int32_t n;
@@ -31,7 +32,9 @@ gr_lexer_t *gr_lexer_create(const gr_cfg_t *g)
     gr_lexer_t *lx = calloc(1, sizeof *lx);
     if (!lx)
         return NULL;
+    static uint64_t next_serial;
     lx->g = g;
+    lx->serial = __atomic_add_fetch(&next_serial, 1, __ATOMIC_RELAXED);
     lx->mask = 255;
     lx->slot = malloc((lx->mask + 1) * sizeof *lx->slot);
     lx->slot_h = malloc((lx->mask + 1) * sizeof *lx->slot_h);
@@ -71,6 +74,11 @@ gr_lstate_t *gr_lexer_state(gr_lexer_t *lx, int32_t id)
 int32_t gr_lexer_count(const gr_lexer_t *lx)
 {
     return __atomic_load_n(&lx->n, __ATOMIC_ACQUIRE);
+}
+
+uint64_t gr_lexer_serial(const gr_lexer_t *lx)
+{
+    return lx->serial;
 }
 
 const gr_cfg_t *gr_lexer_cfg(const gr_lexer_t *lx)

@@ -42,7 +42,6 @@ typedef struct {
     int32_t n_acc;
     uint64_t h1, h2;        /* content hash */
     int32_t next[256];      /* -2: not computed; GR_LEXER_DEAD; id */
-    void *mask_entry;       /* mask.c: the cached token mask of this state */
 } gr_lstate_t;
 
 typedef struct gr_lexer gr_lexer_t;
@@ -61,6 +60,8 @@ static inline int32_t gr_lexer_next(gr_lexer_t *lx, int32_t id, uint8_t b)
     return v != -2 ? v : gr_lexer_next_slow(lx, id, b);
 }
 int32_t gr_lexer_count(const gr_lexer_t *lx);
+/* A number unique to this lexer in the process (cache ownership tags). */
+uint64_t gr_lexer_serial(const gr_lexer_t *lx);
 const gr_cfg_t *gr_lexer_cfg(const gr_lexer_t *lx);
 
 #endif

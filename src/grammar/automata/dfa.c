@@ -826,6 +826,28 @@ gr_dfa_t *gr_dfa_nonempty(const gr_dfa_t *a, const gr_limits_t *lim, lf_err_t *e
     return d;
 }
 
+gr_dfa_t *gr_dfa_from_table(int32_t n_states, const int32_t *next, const uint8_t *accept, int32_t start,
+                            const gr_limits_t *lim, lf_err_t *err)
+{
+    raw_t r = {0};
+    r.ncls = 256;
+    for (int b = 0; b < 256; b++)
+        r.cls[b] = (uint8_t)b;
+    if (!raw_grow(&r, n_states + 1)) {
+        raw_free(&r);
+        lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    memcpy(r.next, next, (size_t)n_states * 256 * sizeof *r.next);
+    memcpy(r.accept, accept, (size_t)n_states);
+    memset(r.tag, 0, (size_t)n_states);
+    r.n = n_states;
+    r.start = start;
+    gr_dfa_t *d = finalize(&r, false, lim, err);
+    raw_free(&r);
+    return d;
+}
+
 bool gr_dfa_equal(const gr_dfa_t *a, const gr_dfa_t *b)
 {
     if (a->h1 != b->h1 || a->h2 != b->h2 || a->n_states != b->n_states || a->n_classes != b->n_classes ||

@@ -57,6 +57,10 @@ gr_dfa_t *gr_dfa_subtract(const gr_dfa_t *a, const gr_dfa_t *b, const gr_limits_
 /* The language without the empty string. */
 gr_dfa_t *gr_dfa_nonempty(const gr_dfa_t *a, const gr_limits_t *lim, lf_err_t *err);
 gr_dfa_t *gr_dfa_copy(const gr_dfa_t *a);
+/* A DFA from a full table: next[s * 256 + b] (-1 dead), accept[s], start
+ * state; minimized and canonicalized like every other. */
+gr_dfa_t *gr_dfa_from_table(int32_t n_states, const int32_t *next, const uint8_t *accept, int32_t start,
+                            const gr_limits_t *lim, lf_err_t *err);
 void gr_dfa_free(gr_dfa_t *d);
 
 bool gr_dfa_equal(const gr_dfa_t *a, const gr_dfa_t *b);

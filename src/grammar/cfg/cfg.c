@@ -86,6 +86,10 @@ static uint8_t analyse(gr_ex_t *e)
     case GR_EX_JSTR:
         m |= MEMO_JSTR;
         break;
+    case GR_EX_DFA:
+        if (e->dfa_counted)
+            m |= MEMO_JSTR;
+        break;
     default:
         break;
     }
@@ -235,8 +239,11 @@ static int32_t regular_symbol(bld_t *b, gr_ex_t *x)
 {
     if (b->failed)
         return SYM_DEAD;
-    bool counted = x->kind == GR_EX_JSTR && (x->min > 0 || x->max >= 0);
-    gr_dfa_t *d = gr_dfa_from_expr(x, counted, b->lim, b->err);
+    bool counted = (x->kind == GR_EX_JSTR && (x->min > 0 || x->max >= 0)) ||
+                   (x->kind == GR_EX_DFA && x->dfa_counted && x->dfa->tag && (x->min > 0 || x->max >= 0));
+    gr_dfa_t *d = x->kind == GR_EX_DFA ? gr_dfa_copy(x->dfa) : gr_dfa_from_expr(x, counted, b->lim, b->err);
+    if (!d && x->kind == GR_EX_DFA)
+        lf_err_set(b->err, LF_ERR_NOMEM, "out of memory");
     if (!d) {
         b->failed = true;
         return SYM_DEAD;
@@ -422,6 +429,7 @@ static void append(bld_t *b, int32_t pi, pend_t *pd, gr_ex_t *x, int depth)
             push_sym(b, pi, GR_SYM_TERM(id));
         return;
     }
+    case GR_EX_DFA:
     case GR_EX_JSTR: {
         flush(b, pi, pd);
         const gr_ex_t *one = x;

@@ -1,6 +1,8 @@
 /* expr.c - the expression IR and its arena (see expr.h). */
 #include "grammar/core/expr.h"
 
+#include "grammar/automata/dfa.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -233,6 +235,18 @@ gr_ex_t *gr_ex_dfa(gr_arena_t *a, const struct gr_dfa *d, bool nullable)
     return e;
 }
 
+gr_ex_t *gr_ex_dfa_string(gr_arena_t *a, const struct gr_dfa *d, int64_t min, int64_t max)
+{
+    gr_ex_t *e = node(a, GR_EX_DFA);
+    if (e) {
+        e->dfa = d;
+        e->dfa_counted = true;
+        e->min = min < 0 ? 0 : min;
+        e->max = max;
+    }
+    return e;
+}
+
 void gr_exlist_push(gr_arena_t *a, gr_exlist_t *l, gr_ex_t *e)
 {
     if (!e) {
@@ -299,4 +313,43 @@ bool gr_ex_nullable(const gr_ex_t *e, const bool *nullable_rule)
     default:
         return false;
     }
+}
+
+int32_t gr_rules_add(gr_rules_t *r)
+{
+    if (r->n == r->cap) {
+        int32_t cap = r->cap ? r->cap * 2 : 64;
+        gr_ex_t **v = realloc(r->v, (size_t)cap * sizeof *v);
+        if (!v)
+            return -1;
+        r->v = v;
+        r->cap = cap;
+    }
+    r->v[r->n] = NULL;
+    return r->n++;
+}
+
+bool gr_rules_keep_dfa(gr_rules_t *r, struct gr_dfa *d)
+{
+    if (r->n_dfas == r->cap_dfas) {
+        int32_t cap = r->cap_dfas ? r->cap_dfas * 2 : 32;
+        struct gr_dfa **v = realloc(r->dfas, (size_t)cap * sizeof *v);
+        if (!v) {
+            gr_dfa_free(d);
+            return false;
+        }
+        r->dfas = v;
+        r->cap_dfas = cap;
+    }
+    r->dfas[r->n_dfas++] = d;
+    return true;
+}
+
+void gr_rules_free(gr_rules_t *r)
+{
+    for (int32_t i = 0; i < r->n_dfas; i++)
+        gr_dfa_free(r->dfas[i]);
+    free(r->dfas);
+    free(r->v);
+    memset(r, 0, sizeof *r);
 }

@@ -72,6 +72,8 @@ typedef struct gr_ex {
     int32_t token;            /* TOKEN */
     const struct gr_dfa *dfa; /* DFA (not owned: must outlive the expression) */
     bool dfa_nullable;        /* DFA: accepts the empty string */
+    bool dfa_counted;         /* DFA: a whole JSON string terminal whose
+                                 code points are counted (min..max) */
     uint8_t memo;             /* cfg.c: cached analysis bits (0: not yet) */
 } gr_ex_t;
 
@@ -94,6 +96,9 @@ gr_ex_t *gr_ex_token(gr_arena_t *a, int32_t token);
 gr_ex_t *gr_ex_jstr(gr_arena_t *a, gr_ex_t *content, int64_t min, int64_t max);
 /* nullable: whether d accepts the empty string (gr_dfa_nullable). */
 gr_ex_t *gr_ex_dfa(gr_arena_t *a, const struct gr_dfa *d, bool nullable);
+/* A whole JSON string terminal (d built with tags, dfa.h) whose content has
+ * min..max code points (max < 0: unbounded). Never fused with neighbours. */
+gr_ex_t *gr_ex_dfa_string(gr_arena_t *a, const struct gr_dfa *d, int64_t min, int64_t max);
 
 /* A growable list of kids built in the arena (for SEQ/ALT assembly). */
 typedef struct {
@@ -103,6 +108,22 @@ typedef struct {
 } gr_exlist_t;
 
 void gr_exlist_push(gr_arena_t *a, gr_exlist_t *l, gr_ex_t *e);
+
+/* A growable set of rules (expressions by rule number) plus the DFAs they
+ * point to (owned). Grammar sources append to one; the CFG builder reads
+ * it. */
+typedef struct {
+    gr_ex_t **v;
+    int32_t n, cap;
+    struct gr_dfa **dfas;
+    int32_t n_dfas, cap_dfas;
+} gr_rules_t;
+
+/* A new rule (expression NULL until set); -1 on allocation failure. */
+int32_t gr_rules_add(gr_rules_t *r);
+/* Takes ownership of d (freed on failure too). */
+bool gr_rules_keep_dfa(gr_rules_t *r, struct gr_dfa *d);
+void gr_rules_free(gr_rules_t *r); /* frees the arrays and the DFAs */
 
 /* Whether e refers to no rule and no token (a regular expression over bytes,
  * compilable to one DFA). */

@@ -454,6 +454,38 @@ static vars_t seq_vars(rp_t *p, vars_t a, vars_t b)
     return r;
 }
 
+/* Merges variants with the same anchors into one alternative each, so the
+ * list never holds more than four. */
+static vars_t merge_vars(rp_t *p, vars_t v)
+{
+    if (p->failed || v.n <= 1)
+        return v;
+    vars_t r = {gr_arena_alloc(p->a, 4 * sizeof(var_t)), 0};
+    if (!r.v) {
+        oom(p);
+        return (vars_t){0};
+    }
+    for (int k = 0; k < 4; k++) {
+        bool sa = k & 1, ea = k & 2;
+        gr_exlist_t l = {0};
+        bool eps = true;
+        for (size_t i = 0; i < v.n; i++)
+            if (v.v[i].sa == sa && v.v[i].ea == ea) {
+                gr_exlist_push(p->a, &l, v.v[i].e);
+                eps = eps && v.v[i].eps;
+            }
+        if (l.n == 0)
+            continue;
+        gr_ex_t *e = l.fail ? NULL : gr_ex_alt(p->a, l.v, l.n);
+        if (!e) {
+            oom(p);
+            return (vars_t){0};
+        }
+        r.v[r.n++] = (var_t){sa, ea, eps, e};
+    }
+    return r;
+}
+
 /* Quantifier after an atom: sets min and max; false if none here. */
 static bool parse_quant(rp_t *p, int64_t *min, int64_t *max)
 {
@@ -644,7 +676,7 @@ static vars_t parse_alt(rp_t *p)
         vars_t t = parse_term(p);
         if (p->failed)
             break;
-        acc = seq_vars(p, acc, t);
+        acc = merge_vars(p, seq_vars(p, acc, t));
     }
     return acc;
 }
@@ -670,6 +702,7 @@ static vars_t parse_disj(rp_t *p)
         memcpy(v + acc.n, b.v, b.n * sizeof *v);
         acc.v = v;
         acc.n += b.n;
+        acc = merge_vars(p, acc);
     }
     return acc;
 }

@@ -37,7 +37,8 @@ static void usage(FILE *out)
             "line out per line in, see docs/performance.md).\n\n"
             "  -m, --model MODEL   GGUF file whose vocabulary to use (vocabulary-only files work)\n"
             "  --no-strict         JSON Schema: ignore keywords that cannot be enforced\n"
-            "  --compact           JSON output without optional whitespace\n");
+            "  --compact           JSON output without optional whitespace\n"
+            "  --explain           --batch: report on stderr where each instance was rejected\n");
 }
 
 /* CPU time of this thread: the machine's other load does not inflate it
@@ -85,6 +86,7 @@ typedef struct {
     const vocab_t *v;
     uint32_t *mask;
     json_object *mask_us;
+    bool explain;          /* --explain: where each instance was rejected */
 } run_t;
 
 /* Checks one instance; appends mask times. */
@@ -115,6 +117,16 @@ static bool check_instance(run_t *r, grammar_t *g, json_object *inst)
         ok = (r->mask[want >> 5] >> (want & 31)) & 1u;
         if (ok && i < n)
             ok = grammar_matcher_accept(m, ids[i]);
+        if (!ok && r->explain) {
+            size_t off = 0;
+            char piece[256];
+            for (size_t k = 0; k < i && k < n; k++) {
+                int pl = vocab_token_to_piece(r->v, ids[k], false, piece, sizeof piece);
+                off += pl > 0 ? (size_t)pl : 0;
+            }
+            fprintf(stderr, "rejected at byte %zu (%s): %.*s<<HERE>>%.60s\n", off, i < n ? "token" : "end",
+                    (int)(off > 300 ? 300 : off), text + (off > 300 ? off - 300 : 0), text + off);
+        }
     }
     grammar_matcher_free(m);
     free(ids);
@@ -197,7 +209,7 @@ static int run_batch(run_t *r, const char *path, const grammar_opts_t *o)
 int cmd_grammar(int argc, char **argv)
 {
     const char *model = NULL, *schema = NULL, *regex = NULL, *gbnf = NULL, *batch = NULL;
-    bool print = false;
+    bool print = false, explain = false;
     grammar_opts_t o;
     grammar_opts_default(&o);
     for (int i = 1; i < argc; i++) {
@@ -222,6 +234,8 @@ int cmd_grammar(int argc, char **argv)
             o.strict = false;
         } else if (!strcmp(a, "--compact")) {
             o.compact = true;
+        } else if (!strcmp(a, "--explain")) {
+            explain = true;
         } else {
             fprintf(stderr, "llm-fcgi grammar: unknown option '%s'\n", a);
             usage(stderr);
@@ -253,7 +267,8 @@ int cmd_grammar(int argc, char **argv)
     }
     int rc = 0;
     if (batch) {
-        run_t r = {.e = eng, .v = v, .mask = malloc((size_t)grammar_engine_n_words(eng) * sizeof(uint32_t))};
+        run_t r = {.e = eng, .v = v, .mask = malloc((size_t)grammar_engine_n_words(eng) * sizeof(uint32_t)),
+                   .explain = explain};
         rc = r.mask ? run_batch(&r, batch, &o) : 1;
         free(r.mask);
     } else {

@@ -16,6 +16,10 @@
 
 #include "grammar/automata/nfa.h"
 
+#include <pthread.h>
+
+static gr_dfa_t *dfa_build(const gr_ex_t *e, bool counted, const gr_limits_t *lim, lf_err_t *err);
+
 #define DFA_DEFAULT_MAX 200000
 
 int64_t gr_now_ns(void)
@@ -152,6 +156,178 @@ static bool idmap_grow(idmap_t *m)
     return true;
 }
 
+/* Hopcroft's partition refinement over the live states of r plus one dead
+ * sink (index n): blocks start split by (accepting, tag), and every
+ * (block, class) splitter refines the blocks of its predecessors. Writes
+ * the block of each live state into block[] (-1 for dead ones) and the
+ * number of blocks into *nb. O(classes * n log n). */
+static bool hopcroft(const raw_t *r, const int32_t *live, bool tags, int32_t *block, int32_t *nb, const gr_limits_t *lim,
+                     lf_err_t *err)
+{
+    int32_t n = r->n, nc = r->ncls, N = n + 1, D = n;
+    int32_t *inv_start = calloc((size_t)nc * (size_t)N + 1, sizeof *inv_start);
+    int32_t *inv = malloc(((size_t)N * (size_t)nc + 1) * sizeof *inv);
+    int32_t *elems = malloc((size_t)N * sizeof *elems), *pos = malloc((size_t)N * sizeof *pos);
+    int32_t *blk = malloc((size_t)N * sizeof *blk), *bstart = malloc(((size_t)N + 1) * sizeof *bstart);
+    int32_t *bend = malloc(((size_t)N + 1) * sizeof *bend), *mcount = calloc((size_t)N + 1, sizeof *mcount);
+    int32_t *touched = malloc(((size_t)N + 1) * sizeof *touched), *copy = malloc((size_t)N * sizeof *copy);
+    int32_t *wl = malloc(((size_t)N * (size_t)nc + 1) * 2 * sizeof *wl);
+    uint8_t *inw = calloc((size_t)N * (size_t)nc + 1, 1);
+    bool ok = false;
+    if (!inv_start || !inv || !elems || !pos || !blk || !bstart || !bend || !mcount || !touched || !copy || !wl || !inw) {
+        lf_err_set(err, LF_ERR_NOMEM, "out of memory minimizing an automaton");
+        goto done;
+    }
+#define TGT(s, k) ((s) == D ? D : (r->next[(size_t)(s) * nc + (k)] >= 0 ? r->next[(size_t)(s) * nc + (k)] : D))
+    /* inverse transitions, CSR by (class, target) */
+    for (int32_t s = 0; s < N; s++) {
+        if (s < n && !live[s])
+            continue;
+        for (int32_t k = 0; k < nc; k++)
+            inv_start[(size_t)k * N + TGT(s, k) + 1]++;
+    }
+    for (size_t i = 1; i <= (size_t)nc * N; i++)
+        inv_start[i] += inv_start[i - 1];
+    {
+        int32_t *fill = malloc(((size_t)nc * (size_t)N + 1) * sizeof *fill);
+        if (!fill) {
+            lf_err_set(err, LF_ERR_NOMEM, "out of memory minimizing an automaton");
+            goto done;
+        }
+        memcpy(fill, inv_start, ((size_t)nc * (size_t)N + 1) * sizeof *fill);
+        for (int32_t s = 0; s < N; s++) {
+            if (s < n && !live[s])
+                continue;
+            for (int32_t k = 0; k < nc; k++) {
+                size_t key = (size_t)k * N + TGT(s, k);
+                inv[fill[key]++] = s;
+            }
+        }
+        free(fill);
+    }
+    /* initial blocks: key = accept + 2 * tag for live states, D alone */
+    int32_t nblocks = 0, m = 0;
+    int32_t first_of_key[8];
+    for (int k = 0; k < 8; k++)
+        first_of_key[k] = -1;
+    for (int key = 0; key < 8; key++) {
+        int32_t b = -1;
+        for (int32_t s = 0; s < n; s++) {
+            if (!live[s])
+                continue;
+            int sk = (r->accept[s] ? 1 : 0) + (tags ? 2 * r->tag[s] : 0);
+            if (sk != key)
+                continue;
+            if (b < 0) {
+                b = nblocks++;
+                bstart[b] = m;
+                first_of_key[key] = b;
+            }
+            pos[s] = m;
+            elems[m++] = s;
+            blk[s] = b;
+        }
+        if (b >= 0)
+            bend[b] = m;
+    }
+    int32_t dblk = nblocks++;
+    bstart[dblk] = m;
+    pos[D] = m;
+    elems[m++] = D;
+    blk[D] = dblk;
+    bend[dblk] = m;
+    int32_t wn = 0;
+    for (int32_t b = 0; b < nblocks; b++)
+        for (int32_t k = 0; k < nc; k++) {
+            wl[wn++] = b;
+            wl[wn++] = k;
+            inw[(size_t)b * nc + k] = 1;
+        }
+    int64_t steps = 0;
+    while (wn > 0) {
+        int32_t k = wl[--wn], B = wl[--wn];
+        inw[(size_t)B * nc + k] = 0;
+        if ((++steps & 1023) == 0 && past_deadline(lim)) {
+            lf_err_set(err, LF_ERR_UNSUPPORTED, "grammar too complex: the compile time limit was hit");
+            goto done;
+        }
+        int32_t nb_copy = bend[B] - bstart[B], nt = 0;
+        memcpy(copy, elems + bstart[B], (size_t)nb_copy * sizeof *copy);
+        for (int32_t i = 0; i < nb_copy; i++) {
+            int32_t t = copy[i];
+            size_t key = (size_t)k * N + t;
+            for (int32_t e = inv_start[key]; e < inv_start[key + 1]; e++) {
+                int32_t s = inv[e], Y = blk[s];
+                int32_t at = bstart[Y] + mcount[Y];
+                if (pos[s] < at)
+                    continue; /* already marked */
+                /* swap s into the marked prefix of Y */
+                int32_t other = elems[at];
+                elems[at] = s;
+                elems[pos[s]] = other;
+                pos[other] = pos[s];
+                pos[s] = at;
+                if (mcount[Y]++ == 0)
+                    touched[nt++] = Y;
+            }
+        }
+        for (int32_t i = 0; i < nt; i++) {
+            int32_t Y = touched[i], cnt = mcount[Y], size = bend[Y] - bstart[Y];
+            mcount[Y] = 0;
+            if (cnt == size)
+                continue;
+            int32_t Z = nblocks++;
+            bstart[Z] = bstart[Y];
+            bend[Z] = bstart[Y] + cnt;
+            bstart[Y] += cnt;
+            for (int32_t p = bstart[Z]; p < bend[Z]; p++)
+                blk[elems[p]] = Z;
+            for (int32_t q = 0; q < nc; q++) {
+                int32_t add = inw[(size_t)Y * nc + q] || cnt <= size - cnt ? Z : Y;
+                if (!inw[(size_t)add * nc + q]) {
+                    inw[(size_t)add * nc + q] = 1;
+                    wl[wn++] = add;
+                    wl[wn++] = q;
+                }
+            }
+        }
+    }
+#undef TGT
+    /* compact block ids of live states */
+    int32_t *map = touched; /* reuse */
+    for (int32_t b = 0; b < nblocks; b++)
+        map[b] = -1;
+    int32_t cnt = 0;
+    for (int32_t s = 0; s < n; s++) {
+        if (!live[s]) {
+            block[s] = -1;
+            continue;
+        }
+        int32_t b = blk[s];
+        if (map[b] < 0)
+            map[b] = cnt++;
+        block[s] = map[b];
+    }
+    *nb = cnt;
+    (void)first_of_key;
+    (void)dblk;
+    ok = true;
+done:
+    free(inv_start);
+    free(inv);
+    free(elems);
+    free(pos);
+    free(blk);
+    free(bstart);
+    free(bend);
+    free(mcount);
+    free(touched);
+    free(copy);
+    free(wl);
+    free(inw);
+    return ok;
+}
+
 /* Moore minimization + class recomputation + BFS numbering. */
 static gr_dfa_t *finalize(raw_t *r, bool keep_tags, const gr_limits_t *lim, lf_err_t *err)
 {
@@ -211,65 +387,21 @@ static gr_dfa_t *finalize(raw_t *r, bool keep_tags, const gr_limits_t *lim, lf_e
             if (*t >= 0 && !live[*t])
                 *t = -1;
         }
-    /* Moore refinement: dead states get block -1 */
+    /* Hopcroft refinement; dead states get block -1 */
     int32_t nb = 0;
-    for (int32_t s = 0; s < n; s++)
-        block[s] = live[s] ? (r->accept[s] ? 1 : 0) + (keep_tags && r->has_tag ? 2 * r->tag[s] : 0) : -1;
-    for (;;) {
-        if (past_deadline(lim)) {
-            lf_err_set(err, LF_ERR_UNSUPPORTED, "grammar too complex: the compile time limit was hit");
-            goto fail;
-        }
-        memset(map.slot, 0xff, (map.mask + 1) * sizeof *map.slot);
-        map.n = 0;
-        int32_t cnt = 0;
-        for (int32_t s = 0; s < n; s++) {
-            if (block[s] < 0) {
-                nblock[s] = -1;
-                continue;
-            }
-            uint64_t h = mix(0x1234, (uint64_t)block[s]);
-            for (int32_t c = 0; c < nc; c++) {
-                int32_t t = r->next[(size_t)s * nc + c];
-                h = mix(h, (uint64_t)(t >= 0 ? block[t] : -1));
-            }
-            sig[s] = h;
-            size_t j = h & map.mask;
-            int32_t found = -1;
-            while (map.slot[j] >= 0) {
-                int32_t o = map.slot[j]; /* a representative state */
-                if (map.hash[j] == h && block[o] == block[s]) {
-                    bool same = true;
-                    for (int32_t c = 0; c < nc && same; c++) {
-                        int32_t a = r->next[(size_t)s * nc + c], b = r->next[(size_t)o * nc + c];
-                        same = (a >= 0 ? block[a] : -1) == (b >= 0 ? block[b] : -1);
-                    }
-                    if (same) {
-                        found = nblock[o];
-                        break;
-                    }
-                }
-                j = (j + 1) & map.mask;
-            }
-            if (found < 0) {
-                found = cnt++;
-                map.slot[j] = s;
-                map.hash[j] = h;
-                if (++map.n * 2 > map.mask && !idmap_grow(&map)) {
-                    lf_err_set(err, LF_ERR_NOMEM, "out of memory minimizing an automaton");
-                    goto fail;
-                }
-            }
-            nblock[s] = found;
-        }
-        bool stable = cnt == nb;
-        nb = cnt;
-        memcpy(block, nblock, (size_t)n * sizeof *block);
-        if (stable)
-            break;
-    }
-    /* BFS numbering over blocks from the start block, bytes in order */
+    if (!hopcroft(r, live, keep_tags && r->has_tag, block, &nb, lim, err))
+        goto fail;
+    /* raw classes in order of their first byte (canonical iteration order) */
     int32_t *rep = malloc((size_t)nb * sizeof *rep);
+    int cls_order[256], ncls_raw = 0;
+    {
+        bool seen[256] = {false};
+        for (int by = 0; by < 256; by++)
+            if (!seen[r->cls[by]]) {
+                seen[r->cls[by]] = true;
+                cls_order[ncls_raw++] = r->cls[by];
+            }
+    }
     if (!rep) {
         lf_err_set(err, LF_ERR_NOMEM, "out of memory minimizing an automaton");
         goto fail;
@@ -281,13 +413,14 @@ static gr_dfa_t *finalize(raw_t *r, bool keep_tags, const gr_limits_t *lim, lf_e
             rep[block[s]] = s;
     for (int32_t b = 0; b < nb; b++)
         newid[b] = -1;
+    /* BFS numbering over blocks from the start block, bytes in order */
     qh = qt = 0;
     newid[block[r->start]] = qt;
     queue[qt++] = block[r->start];
     while (qh < qt) {
         int32_t b = queue[qh++], s = rep[b];
-        for (int by = 0; by < 256; by++) {
-            int32_t t = r->next[(size_t)s * nc + r->cls[by]];
+        for (int k = 0; k < ncls_raw; k++) {
+            int32_t t = r->next[(size_t)s * nc + cls_order[k]];
             if (t >= 0 && newid[block[t]] < 0) {
                 newid[block[t]] = qt;
                 queue[qt++] = block[t];
@@ -301,36 +434,45 @@ static gr_dfa_t *finalize(raw_t *r, bool keep_tags, const gr_limits_t *lim, lf_e
                    (long long)dfa_max(lim));
         goto fail;
     }
-    /* byte classes: bytes with identical columns */
+    /* byte classes: raw classes with identical columns merge */
     {
-        int32_t *col = malloc((size_t)ns * 256 * sizeof *col);
-        if (!col) {
+        int32_t *col = malloc((size_t)ns * (size_t)nc * sizeof *col);
+        uint64_t *ch = malloc((size_t)nc * sizeof *ch);
+        if (!col || !ch) {
+            free(col);
+            free(ch);
             free(rep);
             lf_err_set(err, LF_ERR_NOMEM, "out of memory minimizing an automaton");
             goto fail;
         }
-        for (int32_t i = 0; i < ns; i++) {
-            int32_t s = rep[queue[i]];
-            for (int by = 0; by < 256; by++) {
-                int32_t t = r->next[(size_t)s * nc + r->cls[by]];
-                col[(size_t)by * ns + i] = t >= 0 ? newid[block[t]] : -1;
+        for (int32_t k = 0; k < nc; k++) {
+            uint64_t h = 0x51ED;
+            for (int32_t i = 0; i < ns; i++) {
+                int32_t t = r->next[(size_t)rep[queue[i]] * nc + k];
+                int32_t v = t >= 0 ? newid[block[t]] : -1;
+                col[(size_t)k * ns + i] = v;
+                h = mix(h, (uint64_t)(uint32_t)v);
             }
+            ch[k] = h;
         }
-        int ncls = 0;
-        int first_of[256];
-        for (int by = 0; by < 256; by++) {
-            int c = -1;
-            for (int k = 0; k < ncls; k++)
-                if (!memcmp(col + (size_t)first_of[k] * ns, col + (size_t)by * ns, (size_t)ns * sizeof *col)) {
-                    c = k;
-                    break;
-                }
-            if (c < 0) {
-                c = ncls++;
-                first_of[c] = by;
+        int newcls[256], first_raw[256], ncls = 0;
+        for (int k = 0; k < nc; k++)
+            newcls[k] = -1;
+        for (int q = 0; q < ncls_raw; q++) {
+            int k = cls_order[q], found = -1;
+            for (int m = 0; m < ncls && found < 0; m++) {
+                int o = first_raw[m];
+                if (ch[o] == ch[k] && !memcmp(col + (size_t)o * ns, col + (size_t)k * ns, (size_t)ns * sizeof *col))
+                    found = m;
             }
-            d->cls[by] = (uint8_t)c;
+            if (found < 0) {
+                found = ncls++;
+                first_raw[found] = k;
+            }
+            newcls[k] = found;
         }
+        for (int by = 0; by < 256; by++)
+            d->cls[by] = (uint8_t)newcls[r->cls[by]];
         d->n_states = ns;
         d->n_classes = ncls;
         d->next = malloc((size_t)ns * (size_t)ncls * sizeof *d->next);
@@ -338,6 +480,7 @@ static gr_dfa_t *finalize(raw_t *r, bool keep_tags, const gr_limits_t *lim, lf_e
         d->tag = keep_tags && r->has_tag ? malloc((size_t)ns) : NULL;
         if (!d->next || !d->accept || (keep_tags && r->has_tag && !d->tag)) {
             free(col);
+            free(ch);
             free(rep);
             lf_err_set(err, LF_ERR_NOMEM, "out of memory minimizing an automaton");
             goto fail;
@@ -347,10 +490,11 @@ static gr_dfa_t *finalize(raw_t *r, bool keep_tags, const gr_limits_t *lim, lf_e
             d->accept[i] = r->accept[s] ? 1 : 0;
             if (d->tag)
                 d->tag[i] = r->tag[s];
-            for (int c = 0; c < ncls; c++)
-                d->next[(size_t)i * ncls + c] = col[(size_t)first_of[c] * ns + i];
+            for (int m = 0; m < ncls; m++)
+                d->next[(size_t)i * ncls + m] = col[(size_t)first_raw[m] * ns + i];
         }
         free(col);
+        free(ch);
     }
     free(rep);
 done_ok: {
@@ -632,7 +776,146 @@ done:
     return out;
 }
 
+/* ---- process-wide cache of expression DFAs ------------------------------------ */
+
+/* Structural hash of a regular expression (two independent 64-bit hashes). */
+static void ex_hash(gr_ex_t *e, uint64_t *a, uint64_t *b)
+{
+    if (e->hashed) {
+        *a = e->h1;
+        *b = e->h2;
+        return;
+    }
+    uint64_t h1 = mix(0x1000 + (uint64_t)e->kind, 0x77), h2 = mix(0x2000 + (uint64_t)e->kind, 0x99);
+    uint64_t x, y;
+    switch (e->kind) {
+    case GR_EX_BYTES:
+        for (uint32_t i = 0; i < e->n; i++) {
+            h1 = mix(h1, e->bytes[i]);
+            h2 = mix(h2, (uint64_t)e->bytes[i] * 131u + 7u);
+        }
+        break;
+    case GR_EX_CHARS:
+        for (size_t i = 0; i < e->cs.n; i++) {
+            h1 = mix(mix(h1, e->cs.r[i].lo), e->cs.r[i].hi);
+            h2 = mix(mix(h2, e->cs.r[i].hi + 5u), e->cs.r[i].lo + 3u);
+        }
+        break;
+    case GR_EX_SEQ:
+    case GR_EX_ALT:
+        h1 = mix(h1, e->n);
+        for (uint32_t i = 0; i < e->n; i++) {
+            ex_hash(e->kids[i], &x, &y);
+            h1 = mix(h1, x);
+            h2 = mix(h2, y);
+        }
+        break;
+    case GR_EX_REP:
+    case GR_EX_JSTR:
+        h1 = mix(mix(h1, (uint64_t)e->min), (uint64_t)e->max);
+        h2 = mix(mix(h2, (uint64_t)e->max + 11u), (uint64_t)e->min + 13u);
+        if (e->kid) {
+            ex_hash(e->kid, &x, &y);
+            h1 = mix(h1, x);
+            h2 = mix(h2, y);
+        }
+        break;
+    case GR_EX_DFA:
+        h1 = mix(mix(mix(h1, e->dfa->h1), e->dfa_counted), (uint64_t)e->min * 3 + (uint64_t)e->max);
+        h2 = mix(mix(h2, e->dfa->h2), e->dfa_nullable);
+        break;
+    default:
+        h1 = mix(h1, (uint64_t)e->ref * 17u + (uint64_t)e->token);
+        break;
+    }
+    e->h1 = h1;
+    e->h2 = h2;
+    e->hashed = true;
+    *a = h1;
+    *b = h2;
+}
+
+typedef struct dcache_ent {
+    uint64_t h1, h2;
+    bool counted;
+    gr_dfa_t *dfa;
+    uint64_t used;
+} dcache_ent_t;
+
+#define DCACHE_SLOTS 4096
+#define DCACHE_MAX_STATES 4000000
+static dcache_ent_t dcache[DCACHE_SLOTS];
+static int64_t dcache_states;
+static uint64_t dcache_tick;
+static pthread_mutex_t dcache_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static gr_dfa_t *dcache_get(uint64_t h1, uint64_t h2, bool counted)
+{
+    gr_dfa_t *d = NULL;
+    pthread_mutex_lock(&dcache_mu);
+    size_t j = (size_t)(h1 % DCACHE_SLOTS);
+    for (int probe = 0; probe < 8; probe++, j = (j + 1) % DCACHE_SLOTS)
+        if (dcache[j].dfa && dcache[j].h1 == h1 && dcache[j].h2 == h2 && dcache[j].counted == counted) {
+            dcache[j].used = ++dcache_tick;
+            d = gr_dfa_copy(dcache[j].dfa);
+            break;
+        }
+    pthread_mutex_unlock(&dcache_mu);
+    return d;
+}
+
+static void dcache_put(uint64_t h1, uint64_t h2, bool counted, const gr_dfa_t *d)
+{
+    if (d->n_states > 100000)
+        return;
+    gr_dfa_t *copy = gr_dfa_copy(d);
+    if (!copy)
+        return;
+    pthread_mutex_lock(&dcache_mu);
+    size_t j = (size_t)(h1 % DCACHE_SLOTS), victim = j;
+    for (int probe = 0; probe < 8; probe++, j = (j + 1) % DCACHE_SLOTS) {
+        if (!dcache[j].dfa) {
+            victim = j;
+            break;
+        }
+        if (dcache[j].used < dcache[victim].used)
+            victim = j;
+    }
+    if (dcache[victim].dfa) {
+        dcache_states -= dcache[victim].dfa->n_states;
+        gr_dfa_free(dcache[victim].dfa);
+    }
+    dcache[victim] = (dcache_ent_t){h1, h2, counted, copy, ++dcache_tick};
+    dcache_states += copy->n_states;
+    /* over the budget: drop the least recently used until under it */
+    while (dcache_states > DCACHE_MAX_STATES) {
+        size_t lru = SIZE_MAX;
+        for (size_t k = 0; k < DCACHE_SLOTS; k++)
+            if (dcache[k].dfa && (lru == SIZE_MAX || dcache[k].used < dcache[lru].used))
+                lru = k;
+        if (lru == SIZE_MAX)
+            break;
+        dcache_states -= dcache[lru].dfa->n_states;
+        gr_dfa_free(dcache[lru].dfa);
+        dcache[lru].dfa = NULL;
+    }
+    pthread_mutex_unlock(&dcache_mu);
+}
+
 gr_dfa_t *gr_dfa_from_expr(const gr_ex_t *e, bool counted, const gr_limits_t *lim, lf_err_t *err)
+{
+    uint64_t h1, h2;
+    ex_hash((gr_ex_t *)e, &h1, &h2);
+    gr_dfa_t *hit = dcache_get(h1, h2, counted);
+    if (hit)
+        return hit;
+    gr_dfa_t *d = dfa_build(e, counted, lim, err);
+    if (d)
+        dcache_put(h1, h2, counted, d);
+    return d;
+}
+
+static gr_dfa_t *dfa_build(const gr_ex_t *e, bool counted, const gr_limits_t *lim, lf_err_t *err)
 {
     gr_nfa_t nfa;
     if (gr_nfa_build(&nfa, e, counted, lim, err) != LF_OK) {

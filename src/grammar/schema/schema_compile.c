@@ -956,6 +956,133 @@ typedef struct {
     gr_ex_t *entry;     /* key ws ":" ws value */
 } region_t;
 
+/* Objects of at most ANY_ORDER_MAX properties accept them in any order:
+ * rules S(seen, extra) track the set of properties seen so far and the
+ * number of additional ones (only when min/maxProperties need it), so each
+ * property appears at most once and the required ones before the end.
+ * Additional properties may come anywhere. */
+#define ANY_ORDER_MAX 7
+
+static gr_ex_t *object_any_order(sc_t *c, const prop_t *props, int32_t np, gr_ex_t *const *vals, gr_ex_t *addl,
+                                 int64_t minp, int64_t maxp)
+{
+    gr_arena_t *a = c->a;
+    uint32_t req = 0, full = (1u << np) - 1;
+    for (int32_t i = 0; i < np; i++)
+        if (props[i].required)
+            req |= 1u << i;
+    int64_t acap = !addl ? 0 : maxp >= 0 ? maxp : minp; /* additional count saturates here */
+    if (acap > 64)
+        acap = maxp >= 0 ? -1 : 64;
+    if (acap < 0) {
+        sc_unsupported(c, "maxProperties", "a property count this large in");
+        return NULL;
+    }
+    int32_t na = (int32_t)acap + 1, n_states = (int32_t)(full + 1) * na;
+    int32_t *first = malloc((size_t)n_states * sizeof *first), *rest = malloc((size_t)n_states * sizeof *rest);
+    if (!first || !rest) {
+        free(first);
+        free(rest);
+        sc_oom(c);
+        return NULL;
+    }
+    for (int32_t s = 0; s < n_states; s++) {
+        first[s] = sc_new_rule(c);
+        rest[s] = sc_new_rule(c);
+    }
+    for (uint32_t m = 0; m <= full && !c->failed; m++)
+        for (int32_t k = 0; k < na; k++) {
+            int64_t total = __builtin_popcount(m) + k;
+            bool room = maxp < 0 || total + 1 <= maxp;
+            gr_exlist_t fa = {0}, ra = {0};
+            if ((m & req) == req && total >= minp) {
+                gr_exlist_push(a, &fa, gr_ex_empty(a));
+                gr_exlist_push(a, &ra, gr_ex_empty(a));
+            }
+            for (int32_t i = 0; i < np && room; i++) {
+                if (m & (1u << i))
+                    continue;
+                int32_t nx = (int32_t)(m | 1u << i) * na + k;
+                gr_exlist_push(a, &fa, gr_ex_seq2(a, vals[i], gr_ex_ref(a, rest[nx])));
+                gr_exlist_push(a, &ra, gr_ex_seq3(a, sep(c, ","), vals[i], gr_ex_ref(a, rest[nx])));
+            }
+            if (addl && room) {
+                int32_t nx = (int32_t)m * na + (k + 1 < na ? k + 1 : k);
+                gr_exlist_push(a, &fa, gr_ex_seq2(a, addl, gr_ex_ref(a, rest[nx])));
+                gr_exlist_push(a, &ra, gr_ex_seq3(a, sep(c, ","), addl, gr_ex_ref(a, rest[nx])));
+            }
+            int32_t s = (int32_t)m * na + k;
+            c->R->v[first[s]] = fa.fail ? NULL : gr_ex_alt(a, fa.v, fa.n);
+            c->R->v[rest[s]] = ra.fail ? NULL : gr_ex_alt(a, ra.v, ra.n);
+            if (!c->R->v[first[s]] || !c->R->v[rest[s]])
+                sc_oom(c);
+        }
+    gr_ex_t *r = c->failed ? NULL : gr_ex_ref(a, first[0]);
+    free(first);
+    free(rest);
+    return r;
+}
+
+/* Larger objects: properties in the order of `properties` (each optional
+ * one may be skipped), additional properties anywhere; counts for
+ * min/maxProperties saturate at max (or min). F(i, k): nothing written yet,
+ * next candidate property i, k properties so far; R(i, k): the same after
+ * something was written (a comma comes first). */
+static gr_ex_t *object_in_order(sc_t *c, const prop_t *props, int32_t np, gr_ex_t *const *vals, gr_ex_t *addl,
+                                int64_t minp, int64_t maxp)
+{
+    gr_arena_t *a = c->a;
+    int64_t cap_c = maxp >= 0 ? maxp : minp;
+    if (cap_c > 10000 || (int64_t)(np + 1) * (cap_c + 1) > 200000) {
+        sc_unsupported(c, "maxProperties", "a property count this large in");
+        return NULL;
+    }
+    int32_t nc = (int32_t)cap_c + 1;
+    int32_t *F = malloc((size_t)(np + 1) * (size_t)nc * sizeof *F), *R = malloc((size_t)(np + 1) * (size_t)nc * sizeof *R);
+    if (!F || !R) {
+        free(F);
+        free(R);
+        sc_oom(c);
+        return NULL;
+    }
+    for (int32_t i = 0; i <= np; i++)
+        for (int32_t k = 0; k < nc; k++) {
+            F[i * nc + k] = sc_new_rule(c);
+            R[i * nc + k] = sc_new_rule(c);
+        }
+    for (int32_t i = np; i >= 0 && !c->failed; i--)
+        for (int32_t k = 0; k < nc; k++) {
+            int32_t kn = k + 1 < nc ? k + 1 : (maxp >= 0 ? -1 : k); /* count after one more; -1: no room */
+            gr_exlist_t fa = {0}, ra = {0};
+            if (i == np && k >= minp) {
+                gr_exlist_push(a, &fa, gr_ex_empty(a));
+                gr_exlist_push(a, &ra, gr_ex_empty(a));
+            }
+            if (i < np) {
+                if (kn >= 0) {
+                    gr_exlist_push(a, &fa, gr_ex_seq2(a, vals[i], gr_ex_ref(a, R[(i + 1) * nc + kn])));
+                    gr_exlist_push(a, &ra, gr_ex_seq3(a, sep(c, ","), vals[i], gr_ex_ref(a, R[(i + 1) * nc + kn])));
+                }
+                if (!props[i].required) {
+                    gr_exlist_push(a, &fa, gr_ex_ref(a, F[(i + 1) * nc + k]));
+                    gr_exlist_push(a, &ra, gr_ex_ref(a, R[(i + 1) * nc + k]));
+                }
+            }
+            if (addl && kn >= 0) {
+                gr_exlist_push(a, &fa, gr_ex_seq2(a, addl, gr_ex_ref(a, R[i * nc + kn])));
+                gr_exlist_push(a, &ra, gr_ex_seq3(a, sep(c, ","), addl, gr_ex_ref(a, R[i * nc + kn])));
+            }
+            c->R->v[F[i * nc + k]] = fa.fail ? NULL : gr_ex_alt(a, fa.v, fa.n);
+            c->R->v[R[i * nc + k]] = ra.fail ? NULL : gr_ex_alt(a, ra.v, ra.n);
+            if (!c->R->v[F[i * nc + k]] || !c->R->v[R[i * nc + k]])
+                sc_oom(c);
+        }
+    gr_ex_t *r = c->failed ? NULL : gr_ex_ref(a, F[0]);
+    free(F);
+    free(R);
+    return r;
+}
+
 static gr_ex_t *compile_object(sc_t *c, conj_t *l, flat_t *f, int depth)
 {
     gr_arena_t *a = c->a;
@@ -1296,85 +1423,23 @@ static gr_ex_t *compile_object(sc_t *c, conj_t *l, flat_t *f, int depth)
     if (c->failed)
         goto out;
     gr_ex_t *addl = regions.n ? gr_ex_alt(a, regions.v, regions.n) : NULL;
-    /* the property chain with counts (c saturates at `cap_c`) */
-    int64_t minp = f->min_props, maxp = f->max_props;
-    int64_t cap_c = maxp >= 0 ? maxp : minp;
-    if (cap_c > 10000 || (int64_t)(np + 1) * (cap_c + 1) > 200000) {
-        sc_unsupported(c, "maxProperties", "a property count this large in");
-        goto out;
-    }
-    int32_t nc = (int32_t)cap_c + 1;
-    /* rules F(i,cnt) and R(i,cnt), i = 0..np */
-    int32_t *F = malloc((size_t)(np + 1) * (size_t)nc * sizeof *F), *R = malloc((size_t)(np + 1) * (size_t)nc * sizeof *R);
-    if (!F || !R) {
-        free(F);
-        free(R);
-        sc_oom(c);
-        goto out;
-    }
-    for (int32_t i = 0; i <= np; i++)
-        for (int32_t k = 0; k < nc; k++) {
-            F[i * nc + k] = sc_new_rule(c);
-            R[i * nc + k] = sc_new_rule(c);
-        }
-    if (c->failed) {
-        free(F);
-        free(R);
-        goto out;
-    }
+    /* property values */
     gr_ex_t **vals = calloc((size_t)np + 1, sizeof *vals);
-    for (int32_t i = 0; vals && i < np && !c->failed; i++) {
+    for (int32_t i = 0; vals && i < np && !c->failed; i++)
         vals[i] = gr_ex_seq3(a, key_lit(c, props[i].name), sep(c, ":"), conj_rule(c, props[i].conj, depth + 1));
-    }
     if (!vals || c->failed) {
         free(vals);
-        free(F);
-        free(R);
         if (!c->failed)
             sc_oom(c);
         goto out;
     }
-    for (int32_t i = np; i >= 0; i--)
-        for (int32_t k = 0; k < nc; k++) {
-            int32_t kn = k + 1 < nc ? k + 1 : (maxp >= 0 ? -1 : k); /* count after one more */
-            gr_exlist_t fa = {0}, ra = {0};
-            if (i == np) {
-                /* additional entries: any number within the count bounds */
-                bool stop = k >= minp;
-                if (stop) {
-                    gr_exlist_push(a, &fa, gr_ex_empty(a));
-                    gr_exlist_push(a, &ra, gr_ex_empty(a));
-                }
-                if (addl && kn >= 0) {
-                    if (maxp < 0 && k >= minp) {
-                        /* saturated: a plain repetition */
-                        gr_ex_t *more = gr_ex_rep(a, gr_ex_seq2(a, sep(c, ","), addl), 0, -1);
-                        gr_exlist_push(a, &fa, gr_ex_seq2(a, addl, more));
-                        gr_exlist_push(a, &ra, gr_ex_seq2(a, sep(c, ","), gr_ex_seq2(a, addl, more)));
-                    } else {
-                        gr_exlist_push(a, &fa, gr_ex_seq2(a, addl, gr_ex_ref(a, R[i * nc + kn])));
-                        gr_exlist_push(a, &ra, gr_ex_seq3(a, sep(c, ","), addl, gr_ex_ref(a, R[i * nc + kn])));
-                    }
-                }
-            } else {
-                if (kn >= 0) {
-                    gr_exlist_push(a, &fa, gr_ex_seq2(a, vals[i], gr_ex_ref(a, R[(i + 1) * nc + kn])));
-                    gr_exlist_push(a, &ra, gr_ex_seq3(a, sep(c, ","), vals[i], gr_ex_ref(a, R[(i + 1) * nc + kn])));
-                }
-                if (!props[i].required) {
-                    gr_exlist_push(a, &fa, gr_ex_ref(a, F[(i + 1) * nc + k]));
-                    gr_exlist_push(a, &ra, gr_ex_ref(a, R[(i + 1) * nc + k]));
-                }
-            }
-            c->R->v[F[i * nc + k]] = fa.fail ? NULL : gr_ex_alt(a, fa.v, fa.n);
-            c->R->v[R[i * nc + k]] = ra.fail ? NULL : gr_ex_alt(a, ra.v, ra.n);
-            if (!c->R->v[F[i * nc + k]] || !c->R->v[R[i * nc + k]])
-                sc_oom(c);
-        }
-    result = gr_ex_seq(a, (gr_ex_t *[]){lit(c, "{"), c->ws, gr_ex_ref(a, F[0]), c->ws, lit(c, "}")}, 5);
+    int64_t minp = f->min_props, maxp = f->max_props;
+    gr_ex_t *body = np <= ANY_ORDER_MAX ? object_any_order(c, props, np, vals, addl, minp, maxp)
+                                        : object_in_order(c, props, np, vals, addl, minp, maxp);
     free(vals);
-    free(F);
-    free(R);
+    if (!body)
+        goto out;
+    result = gr_ex_seq(a, (gr_ex_t *[]){lit(c, "{"), c->ws, body, c->ws, lit(c, "}")}, 5);
 out:
     for (int32_t k = 0; k < np; k++)
         free(props[k].conj);

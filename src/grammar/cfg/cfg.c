@@ -232,6 +232,43 @@ static bool counted_live(gr_term_t *t)
     return true;
 }
 
+/* A small finite language: acyclic and at most 256 strings (counted by
+ * paths, capped). Such terminals are cheap to lex on their own. */
+static bool dfa_narrow(const gr_dfa_t *d)
+{
+    if (!gr_dfa_finite(d, NULL))
+        return false;
+    int32_t n = d->n_states;
+    /* paths to acceptance from each state, in reverse topological order:
+     * states are numbered breadth-first, which is not topological in
+     * general, so iterate to a fixpoint (acyclic: at most n rounds) */
+    double *cnt = calloc((size_t)n, sizeof *cnt);
+    if (!cnt)
+        return false;
+    for (int32_t round = 0; round < n + 1; round++) {
+        bool changed = false;
+        for (int32_t s = n - 1; s >= 0; s--) {
+            double v = d->accept[s] ? 1 : 0;
+            for (int by = 0; by < 256; by++) {
+                int32_t t = gr_dfa_step(d, s, (uint8_t)by);
+                if (t >= 0)
+                    v += cnt[t];
+            }
+            if (v > 1e9)
+                v = 1e9;
+            if (v != cnt[s]) {
+                cnt[s] = v;
+                changed = true;
+            }
+        }
+        if (!changed)
+            break;
+    }
+    bool narrow = cnt[0] <= 256;
+    free(cnt);
+    return narrow;
+}
+
 /* Terminal for a regular expression. Returns the symbol to use: a terminal,
  * a nonterminal N ::= e | T' for a nullable language, SYM_EPS for the
  * empty string alone, SYM_DEAD for the empty language. */
@@ -296,6 +333,8 @@ static int32_t regular_symbol(bld_t *b, gr_ex_t *x)
             return SYM_DEAD;
         }
     }
+    if (t.kind == GR_TERM_DFA)
+        t.narrow = dfa_narrow(d);
     int32_t id = intern_term(b, &t);
     if (id < 0)
         return SYM_DEAD;

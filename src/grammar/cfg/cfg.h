@@ -40,6 +40,8 @@ typedef struct {
     int32_t cap;            /* COUNTED: counts saturate here (max, or min) */
     uint8_t *live;          /* COUNTED: [(cap + 1) * n_states] */
     int32_t token;          /* TOKEN */
+    bool narrow;            /* DFA of a small finite language (literals, punctuation,
+                               enums): lexed in its own run, see earley.h */
     uint64_t h1, h2;        /* content hash (language identity) */
 } gr_term_t;
 

@@ -147,7 +147,8 @@ typedef struct {
     uint64_t key;           /* hash of the completion list */
     int32_t off, n;         /* pairs in memo_pairs */
     int32_t set;            /* resulting set (-1: none) */
-    gr_run_t run;           /* its run (lex -1: none) */
+    gr_run_t run[2];        /* its runs */
+    int32_t n_run;
     uint8_t flags;          /* its GR_SET_* flags */
     uint32_t gen;
 } memo_t;
@@ -563,7 +564,7 @@ static const memo_t *complete_memo(gr_mask_scratch_t *s, gr_matcher_t *m, gr_com
     memcpy(s->memo_pairs + s->n_memo_pairs, comp, (size_t)n * sizeof *comp);
     s->n_memo_pairs += n;
     me->gen = s->gen;
-    me->set = gr_matcher_complete(m, comp, n, &me->run);
+    me->set = gr_matcher_complete(m, comp, n, me->run, &me->n_run);
     if (m->failed) {
         s->oom = true;
         return NULL;
@@ -638,7 +639,7 @@ static void walk_below(const gr_vindex_t *vi, const gr_trie_t *t, uint32_t x, gr
         int32_t d = y->depth - base;
         int32_t poff = s->lvl_off[d - 1], pn = s->lvl_n[d - 1];
         int32_t off = poff + pn, nn = 0, nc = 0;
-        if (!ensure_runs(s, off + pn + 1) || !ensure_comp(s, pn))
+        if (!ensure_runs(s, off + pn + 2) || !ensure_comp(s, pn))
             return;
         for (int32_t k = 0; k < pn; k++) {
             gr_run_t r = s->runs[poff + k];
@@ -658,9 +659,9 @@ static void walk_below(const gr_vindex_t *vi, const gr_trie_t *t, uint32_t x, gr
             if (!me)
                 return;
             if (me->set >= 0) {
-                if (me->run.lex >= 0)
-                    s->runs[off + nn++] = me->run;
-                ok = ok || me->run.lex >= 0 || (me->flags & (GR_SET_ACCEPTS | GR_SET_TOKENS));
+                for (int32_t q = 0; q < me->n_run; q++)
+                    s->runs[off + nn++] = me->run[q];
+                ok = ok || me->n_run > 0 || (me->flags & (GR_SET_ACCEPTS | GR_SET_TOKENS));
             }
         }
         if (ok && y->tok >= 0)
@@ -722,10 +723,10 @@ lf_code_t gr_mask_compute(const gr_vindex_t *vi, gr_mask_cache_t *c, gr_mask_scr
             const memo_t *me = complete_memo(s, m, &comp, 1, &n_memo);
             if (!me)
                 break;
-            if (me->set < 0 || me->run.lex < 0)
+            if (me->set < 0 || me->n_run == 0)
                 continue;
-            gr_run_t child = me->run;
-            walk_below(vi, t, x, m, s, &child, 1, mask, &n_memo);
+            gr_run_t child[2] = {me->run[0], me->run[1]};
+            walk_below(vi, t, x, m, s, child, me->n_run, mask, &n_memo);
         }
         unpin(c, e);
     }

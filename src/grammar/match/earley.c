@@ -135,17 +135,18 @@ static bool set_begin(gr_matcher_t *m)
 }
 
 /* Prediction and completion over set k (its scanned items are in place);
- * then the set's run. Returns false on failure; an empty set is removed
- * (*run->lex = -1, returns true with set index -1 via m->n_sets). */
-static bool set_close(gr_matcher_t *m, gr_run_t *run)
+ * then the set's runs: narrow terminals (literals) lexed together in one,
+ * the others in another, so each run's lexer states recur across
+ * positions and their token masks stay cached. Returns false on failure;
+ * an empty set is removed. */
+static bool set_close(gr_matcher_t *m, gr_run_t *run, int32_t *n_run)
 {
     const gr_cfg_t *g = m->g;
     int32_t k = m->n_sets - 1;
     size_t from = m->set_start[k];
     int32_t n_exp = 0;
     uint8_t flags = 0;
-    run->lex = GR_LEXER_DEAD;
-    run->origin = k;
+    *n_run = 0;
     for (size_t i = from; i < m->n_items; i++) {
         gr_item_t it = m->items[i];
         int32_t s = g->syms[it.dr];
@@ -186,11 +187,23 @@ static bool set_close(gr_matcher_t *m, gr_run_t *run)
         return true;
     }
     m->set_flags[k] = flags;
-    if (n_exp > 0) {
-        int32_t l = gr_lexer_start(m->lx, m->expect, n_exp);
+    /* narrow terminals first (stable partition of expect[]) */
+    int32_t nn = 0;
+    for (int32_t i = 0; i < n_exp; i++)
+        if (g->terms[m->expect[i]].narrow) {
+            int32_t t = m->expect[i];
+            m->expect[i] = m->expect[nn];
+            m->expect[nn++] = t;
+        }
+    int32_t parts[2][2] = {{0, nn}, {nn, n_exp}};
+    for (int p = 0; p < 2; p++) {
+        if (parts[p][1] <= parts[p][0])
+            continue;
+        int32_t l = gr_lexer_start(m->lx, m->expect + parts[p][0], parts[p][1] - parts[p][0]);
         if (l == GR_LEXER_FULL)
             return mfail(m, LF_ERR_UNSUPPORTED);
-        run->lex = l;
+        if (l >= 0)
+            run[(*n_run)++] = (gr_run_t){l, k};
     }
     return true;
 }
@@ -214,13 +227,14 @@ gr_matcher_t *gr_matcher_create(const gr_cfg_t *g, gr_lexer_t *lx)
         return NULL;
     }
     /* E_0: predict S' */
-    gr_run_t run;
-    if (!set_begin(m) || !add_item(m, 0, (uint32_t)g->prod_start[0], 0) || !set_close(m, &run) || m->n_sets == 0) {
+    gr_run_t run[2];
+    int32_t nr = 0;
+    if (!set_begin(m) || !add_item(m, 0, (uint32_t)g->prod_start[0], 0) || !set_close(m, run, &nr) || m->n_sets == 0) {
         gr_matcher_free(m);
         return NULL;
     }
-    if (run.lex >= 0)
-        m->runs[m->n_runs++] = run;
+    for (int32_t i = 0; i < nr; i++)
+        m->runs[m->n_runs++] = run[i];
     return m;
 }
 
@@ -242,10 +256,10 @@ void gr_matcher_free(gr_matcher_t *m)
     free(m);
 }
 
-int32_t gr_matcher_complete(gr_matcher_t *m, const gr_completion_t *c, int32_t n, gr_run_t *run)
+int32_t gr_matcher_complete(gr_matcher_t *m, const gr_completion_t *c, int32_t n, gr_run_t *run, int32_t *n_run)
 {
     const gr_cfg_t *g = m->g;
-    run->lex = GR_LEXER_DEAD;
+    *n_run = 0;
     if (!set_begin(m))
         return -1;
     size_t from = m->set_start[m->n_sets - 1];
@@ -259,7 +273,7 @@ int32_t gr_matcher_complete(gr_matcher_t *m, const gr_completion_t *c, int32_t n
                     return -1;
         }
     }
-    if (!set_close(m, run))
+    if (!set_close(m, run, n_run))
         return -1;
     return m->n_items > from ? m->n_sets - 1 : -1;
 }
@@ -292,21 +306,21 @@ bool gr_matcher_feed_byte(gr_matcher_t *m, uint8_t b)
     m->pos++;
     bool alive = nn > 0;
     if (nc > 0) {
-        gr_run_t run;
-        int32_t k = gr_matcher_complete(m, cp, nc, &run);
+        gr_run_t run[2];
+        int32_t nr = 0;
+        int32_t k = gr_matcher_complete(m, cp, nc, run, &nr);
         if (m->failed) {
             free(heap);
             return false;
         }
         if (k >= 0) {
-            if (run.lex >= 0) {
-                if (!grow_runs(m, nn + 1)) {
-                    free(heap);
-                    return false;
-                }
-                m->runs_tmp[nn++] = run;
+            if (!grow_runs(m, nn + 2)) {
+                free(heap);
+                return false;
             }
-            alive = alive || run.lex >= 0 || (m->set_flags[k] & (GR_SET_ACCEPTS | GR_SET_TOKENS));
+            for (int32_t i = 0; i < nr; i++)
+                m->runs_tmp[nn++] = run[i];
+            alive = alive || nr > 0 || (m->set_flags[k] & (GR_SET_ACCEPTS | GR_SET_TOKENS));
         }
     }
     free(heap);
@@ -400,8 +414,9 @@ bool gr_matcher_feed_special(gr_matcher_t *m, int32_t token)
             return false;
         }
     }
-    gr_run_t run;
-    if (m->n_items == from || !set_close(m, &run) || m->n_sets - 1 < k + 1) {
+    gr_run_t run[2];
+    int32_t nr = 0;
+    if (m->n_items == from || !set_close(m, run, &nr) || m->n_sets - 1 < k + 1) {
         if (m->failed)
             gr_mcheck_drop(&c);
         else
@@ -410,8 +425,8 @@ bool gr_matcher_feed_special(gr_matcher_t *m, int32_t token)
     }
     gr_mcheck_drop(&c);
     m->n_runs = 0;
-    if (run.lex >= 0)
-        m->runs[m->n_runs++] = run;
+    for (int32_t i = 0; i < nr; i++)
+        m->runs[m->n_runs++] = run[i];
     return true;
 }
 

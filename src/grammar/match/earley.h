@@ -106,9 +106,9 @@ typedef struct {
     int32_t lex;     /* the accepting lexer state (its acc terminals complete) */
 } gr_completion_t;
 /* Appends a new set from completions (scan + closure) at the current
- * position; returns its index, or -1 when it is empty / on failure. Its run
- * (if it expects byte terminals) is written to *run (lex -1 when none). */
-int32_t gr_matcher_complete(gr_matcher_t *m, const gr_completion_t *c, int32_t n, gr_run_t *run);
+ * position; returns its index, or -1 when it is empty / on failure. Its
+ * runs (0..2: narrow terminals, the others) go to run[0..*n_run). */
+int32_t gr_matcher_complete(gr_matcher_t *m, const gr_completion_t *c, int32_t n, gr_run_t *run, int32_t *n_run);
 /* Truncates sets and items (undo of gr_matcher_complete in a walk). */
 void gr_matcher_truncate(gr_matcher_t *m, int32_t n_sets, size_t n_items);
 /* Whether set k holds the accepting item. */

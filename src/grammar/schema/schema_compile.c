@@ -323,6 +323,10 @@ typedef struct {
     int n_req;
     const json_object *closed;     /* additionalProperties false: the properties map */
     bool is_closed;
+    const char *forbid[16];        /* not: {required: [x]} */
+    int n_forbid;
+    const json_object *self;       /* the alternative itself */
+    const json_object *neg;        /* its `not`, if any */
 } summ_t;
 
 static unsigned type_mask(const json_object *t)
@@ -344,9 +348,9 @@ static unsigned type_mask(const json_object *t)
     return m;
 }
 
-static void summarize(sc_t *c, const json_object *s, summ_t *o)
+static void summarize(sc_t *c, const conj_t *base, const json_object *s, summ_t *o)
 {
-    conj_t l = {0};
+    conj_t l = base ? *base : (conj_t){.n = 0};
     memset(o, 0, sizeof *o);
     o->types = T_ALL;
     if (!conj_push(c, &l, s, 0, 0))
@@ -362,6 +366,10 @@ static void summarize(sc_t *c, const json_object *s, summ_t *o)
             o->const_val = k;
             o->has_const = true;
         }
+        json_object *nreq = sc_get(sc_get(x, "not"), "required");
+        if (nreq && json_object_is_type(nreq, json_type_array) && json_object_array_length(nreq) == 1 &&
+            o->n_forbid < 16 && json_object_is_type(json_object_array_get_idx(nreq, 0), json_type_string))
+            o->forbid[o->n_forbid++] = json_object_get_string(json_object_array_get_idx(nreq, 0));
         json_object *req = sc_get(x, "required"), *props = sc_get(x, "properties"), *ap = sc_get(x, "additionalProperties");
         if (ap && json_object_is_type(ap, json_type_boolean) && !json_object_get_boolean(ap) && !sc_get(x, "patternProperties")) {
             o->is_closed = true;
@@ -378,6 +386,29 @@ static void summarize(sc_t *c, const json_object *s, summ_t *o)
     }
     if (o->has_const)
         o->types &= json_object_is_type(o->const_val, json_type_null) ? T_NULL : T_ALL;
+    o->self = s;
+    o->neg = sc_get(s, "not");
+}
+
+static bool names_has(const char *const *v, int n, const char *s)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(v[i], s))
+            return true;
+    return false;
+}
+
+/* Whether schema x contains y through allOf (or is it). */
+static bool includes(const json_object *x, const json_object *y, int depth)
+{
+    if (x == y)
+        return true;
+    json_object *all = sc_get(x, "allOf");
+    if (depth < 8 && all && json_object_is_type(all, json_type_array))
+        for (size_t i = 0; i < json_object_array_length(all); i++)
+            if (includes(json_object_array_get_idx(all, i), y, depth + 1))
+                return true;
+    return false;
 }
 
 /* Values a property schema allows, when it says (const / enum), following $ref. */
@@ -424,6 +455,14 @@ static bool disjoint(sc_t *c, const summ_t *x, const summ_t *y)
 {
     if (!(x->types & y->types))
         return true;
+    if ((x->neg && includes(y->self, x->neg, 0)) || (y->neg && includes(x->self, y->neg, 0)))
+        return true;
+    for (int i = 0; i < x->n_req; i++)
+        if (names_has(y->forbid, y->n_forbid, x->names[i]))
+            return true;
+    for (int j = 0; j < y->n_req; j++)
+        if (names_has(x->forbid, x->n_forbid, y->names[j]))
+            return true;
     /* literal sets */
     const json_object *xa = x->has_const ? NULL : x->enum_vals, *ya = y->has_const ? NULL : y->enum_vals;
     size_t xn = x->has_const ? 1 : xa ? json_object_array_length(xa) : 0;
@@ -452,22 +491,21 @@ static bool disjoint(sc_t *c, const summ_t *x, const summ_t *y)
     return false;
 }
 
-static bool oneof_disjoint(sc_t *c, json_object *alts)
+/* Pairwise disjointness of the alternatives in the context of base:
+ * dis[i * n + j]. */
+static bool oneof_pairs(sc_t *c, const conj_t *base, json_object *alts, bool *dis)
 {
     size_t n = json_object_array_length(alts);
-    if (n > 64)
-        return false;
     summ_t *s = calloc(n, sizeof *s);
     if (!s)
-        return false;
+        return sc_oom(c);
     for (size_t i = 0; i < n; i++)
-        summarize(c, json_object_array_get_idx(alts, i), &s[i]);
-    bool ok = !c->failed;
-    for (size_t i = 0; i < n && ok; i++)
-        for (size_t j = i + 1; j < n && ok; j++)
-            ok = disjoint(c, &s[i], &s[j]);
+        summarize(c, base, json_object_array_get_idx(alts, i), &s[i]);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            dis[i * n + j] = i != j && !c->failed && disjoint(c, &s[i], &s[j]);
     free(s);
-    return ok;
+    return !c->failed;
 }
 
 /* ---- the list: disjunctions first ------------------------------------------------------------ */
@@ -489,21 +527,53 @@ static gr_ex_t *compile_list(sc_t *c, conj_t *l, int depth)
             sc_fail(c, LF_ERR_INVALID, "'%s' must be a non-empty array of schemas", any ? "anyOf" : "oneOf");
             return NULL;
         }
-        if (!any && json_object_array_length(alts) > 1 && !oneof_disjoint(c, alts)) {
-            if (c->failed)
-                return NULL;
-            if (!sc_unsupported(c, "oneOf", "exactly-one-of over alternatives that may overlap"))
-                return NULL;
-        }
         conj_t base = *l;
         base.v[i].skip |= any ? SK_ANYOF : SK_ONEOF;
-        gr_exlist_t out = {0};
-        for (size_t k = 0; k < json_object_array_length(alts); k++) {
-            const json_object *alt = json_object_array_get_idx(alts, k);
-            gr_exlist_push(c->a, &out, conj_of(c, &base, &alt, 1, depth));
-            if (c->failed)
-                return NULL;
+        size_t na = json_object_array_length(alts);
+        bool *dis = NULL;
+        if (!any && na > 1) {
+            if (na > 64) {
+                sc_unsupported(c, "oneOf", "exactly-one-of over more than 64 alternatives");
+                if (c->failed)
+                    return NULL;
+            } else {
+                dis = calloc(na * na, sizeof *dis);
+                if (!dis || !oneof_pairs(c, &base, alts, dis)) {
+                    free(dis);
+                    if (!c->failed)
+                        sc_oom(c);
+                    return NULL;
+                }
+            }
         }
+        gr_exlist_t out = {0};
+        for (size_t k = 0; k < na; k++) {
+            const json_object *alt = json_object_array_get_idx(alts, k);
+            conj_t br = base;
+            if (!conj_push(c, &br, alt, 0, 0)) {
+                free(dis);
+                return NULL;
+            }
+            /* exactly one: this alternative and not the others it may overlap */
+            for (size_t j = 0; dis && j < na && !c->failed; j++) {
+                if (j == k || dis[k * na + j])
+                    continue;
+                json_object *neg = json_object_new_object();
+                if (!own(c, neg)) {
+                    free(dis);
+                    return NULL;
+                }
+                json_object_object_add(neg, "not", json_object_get(json_object_array_get_idx(alts, j)));
+                json_object_object_add(neg, "x-llm-fcgi-oneof", json_object_new_boolean(1));
+                conj_push(c, &br, neg, 0, 0);
+            }
+            gr_exlist_push(c->a, &out, c->failed ? NULL : conj_rule(c, &br, depth + 1));
+            if (c->failed) {
+                free(dis);
+                return NULL;
+            }
+        }
+        free(dis);
         return out.fail ? (sc_oom(c), NULL) : gr_ex_alt(c->a, out.v, out.n);
     }
     return compile_flat(c, l);
@@ -539,6 +609,13 @@ typedef struct {
     const char *forbid[64];
     int32_t n_forbid;
     bool unique;
+    struct {
+        json_object *names;     /* not: {required: names} */
+        bool approx;
+    } notreq[8];
+    int32_t n_notreq;
+    const char *negpat[8];      /* not: {pattern} */
+    int32_t n_negpat;
 } flat_t;
 
 static bool is_num(const json_object *v)
@@ -569,11 +646,29 @@ static bool annotation_only(const json_object *s, const char *const *allowed)
     return true;
 }
 
-/* `not`: the forms that reduce to simple exclusions. */
-static bool apply_not(sc_t *c, flat_t *f, const json_object *n, int hop)
+/* `not`: the forms that reduce to simple exclusions. In exact mode (a
+ * schema's own `not`) the negation must be exactly expressible; in approx
+ * mode (oneOf: "and none of the other alternatives") any one negatable
+ * keyword of the negated schema is enough, because failing one of its
+ * keywords fails the whole schema: the result is a subset of the true
+ * complement, so nothing invalid is ever accepted. */
+static bool not_required(sc_t *c, flat_t *f, json_object *req, bool approx)
 {
+    size_t n = json_object_array_length(req);
+    if (f->n_notreq == 8)
+        return sc_unsupported(c, approx ? "oneOf" : "not", "too many negated required lists in");
+    f->notreq[f->n_notreq].names = req;
+    f->notreq[f->n_notreq++].approx = approx;
+    f->types &= T_OBJ; /* non-objects satisfy any `required` */
+    (void)n;
+    return true;
+}
+
+static bool apply_not(sc_t *c, flat_t *f, const json_object *n, int hop, bool approx)
+{
+    const char *kw = approx ? "oneOf" : "not";
     if (hop > 8)
-        return sc_unsupported(c, "not", "this form of");
+        return sc_unsupported(c, kw, "negating this schema in");
     if (json_object_is_type(n, json_type_boolean)) {
         if (json_object_get_boolean(n))
             f->types = 0;
@@ -582,61 +677,70 @@ static bool apply_not(sc_t *c, flat_t *f, const json_object *n, int hop)
     if (!json_object_is_type(n, json_type_object))
         return sc_fail(c, LF_ERR_INVALID, "'not' must be a schema");
     json_object *r = sc_get(n, "$ref");
-    if (r && json_object_is_type(r, json_type_string) && annotation_only(n, (const char *[]){"$ref", NULL})) {
+    if (r && json_object_is_type(r, json_type_string) &&
+        (approx || annotation_only(n, (const char *[]){"$ref", NULL}))) {
         const json_object *t = sc_ref_resolve(c, n, json_object_get_string(r));
-        return t && apply_not(c, f, t, hop + 1);
+        if (!t)
+            return false;
+        if (!approx || (c->draft <= 7 || annotation_only(n, (const char *[]){"$ref", NULL})))
+            return apply_not(c, f, t, hop + 1, approx);
     }
-    if (json_object_object_length(n) == 0) {
+    if (json_object_object_length(n) == 0 || annotation_only(n, (const char *[]){NULL})) {
         f->types = 0;
         return true;
     }
-    if (annotation_only(n, (const char *[]){"type", NULL})) {
-        unsigned m = type_mask(sc_get(n, "type"));
+    json_object *req = sc_get(n, "required");
+    if (req && json_object_is_type(req, json_type_array) && json_object_array_length(req) > 0 &&
+        (approx || annotation_only(n, (const char *[]){"required", NULL})))
+        return not_required(c, f, req, approx);
+    json_object *t = sc_get(n, "type");
+    if (t && (approx || annotation_only(n, (const char *[]){"type", NULL}))) {
+        unsigned m = type_mask(t);
         if (m & T_NUM)
             m |= T_INT;
+        if (m & T_INT && !(m & T_NUM) && (f->types & T_NUM))
+            return sc_unsupported(c, kw, "excluding integers from numbers in");
         f->types &= ~m;
         return true;
     }
     json_object *e = sc_get(n, "enum"), *k = NULL;
     bool has_const = json_object_object_get_ex(n, "const", &k);
-    if ((e || has_const) && annotation_only(n, (const char *[]){"enum", "const", NULL})) {
+    if ((e || has_const) && (approx || annotation_only(n, (const char *[]){"enum", "const", NULL}))) {
         size_t cnt = e && json_object_is_type(e, json_type_array) ? json_object_array_length(e) : 0;
         for (size_t i = 0; i < cnt + (has_const ? 1 : 0); i++) {
             const json_object *v = i < cnt ? json_object_array_get_idx(e, i) : k;
-            if (json_object_is_type(v, json_type_string)) {
-                if (f->str.n_exclude < 64)
-                    f->excl[f->str.n_exclude++] = v;
-                else
-                    return sc_unsupported(c, "not", "more than 64 excluded strings in");
-            } else if (json_object_is_type(v, json_type_null)) {
+            if (json_object_is_type(v, json_type_null)) {
                 f->types &= ~(unsigned)T_NULL;
-            } else if (json_object_is_type(v, json_type_boolean)) {
-                /* handled when the boolean alternative is emitted */
-                if (f->str.n_exclude < 64)
-                    f->excl[f->str.n_exclude++] = v;
+            } else if (json_object_is_type(v, json_type_string) || json_object_is_type(v, json_type_boolean)) {
+                if (f->str.n_exclude == 64)
+                    return sc_unsupported(c, kw, "more than 64 excluded values in");
+                f->excl[f->str.n_exclude++] = v;
             } else {
-                return sc_unsupported(c, "not", "excluding numbers, arrays or objects with");
+                return sc_unsupported(c, kw, "excluding numbers, arrays or objects with");
             }
         }
         return true;
     }
-    json_object *req = sc_get(n, "required");
-    if (req && json_object_is_type(req, json_type_array) && json_object_array_length(req) == 1 &&
-        annotation_only(n, (const char *[]){"required", NULL})) {
-        json_object *nm = json_object_array_get_idx(req, 0);
-        if (json_object_is_type(nm, json_type_string) && f->n_forbid < 64) {
-            f->forbid[f->n_forbid++] = json_object_get_string(nm);
-            return true;
-        }
+    json_object *pat = sc_get(n, "pattern");
+    if (pat && json_object_is_type(pat, json_type_string) &&
+        (approx || annotation_only(n, (const char *[]){"pattern", NULL}))) {
+        if (f->n_negpat == 8)
+            return sc_unsupported(c, kw, "more than 8 negated patterns in");
+        f->negpat[f->n_negpat++] = json_object_get_string(pat);
+        f->types &= T_STR; /* non-strings satisfy any `pattern` */
+        return true;
     }
     json_object *any = sc_get(n, "anyOf");
     if (any && json_object_is_type(any, json_type_array) && annotation_only(n, (const char *[]){"anyOf", NULL})) {
         for (size_t i = 0; i < json_object_array_length(any); i++)
-            if (!apply_not(c, f, json_object_array_get_idx(any, i), hop + 1))
+            if (!apply_not(c, f, json_object_array_get_idx(any, i), hop + 1, approx))
                 return false;
         return true;
     }
-    return sc_unsupported(c, "not", "this form of");
+    json_object *all = sc_get(n, "allOf");
+    if (approx && all && json_object_is_type(all, json_type_array) && json_object_array_length(all) > 0)
+        return apply_not(c, f, json_object_array_get_idx(all, 0), hop + 1, approx);
+    return sc_unsupported(c, kw, approx ? "negating an overlapping alternative in" : "this form of");
 }
 
 static int find_prop(prop_t *props, int32_t n, const char *name)
@@ -664,6 +768,7 @@ static gr_ex_t *compile_flat(sc_t *c, conj_t *l)
     f->str.patterns = f->patterns;
     f->str.formats = f->fmts;
     f->str.exclude = f->excl;
+    f->str.neg_patterns = f->negpat;
     gr_ex_t *result = NULL;
     for (int32_t i = 0; i < l->n && !c->failed; i++) {
         const json_object *s = l->v[i].s;
@@ -751,7 +856,7 @@ static gr_ex_t *compile_flat(sc_t *c, conj_t *l)
                 if (json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v))
                     f->unique = true;
             } else if (!strcmp(k, "not")) {
-                apply_not(c, f, v, 0);
+                apply_not(c, f, v, 0, sc_get(s, "x-llm-fcgi-oneof") != NULL);
             } else if (!strcmp(k, "if")) {
                 if (sc_get(s, "then") || sc_get(s, "else"))
                     sc_unsupported(c, "if", "a conditional (if/then/else)");
@@ -764,6 +869,35 @@ static gr_ex_t *compile_flat(sc_t *c, conj_t *l)
             } else if (!strcmp(k, "$dynamicRef") || !strcmp(k, "$recursiveRef")) {
                 sc_unsupported(c, k, "a dynamic reference");
             }
+        }
+    }
+    /* negated required lists: against what the list requires anyway */
+    for (int32_t q = 0; q < f->n_notreq && !c->failed; q++) {
+        json_object *names = f->notreq[q].names;
+        const char *left[64];
+        int32_t nl = 0;
+        for (size_t i = 0; i < json_object_array_length(names) && nl < 64; i++) {
+            json_object *nm = json_object_array_get_idx(names, i);
+            if (!json_object_is_type(nm, json_type_string))
+                continue;
+            bool req = false;
+            for (int32_t e = 0; e < l->n && !req; e++) {
+                json_object *rq = sc_get(l->v[e].s, "required");
+                for (size_t r = 0; rq && json_object_is_type(rq, json_type_array) && r < json_object_array_length(rq) && !req; r++) {
+                    json_object *x = json_object_array_get_idx(rq, r);
+                    req = json_object_is_type(x, json_type_string) && !strcmp(json_object_get_string(x), json_object_get_string(nm));
+                }
+            }
+            if (!req)
+                left[nl++] = json_object_get_string(nm);
+        }
+        if (nl == 0) {
+            f->types &= ~(unsigned)T_OBJ; /* every name is required: no object */
+        } else if (nl == 1 || f->notreq[q].approx) {
+            if (f->n_forbid < 64)
+                f->forbid[f->n_forbid++] = left[0];
+        } else {
+            sc_unsupported(c, "not", "\"not all of these properties\" in");
         }
     }
     if (c->failed)
@@ -817,6 +951,7 @@ static gr_ex_t *compile_flat(sc_t *c, conj_t *l)
             if (json_object_is_type(f->excl[i], json_type_string))
                 f->excl[w++] = f->excl[i];
         f->str.n_exclude = w;
+        f->str.n_neg_patterns = f->n_negpat;
         gr_exlist_push(a, &alts, sc_string_expr(c, &f->str));
     }
     if ((f->types & T_ARR) && !c->failed)

@@ -98,6 +98,8 @@ typedef struct {
     int32_t n_formats;
     const json_object **exclude;/* string values excluded (not/enum) */
     int32_t n_exclude;
+    const char **neg_patterns;  /* patterns the string must not match */
+    int32_t n_neg_patterns;
 } sc_str_t;
 gr_ex_t *sc_string_expr(sc_t *c, const sc_str_t *s);
 /* The DFA of JSON strings (all encodings) satisfying s without length

@@ -141,6 +141,14 @@ gr_dfa_t *sc_string_dfa(sc_t *c, const sc_str_t *s)
         gr_dfa_free(d);
         d = y;
     }
+    for (int32_t i = 0; d && i < s->n_neg_patterns; i++) {
+        gr_ex_t *e = constraint_expr(c, &a, s->neg_patterns[i], true);
+        gr_dfa_t *x = e ? jstr_dfa(c, &a, e) : NULL;
+        gr_dfa_t *y = x ? gr_dfa_subtract(d, x, c->o->lim, c->err) : NULL;
+        gr_dfa_free(x);
+        gr_dfa_free(d);
+        d = y;
+    }
     for (int32_t i = 0; d && i < s->n_exclude; i++) {
         const json_object *v = s->exclude[i];
         if (!json_object_is_type(v, json_type_string))
@@ -163,12 +171,12 @@ gr_ex_t *sc_string_expr(sc_t *c, const sc_str_t *s)
     int32_t n_fmt = 0;
     for (int32_t i = 0; i < s->n_formats; i++)
         n_fmt += format_re(s->formats[i]) != NULL;
-    int32_t n = s->n_patterns + n_fmt + s->n_exclude;
+    int32_t n = s->n_patterns + n_fmt + s->n_exclude + s->n_neg_patterns;
     if (s->max_len >= 0 && s->max_len < s->min_len)
         return gr_ex_none(c->a);
     if (n == 0)
         return gr_ex_jstr(c->a, NULL, s->min_len, s->max_len);
-    if (n == 1 && s->n_exclude == 0) {
+    if (n == 1 && s->n_exclude == 0 && s->n_neg_patterns == 0) {
         const char *re = s->n_patterns ? s->patterns[0] : NULL;
         for (int32_t i = 0; !re && i < s->n_formats; i++)
             re = format_re(s->formats[i]);

@@ -175,6 +175,11 @@ static grammar_t *cache_get(grammar_engine_t *e, const char *key)
     return NULL;
 }
 
+grammar_t *grammar_lookup(grammar_engine_t *e, const char *key)
+{
+    return cache_get(e, key);
+}
+
 static void cache_put(grammar_engine_t *e, const char *key, grammar_t *g)
 {
     if (!key)

@@ -94,6 +94,9 @@ grammar_t *grammar_from_choices(grammar_engine_t *e, const char *const *choices,
 grammar_t *grammar_from_rules(grammar_engine_t *e, gr_arena_t *a, gr_rules_t *R, int32_t start, const char *key,
                               lf_err_t *err);
 
+/* The cached grammar for key (a reference), or NULL. */
+grammar_t *grammar_lookup(grammar_engine_t *e, const char *key);
+
 void grammar_retain(grammar_t *g);
 void grammar_release(grammar_t *g); /* accepts NULL */
 /* Seconds the compilation took (0 for a cache hit). */

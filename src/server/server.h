@@ -50,6 +50,7 @@ typedef struct {
     const char *chat_template_file;   /* --chat-template (NULL: the model's) */
     const char *reasoning_parser;     /* --reasoning-parser (NULL: detect) */
     const char *tool_call_parser;     /* --tool-call-parser (NULL: detect) */
+    int32_t grammar_cache_mb;         /* token-mask cache budget (0: 256) */
 } srv_config_t;
 
 typedef struct {
@@ -57,6 +58,7 @@ typedef struct {
     model_t *model;
     const vocab_t *vocab;
     sched_t *sched;
+    struct grammar_engine *grammar;   /* structured output (grammar.h) */
     metrics_t metrics;
     chat_render_fn render;            /* chat prompt renderer (chat_render.h) */
     void *render_ctx;

@@ -17,6 +17,7 @@
 
 #include "engine/sample/stopstr.h"
 #include "engine/vocab/vocab.h"
+#include "server/api/api_constraint.h"
 #include "server/api/api_gen.h"
 #include "server/api/api_logprobs.h"
 #include "server/request/request.h"
@@ -299,8 +300,11 @@ static void run_events(run_t *g, sched_chan_t *chan, int32_t **job_prompts)
  * and runs. prompts[i] are token arrays (borrowed); texts[i] the prompt
  * texts for echo (NULL: detokenized). Jobs are prompt-major: job i*n + k
  * is choice k of prompt i. */
+/* gram: the output grammar (NULL: unconstrained). Under a grammar the stop
+ * strings and stop_token_ids do not apply: the grammar decides where the
+ * output ends, so a response that ends with "stop" is always complete. */
 static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t **prompts,
-                     size_t *n_prompts, size_t n_in, char **texts, const chat_out_cfg_t *oc)
+                     size_t *n_prompts, size_t n_in, char **texts, const chat_out_cfg_t *oc, grammar_t *gram)
 {
     const req_sampling_t *sp = &gen->samp;
     int32_t n_ctx = sched_n_ctx(s->sched);
@@ -403,8 +407,10 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
             params[j].sampling.seed = gen->seed + (uint64_t)k; /* choice k of a seeded request: seed + k */
             params[j].entropy = strtoull(hex, NULL, 16) + (uint64_t)j;
             params[j].ignore_eos = sp->ignore_eos;
-            params[j].stop_token_ids = sp->stop_token_ids;
-            params[j].n_stop_token_ids = sp->n_stop_token_ids;
+            params[j].stop_token_ids = gram ? NULL : sp->stop_token_ids;
+            params[j].n_stop_token_ids = gram ? 0 : sp->n_stop_token_ids;
+            params[j].grammar = gram;
+            params[j].grammar_engine = gram ? s->grammar : NULL;
             params[j].logprobs = sp->logprobs;
             params[j].top_logprobs = sp->top_logprobs;
             /* chat: prompt_logprobs once (root); completions: per choice */
@@ -412,7 +418,7 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
             params[j].n_prompt_top = sp->prompt_logprobs >= 0 ? sp->prompt_logprobs : sp->top_logprobs;
             params[j].share_group = per > 1 && !params[j].prompt_logprobs ? (int32_t)i + 1 : 0;
             vocab_detok_init(&ch[j].detok, s->vocab, !sp->skip_special_tokens);
-            ch[j].ss = stopstr_create((const char *const *)sp->stop, NULL, sp->n_stop,
+            ch[j].ss = stopstr_create((const char *const *)sp->stop, NULL, gram ? 0 : sp->n_stop,
                                       sp->include_stop_str_in_output, &e);
             if (!ch[j].ss) {
                 http_reply_err(r, &e, "stop", NULL);
@@ -545,10 +551,14 @@ void api_chat(srv_t *s, http_req_t *r)
         goto out;
     chat_out_cfg_t oc;
     bool parse = false;
+    grammar_t *g = NULL;
     if (chat_output_config(s, r, &q, prompt, &oc, &parse) < 0)
         goto out;
-    generate(s, r, true, &q.gen, &ids, &n_ids, 1, NULL, parse ? &oc : NULL);
+    if (api_constraint_build(s, r, &q.gen, &q, &oc, &g) < 0)
+        goto out;
+    generate(s, r, true, &q.gen, &ids, &n_ids, 1, NULL, parse ? &oc : NULL, g);
 out:
+    grammar_release(g);
     free(ids);
     free(prompt);
     req_chat_free(&q);
@@ -564,10 +574,13 @@ void api_completions(srv_t *s, http_req_t *r)
     }
     int32_t **ids = NULL;
     size_t *n_ids = NULL;
+    grammar_t *g = NULL;
     if (!srv_require_model(s, r, q.gen.model))
         goto out;
+    if (api_constraint_build(s, r, &q.gen, NULL, NULL, &g) < 0)
+        goto out;
     if (q.toks) {
-        generate(s, r, false, &q.gen, q.toks, q.n_toks, q.n_prompts, NULL, NULL);
+        generate(s, r, false, &q.gen, q.toks, q.n_toks, q.n_prompts, NULL, NULL, g);
         goto out;
     }
     ids = calloc(q.n_prompts, sizeof *ids);
@@ -582,8 +595,9 @@ void api_completions(srv_t *s, http_req_t *r)
         if (tokenize_text(s, r, q.texts[i], true, &ids[i], &n_ids[i]) < 0)
             goto out;
     }
-    generate(s, r, false, &q.gen, ids, n_ids, q.n_prompts, q.texts, NULL);
+    generate(s, r, false, &q.gen, ids, n_ids, q.n_prompts, q.texts, NULL, g);
 out:
+    grammar_release(g);
     for (size_t i = 0; ids && i < q.n_prompts; i++)
         free(ids[i]);
     free(ids);

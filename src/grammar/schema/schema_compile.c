@@ -721,6 +721,44 @@ static bool apply_not(sc_t *c, flat_t *f, const json_object *n, int hop, bool ap
         }
         return true;
     }
+    static const char *bounds[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength"};
+    for (int b = 0; b < 6; b++) {
+        json_object *bv = sc_get(n, bounds[b]);
+        if (!bv || !is_num(bv) || !(approx || annotation_only(n, (const char *[]){bounds[b], NULL})))
+            continue;
+        if (b >= 4) { /* not minLength n: length < n; not maxLength n: length > n */
+            int64_t v = as_count(bv);
+            f->types &= T_STR;
+            if (b == 4) {
+                if (v == 0)
+                    f->types = 0;
+                else if (f->str.max_len < 0 || v - 1 < f->str.max_len)
+                    f->str.max_len = v - 1;
+            } else if (v + 1 > f->str.min_len) {
+                f->str.min_len = v + 1;
+            }
+            return true;
+        }
+        if (c->draft == 4 && b < 2 && (sc_get(n, "exclusiveMinimum") || sc_get(n, "exclusiveMaximum")))
+            break; /* draft-04 boolean exclusives: not handled here */
+        f->types &= T_NUM | T_INT;
+        /* not (x >= v) = x < v; not (x > v) = x <= v; and the mirror */
+        bool lower = b == 0 || b == 2, excl_in = b >= 2;
+        if (lower) {
+            int cmp = f->hi ? sc_num_cmp(bv, f->hi) : -1;
+            if (cmp < 0 || (cmp == 0 && !excl_in)) {
+                f->hi = bv;
+                f->hi_excl = !excl_in;
+            }
+        } else {
+            int cmp = f->lo ? sc_num_cmp(bv, f->lo) : 1;
+            if (cmp > 0 || (cmp == 0 && !excl_in)) {
+                f->lo = bv;
+                f->lo_excl = !excl_in;
+            }
+        }
+        return true;
+    }
     json_object *pat = sc_get(n, "pattern");
     if (pat && json_object_is_type(pat, json_type_string) &&
         (approx || annotation_only(n, (const char *[]){"pattern", NULL}))) {
@@ -1226,15 +1264,14 @@ static gr_ex_t *compile_object(sc_t *c, conj_t *l, flat_t *f, int depth)
     const char *pats[MAX_PATTERN_KEYS];
     int32_t n_pats = 0;
     gr_ex_t *result = NULL;
-    bool any_additional = false, has_uneval = false;
+    bool has_uneval = false;
     const json_object *uneval = NULL;
+    conj_t *uscope = NULL;
     gr_dfa_t *names_dfa = NULL;
     /* gather names in order */
     for (int32_t i = 0; i < l->n; i++) {
         const json_object *s = l->v[i].s;
         json_object *p = sc_get(s, "properties"), *pp = sc_get(s, "patternProperties");
-        if (sc_get(s, "additionalProperties"))
-            any_additional = true;
         if ((uneval = sc_get(s, "unevaluatedProperties")) != NULL)
             has_uneval = true;
         if (p && json_object_is_type(p, json_type_object)) {
@@ -1270,11 +1307,37 @@ static gr_ex_t *compile_object(sc_t *c, conj_t *l, flat_t *f, int depth)
             }
         }
     }
+    /* unevaluatedProperties: its schema's own scope is what that schema
+     * and its allOf/$ref subschemas evaluate (not its siblings); anyOf
+     * branches are not counted, so some valid keys may be refused, never
+     * an invalid one accepted. */
+    const json_object *uneval_owner = NULL;
+    bool uscope_all = false;
     if (has_uneval) {
-        /* find the schema again (the loop above kept the last one) */
         for (int32_t i = 0; i < l->n; i++)
-            if (sc_get(l->v[i].s, "unevaluatedProperties"))
+            if (sc_get(l->v[i].s, "unevaluatedProperties")) {
+                if (uneval_owner) {
+                    sc_unsupported(c, "unevaluatedProperties", "several unevaluatedProperties on one value in");
+                    goto out;
+                }
+                uneval_owner = l->v[i].s;
                 uneval = sc_get(l->v[i].s, "unevaluatedProperties");
+            }
+        if (json_object_is_type(uneval, json_type_boolean) && json_object_get_boolean(uneval)) {
+            has_uneval = false; /* true: nothing to check */
+        } else {
+            uscope = calloc(1, sizeof *uscope);
+            if (!uscope || !conj_push(c, uscope, uneval_owner, 0, 0)) {
+                if (!uscope)
+                    sc_oom(c);
+                goto out;
+            }
+            for (int32_t i = 0; i < uscope->n; i++)
+                if (sc_get(uscope->v[i].s, "additionalProperties"))
+                    uscope_all = true;
+            if (uscope_all)
+                has_uneval = false;
+        }
     }
     /* required names: they are properties even if only "required" mentions them */
     for (int32_t i = 0; i < l->n; i++) {
@@ -1334,6 +1397,25 @@ static gr_ex_t *compile_object(sc_t *c, conj_t *l, flat_t *f, int depth)
             }
             if (!matched && ap)
                 app[na++] = ap;
+        }
+        if (has_uneval) {
+            bool evaluated = false;
+            for (int32_t i = 0; i < uscope->n && !evaluated; i++) {
+                const json_object *us = uscope->v[i].s;
+                if (sc_get(sc_get(us, "properties"), props[k].name))
+                    evaluated = true;
+                json_object *pp = sc_get(us, "patternProperties");
+                if (pp && json_object_is_type(pp, json_type_object)) {
+                    json_object_object_foreach(pp, pat, psch) {
+                        (void)psch;
+                        bool okm;
+                        if (sc_pattern_match(c, pat, props[k].name, strlen(props[k].name), &okm) && okm)
+                            evaluated = true;
+                    }
+                }
+            }
+            if (!evaluated)
+                app[na++] = uneval;
         }
         /* propertyNames must accept the name */
         for (int32_t i = 0; i < l->n && !forbidden; i++) {
@@ -1477,8 +1559,17 @@ static gr_ex_t *compile_object(sc_t *c, conj_t *l, flat_t *f, int depth)
             if (!matched && ap)
                 app[na++] = ap;
         }
-        if (m == 0 && !any_additional && has_uneval && uneval)
-            app[na++] = uneval;
+        if (has_uneval) {
+            /* evaluated when a pattern of the owner's scope matches */
+            bool evaluated = false;
+            for (int32_t i = 0; i < uscope->n && !evaluated; i++) {
+                json_object *pp = sc_get(uscope->v[i].s, "patternProperties");
+                for (int32_t q = 0; q < n_pats && !evaluated; q++)
+                    evaluated = ((m >> q) & 1) && pp && sc_get(pp, pats[q]);
+            }
+            if (!evaluated)
+                app[na++] = uneval;
+        }
         for (int32_t q = 0; q < na; q++)
             if (json_object_is_type(app[q], json_type_boolean) && !json_object_get_boolean(app[q]))
                 dead = true;
@@ -1579,6 +1670,7 @@ out:
     for (int32_t k = 0; k < np; k++)
         free(props[k].conj);
     free(props);
+    free(uscope);
     gr_dfa_free(names_dfa);
     return c->failed ? NULL : result;
 }

@@ -40,6 +40,10 @@ typedef struct {
     int64_t n_syms;
     memo_t *memo;
     int32_t n_memo, cap_memo;
+    int32_t *memo_slot;     /* hash table over memo[] (-1 empty) */
+    uint32_t memo_mask;
+    int32_t *term_slot;     /* hash table over terms[] by content hash */
+    uint32_t term_mask;
     gr_arena_t *arena;
 } bld_t;
 
@@ -153,17 +157,52 @@ static void push_sym(bld_t *b, int32_t pi, int32_t s)
 
 /* ---- terminals ---------------------------------------------------------- */
 
+/* Open-addressing tables of indexes; grow at half load. */
+static bool table_grow(int32_t **slot, uint32_t *mask, int32_t n, uint64_t (*key)(bld_t *, int32_t), bld_t *b)
+{
+    uint32_t cap = *mask ? (*mask + 1) * 2 : 256;
+    while ((uint32_t)n * 2 >= cap)
+        cap *= 2;
+    int32_t *s = malloc((size_t)cap * sizeof *s);
+    if (!s)
+        return false;
+    memset(s, 0xff, (size_t)cap * sizeof *s);
+    for (int32_t i = 0; i < n; i++) {
+        uint32_t j = (uint32_t)key(b, i) & (cap - 1);
+        while (s[j] >= 0)
+            j = (j + 1) & (cap - 1);
+        s[j] = i;
+    }
+    free(*slot);
+    *slot = s;
+    *mask = cap - 1;
+    return true;
+}
+
+static uint64_t term_key(bld_t *b, int32_t i)
+{
+    return b->terms[i].h1 ^ (uint64_t)b->terms[i].kind * 0x9E3779B97F4A7C15ull;
+}
+
 static int32_t intern_term(bld_t *b, gr_term_t *t)
 {
-    for (int32_t i = 0; i < b->n_terms; i++) {
-        gr_term_t *o = &b->terms[i];
+    if (!b->term_slot && !table_grow(&b->term_slot, &b->term_mask, 0, term_key, b)) {
+        gr_dfa_free(t->dfa);
+        free(t->live);
+        boom(b);
+        return -1;
+    }
+    uint64_t k = t->h1 ^ (uint64_t)t->kind * 0x9E3779B97F4A7C15ull;
+    uint32_t j = (uint32_t)k & b->term_mask;
+    for (; b->term_slot[j] >= 0; j = (j + 1) & b->term_mask) {
+        gr_term_t *o = &b->terms[b->term_slot[j]];
         if (o->kind != t->kind || o->h1 != t->h1 || o->h2 != t->h2)
             continue;
         if (t->kind == GR_TERM_TOKEN ? o->token == t->token
                                      : (o->min == t->min && o->max == t->max && gr_dfa_equal(o->dfa, t->dfa))) {
             gr_dfa_free(t->dfa);
             free(t->live);
-            return i;
+            return b->term_slot[j];
         }
     }
     if (b->n_terms == b->cap_terms) {
@@ -179,7 +218,13 @@ static int32_t intern_term(bld_t *b, gr_term_t *t)
         b->cap_terms = cap;
     }
     b->terms[b->n_terms] = *t;
-    return b->n_terms++;
+    b->term_slot[j] = b->n_terms;
+    int32_t id = b->n_terms++;
+    if ((uint32_t)b->n_terms * 2 > b->term_mask && !table_grow(&b->term_slot, &b->term_mask, b->n_terms, term_key, b)) {
+        boom(b);
+        return -1;
+    }
+    return id;
 }
 
 static uint64_t hmix(uint64_t h, uint64_t v)
@@ -232,40 +277,36 @@ static bool counted_live(gr_term_t *t)
     return true;
 }
 
-/* A small finite language: acyclic and at most 256 strings (counted by
- * paths, capped). Such terminals are cheap to lex on their own. */
+/* A small finite language: acyclic and at most 256 strings. Such
+ * terminals are cheap to lex on their own. */
+static double count_strings(const gr_dfa_t *d, int32_t s, double *memo, const int *class_size, int depth)
+{
+    if (memo[s] >= 0)
+        return memo[s];
+    double v = d->accept[s] ? 1 : 0;
+    for (int32_t k = 0; k < d->n_classes && v <= 1e9 && depth < 100000; k++) {
+        int32_t t = d->next[(size_t)s * d->n_classes + k];
+        if (t >= 0)
+            v += class_size[k] * count_strings(d, t, memo, class_size, depth + 1);
+    }
+    return memo[s] = v > 1e9 ? 1e9 : v;
+}
+
 static bool dfa_narrow(const gr_dfa_t *d)
 {
-    if (!gr_dfa_finite(d, NULL))
+    int64_t longest = 0;
+    if (d->n_states > 2048 || !gr_dfa_finite(d, &longest) || longest > 4096)
         return false;
-    int32_t n = d->n_states;
-    /* paths to acceptance from each state, in reverse topological order:
-     * states are numbered breadth-first, which is not topological in
-     * general, so iterate to a fixpoint (acyclic: at most n rounds) */
-    double *cnt = calloc((size_t)n, sizeof *cnt);
-    if (!cnt)
+    int class_size[256] = {0};
+    for (int by = 0; by < 256; by++)
+        class_size[d->cls[by]]++;
+    double *memo = malloc((size_t)d->n_states * sizeof *memo);
+    if (!memo)
         return false;
-    for (int32_t round = 0; round < n + 1; round++) {
-        bool changed = false;
-        for (int32_t s = n - 1; s >= 0; s--) {
-            double v = d->accept[s] ? 1 : 0;
-            for (int by = 0; by < 256; by++) {
-                int32_t t = gr_dfa_step(d, s, (uint8_t)by);
-                if (t >= 0)
-                    v += cnt[t];
-            }
-            if (v > 1e9)
-                v = 1e9;
-            if (v != cnt[s]) {
-                cnt[s] = v;
-                changed = true;
-            }
-        }
-        if (!changed)
-            break;
-    }
-    bool narrow = cnt[0] <= 256;
-    free(cnt);
+    for (int32_t s = 0; s < d->n_states; s++)
+        memo[s] = -1;
+    bool narrow = count_strings(d, 0, memo, class_size, 0) <= 256;
+    free(memo);
     return narrow;
 }
 
@@ -348,12 +389,32 @@ static int32_t regular_symbol(bld_t *b, gr_ex_t *x)
     return n;
 }
 
+static uint64_t pieces_hash(const gr_ex_t *const *pieces, int32_t n)
+{
+    uint64_t h = hmix(0x5eed, (uint64_t)n);
+    for (int32_t i = 0; i < n; i++)
+        h = hmix(h, (uint64_t)(uintptr_t)pieces[i]);
+    return h;
+}
+
+static uint64_t memo_key(bld_t *b, int32_t i)
+{
+    return pieces_hash(b->memo[i].key, b->memo[i].n);
+}
+
 /* Memoized by the list of fused pieces (pointer identity). */
 static int32_t fused_symbol(bld_t *b, const gr_ex_t **pieces, int32_t n)
 {
-    for (int32_t i = 0; i < b->n_memo; i++)
-        if (b->memo[i].n == n && !memcmp(b->memo[i].key, pieces, (size_t)n * sizeof *pieces))
-            return b->memo[i].sym;
+    if (!b->memo_slot && !table_grow(&b->memo_slot, &b->memo_mask, 0, memo_key, b)) {
+        boom(b);
+        return SYM_DEAD;
+    }
+    uint64_t h = pieces_hash(pieces, n);
+    for (uint32_t j = (uint32_t)h & b->memo_mask; b->memo_slot[j] >= 0; j = (j + 1) & b->memo_mask) {
+        memo_t *m = &b->memo[b->memo_slot[j]];
+        if (m->n == n && !memcmp(m->key, pieces, (size_t)n * sizeof *pieces))
+            return m->sym;
+    }
     gr_ex_t *x = n == 1 ? (gr_ex_t *)pieces[0] : gr_ex_seq(b->arena, (gr_ex_t *const *)pieces, (size_t)n);
     if (!x) {
         bfail(b, b->arena->over ? LF_ERR_UNSUPPORTED : LF_ERR_NOMEM,
@@ -380,6 +441,17 @@ static int32_t fused_symbol(bld_t *b, const gr_ex_t **pieces, int32_t n)
     }
     memcpy(key, pieces, (size_t)n * sizeof *key);
     b->memo[b->n_memo++] = (memo_t){key, n, sym};
+    if ((uint32_t)b->n_memo * 2 > b->memo_mask) {
+        if (!table_grow(&b->memo_slot, &b->memo_mask, b->n_memo, memo_key, b)) {
+            boom(b);
+            return SYM_DEAD;
+        }
+    } else {
+        uint32_t j = (uint32_t)h & b->memo_mask;
+        while (b->memo_slot[j] >= 0)
+            j = (j + 1) & b->memo_mask;
+        b->memo_slot[j] = b->n_memo - 1;
+    }
     return sym;
 }
 
@@ -569,6 +641,8 @@ static void bld_free(bld_t *b)
     for (int32_t i = 0; i < b->n_memo; i++)
         free(b->memo[i].key);
     free(b->memo);
+    free(b->memo_slot);
+    free(b->term_slot);
 }
 
 void gr_cfg_free(gr_cfg_t *g)

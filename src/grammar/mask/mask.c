@@ -10,11 +10,11 @@
 typedef struct entry {
     uint64_t h1, h2;
     uint32_t *acc;
-    uint32_t *exits;        /* trie node indexes */
+    uint32_t *exits;        /* trie node indexes, bit 31 set: the full trie
+                               (else the rest trie) */
     int32_t *exit_lex;      /* lexer state at each exit, for the owner lexer */
     uint64_t owner;         /* gr_lexer_serial of the lexer that computed it */
     int32_t n_exits;
-    uint8_t trie;           /* 0 full, 1 rest */
     int32_t refs;
     size_t bytes;
     struct entry *prev, *next, *hnext; /* LRU list, hash chain */
@@ -249,8 +249,12 @@ static inline void set_token(const gr_vindex_t *vi, uint32_t *bits, int32_t t)
 
 /* Walks trie t from the root with lexer state L, recording surviving tokens
  * into acc and accepting inner nodes with children into s->exits. */
-static void walk_single(const gr_trie_t *t, gr_lexer_t *lx, int32_t L, gr_mask_scratch_t *s, uint32_t *acc,
-                        const gr_vindex_t *vi)
+/* Walks trie t (the full trie when full) from the root with lexer state L,
+ * recording surviving tokens into acc and accepting inner nodes with
+ * children into s->exits. first: NULL, or 256 flags: which first bytes to
+ * walk (the other subtrees of the root are skipped). */
+static void walk_single(const gr_trie_t *t, bool full, gr_lexer_t *lx, int32_t L, gr_mask_scratch_t *s, uint32_t *acc,
+                        const gr_vindex_t *vi, const bool *first)
 {
     int32_t *st = s->lex_stack;
     st[0] = L;
@@ -258,6 +262,10 @@ static void walk_single(const gr_trie_t *t, gr_lexer_t *lx, int32_t L, gr_mask_s
     uint32_t n = t->n_nodes, i = 1;
     while (i < n) {
         const gr_tnode_t *x = &nd[i];
+        if (first && x->depth == 1 && !first[x->byte]) {
+            i += x->sub;
+            continue;
+        }
         int32_t l2 = gr_lexer_next(lx, st[x->depth - 1], x->byte);
         if (l2 < 0) {
             if (l2 == GR_LEXER_FULL)
@@ -269,7 +277,7 @@ static void walk_single(const gr_trie_t *t, gr_lexer_t *lx, int32_t L, gr_mask_s
         if (x->tok >= 0)
             set_token(vi, acc, x->tok);
         if (x->sub > 1 && gr_lexer_state(lx, l2)->n_acc > 0)
-            push_exit(s, i, l2);
+            push_exit(s, i | (full ? 1u << 31 : 0), l2);
         i++;
     }
 }
@@ -313,7 +321,14 @@ enum { UNI_DIVERGE = 0, UNI_NEXT, UNI_DEAD };
 /* Whether every string-safe code point takes L to the same place without
  * any intermediate accepting state: UNI_NEXT (*out = that state), UNI_DEAD
  * (all of them die), UNI_DIVERGE otherwise. */
+static int uniform_step_x(gr_lexer_t *lx, int32_t L, int32_t *out, bool *full, bool skip_ascii);
+
 static int uniform_step(gr_lexer_t *lx, int32_t L, int32_t *out, bool *full)
+{
+    return uniform_step_x(lx, L, out, full, false);
+}
+
+static int uniform_step_x(gr_lexer_t *lx, int32_t L, int32_t *out, bool *full, bool skip_ascii)
 {
     /* DFS over (utf8 state, lexer state) pairs; small bound */
     enum { MAXP = 512 };
@@ -328,7 +343,7 @@ static int uniform_step(gr_lexer_t *lx, int32_t L, int32_t *out, bool *full)
         int32_t l = pl[top++];
         for (int b = 0; b < 256; b++) {
             int u2 = utf8_next(u, (uint8_t)b);
-            if (u2 < 0)
+            if (u2 < 0 || (skip_ascii && u == 0 && b < 0x80))
                 continue;
             int32_t l2 = gr_lexer_next(lx, l, (uint8_t)b);
             if (l2 == GR_LEXER_FULL) {
@@ -407,6 +422,55 @@ static int32_t slice_chain(const gr_vindex_t *vi, gr_lexer_t *lx, int32_t L, boo
     return k;
 }
 
+/* The slice shortcut when every string-safe code point takes L to one state
+ * N except a few ASCII first bytes (a key that may still become one of the
+ * object's names, a pattern with a fixed first character...): the slice
+ * tokens that do not start with an exception byte are decided by N's
+ * chain; *exc receives the exception bytes (their subtrees are walked).
+ * Returns false when the shortcut does not apply. */
+static bool slice_except(const gr_vindex_t *vi, gr_lexer_t *lx, int32_t L, uint32_t *acc, bool *exc, bool *full)
+{
+    int32_t N;
+    if (uniform_step_x(lx, L, &N, full, true) != UNI_NEXT)
+        return false;
+    int n_exc = 0;
+    for (int b = 0x20; b < 0x80; b++) {
+        if (b == '"' || b == '\\')
+            continue;
+        int32_t lb = gr_lexer_next(lx, L, (uint8_t)b);
+        if (lb == GR_LEXER_FULL) {
+            *full = true;
+            return false;
+        }
+        if (lb != N) {
+            exc[b] = true;
+            if (++n_exc > 24)
+                return false;
+        }
+    }
+    if (gr_lexer_state(lx, N)->n_acc > 0)
+        return false;
+    bool decided, accept_longer;
+    int32_t k = slice_chain(vi, lx, N, &decided, &accept_longer, full);
+    if (!decided || *full)
+        return false;
+    /* slice tokens of at most k + 1 code points whose first byte is no exception */
+    int32_t kk = k + 1 < vi->slice_max_cp ? k + 1 : vi->slice_max_cp;
+    memcpy(acc, vi->slice_upto[kk], (size_t)vi->n_words * sizeof *acc);
+    for (int b = 0; b < 128; b++)
+        if (exc[b] && vi->slice_first[b])
+            for (int32_t w = 0; w < vi->n_words; w++)
+                acc[w] &= ~vi->slice_first[b][w];
+    /* the exception subtrees are walked in the full trie; every other first
+     * byte's non-slice tokens in the rest trie */
+    for (int b = 0x80; b < 256; b++)
+        exc[b] = false;
+    for (int b = 0; b < 0x20; b++)
+        exc[b] = false;
+    exc['"'] = exc['\\'] = false;
+    return true;
+}
+
 static entry_t *entry_compute(const gr_vindex_t *vi, gr_lexer_t *lx, int32_t L, gr_mask_scratch_t *s)
 {
     entry_t *e = calloc(1, sizeof *e);
@@ -420,16 +484,23 @@ static entry_t *entry_compute(const gr_vindex_t *vi, gr_lexer_t *lx, int32_t L, 
     s->n_exits = 0;
     bool decided = false, accept_longer = false, full = false;
     int32_t k = vi->slice_max_cp > 0 ? slice_chain(vi, lx, L, &decided, &accept_longer, &full) : 0;
+    bool exc[256] = {false};
     if (decided && !full) {
         if (k > 0)
             memcpy(e->acc, vi->slice_upto[k < vi->slice_max_cp ? k : vi->slice_max_cp],
                    (size_t)vi->n_words * sizeof *e->acc);
         (void)accept_longer; /* k is already the longest slice token then */
-        e->trie = 1;
-        walk_single(&vi->rest, lx, L, s, e->acc, vi);
+        walk_single(&vi->rest, false, lx, L, s, e->acc, vi, NULL);
+    } else if (!full && slice_except(vi, lx, L, e->acc, exc, &full)) {
+        /* all but a few first bytes behave alike: walk only those subtrees
+         * and the tokens outside the slice */
+        bool others[256];
+        for (int b = 0; b < 256; b++)
+            others[b] = !exc[b];
+        walk_single(&vi->rest, false, lx, L, s, e->acc, vi, others);
+        walk_single(&vi->full, true, lx, L, s, e->acc, vi, exc);
     } else {
-        e->trie = 0;
-        walk_single(&vi->full, lx, L, s, e->acc, vi);
+        walk_single(&vi->full, true, lx, L, s, e->acc, vi, NULL);
     }
     if (full)
         s->full = true;
@@ -701,9 +772,9 @@ lf_code_t gr_mask_compute(const gr_vindex_t *vi, gr_mask_cache_t *c, gr_mask_scr
             break;
         for (int32_t w = 0; w < vi->n_words; w++)
             mask[w] |= e->acc[w];
-        const gr_trie_t *t = e->trie ? &vi->rest : &vi->full;
         for (int32_t k = 0; k < e->n_exits && !s->oom && !s->full; k++) {
-            uint32_t x = e->exits[k];
+            const gr_trie_t *t = e->exits[k] >> 31 ? &vi->full : &vi->rest;
+            uint32_t x = e->exits[k] & 0x7fffffffu;
             int32_t lx_at;
             if (e->owner == serial) {
                 lx_at = e->exit_lex[k];

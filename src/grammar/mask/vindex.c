@@ -192,9 +192,19 @@ gr_vindex_t *gr_vindex_create(const vocab_t *v, lf_err_t *err)
         if (!vi->slice_upto[k])
             goto oom;
     }
+    vi->slice_first = calloc(128, sizeof *vi->slice_first);
+    if (!vi->slice_first)
+        goto oom;
     for (int32_t t = 0; t < nv; t++)
-        if (cps[t] > 0)
+        if (cps[t] > 0) {
             gr_bits_set(vi->slice_upto[cps[t]], t);
+            uint8_t b0 = vi->tok_bytes[t][0];
+            if (b0 < 128) {
+                if (!vi->slice_first[b0] && !(vi->slice_first[b0] = calloc((size_t)vi->n_words, sizeof(uint32_t))))
+                    goto oom;
+                gr_bits_set(vi->slice_first[b0], t);
+            }
+        }
     for (int32_t k = 1; k <= max_cp; k++)
         for (int32_t w = 0; w < vi->n_words; w++)
             vi->slice_upto[k][w] |= vi->slice_upto[k - 1][w];
@@ -228,5 +238,8 @@ void gr_vindex_free(gr_vindex_t *vi)
     for (int32_t k = 0; vi->slice_upto && k <= vi->slice_max_cp; k++)
         free(vi->slice_upto[k]);
     free(vi->slice_upto);
+    for (int b = 0; vi->slice_first && b < 128; b++)
+        free(vi->slice_first[b]);
+    free(vi->slice_first);
     free(vi);
 }

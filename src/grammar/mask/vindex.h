@@ -15,8 +15,10 @@
  * Slice: tokens that are valid UTF-8 whose code points are all >= U+0020
  * and neither '"' nor '\' - text that can sit raw inside a JSON string.
  * slice_upto[k] is the bitset of slice tokens of at most k code points
- * (k = 0..slice_max_cp). When a lexer state treats every such code point
- * alike for k steps, these tokens are decided without walking (mask.c).
+ * (k = 0..slice_max_cp), slice_first[b] those that start with ASCII byte
+ * b. When a lexer state treats every such code point alike for k steps
+ * (perhaps except a few first bytes), these tokens are decided without
+ * walking (mask.c).
  *
  * Bitsets are n_words uint32 words, bit t of word t / 32.
  */
@@ -51,6 +53,7 @@ typedef struct gr_vindex {
     int32_t *dup_next;       /* [n_vocab] next token with the same bytes, -1 */
     gr_trie_t full, rest;
     uint32_t **slice_upto;   /* [slice_max_cp + 1] bitsets */
+    uint32_t **slice_first;  /* [128]: slice tokens starting with that ASCII byte (NULL: none) */
     int32_t slice_max_cp;
     int32_t *eog;            /* end-of-generation tokens */
     int32_t n_eog;

@@ -273,6 +273,59 @@ grammar_t *grammar_from_rules(grammar_engine_t *e, gr_arena_t *a, gr_rules_t *R,
     return build(e, a, R, start, &lim, gr_now_ns(), key, err);
 }
 
+/* One compilation: its cache key, start time, limits, arena and rules. */
+typedef struct {
+    char *key;
+    int64_t t0;
+    gr_limits_t lim;
+    gr_arena_t a;
+    gr_rules_t R;
+} sess_t;
+
+/* A cached grammar for key (the session is then unused), or NULL with the
+ * session started. Takes ownership of key. */
+static grammar_t *sess_begin(grammar_engine_t *e, sess_t *s, char *key, const grammar_opts_t *o)
+{
+    memset(s, 0, sizeof *s);
+    s->key = key;
+    grammar_t *g = cache_get(e, key);
+    if (g) {
+        free(key);
+        s->key = NULL;
+        return g;
+    }
+    s->t0 = gr_now_ns();
+    limits_of(o, &s->lim);
+    gr_arena_init(&s->a, mem_limit(o));
+    return NULL;
+}
+
+static grammar_t *sess_fail(grammar_engine_t *e, sess_t *s)
+{
+    gr_rules_free(&s->R);
+    gr_arena_free(&s->a);
+    note_compile(e, false, (double)(gr_now_ns() - s->t0) * 1e-9);
+    free(s->key);
+    return NULL;
+}
+
+/* The rule start gets x; builds the grammar (the session ends). */
+static grammar_t *sess_build(grammar_engine_t *e, sess_t *s, gr_ex_t *x, lf_err_t *err)
+{
+    int32_t start = x ? gr_rules_add(&s->R) : -1;
+    if (start < 0) {
+        if (x)
+            lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+        else if (s->a.over)
+            lf_err_set(err, LF_ERR_UNSUPPORTED, "grammar too large: the compile memory limit was hit");
+        return sess_fail(e, s);
+    }
+    s->R.v[start] = x;
+    grammar_t *g = build(e, &s->a, &s->R, start, &s->lim, s->t0, s->key, err);
+    free(s->key);
+    return g;
+}
+
 static char *make_key(const char *kind, const grammar_opts_t *o, const char *text, size_t len)
 {
     size_t n = strlen(kind) + len + 32;
@@ -294,41 +347,16 @@ grammar_t *grammar_from_schema_object(grammar_engine_t *e, const struct json_obj
         o = &def;
     }
     const char *canon = json_object_to_json_string_ext((struct json_object *)schema, JSON_C_TO_STRING_PLAIN);
-    char *key = make_key("schema", o, canon, strlen(canon));
-    grammar_t *g = cache_get(e, key);
-    if (g) {
-        free(key);
+    sess_t s;
+    grammar_t *g = sess_begin(e, &s, make_key("schema", o, canon, strlen(canon)), o);
+    if (g)
         return g;
-    }
-    int64_t t0 = gr_now_ns();
-    gr_limits_t lim;
-    limits_of(o, &lim);
-    gr_schema_opts_t so = {.strict = o->strict, .no_whitespace = o->compact, .lim = &lim};
-    gr_arena_t a;
-    gr_arena_init(&a, mem_limit(o));
-    gr_rules_t R = {0};
+    gr_schema_opts_t so = {.strict = o->strict, .no_whitespace = o->compact, .lim = &s.lim};
     gr_ex_t *value = NULL;
-    if (gr_schema_compile(schema, &so, &a, &R, &value, err) != LF_OK) {
-        gr_rules_free(&R);
-        gr_arena_free(&a);
-        note_compile(e, false, (double)(gr_now_ns() - t0) * 1e-9);
-        free(key);
-        return NULL;
-    }
-    gr_ex_t *ws = gr_schema_ws(&a, &so);
-    int32_t start = gr_rules_add(&R);
-    if (start >= 0)
-        R.v[start] = gr_ex_seq3(&a, ws, value, ws);
-    if (start < 0 || !R.v[start]) {
-        gr_rules_free(&R);
-        gr_arena_free(&a);
-        free(key);
-        lf_err_set(err, LF_ERR_NOMEM, "out of memory");
-        return NULL;
-    }
-    g = build(e, &a, &R, start, &lim, t0, key, err);
-    free(key);
-    return g;
+    if (gr_schema_compile(schema, &so, &s.a, &s.R, &value, err) != LF_OK)
+        return sess_fail(e, &s);
+    gr_ex_t *ws = gr_schema_ws(&s.a, &so);
+    return sess_build(e, &s, gr_ex_seq3(&s.a, ws, value, ws), err);
 }
 
 grammar_t *grammar_from_json_schema(grammar_engine_t *e, const char *json, size_t len, const grammar_opts_t *o,
@@ -367,33 +395,12 @@ grammar_t *grammar_from_any_json(grammar_engine_t *e, bool object_only, const gr
 grammar_t *grammar_from_regex(grammar_engine_t *e, const char *re, size_t len, const grammar_opts_t *o,
                               lf_err_t *err)
 {
-    char *key = make_key("regex", o, re, len);
-    grammar_t *g = cache_get(e, key);
-    if (g) {
-        free(key);
+    sess_t s;
+    grammar_t *g = sess_begin(e, &s, make_key("regex", o, re, len), o);
+    if (g)
         return g;
-    }
-    int64_t t0 = gr_now_ns();
-    gr_limits_t lim;
-    limits_of(o, &lim);
-    gr_arena_t a;
-    gr_arena_init(&a, mem_limit(o));
-    gr_rules_t R = {0};
-    gr_ex_t *x = gr_regex_parse(&a, re, len, GR_REGEX_FULL, err);
-    int32_t start = x ? gr_rules_add(&R) : -1;
-    if (start < 0) {
-        if (x)
-            lf_err_set(err, LF_ERR_NOMEM, "out of memory");
-        gr_rules_free(&R);
-        gr_arena_free(&a);
-        note_compile(e, false, (double)(gr_now_ns() - t0) * 1e-9);
-        free(key);
-        return NULL;
-    }
-    R.v[start] = x;
-    g = build(e, &a, &R, start, &lim, t0, key, err);
-    free(key);
-    return g;
+    gr_ex_t *x = gr_regex_parse(&s.a, re, len, GR_REGEX_FULL, err);
+    return x ? sess_build(e, &s, x, err) : sess_fail(e, &s);
 }
 
 static int32_t res_find(void *ctx, const char *text, size_t len)
@@ -413,39 +420,23 @@ static int res_piece(void *ctx, int32_t id, char *buf, size_t cap, int *is_speci
 grammar_t *grammar_from_gbnf(grammar_engine_t *e, const char *text, size_t len, const grammar_opts_t *o,
                              lf_err_t *err)
 {
-    char *key = make_key("gbnf", o, text, len);
-    grammar_t *g = cache_get(e, key);
-    if (g) {
-        free(key);
+    sess_t s;
+    grammar_t *g = sess_begin(e, &s, make_key("gbnf", o, text, len), o);
+    if (g)
         return g;
-    }
-    int64_t t0 = gr_now_ns();
-    gr_limits_t lim;
-    limits_of(o, &lim);
-    gr_arena_t a;
-    gr_arena_init(&a, mem_limit(o));
-    gr_rules_t R = {0};
     gr_token_resolver_t res = {res_find, res_piece, (void *)e->vocab};
     gr_gbnf_t gb;
-    if (gr_gbnf_parse(&a, text, len, &res, &gb, err) != LF_OK) {
-        gr_arena_free(&a);
-        note_compile(e, false, (double)(gr_now_ns() - t0) * 1e-9);
-        free(key);
-        return NULL;
-    }
+    if (gr_gbnf_parse(&s.a, text, len, &res, &gb, err) != LF_OK)
+        return sess_fail(e, &s);
     for (int32_t i = 0; i < gb.n_rules; i++) {
-        if (gr_rules_add(&R) < 0) {
-            gr_rules_free(&R);
-            gr_arena_free(&a);
-            free(key);
+        if (gr_rules_add(&s.R) < 0) {
             lf_err_set(err, LF_ERR_NOMEM, "out of memory");
-            return NULL;
+            return sess_fail(e, &s);
         }
-        R.v[i] = gb.rules[i];
+        s.R.v[i] = gb.rules[i];
     }
-    g = build(e, &a, &R, gb.root, &lim, t0, key, err);
-    free(key);
-    return g;
+    /* the start: a rule that is just the root */
+    return sess_build(e, &s, gr_ex_ref(&s.a, gb.root), err);
 }
 
 grammar_t *grammar_from_choices(grammar_engine_t *e, const char *const *choices, const size_t *lens, size_t n,
@@ -466,32 +457,14 @@ grammar_t *grammar_from_choices(grammar_engine_t *e, const char *const *choices,
         w += lens[i];
     }
     key[w] = '\0';
-    grammar_t *g = cache_get(e, key);
-    if (g) {
-        free(key);
+    sess_t s;
+    grammar_t *g = sess_begin(e, &s, key, NULL);
+    if (g)
         return g;
-    }
-    int64_t t0 = gr_now_ns();
-    gr_limits_t lim;
-    limits_of(NULL, &lim);
-    gr_arena_t a;
-    gr_arena_init(&a, (size_t)256 << 20);
-    gr_rules_t R = {0};
     gr_exlist_t l = {0};
     for (size_t i = 0; i < n; i++)
-        gr_exlist_push(&a, &l, gr_ex_bytes(&a, choices[i], lens[i]));
-    int32_t start = l.fail ? -1 : gr_rules_add(&R);
-    if (start < 0) {
-        gr_rules_free(&R);
-        gr_arena_free(&a);
-        free(key);
-        lf_err_set(err, LF_ERR_NOMEM, "out of memory");
-        return NULL;
-    }
-    R.v[start] = gr_ex_alt(&a, l.v, l.n);
-    g = build(e, &a, &R, start, &lim, t0, key, err);
-    free(key);
-    return g;
+        gr_exlist_push(&s.a, &l, gr_ex_bytes(&s.a, choices[i], lens[i]));
+    return sess_build(e, &s, l.fail ? NULL : gr_ex_alt(&s.a, l.v, l.n), err);
 }
 
 /* ---- matchers ---------------------------------------------------------------------- */

@@ -541,6 +541,22 @@ fail:
     return NULL;
 }
 
+/* The state and time limits of a construction that has made n states and
+ * is at state id; false with the error naming the limit. */
+static bool within_limits(int64_t n, int32_t id, const gr_limits_t *lim, lf_err_t *err)
+{
+    if (n > dfa_max(lim) * 4) {
+        lf_err_set(err, LF_ERR_UNSUPPORTED, "grammar too large: the limit of %lld states per automaton was hit",
+                   (long long)dfa_max(lim));
+        return false;
+    }
+    if ((id & 255) == 255 && past_deadline(lim)) {
+        lf_err_set(err, LF_ERR_UNSUPPORTED, "grammar too complex: the compile time limit was hit");
+        return false;
+    }
+    return true;
+}
+
 /* ---- subset construction --------------------------------------------- */
 
 typedef struct {
@@ -676,15 +692,8 @@ static gr_dfa_t *determinize(const gr_nfa_t *nfa, bool keep_tags, const gr_limit
     if (!cbuf)
         goto oom;
     for (int32_t id = 0; id < S.n; id++) {
-        if (S.n > dfa_max(lim) * 4) {
-            lf_err_set(err, LF_ERR_UNSUPPORTED, "grammar too large: the limit of %lld states per automaton was hit",
-                       (long long)dfa_max(lim));
+        if (!within_limits(S.n, id, lim, err))
             goto fail;
-        }
-        if ((id & 255) == 255 && past_deadline(lim)) {
-            lf_err_set(err, LF_ERR_UNSUPPORTED, "grammar too complex: the compile time limit was hit");
-            goto fail;
-        }
         if (!raw_grow(&r, id + 1))
             goto oom;
         /* gather targets per class */
@@ -1005,15 +1014,8 @@ static gr_dfa_t *product(const gr_dfa_t *a, const gr_dfa_t *b, int op, const gr_
     PUSH(0, b->n_states > 0 ? 0 : -1, id0);
     (void)id0;
     for (int32_t id = 0; id < np; id++) {
-        if (np > dfa_max(lim) * 4) {
-            lf_err_set(err, LF_ERR_UNSUPPORTED, "grammar too large: the limit of %lld states per automaton was hit",
-                       (long long)dfa_max(lim));
+        if (!within_limits(np, id, lim, err))
             goto fail;
-        }
-        if ((id & 255) == 255 && past_deadline(lim)) {
-            lf_err_set(err, LF_ERR_UNSUPPORTED, "grammar too complex: the compile time limit was hit");
-            goto fail;
-        }
         if (!raw_grow(&r, id + 1))
             goto oom;
         int32_t x = pa[id], y = pb[id];

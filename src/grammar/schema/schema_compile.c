@@ -1466,26 +1466,8 @@ static gr_ex_t *compile_object(sc_t *c, conj_t *l, flat_t *f, int depth)
         gr_arena_t tmp;
         gr_arena_init(&tmp, 32u << 20);
         gr_exlist_t nl = {0};
-        for (int32_t k = 0; k < np; k++) {
-            gr_exlist_t chars = {0};
-            const char *s = props[k].name;
-            size_t n = strlen(s);
-            for (size_t i = 0; i < n;) {
-                unsigned char ch = (unsigned char)s[i];
-                size_t len = ch < 0x80 ? 1 : (ch >> 5) == 6 ? 2 : (ch >> 4) == 14 ? 3 : 4;
-                uint32_t cp = ch;
-                if (i + len > n)
-                    len = 1;
-                if (len > 1) {
-                    cp = len == 2 ? ch & 0x1F : len == 3 ? ch & 0x0F : ch & 0x07;
-                    for (size_t q = 1; q < len; q++)
-                        cp = cp << 6 | ((unsigned char)s[i + q] & 0x3F);
-                }
-                gr_exlist_push(&tmp, &chars, gr_ex_range(&tmp, cp, cp));
-                i += len;
-            }
-            gr_exlist_push(&tmp, &nl, gr_ex_jstr(&tmp, chars.fail ? NULL : gr_ex_seq(&tmp, chars.v, chars.n), 0, -1));
-        }
+        for (int32_t k = 0; k < np; k++)
+            gr_exlist_push(&tmp, &nl, gr_ex_jstr(&tmp, sc_literal_chars(&tmp, props[k].name, strlen(props[k].name)), 0, -1));
         for (int32_t q = 0; q < f->n_forbid; q++) {
             json_object *ks = json_object_new_string(f->forbid[q]);
             gr_exlist_push(&tmp, &nl, ks ? gr_ex_str(&tmp, to_json(ks)) : NULL);

@@ -105,6 +105,9 @@ gr_ex_t *sc_string_expr(sc_t *c, const sc_str_t *s);
 /* The DFA of JSON strings (all encodings) satisfying s without length
  * bounds, or NULL (error). Owned by the caller. */
 gr_dfa_t *sc_string_dfa(sc_t *c, const sc_str_t *s);
+/* The code points of UTF-8 text s as a sequence of one-character sets
+ * (encoded by whoever embeds it: all JSON encodings inside a JSON string). */
+gr_ex_t *sc_literal_chars(gr_arena_t *a, const char *s, size_t n);
 /* Whether a format name is enforced. */
 bool sc_format_known(const char *name);
 /* Whether UTF-8 text matches the format / pattern (literal validation). */

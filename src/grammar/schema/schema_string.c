@@ -97,7 +97,7 @@ static gr_dfa_t *jstr_dfa(sc_t *c, gr_arena_t *a, gr_ex_t *content)
     return d;
 }
 
-static gr_ex_t *literal_chars(gr_arena_t *a, const char *s, size_t n)
+gr_ex_t *sc_literal_chars(gr_arena_t *a, const char *s, size_t n)
 {
     gr_exlist_t l = {0};
     for (size_t i = 0; i < n;) {
@@ -153,7 +153,7 @@ gr_dfa_t *sc_string_dfa(sc_t *c, const sc_str_t *s)
         const json_object *v = s->exclude[i];
         if (!json_object_is_type(v, json_type_string))
             continue;
-        gr_ex_t *e = literal_chars(&a, json_object_get_string((json_object *)v), (size_t)json_object_get_string_len(v));
+        gr_ex_t *e = sc_literal_chars(&a, json_object_get_string((json_object *)v), (size_t)json_object_get_string_len(v));
         gr_dfa_t *x = e ? jstr_dfa(c, &a, e) : NULL;
         gr_dfa_t *y = x ? gr_dfa_subtract(d, x, c->o->lim, c->err) : NULL;
         gr_dfa_free(x);

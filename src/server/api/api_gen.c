@@ -539,6 +539,7 @@ void api_chat(srv_t *s, http_req_t *r)
     int32_t *ids = NULL;
     size_t n_ids = 0;
     lf_err_t le = {0};
+    grammar_t *g = NULL;
     if (!srv_require_model(s, r, q.gen.model))
         goto out;
     if (s->render(s->render_ctx, &q, true, &prompt, &le) != LF_OK) {
@@ -551,7 +552,6 @@ void api_chat(srv_t *s, http_req_t *r)
         goto out;
     chat_out_cfg_t oc;
     bool parse = false;
-    grammar_t *g = NULL;
     if (chat_output_config(s, r, &q, prompt, &oc, &parse) < 0)
         goto out;
     if (api_constraint_build(s, r, &q.gen, &q, &oc, &g) < 0)

@@ -30,6 +30,7 @@ static const char usage[] =
     "      --parallel N           sequences generated together (default 4) [LLM_PARALLEL]\n"
     "      --threads N            engine threads (default: all cores) [LLM_THREADS]\n"
     "      --batch-tokens N       token budget of one engine step (default 512) [LLM_BATCH_TOKENS]\n"
+    "      --grammar-cache-mb N   token-mask cache of structured output in MiB (default 256)\n"
     "      --kv-cache-mb N        KV cache budget in MiB (default: parallel x ctx-size positions);\n"
     "                             when full, the newest stream is preempted and resumed later\n"
     "                             [LLM_KV_CACHE_MB]\n"
@@ -175,7 +176,7 @@ static int serve_check_parsers(const srv_config_t *c)
 
 enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, O_HTTP, O_QUEUE, O_BODY,
        O_BATCH, O_DRAIN, O_PING, O_LOGP, O_TEMP, O_TOPP, O_TOPK, O_MINP, O_REP, O_MAXN, O_MINDIE, O_LMIFIN, O_KVMB,
-       O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND };
+       O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE };
 
 /* A float in [lo, hi]; -1 when bad. */
 static int parse_float(const char *s, double lo, double hi, float *out)
@@ -242,6 +243,7 @@ int cmd_serve(int argc, char **argv)
         {"chat-template", required_argument, 0, O_TMPL}, {"reasoning-parser", required_argument, 0, O_RPARSE},
         {"tool-call-parser", required_argument, 0, O_TPARSE},
         {"reasoning-start", required_argument, 0, O_RSTART}, {"reasoning-end", required_argument, 0, O_REND},
+        {"grammar-cache-mb", required_argument, 0, O_GCACHE},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     int o;
     optind = 1;
@@ -286,6 +288,7 @@ int cmd_serve(int argc, char **argv)
         case O_TPARSE: c.tool_call_parser = optarg; break;
         case O_RSTART: c.reasoning_start = optarg; break;
         case O_REND: c.reasoning_end = optarg; break;
+        case O_GCACHE: bad = parse_int(optarg, 1, &c.grammar_cache_mb); break;
         case 'h': fputs(usage, stdout); rc = 0; goto out;
         default: fputs(usage, stderr); goto out;
         }

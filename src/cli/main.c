@@ -18,6 +18,7 @@ static const command_t commands[] = {
     {"generate", cmd_generate, "generate a completion of a prompt on the command line"},
     {"chat-template", cmd_chat_template, "render a chat request's prompt with a model's chat template"},
     {"bench", cmd_bench, "measure prompt-processing and generation speed"},
+    {"grammar", cmd_grammar, "compile a JSON schema / regex / GBNF constraint and check instances (MaskBench style)"},
     {"help", NULL, "list the subcommands"},
 };
 

@@ -53,6 +53,7 @@ typedef struct {
     const char *tool_call_parser;     /* --tool-call-parser (NULL: detect) */
     const char *reasoning_start;      /* --reasoning-start / -end: the generic */
     const char *reasoning_end;        /* reasoning parser's markers (or NULL) */
+    int32_t grammar_cache_mb;         /* token-mask cache budget (0: 256) */
 } srv_config_t;
 
 typedef struct {
@@ -60,6 +61,7 @@ typedef struct {
     model_t *model;
     const vocab_t *vocab;
     sched_t *sched;
+    struct grammar_engine *grammar;   /* structured output (grammar.h) */
     metrics_t metrics;
     chat_render_fn render;            /* chat prompt renderer (chat_render.h) */
     void *render_ctx;

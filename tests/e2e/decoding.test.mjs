@@ -288,7 +288,7 @@ await check('rejections', async () => {
     ['/v1/completions', cmpl({ logprobs: 6 }), 'logprobs'],
     ['/v1/chat/completions', chat({ logprobs: true, top_logprobs: 21 }), 'top_logprobs'],
     ['/v1/chat/completions', chat({ top_logprobs: 2 }), 'top_logprobs'],
-    ['/v1/chat/completions', chat({ response_format: { type: 'json_object' } }), 'response_format'],
+    ['/v1/chat/completions', chat({ response_format: { type: 'xml' } }), 'response_format'],
     ['/v1/chat/completions', chat({ top_p: 0 }), 'top_p'],
     ['/v1/chat/completions', chat({ top_k: -5 }), 'top_k'],
     ['/v1/chat/completions', chat({ logit_bias: { 99999: 1 } }), 'logit_bias'],

@@ -17,6 +17,7 @@
 
 #include "engine/model/forward.h"
 #include "engine/vocab/vocab.h"
+#include "grammar/grammar.h"
 
 struct sched_chan {
     pthread_mutex_t mu;
@@ -57,7 +58,15 @@ typedef struct job {
     int32_t *stop_ids;    /* params.stop_token_ids (owned copy) */
     bool follower;        /* share_group member that waits for its leader */
     sched_prompt_lp_t *plp; /* prompt logprobs being built (owned until sent) */
+    /* structured output: the matcher and its next-token mask (mask.c) */
+    grammar_matcher_t *gm;
+    uint32_t *mask;
+    int mask_state;       /* MASK_* (guarded by sched.gmu) */
+    lf_code_t mask_code;
+    struct job *gnext;    /* mask queue link */
 } job_t;
+
+enum { MASK_NONE = 0, MASK_QUEUED, MASK_READY, MASK_FAILED };
 
 struct sched {
     const model_t *model;
@@ -80,6 +89,12 @@ struct sched {
     int32_t *batch_lpos;  /* position of each logits-wanted token */
     float *lp_buf;        /* n_vocab: log-softmax scratch */
     sched_stats_t st;
+    /* mask thread: computes constrained jobs' token masks */
+    pthread_t gthread;
+    bool gstarted, gstop;
+    pthread_mutex_t gmu;
+    pthread_cond_t gcv;   /* work queued / a mask finished */
+    job_t *gq_head, *gq_tail;
 };
 
 /* ---- channels ---- */
@@ -221,6 +236,65 @@ void sched_chan_free(sched_chan_t *ch)
     chan_unref(ch);
 }
 
+/* ---- mask thread ---- */
+
+static void *mask_main(void *arg)
+{
+    sched_t *s = arg;
+    pthread_mutex_lock(&s->gmu);
+    for (;;) {
+        while (!s->gq_head && !s->gstop)
+            pthread_cond_wait(&s->gcv, &s->gmu);
+        if (!s->gq_head && s->gstop)
+            break;
+        job_t *j = s->gq_head;
+        s->gq_head = j->gnext;
+        if (!s->gq_head)
+            s->gq_tail = NULL;
+        j->gnext = NULL;
+        pthread_mutex_unlock(&s->gmu);
+        lf_err_t err = {0};
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        lf_code_t rc = grammar_matcher_mask(j->gm, j->mask, &err);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        grammar_engine_note_mask(j->params.grammar_engine,
+                                 (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+        pthread_mutex_lock(&s->gmu);
+        j->mask_code = rc;
+        j->mask_state = rc == LF_OK ? MASK_READY : MASK_FAILED;
+        pthread_cond_broadcast(&s->gcv);
+    }
+    pthread_mutex_unlock(&s->gmu);
+    return NULL;
+}
+
+/* Queues the computation of j's next mask. */
+static void mask_request(sched_t *s, job_t *j)
+{
+    pthread_mutex_lock(&s->gmu);
+    j->mask_state = MASK_QUEUED;
+    j->gnext = NULL;
+    if (s->gq_tail)
+        s->gq_tail->gnext = j;
+    else
+        s->gq_head = j;
+    s->gq_tail = j;
+    pthread_cond_broadcast(&s->gcv);
+    pthread_mutex_unlock(&s->gmu);
+}
+
+/* Waits until j's mask is no longer being computed; returns its state. */
+static int mask_wait(sched_t *s, job_t *j)
+{
+    pthread_mutex_lock(&s->gmu);
+    while (j->mask_state == MASK_QUEUED)
+        pthread_cond_wait(&s->gcv, &s->gmu);
+    int st = j->mask_state;
+    pthread_mutex_unlock(&s->gmu);
+    return st;
+}
+
 /* ---- jobs ---- */
 
 static void job_free(job_t *j)
@@ -231,11 +305,16 @@ static void job_free(job_t *j)
     free(j->prompt);
     free(j->stop_ids);
     free(j->plp);
+    grammar_matcher_free(j->gm);
+    grammar_release(j->params.grammar);
+    free(j->mask);
     free(j);
 }
 
 static void job_finish_tok(sched_t *s, job_t *j, sched_finish_t why, lf_code_t code, int32_t stop_token)
 {
+    if (j->gm)
+        mask_wait(s, j); /* the mask thread may still hold it */
     sched_event_t ev = {.kind = SCHED_EV_DONE, .index = j->index, .finish = why, .code = code,
                         .n_prompt = j->n_prompt, .n_cached = j->n_cached, .n_gen = j->n_gen,
                         .stop_token = stop_token};
@@ -313,6 +392,8 @@ static void admit(sched_t *s)
             j->n_cached = j->n_past;
         s->slots[i] = j;
         s->n_running++;
+        if (j->gm && j->mask_state == MASK_NONE)
+            mask_request(s, j); /* computed while the prompt is processed */
     }
 }
 
@@ -495,8 +576,25 @@ static void step_commit(sched_t *s, int32_t n_tok, int32_t n_logits)
         }
         int32_t tok = -1;
         lf_err_t serr;
+        if (j->gm) {
+            int ms = mask_wait(s, j);
+            if (ms != MASK_READY) {
+                job_finish(s, j, SCHED_FINISH_ERROR, ms == MASK_FAILED ? j->mask_code : LF_ERR_INTERNAL);
+                continue;
+            }
+            sampler_set_allowed(j->smp, j->mask);
+        }
         if (sampler_sample(j->smp, logits, &tok, &serr) != LF_OK || sampler_accept(j->smp, tok, &serr) != LF_OK) {
-            job_finish(s, j, SCHED_FINISH_ERROR, serr.code);
+            /* a complete grammar whose only continuation (the end) is banned
+             * (min_tokens, ignore_eos) still ends normally */
+            if (j->gm && grammar_matcher_accepting(j->gm))
+                job_finish(s, j, SCHED_FINISH_STOP, LF_OK);
+            else
+                job_finish(s, j, SCHED_FINISH_ERROR, serr.code);
+            continue;
+        }
+        if (j->gm && !grammar_matcher_accept(j->gm, tok)) {
+            job_finish(s, j, SCHED_FINISH_ERROR, LF_ERR_INTERNAL);
             continue;
         }
         j->last = tok;
@@ -506,15 +604,19 @@ static void step_commit(sched_t *s, int32_t n_tok, int32_t n_logits)
         sched_event_t ev = {.kind = SCHED_EV_TOKEN, .index = j->index, .token = tok};
         if (j->params.logprobs)
             lp_fill(s, logits, tok, j->params.top_logprobs, &ev.lp);
-        bool eog = !j->params.ignore_eos && vocab_is_eog(s->vocab, tok);
+        bool eog = (!j->params.ignore_eos || j->gm) && vocab_is_eog(s->vocab, tok);
         ev.ends = eog || is_stop_id(j, tok);
         chan_push(j->ch, &ev);
         if (eog)
             job_finish(s, j, SCHED_FINISH_STOP, LF_OK);
         else if (ev.ends)
             job_finish_tok(s, j, SCHED_FINISH_STOP, LF_OK, tok);
+        else if (j->gm && grammar_matcher_done(j->gm))
+            job_finish(s, j, SCHED_FINISH_STOP, LF_OK); /* the grammar is complete */
         else if (j->n_gen >= j->params.max_tokens || j->n_past >= s->o.n_ctx)
             job_finish(s, j, SCHED_FINISH_LENGTH, LF_OK);
+        else if (j->gm)
+            mask_request(s, j); /* overlaps the next forward pass */
     }
 }
 
@@ -640,6 +742,17 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
     }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    pthread_mutex_init(&s->gmu, NULL);
+    pthread_cond_init(&s->gcv, NULL);
+    if (pthread_create(&s->gthread, NULL, mask_main, s) != 0) {
+        lf_err_set(err, LF_ERR_INTERNAL, "cannot start the mask thread");
+        pthread_mutex_destroy(&s->mu);
+        pthread_cond_destroy(&s->cv);
+        pthread_mutex_destroy(&s->gmu);
+        pthread_cond_destroy(&s->gcv);
+        goto fail;
+    }
+    s->gstarted = true;
     if (pthread_create(&s->thread, NULL, sched_main, s) != 0) {
         lf_err_set(err, LF_ERR_INTERNAL, "cannot start the scheduler thread");
         pthread_mutex_destroy(&s->mu);
@@ -669,6 +782,14 @@ void sched_stop(sched_t *s)
         pthread_join(s->thread, NULL);
         s->started = false;
     }
+    if (s->gstarted) {
+        pthread_mutex_lock(&s->gmu);
+        s->gstop = true;
+        pthread_cond_broadcast(&s->gcv);
+        pthread_mutex_unlock(&s->gmu);
+        pthread_join(s->gthread, NULL);
+        s->gstarted = false;
+    }
 }
 
 void sched_free(sched_t *s)
@@ -678,6 +799,8 @@ void sched_free(sched_t *s)
     sched_stop(s);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->gmu);
+    pthread_cond_destroy(&s->gcv);
     fwd_free(s->fwd);
     free(s->slots);
     free(s->batch);
@@ -792,8 +915,27 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
             jobs[i]->stop_ids = malloc(nst * sizeof(int32_t));
         if (jobs[i] && params[i].prompt_logprobs)
             jobs[i]->plp = calloc(1, sizeof(sched_prompt_lp_t) + n_prompts[i] * sizeof(sched_lp_t));
+        if (jobs[i] && params[i].grammar) {
+            if (!params[i].grammar_engine) {
+                free(jobs[i]->prompt);
+                free(jobs[i]->stop_ids);
+                free(jobs[i]->plp);
+                free(jobs[i]);
+                jobs[i] = NULL;
+                for (int32_t k = 0; k < i; k++)
+                    job_free(jobs[k]);
+                free(jobs);
+                free(jc);
+                free(gr);
+                return lf_err_set(err, LF_ERR_INTERNAL, "a grammar without its engine");
+            }
+            grammar_retain(params[i].grammar);
+            jobs[i]->params.grammar = params[i].grammar; /* released by job_free */
+            jobs[i]->gm = grammar_matcher_create(params[i].grammar_engine, params[i].grammar, err);
+            jobs[i]->mask = malloc((size_t)grammar_engine_n_words(params[i].grammar_engine) * sizeof(uint32_t));
+        }
         if (jobs[i] && jobs[i]->prompt && (!nst || jobs[i]->stop_ids) &&
-            (!params[i].prompt_logprobs || jobs[i]->plp)) {
+            (!params[i].prompt_logprobs || jobs[i]->plp) && (!params[i].grammar || (jobs[i]->gm && jobs[i]->mask))) {
             jobs[i]->smp = sampler_create(&sp, n_vocab, params[i].entropy, err);
             rc = jobs[i]->smp ? sampler_add_prompt(jobs[i]->smp, prompts[i], (int32_t)n_prompts[i], err)
                               : (err ? err->code : LF_ERR_INVALID);
@@ -812,6 +954,7 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
         jobs[i]->n_prompt = (int32_t)n_prompts[i];
         jobs[i]->target = jobs[i]->n_prompt;
         jobs[i]->params = params[i];
+        jobs[i]->params.grammar = params[i].grammar && jobs[i]->gm ? params[i].grammar : NULL;
         if (nst)
             memcpy(jobs[i]->stop_ids, params[i].stop_token_ids, nst * sizeof(int32_t));
         jobs[i]->params.stop_token_ids = jobs[i]->stop_ids;

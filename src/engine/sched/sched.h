@@ -36,6 +36,12 @@
  * - Each step puts the decode tokens of running jobs first, then prompt
  *   chunks up to batch_tokens: a long prompt never stalls running streams.
  *
+ * - Structured output: a job with a grammar gets a matcher; its next token
+ *   mask is computed on the scheduler's mask thread right after the job's
+ *   token is committed, in parallel with the next forward pass, and waited
+ *   for only when the job samples. Constrained and unconstrained jobs share
+ *   every batch.
+ *
  * Ownership: sched_submit copies the prompt. A channel is reference-counted
  * between its owner and its jobs: the owner calls sched_chan_free() once,
  * the memory goes when the last job has left the scheduler.
@@ -90,6 +96,16 @@ typedef struct {
                               others are admitted once the leader's prompt is
                               computed and attach it from the prefix cache.
                               0: independent */
+    /* ---- structured output (issue 11) ---- */
+    struct grammar_engine *grammar_engine; /* needed with grammar */
+    struct grammar *grammar;  /* constraint on the generated tokens (NULL:
+                                 none); submit takes a reference. Each step
+                                 only tokens the grammar allows are sampled;
+                                 when the output is complete (nothing but
+                                 the end can follow) the job ends with STOP
+                                 at once. Masks are computed by the
+                                 scheduler's mask thread while the forward
+                                 pass runs. */
 } sched_params_t;
 
 /* Prompt logprobs of one job: entries[0] is the first prompt token (no

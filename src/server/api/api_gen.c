@@ -17,6 +17,7 @@
 
 #include "engine/sample/stopstr.h"
 #include "engine/vocab/vocab.h"
+#include "server/api/api_constraint.h"
 #include "server/api/api_gen.h"
 #include "server/api/api_logprobs.h"
 #include "server/chat/chat_setup.h"
@@ -343,8 +344,12 @@ static void run_events(run_t *g, sched_chan_t *chan, int32_t **job_prompts)
  * and runs. prompts[i] are token arrays (borrowed); texts[i] the prompt
  * texts for echo (NULL: detokenized). Jobs are prompt-major: job i*n + k
  * is choice k of prompt i. */
+/* gram: the output grammar (NULL: unconstrained). Under a grammar the stop
+ * strings and stop_token_ids do not apply: the grammar decides where the
+ * output ends, so a response that ends with "stop" is always complete. */
 void gen_run(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t **prompts, size_t *n_prompts,
-             size_t n_in, char **texts, const chat_out_cfg_t *oc, const gen_fmt_t *fmt, void *fmt_ctx)
+             size_t n_in, char **texts, const chat_out_cfg_t *oc, const gen_fmt_t *fmt, void *fmt_ctx,
+             grammar_t *gram)
 {
     const req_sampling_t *sp = &gen->samp;
     int32_t n_ctx = sched_n_ctx(s->sched);
@@ -448,8 +453,10 @@ void gen_run(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t *
             params[j].sampling.seed = gen->seed + (uint64_t)k; /* choice k of a seeded request: seed + k */
             params[j].entropy = strtoull(hex, NULL, 16) + (uint64_t)j;
             params[j].ignore_eos = sp->ignore_eos;
-            params[j].stop_token_ids = sp->stop_token_ids;
-            params[j].n_stop_token_ids = sp->n_stop_token_ids;
+            params[j].stop_token_ids = gram ? NULL : sp->stop_token_ids;
+            params[j].n_stop_token_ids = gram ? 0 : sp->n_stop_token_ids;
+            params[j].grammar = gram;
+            params[j].grammar_engine = gram ? s->grammar : NULL;
             params[j].logprobs = sp->logprobs;
             params[j].top_logprobs = sp->top_logprobs;
             /* chat: prompt_logprobs once (root); completions: per choice */
@@ -457,7 +464,7 @@ void gen_run(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t *
             params[j].n_prompt_top = sp->prompt_logprobs >= 0 ? sp->prompt_logprobs : sp->top_logprobs;
             params[j].share_group = per > 1 && !params[j].prompt_logprobs ? (int32_t)i + 1 : 0;
             vocab_detok_init(&ch[j].detok, s->vocab, !sp->skip_special_tokens);
-            ch[j].ss = stopstr_create((const char *const *)sp->stop, NULL, sp->n_stop,
+            ch[j].ss = stopstr_create((const char *const *)sp->stop, NULL, gram ? 0 : sp->n_stop,
                                       sp->include_stop_str_in_output, &e);
             if (!ch[j].ss) {
                 gen_fail_err(fmt, r, &e, "stop", NULL);
@@ -570,6 +577,7 @@ void api_chat(srv_t *s, http_req_t *r)
     int32_t *ids = NULL;
     size_t n_ids = 0;
     lf_err_t le = {0};
+    grammar_t *g = NULL;
     if (!srv_require_model(s, r, q.gen.model))
         goto out;
     if (s->render(s->render_ctx, &q, true, &prompt, &le) != LF_OK) {
@@ -584,8 +592,11 @@ void api_chat(srv_t *s, http_req_t *r)
     bool parse = false;
     if (chat_output_config(s, r, &q, prompt, &oc, &parse) < 0)
         goto out;
-    gen_run(s, r, true, &q.gen, &ids, &n_ids, 1, NULL, parse ? &oc : NULL, NULL, NULL);
+    if (api_constraint_build(s, r, &q.gen, &q, &oc, &g) < 0)
+        goto out;
+    gen_run(s, r, true, &q.gen, &ids, &n_ids, 1, NULL, parse ? &oc : NULL, NULL, NULL, g);
 out:
+    grammar_release(g);
     free(ids);
     free(prompt);
     req_chat_free(&q);
@@ -601,10 +612,13 @@ void api_completions(srv_t *s, http_req_t *r)
     }
     int32_t **ids = NULL;
     size_t *n_ids = NULL;
+    grammar_t *g = NULL;
     if (!srv_require_model(s, r, q.gen.model))
         goto out;
+    if (api_constraint_build(s, r, &q.gen, NULL, NULL, &g) < 0)
+        goto out;
     if (q.toks) {
-        gen_run(s, r, false, &q.gen, q.toks, q.n_toks, q.n_prompts, NULL, NULL, NULL, NULL);
+        gen_run(s, r, false, &q.gen, q.toks, q.n_toks, q.n_prompts, NULL, NULL, NULL, NULL, g);
         goto out;
     }
     ids = calloc(q.n_prompts, sizeof *ids);
@@ -619,8 +633,9 @@ void api_completions(srv_t *s, http_req_t *r)
         if (tokenize_text(s, r, q.texts[i], true, &ids[i], &n_ids[i]) < 0)
             goto out;
     }
-    gen_run(s, r, false, &q.gen, ids, n_ids, q.n_prompts, q.texts, NULL, NULL, NULL);
+    gen_run(s, r, false, &q.gen, ids, n_ids, q.n_prompts, q.texts, NULL, NULL, NULL, g);
 out:
+    grammar_release(g);
     for (size_t i = 0; ids && i < q.n_prompts; i++)
         free(ids[i]);
     free(ids);

@@ -18,6 +18,7 @@
 #include "engine/sched/sched.h"
 #include "engine/sample/stopstr.h"
 #include "engine/vocab/vocab.h"
+#include "grammar/grammar.h"
 #include "server/api/api_logprobs.h"
 #include "server/chat/chat_output.h"
 #include "server/request/request.h"
@@ -111,10 +112,11 @@ const char *run_finish_reason(const run_t *g, const choice_t *c);
 /* Runs one generation (see api_gen.c): prompts[i] (n_prompts[i] tokens) for
  * i < n_in, `gen` controls, texts the prompt texts for echo (NULL: token
  * prompts), oc the chat output parsers (NULL: plain text), fmt/fmt_ctx an
- * output format (NULL: OpenAI's; chat must be false then). Replies to r in
- * every case. */
+ * output format (NULL: OpenAI's; chat must be false then), gram the output
+ * grammar (NULL: unconstrained; borrowed). Replies to r in every case. */
 void gen_run(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t **prompts, size_t *n_prompts,
-             size_t n_in, char **texts, const chat_out_cfg_t *oc, const gen_fmt_t *fmt, void *fmt_ctx);
+             size_t n_in, char **texts, const chat_out_cfg_t *oc, const gen_fmt_t *fmt, void *fmt_ctx,
+             grammar_t *gram);
 /* One streamed chunk for choice idx: text (may be NULL), role (first chat
  * chunk), finish reason (last chunk). */
 int emit_chunk(run_t *g, size_t idx, const char *text, size_t len, bool role, const char *finish);

@@ -7,6 +7,7 @@
 #include "engine/vocab/vocab.h"
 #include "server/request/request.h"
 #include "server/server.h"
+#include "grammar/grammar.h"
 
 static void reply_obj(http_req_t *r, json_object *o)
 {
@@ -153,17 +154,69 @@ void api_detokenize(srv_t *s, http_req_t *r)
     req_detok_free(&q);
 }
 
+/* The grammar engine's counters (structured output) in Prometheus text. */
+static char *grammar_metrics(srv_t *s)
+{
+    grammar_stats_t g;
+    grammar_engine_stats(s->grammar, &g);
+    static const char *le[11] = {"1e-05", "2.5e-05", "5e-05", "0.0001", "0.00025", "0.0005",
+                                 "0.001", "0.0025", "0.005", "0.01", "0.025"};
+    size_t cap = 4096;
+    char *t = malloc(cap);
+    if (!t)
+        return NULL;
+    int w = snprintf(t, cap,
+                     "# HELP llm_fcgi_grammar_compiles_total Grammars compiled (cache misses), by outcome.\n"
+                     "# TYPE llm_fcgi_grammar_compiles_total counter\n"
+                     "llm_fcgi_grammar_compiles_total{outcome=\"ok\"} %llu\n"
+                     "llm_fcgi_grammar_compiles_total{outcome=\"error\"} %llu\n"
+                     "# HELP llm_fcgi_grammar_compile_seconds_total Time spent compiling grammars.\n"
+                     "# TYPE llm_fcgi_grammar_compile_seconds_total counter\n"
+                     "llm_fcgi_grammar_compile_seconds_total %.6f\n"
+                     "# HELP llm_fcgi_grammar_cache_hits_total Requests whose grammar came from the cache.\n"
+                     "# TYPE llm_fcgi_grammar_cache_hits_total counter\n"
+                     "llm_fcgi_grammar_cache_hits_total %llu\n"
+                     "# HELP llm_fcgi_grammar_mask_cache_total Token-mask cache lookups.\n"
+                     "# TYPE llm_fcgi_grammar_mask_cache_total counter\n"
+                     "llm_fcgi_grammar_mask_cache_total{result=\"hit\"} %llu\n"
+                     "llm_fcgi_grammar_mask_cache_total{result=\"miss\"} %llu\n"
+                     "# HELP llm_fcgi_grammar_mask_cache_bytes Memory held by the token-mask cache.\n"
+                     "# TYPE llm_fcgi_grammar_mask_cache_bytes gauge\n"
+                     "llm_fcgi_grammar_mask_cache_bytes %zu\n"
+                     "# HELP llm_fcgi_grammar_mask_seconds Time to compute one token mask.\n"
+                     "# TYPE llm_fcgi_grammar_mask_seconds histogram\n",
+                     (unsigned long long)(g.compiles - g.compile_errors), (unsigned long long)g.compile_errors,
+                     g.compile_seconds, (unsigned long long)g.cache_hits, (unsigned long long)g.mask_cache_hits,
+                     (unsigned long long)g.mask_cache_misses, g.mask_cache_bytes);
+    uint64_t cum = 0;
+    for (int b = 0; b < 11 && w > 0 && (size_t)w < cap; b++) {
+        cum += g.mask_hist[b];
+        w += snprintf(t + w, cap - (size_t)w, "llm_fcgi_grammar_mask_seconds_bucket{le=\"%s\"} %llu\n", le[b],
+                      (unsigned long long)cum);
+    }
+    if (w > 0 && (size_t)w < cap)
+        snprintf(t + w, cap - (size_t)w,
+                 "llm_fcgi_grammar_mask_seconds_bucket{le=\"+Inf\"} %llu\n"
+                 "llm_fcgi_grammar_mask_seconds_sum %.6f\nllm_fcgi_grammar_mask_seconds_count %llu\n",
+                 (unsigned long long)g.masks, g.mask_seconds, (unsigned long long)g.masks);
+    return t;
+}
+
 void api_metrics(srv_t *s, http_req_t *r)
 {
     sched_stats_t st;
     sched_stats(s->sched, &st);
     char *text = metrics_render(&s->metrics, &st, s->cfg.names[0]);
-    if (!text) {
+    char *gtext = text && s->grammar ? grammar_metrics(s) : NULL;
+    if (!text || (s->grammar && !gtext)) {
+        free(text);
+        free(gtext);
         http_reply_error(r, 503, "out of memory", NULL, NULL, NULL);
         return;
     }
     if (http_send_headers(r, 200, "text/plain; version=0.0.4; charset=utf-8", NULL) == 0 &&
-        http_write(r, text, strlen(text)) == 0)
+        http_write(r, text, strlen(text)) == 0 && (!gtext || http_write(r, gtext, strlen(gtext)) == 0))
         http_flush(r);
     free(text);
+    free(gtext);
 }

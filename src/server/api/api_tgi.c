@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/api/api_constraint.h"
 #include "server/api/api_gen.h"
 #include "server/api/api_tgi.h"
 
@@ -27,15 +28,37 @@ static void refuse(http_req_t *r, bool lmi, int status, const char *param, const
     tgi_reply_req_err(r, lmi, &e);
 }
 
-/* Structured outputs are not wired yet: the one place that decides what a
- * parsed `grammar` does (request_tgi.h keeps its type and value). */
-static bool grammar_refused(http_req_t *r, bool lmi, const tgi_req_t *q)
+/* TGI's `grammar` (json / json_schema / regex) compiled by the grammar
+ * engine as the output's constraint: 0 with *g set (NULL when the request
+ * has none), or -1 after replying 422 (TGI's status for a grammar it
+ * cannot use) or 503. The schema is enforced strictly: a keyword the engine
+ * cannot enforce is refused, never ignored. */
+static int tgi_grammar(srv_t *s, http_req_t *r, bool lmi, const tgi_req_t *q, grammar_t **g)
 {
+    *g = NULL;
     if (q->grammar.kind == TGI_GRAMMAR_NONE)
-        return false;
-    refuse(r, lmi, 422, "grammar", "`grammar` is not supported by this server yet (structured outputs are not "
-                                   "available); send the request without it");
-    return true;
+        return 0;
+    json_object *v = q->grammar.value;
+    if (q->grammar.kind == TGI_GRAMMAR_JSON_SCHEMA)
+        v = json_object_object_get(v, "schema");
+    req_constraint_t k = {.kind = q->grammar.kind == TGI_GRAMMAR_REGEX ? REQ_CONSTRAINT_REGEX
+                                                                        : REQ_CONSTRAINT_JSON_SCHEMA,
+                          .strict = true};
+    snprintf(k.param, sizeof k.param, "grammar");
+    if (!v || (k.kind == REQ_CONSTRAINT_REGEX && !json_object_is_type(v, json_type_string))) {
+        refuse(r, lmi, 422, "grammar", "`grammar.value` must be %s",
+               k.kind == REQ_CONSTRAINT_REGEX ? "a string" : "a JSON schema");
+        return -1;
+    }
+    k.text = (char *)(json_object_is_type(v, json_type_string) ? json_object_get_string(v)
+                                                                : json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+    lf_err_t e = {0};
+    *g = api_constraint_compile(s, &k, &e);
+    if (!*g) {
+        refuse(r, lmi, e.code == LF_ERR_NOMEM ? 503 : 422, "grammar", "`grammar`: %s", e.msg);
+        return -1;
+    }
+    return 0;
 }
 
 /* The seed a sampling request reports: its own, else a random one drawn
@@ -112,6 +135,7 @@ static void tgi_handle(srv_t *s, http_req_t *r, tgi_out_t out, int stream)
     int32_t **ids = calloc(q.n_inputs, sizeof *ids);
     size_t *n_ids = calloc(q.n_inputs, sizeof *n_ids);
     tgi_ctx_t x = {0};
+    grammar_t *g = NULL;
     if (!ids || !n_ids) {
         refuse(r, lmi, 503, NULL, "out of memory");
         goto out;
@@ -120,7 +144,7 @@ static void tgi_handle(srv_t *s, http_req_t *r, tgi_out_t out, int stream)
         tgi_reply_req_err(r, lmi, &e);
         goto out;
     }
-    if (grammar_refused(r, lmi, &q) || prepare_inputs(s, r, &q, lmi, ids, n_ids) < 0)
+    if (tgi_grammar(s, r, lmi, &q, &g) < 0 || prepare_inputs(s, r, &q, lmi, ids, n_ids) < 0)
         goto out;
     resolve_seed(r, &q);
     /* sampling asked for while the server's default temperature is greedy */
@@ -136,8 +160,9 @@ static void tgi_handle(srv_t *s, http_req_t *r, tgi_out_t out, int stream)
     }
     for (size_t i = 0; i < q.n_inputs; i++)
         x.c[i].n_input = (int32_t)n_ids[i];
-    gen_run(s, r, false, &q.gen, ids, n_ids, q.n_inputs, NULL, NULL, tgi_format(out), &x);
+    gen_run(s, r, false, &q.gen, ids, n_ids, q.n_inputs, NULL, NULL, tgi_format(out), &x, g);
 out:
+    grammar_release(g);
     tgi_ctx_free(&x);
     for (size_t i = 0; ids && i < q.n_inputs; i++)
         free(ids[i]);

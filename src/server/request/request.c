@@ -122,8 +122,6 @@ typedef struct {
 } unsupported_t;
 
 static const unsupported_t unsupported[] = {
-    {"response_format", NAN},
-    {"guided_json", NAN},     {"guided_regex", NAN},   {"guided_choice", NAN},
     {"functions", NAN},       {"function_call", NAN},
 };
 
@@ -222,6 +220,8 @@ static int parse_gen(json_object *o, bool chat, req_gen_t *g, req_err_t *e)
             g->continuous_usage = json_object_get_boolean(u);
         }
     }
+    if (req_format_parse(o, &g->constraint, e) < 0)
+        return -1;
     return check_unsupported(o, e);
 }
 
@@ -354,6 +354,7 @@ void req_chat_free(chat_req_t *r)
     free(r->msgs);
     free(r->gen.model);
     req_sampling_free(&r->gen.samp);
+    req_format_free(&r->gen.constraint);
     req_chat_ext_free(r->ext);
     json_object_put(r->raw);
     memset(r, 0, sizeof *r);
@@ -467,6 +468,7 @@ void req_cmpl_free(cmpl_req_t *r)
     free(r->n_toks);
     free(r->gen.model);
     req_sampling_free(&r->gen.samp);
+    req_format_free(&r->gen.constraint);
     memset(r, 0, sizeof *r);
 }
 

@@ -5,9 +5,11 @@
  * `param`, an optional `code`) that maps 1:1 onto the OpenAI error body.
  *
  * The decoding controls (top_p, stop, logprobs, n, ...) are parsed by
- * request_sampling.c into req_gen_t.samp. Fields this server does not
- * implement (response_format, tools, ...) are rejected with 400 naming the
- * parameter unless they carry their neutral value, never silently ignored.
+ * request_sampling.c into req_gen_t.samp, the structured-output fields
+ * (response_format, guided_*, ...) by request_format.c into
+ * req_gen_t.constraint. Fields this server does not implement (functions,
+ * ...) are rejected with 400 naming the parameter unless they carry their
+ * neutral value, never silently ignored.
  * Unknown fields are ignored, as vLLM does.
  *
  * Ownership: req_*_parse allocate everything inside the struct; the matching
@@ -21,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "server/request/request_format.h"
 #include "server/request/request_sampling.h"
 
 typedef struct req_err {
@@ -41,6 +44,7 @@ typedef struct {
     bool has_seed;
     uint64_t seed;
     req_sampling_t samp;  /* every other decoding control (request_sampling.h) */
+    req_constraint_t constraint; /* structured output (request_format.h) */
 } req_gen_t;
 
 typedef enum {

@@ -410,10 +410,6 @@ int req_tgi_flat_apply(json_object *o, req_gen_t *g, req_err_t *e)
         bad(e, 400, "watermark", "'watermark' is not supported by this server");
         goto unsupported;
     }
-    if (get(o, "grammar")) {
-        bad(e, 400, "grammar", "'grammar' is not supported by this server yet (structured outputs are not available)");
-        goto unsupported;
-    }
     return 0;
 unsupported:
     snprintf(e->code, sizeof e->code, "unsupported_parameter");

@@ -23,8 +23,8 @@
  * Refused (422, `param` names the field): watermark true, best_of / n /
  * num_beams > 1, adapter_id, a malformed grammar. A well-formed `grammar`
  * ({"type": "json" | "json_object" | "json_schema" | "regex", "value": ...})
- * is parsed into `grammar` and refused by the handler while structured
- * outputs are not wired (api_tgi.c: one place to change).
+ * is parsed into `grammar`; the handler compiles it with the grammar
+ * engine (api_tgi.c), 422 when the engine cannot enforce it.
  *
  * Errors: 400 for a body that is not a JSON object, 422 for everything
  * else (TGI's validation status); msg is TGI's wording without the
@@ -91,8 +91,9 @@ void req_tgi_free(tgi_req_t *q);
  * custom endpoint, speaks OpenAI completions and puts the TGI parameters at
  * the top level of the body (max_new_tokens becomes max_tokens). The ones
  * that change what is generated are honoured there too: do_sample false
- * (greedy), typical_p, return_full_text (= echo); watermark true and
- * grammar are refused (400, unsupported_parameter). details,
+ * (greedy), typical_p, return_full_text (= echo); watermark true is
+ * refused (400, unsupported_parameter); `grammar` there is llama.cpp's
+ * GBNF string (request_format.h). details,
  * decoder_input_details, top_n_tokens and truncate only shape TGI's
  * response and limits: ignored like any unknown field. 0, or -1 with *e
  * filled (400). */

@@ -29,6 +29,7 @@
 
 #include "server/chat/chat_render_tmpl.h"
 #include "server/chat/chat_setup.h"
+#include "grammar/grammar.h"
 #include "server/server.h"
 
 typedef struct {
@@ -257,6 +258,15 @@ int srv_run(srv_config_t *cfg)
         model_free(s.model);
         return 1;
     }
+    /* the grammar engine (structured output): vocabulary tries, caches */
+    s.grammar = grammar_engine_create(s.vocab, (size_t)(cfg->grammar_cache_mb > 0 ? cfg->grammar_cache_mb : 256) << 20,
+                                      &err);
+    if (!s.grammar) {
+        fprintf(stderr, "llm-fcgi: cannot start the grammar engine: %s\n", err.msg);
+        sched_free(s.sched);
+        model_free(s.model);
+        return 1;
+    }
     metrics_init(&s.metrics);
     s.cfg = *cfg;
     { /* system_fingerprint: build and model, stable across restarts */
@@ -268,6 +278,7 @@ int srv_run(srv_config_t *cfg)
     chat_tmpl_renderer_t *tmpl = NULL;
     if (srv_chat_setup(&s, cfg, &tmpl) < 0) {
         sched_free(s.sched);
+        grammar_engine_free(s.grammar);
         metrics_destroy(&s.metrics);
         model_free(s.model);
         return 1;
@@ -350,6 +361,7 @@ out:
     if (fd > 0)
         close(fd);
     sched_free(s.sched);
+    grammar_engine_free(s.grammar);
     metrics_destroy(&s.metrics);
     chat_tmpl_renderer_free(tmpl);
     model_free(s.model);

@@ -1,0 +1,67 @@
+/* lexer.h - combined lexer states: which terminals are still alive, and in
+ * which of their states, after the bytes read since a parse position.
+ *
+ * A lexer state is the sorted list of (terminal, terminal state) pairs that
+ * are not dead; it is interned, so equal lists have equal ids. Transitions
+ * are computed on first use and cached per state (256 entries), so after a
+ * warm-up a byte costs one table read. A state "accepts" when some pair's
+ * terminal accepts: then that terminal may end here (the Earley matcher
+ * completes it) while the others go on.
+ *
+ * Content identity: (h1, h2) hash the pairs by terminal *language* hash and
+ * state, so two grammars that share a terminal (the same JSON string
+ * constraint) have states with equal hashes; the token-mask cache (mask.h)
+ * is keyed by it and shared by every grammar of the process.
+ *
+ * Threads: a lexer belongs to one compiled grammar and is shared by all its
+ * matchers; interning takes a mutex, cached transitions are read without
+ * one (atomic loads). States are never moved or freed before the lexer.
+ * Limits: GR_LEXER_MAX_STATES per grammar; beyond it a transition reports
+ * GR_LEXER_FULL and the caller fails the request.
+ */
+#ifndef LF_GR_LEXER_H
+#define LF_GR_LEXER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "grammar/cfg/cfg.h"
+
+#define GR_LEXER_MAX_STATES (1 << 17)
+#define GR_LEXER_DEAD (-1)
+#define GR_LEXER_FULL (-3)
+
+typedef struct {
+    int32_t term, state;
+} gr_lpair_t;
+
+typedef struct {
+    gr_lpair_t *pairs;
+    int32_t n_pairs;
+    int32_t *acc;           /* accepting terminals */
+    int32_t n_acc;
+    uint64_t h1, h2;        /* content hash */
+    int32_t next[256];      /* -2: not computed; GR_LEXER_DEAD; id */
+} gr_lstate_t;
+
+typedef struct gr_lexer gr_lexer_t;
+
+gr_lexer_t *gr_lexer_create(const gr_cfg_t *g);
+void gr_lexer_free(gr_lexer_t *lx);
+/* The state where terms[0..n) (byte terminals) all start; GR_LEXER_DEAD when
+ * n == 0, GR_LEXER_FULL at the state limit. */
+int32_t gr_lexer_start(gr_lexer_t *lx, const int32_t *terms, int32_t n);
+gr_lstate_t *gr_lexer_state(gr_lexer_t *lx, int32_t id);
+/* Computes (and caches) a transition. */
+int32_t gr_lexer_next_slow(gr_lexer_t *lx, int32_t id, uint8_t b);
+static inline int32_t gr_lexer_next(gr_lexer_t *lx, int32_t id, uint8_t b)
+{
+    int32_t v = __atomic_load_n(&gr_lexer_state(lx, id)->next[b], __ATOMIC_ACQUIRE);
+    return v != -2 ? v : gr_lexer_next_slow(lx, id, b);
+}
+int32_t gr_lexer_count(const gr_lexer_t *lx);
+/* A number unique to this lexer in the process (cache ownership tags). */
+uint64_t gr_lexer_serial(const gr_lexer_t *lx);
+const gr_cfg_t *gr_lexer_cfg(const gr_lexer_t *lx);
+
+#endif

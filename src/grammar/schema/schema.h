@@ -1,0 +1,61 @@
+/* schema.h - JSON Schema (draft 2020-12, 2019-09, 07, 06, 04) compiled to
+ * expression rules (expr.h) that generate exactly the JSON texts valid for
+ * the schema.
+ *
+ * Enforced: type (arrays of types, null), enum, const, properties,
+ * required, additionalProperties (false / true / a schema),
+ * patternProperties, propertyNames, minProperties/maxProperties, items
+ * (schema; array form of drafts <= 2019-09 with additionalItems),
+ * prefixItems, minItems/maxItems, minLength/maxLength (code points),
+ * pattern (ECMAScript, regex.h), minimum/maximum/exclusiveMinimum/
+ * exclusiveMaximum (exact decimal comparison; integers exactly), multipleOf
+ * (integers and decimal steps), anyOf, oneOf (when the alternatives are
+ * provably disjoint), allOf (merged), not (of required / const / enum /
+ * type), $ref to local pointers, anchors and embedded $id resources
+ * (recursion included), $defs/definitions, boolean schemas, and the
+ * formats date-time, date, time, email, uuid, ipv4, ipv6, uri, hostname.
+ * Other formats are annotations (the 2020-12 default), as are title,
+ * description, default, examples, unknown keywords.
+ *
+ * Anything else that asserts (uniqueItems: true, contains, if/then/else,
+ * dependentRequired/dependentSchemas/dependencies, unevaluated*, other `not`
+ * forms, oneOf with overlapping alternatives, remote $ref) fails with
+ * LF_ERR_UNSUPPORTED and a message that starts with the keyword in quotes,
+ * unless opts.strict is false: then such a keyword is ignored (best effort;
+ * oneOf becomes anyOf).
+ *
+ * Output shape: objects list the schema's properties in the order of
+ * `properties` (merged allOf schemas: first schema's order, then new ones),
+ * additional properties after them; whitespace between tokens is optional
+ * and bounded (a space, or one or two newlines and up to 20 spaces/tabs),
+ * so a run never grows without limit; compact JSON is always accepted.
+ */
+#ifndef LF_GR_SCHEMA_H
+#define LF_GR_SCHEMA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/status.h"
+#include "grammar/automata/dfa.h"
+#include "grammar/core/expr.h"
+
+struct json_object;
+
+typedef struct {
+    bool strict;               /* default true: unenforceable keyword -> error */
+    bool no_whitespace;        /* compact output only (no optional spaces) */
+    const gr_limits_t *lim;
+} gr_schema_opts_t;
+
+/* Compiles `schema` (a JSON value: object or boolean), appending its rules
+ * to R (expressions in arena a). *value receives the expression of one
+ * value valid for the schema (no surrounding whitespace). On failure R may
+ * hold partial rules: the caller frees R. */
+lf_code_t gr_schema_compile(const struct json_object *schema, const gr_schema_opts_t *opts, gr_arena_t *a,
+                            gr_rules_t *R, gr_ex_t **value, lf_err_t *err);
+
+/* Optional bounded whitespace as the schema compiler writes it. */
+gr_ex_t *gr_schema_ws(gr_arena_t *a, const gr_schema_opts_t *opts);
+
+#endif

@@ -1,0 +1,35 @@
+#!/bin/sh
+# serve_grammar.sh - structured output (response_format, guided_*,
+# structured_outputs, llama.cpp's json_schema/grammar, forced tool calls)
+# end to end through nginx with the official openai SDK, every output
+# validated by ajv + ajv-formats:
+#  1. stories260K with the hermes tools template, no reasoning parser;
+#  2. the scripted fixture model (reasoning + tool-call scripts).
+# Emits TAP.
+. "$(dirname "$0")/lib.sh"
+
+MODEL_FILE=${LLM_MODELS_DIR:-$TOP_SRCDIR/../shared/models}/stories260K.gguf
+need nginx node model binary openai
+[ -d "$TOP_SRCDIR/tests/e2e/node_modules/ajv-formats" ] || bail "ajv-formats missing (npm ci in tests/e2e)"
+
+if ! start_server "$LLM_FCGI" serve -m "$MODEL_FILE" --served-model-name stories --api-key sk-g \
+        --parallel 4 --threads 1 --ctx-size 1024 --chat-template "$TOP_SRCDIR/tests/e2e/tools_template.jinja" \
+        --reasoning-parser none; then
+    ok 1 "llm-fcgi starts (stories260K)"
+    e2e_done
+    exit 1
+fi
+BASE=$BASE API_KEY=sk-g MODEL=stories SUITE=stories run_node "$TOP_SRCDIR/tests/e2e/grammar.test.mjs"
+stop_server
+ok $([ "$LLM_STATUS" = 0 ]; echo $?) "SIGTERM: exit 0 (got $LLM_STATUS)"
+
+MODEL_FILE=$E2E_TMP/scripted.gguf
+scripted_model "$MODEL_FILE"
+ok $? "mk_scripted writes the fixture model"
+if start_server "$LLM_FCGI" serve -m "$MODEL_FILE" --served-model-name scripted --threads 1 --ctx-size 1024; then
+    BASE=$BASE MODEL=scripted SUITE=scripted run_node "$TOP_SRCDIR/tests/e2e/grammar.test.mjs"
+    stop_server
+else
+    ok 1 "llm-fcgi starts (scripted)"
+fi
+e2e_done

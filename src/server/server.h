@@ -38,6 +38,7 @@ typedef struct {
     size_t max_body;
     int drain_seconds;                /* graceful shutdown limit */
     int ping_seconds;                 /* SSE comment interval while waiting */
+    int io_timeout_seconds;           /* longest stall of a FastCGI peer */
     bool log_prompts;
     /* decoding defaults for fields a request leaves out (issue 4) */
     struct {
@@ -64,6 +65,8 @@ typedef struct {
     toolcall_format_t tool_format;
     time_t created;
     char fingerprint[96];             /* system_fingerprint: build + model */
+    struct fcgi_guard *guard;         /* the connection reader (NULL in unit
+                                         tests); its counters go to /metrics */
 } srv_t;
 
 /* ---- routing (route.c) ---- */

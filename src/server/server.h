@@ -103,6 +103,8 @@ bool srv_model_ok(const srv_t *s, const char *model);
 /* srv_model_ok, else replies 404 "The model `X` does not exist." (OpenAI's
  * model_not_found) and returns false. */
 bool srv_require_model(const srv_t *s, http_req_t *r, const char *model);
+/* The largest `n` a request may ask (--max-n, default 16). */
+int32_t srv_max_n(const srv_t *s);
 /* Replies with a request-validation error (status, message, param, code). */
 void srv_reply_req_err(http_req_t *r, const req_err_t *e);
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/utf8.h"
 #include "engine/sample/stopstr.h"
 #include "engine/vocab/vocab.h"
 #include "server/api/api_gen.h"
@@ -311,10 +312,10 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
     size_t *jn = NULL;
     char **echo_owned = NULL;
     sched_chan_t *chan = NULL;
-    int32_t max_n = s->cfg.max_n > 0 ? s->cfg.max_n : 16;
-    if (sp->n > max_n) {
+    int32_t max_n = srv_max_n(s);
+    if (sp->n > max_n) { /* parsed with the server's limits, so only for other parsers */
         char msg[160];
-        snprintf(msg, sizeof msg, "'n' must be at most %d on this server, got %d", max_n, sp->n);
+        snprintf(msg, sizeof msg, "'n' must be an integer from 1 to %d, got %d", max_n, sp->n);
         http_reply_error(r, 400, msg, "n", NULL, NULL);
         return;
     }
@@ -387,8 +388,14 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
                                              cap - w - 1);
                 w += m > 0 && (size_t)m < cap - w - 1 ? (size_t)m : 0;
             }
-            if (echo_owned[i])
+            if (echo_owned[i]) {
                 echo_owned[i][w] = '\0';
+                if (!utf8_valid(echo_owned[i], w, NULL)) { /* byte tokens: echoed as U+FFFD */
+                    char *fixed = utf8_repair_dup(echo_owned[i], w, NULL);
+                    free(echo_owned[i]);
+                    echo_owned[i] = fixed;
+                }
+            }
         }
         for (size_t k = 0; k < per; k++) {
             size_t j = i * per + k;
@@ -525,7 +532,8 @@ void api_chat(srv_t *s, http_req_t *r)
 {
     chat_req_t q;
     req_err_t e;
-    if (req_chat_parse(r->body, r->body_len, &q, &e) < 0) {
+    req_limits_t lim = {.max_n = srv_max_n(s)};
+    if (req_chat_parse_limited(r->body, r->body_len, &lim, &q, &e) < 0) {
         srv_reply_req_err(r, &e);
         return;
     }
@@ -558,7 +566,8 @@ void api_completions(srv_t *s, http_req_t *r)
 {
     cmpl_req_t q;
     req_err_t e;
-    if (req_cmpl_parse(r->body, r->body_len, &q, &e) < 0) {
+    req_limits_t lim = {.max_n = srv_max_n(s)};
+    if (req_cmpl_parse_limited(r->body, r->body_len, &lim, &q, &e) < 0) {
         srv_reply_req_err(r, &e);
         return;
     }

@@ -10,6 +10,9 @@
  * parameter unless they carry their neutral value, never silently ignored.
  * Unknown fields are ignored, as vLLM does.
  *
+ * The body must be valid UTF-8 and a JSON object (req_json.h, shared with
+ * every parser); integers are checked against their real range.
+ *
  * Ownership: req_*_parse allocate everything inside the struct; the matching
  * req_*_free releases it (accepts a zeroed struct).
  */
@@ -81,9 +84,18 @@ typedef struct {
 
 typedef enum { REQ_KIND_CHAT, REQ_KIND_COMPLETION, REQ_KIND_NONE } req_kind_t;
 
-/* Both return 0 or -1 with *e filled. */
+/* Server limits that integer fields are checked against, so a 400 names
+ * the real range ("'n' must be an integer from 1 to 16"). */
+typedef struct req_limits {
+    int32_t max_n;       /* largest `n` (<= 0: INT32_MAX) */
+} req_limits_t;
+
+/* Both return 0 or -1 with *e filled. The plain forms check integers
+ * against their type's range only; the _limited forms against lim. */
 int req_chat_parse(const char *body, size_t len, chat_req_t *out, req_err_t *e);
 int req_cmpl_parse(const char *body, size_t len, cmpl_req_t *out, req_err_t *e);
+int req_chat_parse_limited(const char *body, size_t len, const req_limits_t *lim, chat_req_t *out, req_err_t *e);
+int req_cmpl_parse_limited(const char *body, size_t len, const req_limits_t *lim, cmpl_req_t *out, req_err_t *e);
 void req_chat_free(chat_req_t *r);
 void req_cmpl_free(cmpl_req_t *r);
 

@@ -457,7 +457,10 @@ static void generate(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, i
     if (sched_submit(s->sched, chan, (const int32_t *const *)jp, jn, params, (int32_t)n, &e) != LF_OK) {
         const char *param = e.code == LF_ERR_CONTEXT ? (chat ? "messages" : "prompt")
                             : e.code == LF_ERR_INVALID ? (per > 1 ? "n" : "prompt") : NULL;
-        http_reply_err(r, &e, param, e.code == LF_ERR_OVERLOAD ? "server_overloaded" : NULL);
+        if (e.code == LF_ERR_OVERLOAD) /* queue full: come back in a second */
+            http_reply_error(r, 429, e.msg, NULL, "server_overloaded", "Retry-After: 1\r\n");
+        else
+            http_reply_err(r, &e, param, NULL);
         goto out;
     }
     if (gen->stream) {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/utf8.h"
 #include "server/request/req_json.h"
@@ -255,6 +256,43 @@ static void test_pipeline(srv_t *s)
     free(j);
 }
 
+/* a full server answers 429 with Retry-After: its one slot is held by a
+ * job whose channel nobody reads (the scheduler skips it once the channel
+ * is full), and there is no queue */
+static void test_overload(const model_t *model)
+{
+    srv_t s = {.render = chat_render_chatml, .model = (model_t *)model, .vocab = model_vocab(model)};
+    s.cfg.names[0] = "m";
+    s.cfg.n_names = 1;
+    s.cfg.ping_seconds = 10;
+    lf_err_t err;
+    sched_opts_t so = {.n_parallel = 1, .n_ctx = 128, .max_queue = 0, .n_threads = 1};
+    s.sched = sched_create(model, &so, &err);
+    metrics_init(&s.metrics);
+    sched_chan_t *ch = sched_chan_create(s.sched);
+    int32_t prompt[2] = {1, 100};
+    const int32_t *prompts[1] = {prompt};
+    size_t np[1] = {2};
+    sched_params_t p = {.max_tokens = 120};
+    sampler_params_default(&p.sampling);
+    bool held = s.sched && ch && sched_submit(s.sched, ch, prompts, np, &p, 1, &err) == LF_OK;
+    sched_stats_t st = {0};
+    for (int i = 0; held && i < 2000 && st.running < 1; i++) { /* until admitted (a condition, not a time) */
+        sched_stats(s.sched, &st);
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    mem_t m;
+    http_req_t r = mem_req(&m, "POST", "/v1/completions", NULL, "{\"prompt\":\"Hi\",\"max_tokens\":2}");
+    srv_handle(&s, &r);
+    tap_ok(held && st.running == 1 && r.status == 429 && strstr(m.buf, "Retry-After: 1\r\n") &&
+               strstr(m.buf, "\"type\":\"rate_limit_error\""),
+           "server full: 429 rate_limit_error with Retry-After: 1");
+    sched_chan_free(ch);
+    sched_free(s.sched);
+    metrics_destroy(&s.metrics);
+}
+
 int main(void)
 {
     test_edges();
@@ -277,6 +315,7 @@ int main(void)
     metrics_init(&s.metrics);
     if (tap_ok(s.sched != NULL, "scheduler over the real engine"))
         test_pipeline(&s);
+    test_overload(s.model);
     sched_free(s.sched);
     metrics_destroy(&s.metrics);
     model_free(s.model);

@@ -7,7 +7,7 @@
 // Contract: functions never throw on server input; parseArgs throws
 // UsageError with a message for the user.
 
-import { prng, quantile, xmlEscape, niceMax } from './load_lib.mjs';
+import { prng, quantile, xmlEscape, niceMax, fmt } from './load_lib.mjs';
 
 export class UsageError extends Error {}
 
@@ -242,14 +242,6 @@ export function verdict(samples, totals, o) {
 }
 
 // ---------------------------------------------------------------- plot
-
-function fmt(v) {
-    if (!Number.isFinite(v)) return '-';
-    const a = Math.abs(v);
-    if (a >= 100) return String(Math.round(v));
-    if (a >= 10) return v.toFixed(1).replace(/\.0$/, '');
-    return String(Math.round(v * 100) / 100);
-}
 
 // a panel with time (minutes) on x; series [{name, color, dash, points}]
 function panel(x0, y0, w, h, title, yLabel, tmax, series) {

@@ -41,13 +41,19 @@ static void begin(fbuf_t *b, int id, int role, int flags)
     fbuf_rec(b, FCGI_BEGIN_REQUEST, id, c, 8);
 }
 
-static void params(fbuf_t *b, int id, const char *kv)
+/* a PARAMS stream of one pair (any bytes) */
+static void params_pair(fbuf_t *b, int id, const char *name, size_t nl, const char *value, size_t vl)
 {
     fbuf_t ps = {0};
-    const char *eq = strchr(kv, '=');
-    fbuf_pair(&ps, kv, (size_t)(eq - kv), eq + 1, strlen(eq + 1));
+    fbuf_pair(&ps, name, nl, value, vl);
     fbuf_stream(b, FCGI_PARAMS, id, ps.p, ps.n);
     fbuf_free(&ps);
+}
+
+static void params(fbuf_t *b, int id, const char *kv)
+{
+    const char *eq = strchr(kv, '=');
+    params_pair(b, id, kv, (size_t)(eq - kv), eq + 1, strlen(eq + 1));
 }
 
 /* ---- well-formed requests, split every way ---- */
@@ -141,28 +147,19 @@ static void b_pair_cut_len(fbuf_t *b)
 static void b_params_nul(fbuf_t *b)
 {
     begin(b, 1, FCGI_RESPONDER, 0);
-    fbuf_t ps = {0};
-    fbuf_pair(&ps, "A", 1, "x\0y", 3);
-    fbuf_stream(b, FCGI_PARAMS, 1, ps.p, ps.n);
-    fbuf_free(&ps);
+    params_pair(b, 1, "A", 1, "x\0y", 3);
 }
 static void b_params_noname(fbuf_t *b)
 {
     begin(b, 1, FCGI_RESPONDER, 0);
-    fbuf_t ps = {0};
-    fbuf_pair(&ps, "", 0, "v", 1);
-    fbuf_stream(b, FCGI_PARAMS, 1, ps.p, ps.n);
-    fbuf_free(&ps);
+    params_pair(b, 1, "", 0, "v", 1);
 }
 static void b_params_big(fbuf_t *b)
 {
     begin(b, 1, FCGI_RESPONDER, 0);
     static char v[5000];
     memset(v, 'v', sizeof v);
-    fbuf_t ps = {0};
-    fbuf_pair(&ps, "BIG", 3, v, sizeof v);
-    fbuf_stream(b, FCGI_PARAMS, 1, ps.p, ps.n);
-    fbuf_free(&ps);
+    params_pair(b, 1, "BIG", 3, v, sizeof v);
 }
 static void b_params_endless(fbuf_t *b) /* never ends: the limit stops it */
 {

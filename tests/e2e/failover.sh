@@ -112,14 +112,17 @@ wait_until answers "$victim"
 ok $? "supervise starts backend $victim again (pid $(pid_of "$victim"))"
 # a second SIGKILL, supervise in its normal mode: it restarts by itself
 vpid=$(pid_of "$victim")
+t_kill=$(date +%s.%N)
 kill -9 "$vpid"
 wait_until sh -c "p=\$(svstat '$E2E_TMP/svc/$victim' | sed -n 's/.*up (pid \([0-9]*\)).*/\1/p'); [ -n \"\$p\" ] && [ \"\$p\" != $vpid ]"
 wait_until answers "$victim"
 ok $? "after another SIGKILL supervise restarts it by itself (pid $vpid -> $(pid_of "$victim"))"
+t_up=$(date +%s.%N)
 # nginx tries it again once fail_timeout (5 s in the shipped site) is over
 rejoined() { comp >/dev/null; [ "$(served "$victim")" -gt 0 ] 2>/dev/null; }
 i=0; while ! rejoined && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 ok $([ "$(served "$victim")" -gt 0 ] 2>/dev/null; echo $?) "backend $victim rejoins: nginx sends it requests again ($(served "$victim") answered)"
+diag "$(echo "$t_kill $t_up $(date +%s.%N)" | awk '{printf "figures (not checked): answering again %.1f s after SIGKILL, served by nginx again %.1f s after that", $2 - $1, $3 - $2}')"
 
 # ---- both down: nginx's own answer is an OpenAI-shaped 503
 svc -d "$E2E_TMP/svc/a" "$E2E_TMP/svc/b"

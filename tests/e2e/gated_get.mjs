@@ -28,4 +28,4 @@ const req = http.request(url, { method: 'POST', headers: { 'Content-Type': 'appl
 });
 req.on('error', e => { console.error('request error:', e.code || e.message); process.exit(2); });
 req.end(body);
-setTimeout(() => { console.error('timeout'); process.exit(1); }, 120000);
+setTimeout(() => { console.error('timeout'); process.exit(1); }, 600000);

@@ -71,8 +71,8 @@ ok $? "a path with raw 0xFF 0xFE bytes: 404 quoting it with U+FFFD, valid UTF-8"
 # ---- overload: 2 slots and 2 queue places held by peers that stopped
 # reading (their writes block, the scheduler skips them), then a burst
 hold() {
-    "$FCGI_CLIENT" -d '{"prompt":"Hi","max_tokens":3000,"stream":true,"logprobs":5}' --stall-after 1 \
-        --gate "$E2E_TMP/gate" -t 120 "$SOCK" >"$E2E_TMP/hold$1" &
+    "$FCGI_CLIENT" -d '{"prompt":"Hi","max_tokens":2000,"stream":true,"logprobs":5}' --stall-after 1 \
+        --gate "$E2E_TMP/gate" -t 600 "$SOCK" >"$E2E_TMP/hold$1" &
     HOLDERS="$HOLDERS $!"
 }
 HOLDERS=""

@@ -4,7 +4,7 @@
 set -e
 PKGS="build-essential autoconf automake libtool pkg-config
       libfcgi-dev libjson-c-dev libopenblas-dev uuid-dev libpcre2-dev
-      nginx-light lighttpd curl"
+      nginx-light lighttpd curl daemontools"
 # Node.js (for the tests' official `openai` client): use the one on the
 # machine if there is one (it may come from outside Debian, with its own
 # npm, which Debian's npm package conflicts with); else Debian's.

@@ -52,6 +52,9 @@ static const char usage[] =
     "                             [LLM_PING_INTERVAL]\n"
     "      --drain-timeout S      on SIGTERM/SIGINT, seconds in-flight requests may take to finish\n"
     "                             (default 30) [LLM_DRAIN_TIMEOUT]\n"
+    "      --io-timeout S         longest a FastCGI peer may stall while sending a request or not\n"
+    "                             reading the response before the connection is dropped and its\n"
+    "                             generation stopped (default 60) [LLM_IO_TIMEOUT]\n"
     "      --log-prompts          log prompts, for debugging; keys are never logged [LLM_LOG_PROMPTS=1]\n"
     "Chat:\n"
     "      --chat-template FILE   Jinja chat template instead of the model's (default: the model's;\n"
@@ -176,7 +179,7 @@ static int serve_check_parsers(const srv_config_t *c)
 
 enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, O_HTTP, O_QUEUE, O_BODY,
        O_BATCH, O_DRAIN, O_PING, O_LOGP, O_TEMP, O_TOPP, O_TOPK, O_MINP, O_REP, O_MAXN, O_MINDIE, O_LMIFIN, O_KVMB,
-       O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE };
+       O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE, O_IOTIME };
 
 /* A float in [lo, hi]; -1 when bad. */
 static int parse_float(const char *s, double lo, double hi, float *out)
@@ -192,7 +195,7 @@ static int parse_float(const char *s, double lo, double hi, float *out)
 int cmd_serve(int argc, char **argv)
 {
     srv_config_t c = {.parallel = 4, .max_queue = 32, .max_body = 16u << 20, .drain_seconds = 30,
-                      .ping_seconds = 10, .batch_tokens = 512};
+                      .ping_seconds = 10, .batch_tokens = 512, .io_timeout_seconds = 60};
     const char *e;
     int ok = 1, names_from_flags = 0, keys_from_flags = 0, rc = 2;
     const char *key_file = getenv("LLM_API_KEY_FILE");
@@ -207,7 +210,8 @@ int cmd_serve(int argc, char **argv)
         {"LLM_CTX_SIZE", &c.ctx_size, 0}, {"LLM_PARALLEL", &c.parallel, 1}, {"LLM_THREADS", &c.threads, 0},
         {"LLM_HTTP_THREADS", &c.http_threads, 0}, {"LLM_MAX_QUEUE", &c.max_queue, 0},
         {"LLM_BATCH_TOKENS", &c.batch_tokens, 1}, {"LLM_DRAIN_TIMEOUT", &c.drain_seconds, 0},
-        {"LLM_PING_INTERVAL", &c.ping_seconds, 1}, {"LLM_KV_CACHE_MB", &c.kv_cache_mb, 0}};
+        {"LLM_PING_INTERVAL", &c.ping_seconds, 1}, {"LLM_KV_CACHE_MB", &c.kv_cache_mb, 0},
+        {"LLM_IO_TIMEOUT", &c.io_timeout_seconds, 1}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if ((e = getenv(ints[i].var)) && *e && parse_int(e, ints[i].lo, ints[i].dst) < 0) {
             fprintf(stderr, "llm-fcgi serve: bad %s=%s\n", ints[i].var, e);
@@ -244,6 +248,7 @@ int cmd_serve(int argc, char **argv)
         {"tool-call-parser", required_argument, 0, O_TPARSE},
         {"reasoning-start", required_argument, 0, O_RSTART}, {"reasoning-end", required_argument, 0, O_REND},
         {"grammar-cache-mb", required_argument, 0, O_GCACHE},
+        {"io-timeout", required_argument, 0, O_IOTIME},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     int o;
     optind = 1;
@@ -270,6 +275,7 @@ int cmd_serve(int argc, char **argv)
         case O_BATCH: bad = parse_int(optarg, 1, &c.batch_tokens); break;
         case O_DRAIN: bad = parse_int(optarg, 0, &c.drain_seconds); break;
         case O_PING: bad = parse_int(optarg, 1, &c.ping_seconds); break;
+        case O_IOTIME: bad = parse_int(optarg, 1, &c.io_timeout_seconds); break;
         case O_TEMP: bad = parse_float(optarg, 0, 2, &c.def_temperature); c.def_set.temperature = true; break;
         case O_TOPP: bad = parse_float(optarg, 1e-9, 1, &c.def_top_p); c.def_set.top_p = true; break;
         case O_TOPK: bad = parse_int(optarg, -1, &c.def_top_k); c.def_set.top_k = true; break;

@@ -4,13 +4,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/utf8.h"
+
 lf_code_t lf_err_set(lf_err_t *err, lf_code_t code, const char *fmt, ...)
 {
     if (err) {
         va_list ap;
         va_start(ap, fmt);
         err->code = code;
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        if (vsnprintf(err->msg, sizeof err->msg, fmt, ap) >= (int)sizeof err->msg) /* cut: at a character */
+            err->msg[utf8_trim_partial(err->msg, strlen(err->msg))] = '\0';
         va_end(ap);
     }
     return code;
@@ -32,7 +35,7 @@ lf_code_t lf_err_prefix(lf_err_t *err, const char *fmt, ...)
     for (const char *parts[] = {prefix, ": ", old}, **p = parts; p < parts + 3; p++)
         for (const char *c = *p; *c && n < cap; c++)
             err->msg[n++] = *c;
-    err->msg[n] = '\0';
+    err->msg[utf8_trim_partial(err->msg, n)] = '\0';
     return err->code;
 }
 

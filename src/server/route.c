@@ -6,6 +6,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/utf8.h"
+#include "server/request/req_json.h"
+
 static bool path_matches(const route_t *rt, const char *path)
 {
     if (rt->match == ROUTE_EXACT)
@@ -78,10 +81,16 @@ bool srv_require_model(const srv_t *s, http_req_t *r, const char *model)
 {
     if (srv_model_ok(s, model))
         return true;
-    char msg[300];
-    snprintf(msg, sizeof msg, "The model `%.200s` does not exist.", model);
+    char msg[300], name[204];
+    utf8_repair(name, sizeof name, model, strlen(model)); /* at most 200 bytes, whole characters */
+    snprintf(msg, sizeof msg, "The model `%s` does not exist.", name);
     http_reply_error(r, 404, msg, "model", "model_not_found", NULL);
     return false;
+}
+
+int32_t srv_max_n(const srv_t *s)
+{
+    return s->cfg.max_n > 0 ? s->cfg.max_n : 16;
 }
 
 void srv_reply_req_err(http_req_t *r, const req_err_t *e)
@@ -145,13 +154,19 @@ void srv_handle(srv_t *s, http_req_t *r)
     /* HEAD on GET routes behaves like GET for health checkers */
     if (!rt && !strcmp(r->method, "HEAD"))
         rt = route_find(routes, sizeof routes / sizeof routes[0], "GET", r->path, &status, allow, sizeof allow);
+    /* the path and method come from the peer as bytes: quoted repaired
+     * (U+FFFD for invalid UTF-8) and cut at a character */
+    char path[204], method[20];
+    utf8_repair(path, sizeof path, r->path, strlen(r->path));
+    utf8_repair(method, sizeof method, r->method, strlen(r->method));
+    req_err_t bad_body;
     if (!rt && status == 404) {
         char msg[300];
-        snprintf(msg, sizeof msg, "Not found: %.200s", r->path);
+        snprintf(msg, sizeof msg, "Not found: %s", path);
         http_reply_error(r, 404, msg, NULL, "not_found", NULL);
     } else if (!rt) {
         char msg[300];
-        snprintf(msg, sizeof msg, "Method %.16s not allowed on %.200s", r->method, r->path);
+        snprintf(msg, sizeof msg, "Method %s not allowed on %s", method, path);
         snprintf(extra, sizeof extra, "Allow: %s\r\n", allow);
         route_error(r, tgi_path(r->path), 405, msg, "method_not_allowed", extra);
     } else if (!rt->open && !auth_check(&s->cfg, r->auth)) {
@@ -161,6 +176,13 @@ void srv_handle(srv_t *s, http_req_t *r)
         char msg[160];
         snprintf(msg, sizeof msg, "The request body is %zu bytes; the limit is %zu", r->body_len, s->cfg.max_body);
         route_error(r, rt->tgi_errors, 413, msg, "request_too_large", NULL);
+    } else if (req_body_utf8(r->body, r->body_len, &bad_body) < 0) {
+        /* every body is JSON, and JSON text is UTF-8 (RFC 8259): checked
+         * here once for every endpoint */
+        if (rt->tgi_errors)
+            route_error(r, true, bad_body.status, bad_body.msg, NULL, NULL);
+        else
+            srv_reply_req_err(r, &bad_body);
     } else {
         rt->fn(s, r);
     }
@@ -171,6 +193,6 @@ void srv_handle(srv_t *s, http_req_t *r)
     char ttft[32] = "-";
     if (r->ttft_ms >= 0)
         snprintf(ttft, sizeof ttft, "%.1fms", r->ttft_ms);
-    fprintf(stderr, "req %s %s %s %d prompt=%d completion=%d ttft=%s dur=%.1fms%s\n", r->id, r->method, r->path,
+    fprintf(stderr, "req %s %s %s %d prompt=%d completion=%d ttft=%s dur=%.1fms%s\n", r->id, method, path,
             r->status, r->prompt_tokens, r->completion_tokens, ttft, dt, r->write_failed ? " client-gone" : "");
 }

@@ -38,6 +38,7 @@ typedef struct {
     size_t max_body;
     int drain_seconds;                /* graceful shutdown limit */
     int ping_seconds;                 /* SSE comment interval while waiting */
+    int io_timeout_seconds;           /* longest stall of a FastCGI peer */
     bool log_prompts;
     /* decoding defaults for fields a request leaves out (issue 4) */
     struct {
@@ -69,6 +70,8 @@ typedef struct {
     toolcall_format_t tool_format;
     time_t created;
     char fingerprint[96];             /* system_fingerprint: build + model */
+    struct fcgi_guard *guard;         /* the connection reader (NULL in unit
+                                         tests); its counters go to /metrics */
 } srv_t;
 
 /* ---- routing (route.c) ---- */
@@ -106,6 +109,8 @@ bool srv_model_ok(const srv_t *s, const char *model);
 /* srv_model_ok, else replies 404 "The model `X` does not exist." (OpenAI's
  * model_not_found) and returns false. */
 bool srv_require_model(const srv_t *s, http_req_t *r, const char *model);
+/* The largest `n` a request may ask (--max-n, default 16). */
+int32_t srv_max_n(const srv_t *s);
 /* Replies with a request-validation error (status, message, param, code). */
 void srv_reply_req_err(http_req_t *r, const req_err_t *e);
 

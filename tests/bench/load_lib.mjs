@@ -406,7 +406,8 @@ export function niceMax(x) {
     return 10 * p;
 }
 
-function fmt(v) {
+// fmt(v): a number for an axis or a label (3 significant figures or so)
+export function fmt(v) {
     if (!Number.isFinite(v)) return '-';
     const a = Math.abs(v);
     if (a >= 100) return String(Math.round(v));

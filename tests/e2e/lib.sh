@@ -14,14 +14,18 @@ ok() { # ok COND_STATUS NAME
     E2E_N=$((E2E_N + 1))
     if [ "$1" -eq 0 ]; then echo "ok - $2"; else echo "not ok - $2"; E2E_FAILED=$((E2E_FAILED + 1)); fi
 }
-# run_node SCRIPT: runs a node TAP producer (bounded), folds its lines in
-run_node() {
-    timeout "${NODE_TIMEOUT:-180}" node "$@" >"$E2E_TMP/node.tap" 2>&1
-    cat "$E2E_TMP/node.tap"
-    E2E_N=$((E2E_N + $(grep -cE '^(not )?ok' "$E2E_TMP/node.tap")))
-    E2E_FAILED=$((E2E_FAILED + $(grep -c '^not ok' "$E2E_TMP/node.tap")))
-    if ! grep -qE '^(not )?ok' "$E2E_TMP/node.tap"; then ok 1 "node $1 produced no results"; fi
+# run_tap CMD...: runs a TAP producer (bounded by TAP_TIMEOUT, default
+# 180 s) and folds its lines into this script's count
+run_tap() {
+    timeout "${TAP_TIMEOUT:-180}" "$@" >"$E2E_TMP/sub.tap" 2>&1
+    # its plan is dropped and its numbers too (this script numbers nothing)
+    grep -v '^1\.\.[0-9]*$' "$E2E_TMP/sub.tap" | sed 's/^\(not \)\{0,1\}ok [0-9][0-9]* /\1ok /'
+    E2E_N=$((E2E_N + $(grep -cE '^(not )?ok' "$E2E_TMP/sub.tap")))
+    E2E_FAILED=$((E2E_FAILED + $(grep -c '^not ok' "$E2E_TMP/sub.tap")))
+    if ! grep -qE '^(not )?ok' "$E2E_TMP/sub.tap"; then ok 1 "$1 produced no results"; fi
 }
+# run_node SCRIPT: runs a node TAP producer (bounded), folds its lines in
+run_node() { TAP_TIMEOUT=${NODE_TIMEOUT:-180} run_tap node "$@"; }
 # A missing prerequisite is a failure, not a skip: scripts/test.sh (and so
 # CI) installs every one of them, so a skip would only hide a broken setup.
 bail() { echo "not ok 1 - prerequisite: $1"; echo "1..1"; exit 1; }
@@ -41,7 +45,13 @@ need() {
 }
 diag() { echo "# $*"; }
 
+E2E_AT_EXIT=""
+# at_exit CMD: runs CMD (a shell command string) when the script ends,
+# before the processes in E2E_PIDS are killed
+at_exit() { E2E_AT_EXIT="$E2E_AT_EXIT
+$1"; }
 e2e_cleanup() {
+    eval "$E2E_AT_EXIT" 2>/dev/null
     for p in $E2E_PIDS; do kill "$p" 2>/dev/null; done
     sleep 0.2
     for p in $E2E_PIDS; do kill -9 "$p" 2>/dev/null; done
@@ -99,6 +109,50 @@ start_nginx() {
     i=0
     while [ "$(curl -s -m 2 -o /dev/null -w "%{http_code}" "$BASE/health")" != 200 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
     [ "$(curl -s -m 2 -o /dev/null -w "%{http_code}" "$BASE/health")" = 200 ] || { diag "nginx did not start:"; sed 's/^/# /' "$E2E_TMP/nginx/error.log" "$E2E_TMP/nginx/out.log"; return 1; }
+    export BASE
+}
+
+# start_site SOCKET...: nginx on a free port with the shipped production
+# site (nginx/llm-fcgi.conf) as it is, except: plain HTTP on 127.0.0.1 (no
+# TLS, no port 80 redirect), logs in the temp dir, and its upstream made of
+# the given unix sockets (each with the shipped max_fails/fail_timeout).
+# E2E_SITE_LISTEN_OPTS adds options to the listen directive. Sets BASE.
+start_site() {
+    PORT=$(free_port)
+    d=$E2E_TMP/site
+    mkdir -p "$d/tmp"
+    awk -v port="$PORT" -v socks="$*" -v logdir="$d" -v lopts="${E2E_SITE_LISTEN_OPTS:-}" '
+        /^server \{/ { inserver = 1; block = $0 "\n"; redirect = 0; next }
+        inserver { block = block $0 "\n"; if ($0 ~ /return 301/) redirect = 1
+                   if ($0 ~ /^\}/) { inserver = 0; if (!redirect) printf "%s", block }; next }
+        { print }' "$TOP_SRCDIR/nginx/llm-fcgi.conf" |
+    awk -v port="$PORT" -v socks="$*" -v logdir="$d" -v lopts="${E2E_SITE_LISTEN_OPTS:-}" '
+        /server unix:\/run\/llm-fcgi\/llm-fcgi.sock/ {
+            params = $0; sub(/.*\.sock/, "", params)
+            n = split(socks, s, " "); for (i = 1; i <= n; i++) print "    server unix:" s[i] params; next }
+        /listen 443 ssl/ { print "    listen 127.0.0.1:" port " " lopts ";"; next }
+        /listen \[::\]/ || /ssl_/ || /Strict-Transport-Security/ { next }
+        /access_log \/var\/log/ { print "    access_log " logdir "/access.log;"; next }
+        { print }' >"$d/site.conf"
+    cat >"$d/nginx.conf" <<CONF
+user $(id -un) $(id -gn);
+pid $d/nginx.pid;
+error_log $d/error.log info;
+daemon off;
+events { worker_connections 1024; }
+http {
+    client_body_temp_path $d/tmp/body; fastcgi_temp_path $d/tmp/fastcgi;
+    proxy_temp_path $d/tmp/proxy; uwsgi_temp_path $d/tmp/uwsgi; scgi_temp_path $d/tmp/scgi;
+    include $d/site.conf;
+}
+CONF
+    nginx -p "$d" -e "$d/error.log" -c "$d/nginx.conf" >"$d/out.log" 2>&1 &
+    NGINX_PID=$!
+    E2E_PIDS="$E2E_PIDS $NGINX_PID"
+    BASE=http://127.0.0.1:$PORT
+    i=0
+    while ! curl -s -m 2 -o /dev/null "$BASE/health" && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+    curl -s -m 2 -o /dev/null "$BASE/health" || { diag "nginx (shipped site) did not start:"; sed 's/^/# /' "$d/error.log" "$d/out.log" | tail -n 20; return 1; }
     export BASE
 }
 

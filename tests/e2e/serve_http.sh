@@ -217,13 +217,22 @@ fi
 stop_server
 
 # drain limit: a stream still running when --drain-timeout expires ends
-# with finish_reason "abort" and [DONE]; the process still exits 0
+# with finish_reason "abort" and [DONE]; the process still exits 0. The
+# stream's FastCGI peer stops reading, so it is surely still running when
+# the limit comes (whatever the engine's speed); it reads on once the
+# server says it stops the in-flight requests.
 start_server "$SRV" serve -m "$M" --threads 1 --ctx-size 8192 --drain-timeout 1 || ok 1 "server 4 starts"
-c -N -m 120 -d '{"prompt":"Hi","max_tokens":8000,"stream":true}' "$BASE/v1/completions" >"$E2E_TMP/drain" &
+"$FCGI_CLIENT" -d '{"prompt":"Hi","max_tokens":8000,"stream":true,"logprobs":5}' --stall-after 1 \
+    --stalled "$E2E_TMP/dstalled" --gate "$E2E_TMP/dgate" "$SOCK" >"$E2E_TMP/drain" &
 D=$!
 wait_metric llm_num_requests_running 1
-stop_server
+wait_until test -e "$E2E_TMP/dstalled"
+kill -TERM "$LLM_PID"
+wait_until grep -q 'drain limit reached: stopping 1 in-flight' "$E2E_TMP/llm.log"
+ok $? "drain timeout: the server says it stops the in-flight request"
+touch "$E2E_TMP/dgate"
 wait $D
+stop_server
 grep -q '"finish_reason":"abort"' "$E2E_TMP/drain" && tail -c 20 "$E2E_TMP/drain" | grep -q 'data: \[DONE\]'
 ok $? "drain timeout: the stream ends with finish_reason abort and [DONE]"
 ok $([ "$LLM_STATUS" = 0 ]; echo $?) "drain timeout: exit 0 (got $LLM_STATUS)"

@@ -14,7 +14,7 @@
  * --close-after N  close the connection once N bytes arrived (a peer that
  *                  goes away mid-reply).
  * Exit status: 0 END_REQUEST received, 2 the server closed the connection
- * without it, 3 closed by --close-after, 1 error or timeout (-t, default 120).
+ * without it, 3 closed by --close-after, 1 error or timeout (-t, default 600).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -45,7 +45,7 @@ int main(int argc, char **argv)
     const char *extra[64];
     int n_extra = 0;
     long stall_after = -1, close_after = -1;
-    double timeout = 120;
+    double timeout = 600;
     const char *addr = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

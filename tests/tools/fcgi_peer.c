@@ -196,8 +196,11 @@ static void fold(fcgi_reader_t *st, fcgi_reply_t *r, const uint8_t *p, size_t n)
                 st->pad_left = st->hdr[6];
                 r->n_records++;
                 st->endgot = 0;
-                if (st->type != FCGI_STDOUT && st->type != FCGI_STDERR && st->type != FCGI_END_REQUEST)
+                if ((st->type != FCGI_STDOUT && st->type != FCGI_STDERR && st->type != FCGI_END_REQUEST) ||
+                    (r->want_id && st->id != r->want_id)) {
                     r->n_other++;
+                    st->type = -1; /* not ours: content skipped */
+                }
                 if (st->content_left == 0 && st->pad_left == 0)
                     st->hdr_got = 0;
             }

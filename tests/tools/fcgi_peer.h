@@ -46,6 +46,8 @@ int fcgi_peer_send(int fd, const void *p, size_t n, int timeout_ms);
 
 /* What came back for one request. */
 typedef struct {
+    int want_id;         /* the request id whose END_REQUEST ends the reply
+                            (0: any); records of other ids count in n_other */
     fbuf_t out;          /* STDOUT content */
     fbuf_t err;          /* STDERR content */
     bool ended;          /* END_REQUEST seen */

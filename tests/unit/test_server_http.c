@@ -6,39 +6,11 @@
 #include "server/server.h"
 #include "server/transport/sse.h"
 #include "tap.h"
+#include "unit/mem_io.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct {
-    char buf[1 << 16];
-    size_t len;
-    int flushes;
-    bool gone;
-} mem_t;
-
-static int mem_write(void *io, const char *p, size_t n)
-{
-    mem_t *m = io;
-    if (m->gone || m->len + n >= sizeof m->buf)
-        return -1;
-    memcpy(m->buf + m->len, p, n);
-    m->len += n;
-    m->buf[m->len] = '\0';
-    return 0;
-}
-static int mem_flush(void *io) { ((mem_t *)io)->flushes++; return ((mem_t *)io)->gone ? -1 : 0; }
-static bool mem_gone(void *io) { return ((mem_t *)io)->gone; }
-
-static http_req_t req(mem_t *m, const char *method, const char *path, const char *auth, const char *body)
-{
-    memset(m, 0, sizeof *m);
-    http_req_t r = {.io = {mem_write, mem_flush, mem_gone, m}, .method = method, .path = path, .auth = auth,
-                    .body = body ? body : "", .body_len = body ? strlen(body) : 0};
-    strcpy(r.id, "0123456789abcdef0123456789abcdef");
-    return r;
-}
 
 static void dummy(srv_t *s, http_req_t *r) { (void)s; (void)r; }
 
@@ -90,7 +62,7 @@ int main(void)
 
     /* ---- SSE framing ---- */
     mem_t m;
-    http_req_t r = req(&m, "POST", "/", NULL, NULL);
+    http_req_t r = mem_req(&m, "POST", "/", NULL, NULL);
     tap_ok(sse_start(&r) == 0 && strstr(m.buf, "Status: 200 OK\r\n") == m.buf &&
                strstr(m.buf, "Content-Type: text/event-stream\r\n") && strstr(m.buf, "Cache-Control: no-cache\r\n") &&
                strstr(m.buf, "X-Accel-Buffering: no\r\n") && strstr(m.buf, "\r\n\r\n"),
@@ -205,33 +177,33 @@ int main(void)
     if (!tap_ok(s.sched != NULL, "scheduler over the real engine"))
         return tap_done();
 
-    r = req(&m, "GET", "/nope", "Bearer k", NULL);
+    r = mem_req(&m, "GET", "/nope", "Bearer k", NULL);
     srv_handle(&s, &r);
     tap_ok(r.status == 404 && strstr(m.buf, "Content-Type: application/json") && strstr(m.buf, "\"type\":\"invalid_request_error\""),
            "unknown path -> 404 JSON");
-    r = req(&m, "GET", "/v1/chat/completions", "Bearer k", NULL);
+    r = mem_req(&m, "GET", "/v1/chat/completions", "Bearer k", NULL);
     srv_handle(&s, &r);
     tap_ok(r.status == 405 && strstr(m.buf, "Allow: POST\r\n"), "wrong method -> 405 Allow: POST");
-    r = req(&m, "GET", "/v1/models", NULL, NULL);
+    r = mem_req(&m, "GET", "/v1/models", NULL, NULL);
     srv_handle(&s, &r);
     tap_ok(r.status == 401 && strstr(m.buf, "WWW-Authenticate: Bearer\r\n") && strstr(m.buf, "\"code\":\"invalid_api_key\""),
            "missing key -> 401 WWW-Authenticate, invalid_api_key");
-    r = req(&m, "GET", "/health", NULL, NULL);
+    r = mem_req(&m, "GET", "/health", NULL, NULL);
     srv_handle(&s, &r);
     tap_ok(r.status == 200 && strstr(m.buf, "{\"status\":\"ok\"}"), "/health open");
-    r = req(&m, "GET", "/ping", NULL, NULL);
+    r = mem_req(&m, "GET", "/ping", NULL, NULL);
     srv_handle(&s, &r);
     tap_ok(r.status == 200, "/ping open");
-    r = req(&m, "GET", "/v1/models/alias", "Bearer k", NULL);
+    r = mem_req(&m, "GET", "/v1/models/alias", "Bearer k", NULL);
     srv_handle(&s, &r);
     tap_ok(r.status == 200 && strstr(m.buf, "\"id\":\"alias\"") && strstr(m.buf, "\"max_model_len\":128"), "model by alias");
     char big[400];
     memset(big, 'a', sizeof big - 1);
     big[sizeof big - 1] = '\0';
-    r = req(&m, "POST", "/v1/completions", "Bearer k", big);
+    r = mem_req(&m, "POST", "/v1/completions", "Bearer k", big);
     srv_handle(&s, &r);
     tap_ok(r.status == 413, "body over max_body -> 413");
-    r = req(&m, "POST", "/v1/completions", "Bearer k", "{\"prompt\":\"Hi\",\"max_tokens\":5,\"temperature\":0,\"model\":\"m\"}");
+    r = mem_req(&m, "POST", "/v1/completions", "Bearer k", "{\"prompt\":\"Hi\",\"max_tokens\":5,\"temperature\":0,\"model\":\"m\"}");
     srv_handle(&s, &r);
     const char *t1 = strstr(m.buf, "\"text\":\"");
     char first[256] = "";
@@ -240,7 +212,7 @@ int main(void)
     tap_ok(r.status == 200 && strstr(m.buf, "\"object\":\"text_completion\"") && strlen(first) > 2 &&
                strstr(m.buf, "\"id\":\"cmpl-0123456789abcdef0123456789abcdef\"") && r.completion_tokens == 5,
            "greedy completion: %s", strstr(m.buf, "{"));
-    r = req(&m, "POST", "/v1/completions", "Bearer k", "{\"prompt\":\"Hi\",\"max_tokens\":5,\"temperature\":0,\"stream\":true}");
+    r = mem_req(&m, "POST", "/v1/completions", "Bearer k", "{\"prompt\":\"Hi\",\"max_tokens\":5,\"temperature\":0,\"stream\":true}");
     srv_handle(&s, &r);
     {
         /* the streamed pieces concatenated == the non-streamed text */
@@ -249,7 +221,7 @@ int main(void)
             snprintf(joined + strlen(joined), sizeof joined - strlen(joined), "%.*s", (int)strcspn(q + 8, "\""), q + 8);
         tap_ok(r.status == 200 && !strcmp(joined, first), "streamed == non-streamed ('%s' vs '%s')", joined, first);
     }
-    r = req(&m, "POST", "/v1/chat/completions", "Bearer k",
+    r = mem_req(&m, "POST", "/v1/chat/completions", "Bearer k",
             "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":3,\"stream\":true,\"model\":\"alias\"}");
     srv_handle(&s, &r);
     const char *body = strstr(m.buf, "\r\n\r\n");
@@ -257,14 +229,14 @@ int main(void)
                strstr(m.buf, "\"finish_reason\":\"length\"") && strstr(m.buf, "data: [DONE]\n\n") &&
                m.len > 13 && !strcmp(m.buf + m.len - 14, "data: [DONE]\n\n"),
            "streamed chat");
-    r = req(&m, "POST", "/v1/completions", "Bearer k", "{\"prompt\":\"Hi\",\"model\":\"other\"}");
+    r = mem_req(&m, "POST", "/v1/completions", "Bearer k", "{\"prompt\":\"Hi\",\"model\":\"other\"}");
     srv_handle(&s, &r);
     tap_ok(r.status == 404 && strstr(m.buf, "The model `other` does not exist."), "unknown model -> 404");
-    r = req(&m, "POST", "/v1/completions", "Bearer k", "{\"prompt\":\"Hi\",\"max_tokens\":200}");
+    r = mem_req(&m, "POST", "/v1/completions", "Bearer k", "{\"prompt\":\"Hi\",\"max_tokens\":200}");
     srv_handle(&s, &r);
     tap_ok(r.status == 400 && strstr(m.buf, "context_length_exceeded") && strstr(m.buf, "maximum context length is 128 tokens"),
            "context exceeded -> 400 context_length_exceeded");
-    r = req(&m, "GET", "/metrics", "Bearer k", NULL);
+    r = mem_req(&m, "GET", "/metrics", "Bearer k", NULL);
     srv_handle(&s, &r);
     tap_ok(r.status == 200 && strstr(m.buf, "llm_requests_total{model_name=\"m\",status=\"404\"} 2"),
            "metrics count requests by status");

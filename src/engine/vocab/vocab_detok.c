@@ -13,6 +13,7 @@
  * are written as U+FFFD (one per byte; a truncated character left at flush
  * is one U+FFFD), so the output is always valid UTF-8.
  */
+#include "common/utf8.h"
 #include "engine/vocab/vocab_impl.h"
 
 #include <stdlib.h>
@@ -105,42 +106,6 @@ void vocab_detok_init(vocab_detok_t *d, const vocab_t *v, bool special)
     d->special = special;
 }
 
-/* Length of the valid UTF-8 character at s[0..n), 0 if s is a valid but
- * incomplete prefix, -1 if s[0] cannot start a valid character here. */
-static int utf8_char(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    if (c < 0x80)
-        return 1;
-    int len;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF)
-        len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0)
-            lo = 0xA0;
-        if (c == 0xED)
-            hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0)
-            lo = 0x90;
-        if (c == 0xF4)
-            hi = 0x8F;
-    } else
-        return -1;
-    for (int i = 1; i < len; i++) {
-        if ((size_t)i >= n)
-            return 0;
-        unsigned char b = s[i];
-        unsigned char l = i == 1 ? lo : 0x80, h = i == 1 ? hi : 0xBF;
-        if (b < l || b > h)
-            return -1;
-    }
-    return len;
-}
-
 static const char replacement[3] = {(char)0xEF, (char)0xBF, (char)0xBD};
 
 /* Emits the complete characters of buf[0..n) to out; keeps an incomplete
@@ -150,7 +115,7 @@ static size_t drain(vocab_detok_t *d, const unsigned char *buf, size_t n, bool f
     size_t w = 0, i = 0;
     d->n_pending = 0;
     while (i < n) {
-        int l = utf8_char(buf + i, n - i);
+        int l = utf8_char_len(buf + i, n - i);
         if (l == 0 && !final) {
             memcpy(d->pending, buf + i, n - i);
             d->n_pending = n - i;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/utf8.h"
 #include "engine/sample/stopstr.h"
 #include "engine/vocab/vocab.h"
 #include "server/api/api_constraint.h"
@@ -62,6 +63,17 @@ static void gen_fail(const gen_fmt_t *fmt, http_req_t *r, int status, const char
         fmt->reply_error(r, status, msg, param, code);
     else
         http_reply_error(r, status, msg, param, code, NULL);
+}
+
+/* gen_fail with extra response headers on the OpenAI endpoints (a format
+ * adds its own: TGI's 429 carries Retry-After too). */
+static void gen_fail_extra(const gen_fmt_t *fmt, http_req_t *r, int status, const char *msg, const char *param,
+                           const char *code, const char *extra)
+{
+    if (fmt)
+        fmt->reply_error(r, status, msg, param, code);
+    else
+        http_reply_error(r, status, msg, param, code, extra);
 }
 
 static void gen_fail_err(const gen_fmt_t *fmt, http_req_t *r, const lf_err_t *e, const char *param,
@@ -360,10 +372,10 @@ void gen_run(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t *
     size_t *jn = NULL;
     char **echo_owned = NULL;
     sched_chan_t *chan = NULL;
-    int32_t max_n = s->cfg.max_n > 0 ? s->cfg.max_n : 16;
-    if (sp->n > max_n) {
+    int32_t max_n = srv_max_n(s);
+    if (sp->n > max_n) { /* parsed with the server's limits, so only for other parsers */
         char msg[160];
-        snprintf(msg, sizeof msg, "'n' must be at most %d on this server, got %d", max_n, sp->n);
+        snprintf(msg, sizeof msg, "'n' must be an integer from 1 to %d, got %d", max_n, sp->n);
         gen_fail(fmt, r, 400, msg, "n", NULL);
         return;
     }
@@ -437,8 +449,14 @@ void gen_run(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t *
                                              cap - w - 1);
                 w += m > 0 && (size_t)m < cap - w - 1 ? (size_t)m : 0;
             }
-            if (echo_owned[i])
+            if (echo_owned[i]) {
                 echo_owned[i][w] = '\0';
+                if (!utf8_valid(echo_owned[i], w, NULL)) { /* byte tokens: echoed as U+FFFD */
+                    char *fixed = utf8_repair_dup(echo_owned[i], w, NULL);
+                    free(echo_owned[i]);
+                    echo_owned[i] = fixed;
+                }
+            }
         }
         for (size_t k = 0; k < per; k++) {
             size_t j = i * per + k;
@@ -503,7 +521,10 @@ void gen_run(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t *
     if (sched_submit(s->sched, chan, (const int32_t *const *)jp, jn, params, (int32_t)n, &e) != LF_OK) {
         const char *param = e.code == LF_ERR_CONTEXT ? (chat ? "messages" : "prompt")
                             : e.code == LF_ERR_INVALID ? (per > 1 ? "n" : "prompt") : NULL;
-        gen_fail_err(fmt, r, &e, param, e.code == LF_ERR_OVERLOAD ? "server_overloaded" : NULL);
+        if (e.code == LF_ERR_OVERLOAD) /* queue full: come back in a second */
+            gen_fail_extra(fmt, r, 429, e.msg, NULL, "server_overloaded", "Retry-After: 1\r\n");
+        else
+            gen_fail_err(fmt, r, &e, param, NULL);
         goto out;
     }
     if (gen->stream) {
@@ -569,7 +590,8 @@ void api_chat(srv_t *s, http_req_t *r)
 {
     chat_req_t q;
     req_err_t e;
-    if (req_chat_parse(r->body, r->body_len, &q, &e) < 0) {
+    req_limits_t lim = {.max_n = srv_max_n(s)};
+    if (req_chat_parse_limited(r->body, r->body_len, &lim, &q, &e) < 0) {
         srv_reply_req_err(r, &e);
         return;
     }
@@ -606,7 +628,8 @@ void api_completions(srv_t *s, http_req_t *r)
 {
     cmpl_req_t q;
     req_err_t e;
-    if (req_cmpl_parse(r->body, r->body_len, &q, &e) < 0) {
+    req_limits_t lim = {.max_n = srv_max_n(s)};
+    if (req_cmpl_parse_limited(r->body, r->body_len, &lim, &q, &e) < 0) {
         srv_reply_req_err(r, &e);
         return;
     }

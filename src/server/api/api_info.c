@@ -8,6 +8,7 @@
 #include "server/request/request.h"
 #include "server/server.h"
 #include "grammar/grammar.h"
+#include "server/transport/fcgi_guard.h"
 
 static void reply_obj(http_req_t *r, json_object *o)
 {
@@ -214,8 +215,27 @@ void api_metrics(srv_t *s, http_req_t *r)
         http_reply_error(r, 503, "out of memory", NULL, NULL, NULL);
         return;
     }
+    char conn[1024] = "";
+    if (s->guard) { /* the FastCGI connection reader (fcgi_guard.h) */
+        fcgi_guard_stats_t g;
+        fcgi_guard_stats(s->guard, &g);
+        snprintf(conn, sizeof conn,
+                 "# HELP llm_fcgi_connections_total FastCGI connections accepted.\n"
+                 "# TYPE llm_fcgi_connections_total counter\nllm_fcgi_connections_total %llu\n"
+                 "# HELP llm_fcgi_dropped_total FastCGI connections dropped before their request was complete.\n"
+                 "# TYPE llm_fcgi_dropped_total counter\n"
+                 "llm_fcgi_dropped_total{reason=\"protocol\"} %llu\n"
+                 "llm_fcgi_dropped_total{reason=\"timeout\"} %llu\n"
+                 "llm_fcgi_dropped_total{reason=\"evicted\"} %llu\n"
+                 "llm_fcgi_dropped_total{reason=\"closed\"} %llu\n"
+                 "llm_fcgi_dropped_total{reason=\"address\"} %llu\n",
+                 (unsigned long long)g.accepted, (unsigned long long)g.protocol_errors,
+                 (unsigned long long)g.timeouts, (unsigned long long)g.evicted, (unsigned long long)g.closed_early,
+                 (unsigned long long)g.refused);
+    }
     if (http_send_headers(r, 200, "text/plain; version=0.0.4; charset=utf-8", NULL) == 0 &&
-        http_write(r, text, strlen(text)) == 0 && (!gtext || http_write(r, gtext, strlen(gtext)) == 0))
+        http_write(r, text, strlen(text)) == 0 && http_write(r, conn, strlen(conn)) == 0 &&
+        (!gtext || http_write(r, gtext, strlen(gtext)) == 0))
         http_flush(r);
     free(text);
     free(gtext);

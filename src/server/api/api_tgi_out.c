@@ -71,7 +71,8 @@ static void reply_mapped(http_req_t *r, bool lmi, int status, const char *msg, b
         snprintf(buf, sizeof buf, "Request failed during generation: %s", msg);
         status = 424;
     }
-    reply_error(r, status, buf, type, lmi, NULL);
+    /* a full queue: come back in a second (as on the OpenAI endpoints) */
+    reply_error(r, status, buf, type, lmi, status == 429 ? "Retry-After: 1\r\n" : NULL);
 }
 
 void tgi_reply_req_err(http_req_t *r, bool lmi, const req_err_t *e)

@@ -1,74 +1,22 @@
 /* request.c - JSON -> typed requests (see request.h). */
 #include "server/request/request.h"
-#include "server/request/request_chat.h"
 #include "server/request/request_tgi.h"
 
 #include <json-c/json.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int fail(req_err_t *e, int status, const char *param, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static int fail(req_err_t *e, int status, const char *param, const char *code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    req_err_vset(e, status, param, code, fmt, ap);
-    va_end(ap);
-    return -1;
-}
+#include "common/utf8.h"
+#include "server/request/req_json.h"
+#include "server/request/request_chat.h"
 
-int req_err_vset(req_err_t *e, int status, const char *param, const char *code, const char *fmt, va_list ap)
-{
-    e->status = status;
-    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
-    snprintf(e->code, sizeof e->code, "%s", code ? code : "");
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-    return -1;
-}
+#define fail req_err_set /* req_json.h: UTF-8-safe message, status, param, code */
 
-int req_err_set(req_err_t *e, int status, const char *param, const char *code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    req_err_vset(e, status, param, code, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-/* Parses body as one JSON object (trailing garbage is an error). */
 static json_object *parse_object(const char *body, size_t len, req_err_t *e)
 {
-    json_tokener *tok = json_tokener_new();
-    if (!tok) {
-        fail(e, 503, NULL, NULL, "out of memory");
-        return NULL;
-    }
-    json_object *o = json_tokener_parse_ex(tok, body, (int)len);
-    enum json_tokener_error jerr = json_tokener_get_error(tok);
-    size_t used = json_tokener_get_parse_end(tok);
-    json_tokener_free(tok);
-    if (!o || jerr != json_tokener_success) {
-        json_object_put(o);
-        fail(e, 400, NULL, NULL, "The request body is not valid JSON: %s",
-             len == 0 ? "empty body" : json_tokener_error_desc(jerr == json_tokener_continue ? json_tokener_error_parse_eof : jerr));
-        return NULL;
-    }
-    for (; used < len; used++)
-        if (!strchr(" \t\r\n", body[used])) {
-            json_object_put(o);
-            fail(e, 400, NULL, NULL, "The request body is not valid JSON: trailing data");
-            return NULL;
-        }
-    if (!json_object_is_type(o, json_type_object)) {
-        json_object_put(o);
-        fail(e, 400, NULL, NULL, "The request body must be a JSON object");
-        return NULL;
-    }
-    return o;
+    return req_json_parse_object(body, len, e);
 }
 
 /* Field present and not null? */
@@ -154,13 +102,13 @@ static int check_unsupported(json_object *o, req_err_t *e)
     return 0;
 }
 
-static int parse_gen(json_object *o, bool chat, req_gen_t *g, req_err_t *e)
+static int parse_gen(json_object *o, bool chat, const req_limits_t *lim, req_gen_t *g, req_err_t *e)
 {
     g->max_tokens = -1;
     g->temperature = 1.0f;
     json_object *st = field(o, "stream");
     if (req_sampling_parse(o, chat, st && json_object_is_type(st, json_type_boolean) && json_object_get_boolean(st),
-                           &g->samp, e) < 0)
+                           lim, &g->samp, e) < 0)
         return -1;
     if (get_string(o, "model", &g->model, e) < 0)
         return -1;
@@ -169,16 +117,15 @@ static int parse_gen(json_object *o, bool chat, req_gen_t *g, req_err_t *e)
         return fail(e, 400, "user", NULL, "'user' must be a string");
     const char *mt[] = {"max_tokens", "max_completion_tokens"};
     for (int i = 0; i < 2; i++) {
-        v = field(o, mt[i]);
-        if (!v || json_object_is_type(v, json_type_null))
-            continue;
-        if (!is_int(v))
-            return fail(e, 400, mt[i], NULL, "'%s' must be an integer", mt[i]);
-        int64_t n = json_object_get_int64(v);
-        if (n < 1 || n > INT32_MAX)
-            return fail(e, 400, mt[i], NULL, "'%s' must be at least 1, got %lld", mt[i], (long long)n);
-        g->max_tokens = (int32_t)n;
-        g->samp.has |= REQ_HAS_MAX_TOKENS;
+        int64_t n;
+        /* 1..2^31-1; beyond the context is context_length_exceeded later */
+        int r = req_json_int(o, mt[i], NULL, 1, INT32_MAX, &n, e);
+        if (r < 0)
+            return -1;
+        if (r) {
+            g->max_tokens = (int32_t)n;
+            g->samp.has |= REQ_HAS_MAX_TOKENS;
+        }
     }
     v = field(o, "temperature");
     if (v && !json_object_is_type(v, json_type_null)) {
@@ -190,13 +137,10 @@ static int parse_gen(json_object *o, bool chat, req_gen_t *g, req_err_t *e)
         g->temperature = (float)t;
         g->samp.has |= REQ_HAS_TEMPERATURE;
     }
-    v = field(o, "seed");
-    if (v && !json_object_is_type(v, json_type_null)) {
-        if (!is_int(v))
-            return fail(e, 400, "seed", NULL, "'seed' must be an integer");
-        g->has_seed = true;
-        g->seed = (uint64_t)json_object_get_int64(v);
-    }
+    int r = req_json_seed(o, "seed", &g->seed, e);
+    if (r < 0)
+        return -1;
+    g->has_seed = r;
     v = field(o, "stream");
     if (v && !json_object_is_type(v, json_type_null) && get_bool(o, "stream", &g->stream, e) < 0)
         return -1;
@@ -258,9 +202,11 @@ static int parse_content(json_object *c, size_t idx, char **out, req_err_t *e)
         if (!strcmp(type, "input_audio") || !strcmp(type, "audio_url"))
             return fail(e, 400, param, NULL, "this model does not accept audio input");
         if (!strcmp(type, "video_url") || !strcmp(type, "file"))
-            return fail(e, 400, param, NULL, "this model does not accept %s input", type);
+            return fail(e, 400, param, NULL, "this model does not accept %.*s input", (int)utf8_clip(type, strlen(type), 40),
+                        type);
         if (strcmp(type, "text"))
-            return fail(e, 400, param, NULL, "unknown content part type '%s'", type);
+            return fail(e, 400, param, NULL, "unknown content part type '%.*s'", (int)utf8_clip(type, strlen(type), 100),
+                        type);
         if (!(tx = field(p, "text")) || !json_object_is_type(tx, json_type_string))
             return fail(e, 400, param, NULL, "a text content part needs a string 'text'");
         total += (size_t)json_object_get_string_len(tx);
@@ -309,7 +255,8 @@ static int parse_messages(json_object *o, chat_req_t *out, req_err_t *e)
         else if (!strcmp(r, "assistant")) cr = CHAT_ROLE_ASSISTANT;
         else if (!strcmp(r, "tool")) cr = CHAT_ROLE_TOOL;
         else
-            return fail(e, 400, param, NULL, "unknown role '%s' (system, developer, user, assistant, tool)", r);
+            return fail(e, 400, param, NULL, "unknown role '%.*s' (system, developer, user, assistant, tool)",
+                        (int)utf8_clip(r, strlen(r), 200), r);
         out->msgs[i].role = cr;
         out->n_msgs = i + 1;
         json_object *c = field(msg, "content");
@@ -330,6 +277,11 @@ static int parse_messages(json_object *o, chat_req_t *out, req_err_t *e)
 
 int req_chat_parse(const char *body, size_t len, chat_req_t *out, req_err_t *e)
 {
+    return req_chat_parse_limited(body, len, NULL, out, e);
+}
+
+int req_chat_parse_limited(const char *body, size_t len, const req_limits_t *lim, chat_req_t *out, req_err_t *e)
+{
     memset(out, 0, sizeof *out);
     json_object *o = parse_object(body, len, e);
     if (!o)
@@ -337,7 +289,7 @@ int req_chat_parse(const char *body, size_t len, chat_req_t *out, req_err_t *e)
     out->raw = o;
     int rc = parse_messages(o, out, e);
     if (rc == 0)
-        rc = parse_gen(o, true, &out->gen, e);
+        rc = parse_gen(o, true, lim, &out->gen, e);
     if (rc == 0)
         rc = req_chat_ext_parse(o, out, e);
     if (rc < 0)
@@ -371,10 +323,10 @@ static int parse_ids(json_object *a, const char *param, int32_t **out, size_t *n
         json_object *v = json_object_array_get_idx(a, i);
         if (!is_int(v))
             return fail(e, 400, param, NULL, "'%s' must contain only integer token ids", param);
-        int64_t id = json_object_get_int64(v);
-        if (id < 0 || id > INT32_MAX)
-            return fail(e, 400, param, NULL, "token id %lld is out of range", (long long)id);
-        (*out)[i] = (int32_t)id;
+        if (!req_json_int_in(v, 0, INT32_MAX))
+            return fail(e, 400, param, NULL, "token id %.80s is out of range (0 to %d)", req_json_literal(v),
+                        INT32_MAX);
+        (*out)[i] = (int32_t)json_object_get_int64(v);
     }
     *n = len;
     return 0;
@@ -440,13 +392,18 @@ static int parse_prompt(json_object *o, cmpl_req_t *out, req_err_t *e)
 
 int req_cmpl_parse(const char *body, size_t len, cmpl_req_t *out, req_err_t *e)
 {
+    return req_cmpl_parse_limited(body, len, NULL, out, e);
+}
+
+int req_cmpl_parse_limited(const char *body, size_t len, const req_limits_t *lim, cmpl_req_t *out, req_err_t *e)
+{
     memset(out, 0, sizeof *out);
     json_object *o = parse_object(body, len, e);
     if (!o)
         return -1;
     int rc = parse_prompt(o, out, e);
     if (rc == 0)
-        rc = parse_gen(o, false, &out->gen, e);
+        rc = parse_gen(o, false, lim, &out->gen, e);
     if (rc == 0) /* TGI parameters flattened by Hugging Face clients */
         rc = req_tgi_flat_apply(o, &out->gen, e);
     json_object_put(o);

@@ -12,6 +12,9 @@
  * neutral value, never silently ignored.
  * Unknown fields are ignored, as vLLM does.
  *
+ * The body must be valid UTF-8 and a JSON object (req_json.h, shared with
+ * every parser); integers are checked against their real range.
+ *
  * Ownership: req_*_parse allocate everything inside the struct; the matching
  * req_*_free releases it (accepts a zeroed struct).
  */
@@ -23,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "server/request/req_json.h"
 #include "server/request/request_format.h"
 #include "server/request/request_sampling.h"
 
@@ -86,9 +90,18 @@ typedef struct {
 
 typedef enum { REQ_KIND_CHAT, REQ_KIND_COMPLETION, REQ_KIND_TGI, REQ_KIND_NONE } req_kind_t;
 
-/* Both return 0 or -1 with *e filled. */
+/* Server limits that integer fields are checked against, so a 400 names
+ * the real range ("'n' must be an integer from 1 to 16"). */
+typedef struct req_limits {
+    int32_t max_n;       /* largest `n` (<= 0: INT32_MAX) */
+} req_limits_t;
+
+/* Both return 0 or -1 with *e filled. The plain forms check integers
+ * against their type's range only; the _limited forms against lim. */
 int req_chat_parse(const char *body, size_t len, chat_req_t *out, req_err_t *e);
 int req_cmpl_parse(const char *body, size_t len, cmpl_req_t *out, req_err_t *e);
+int req_chat_parse_limited(const char *body, size_t len, const req_limits_t *lim, chat_req_t *out, req_err_t *e);
+int req_cmpl_parse_limited(const char *body, size_t len, const req_limits_t *lim, cmpl_req_t *out, req_err_t *e);
 void req_chat_free(chat_req_t *r);
 void req_cmpl_free(cmpl_req_t *r);
 
@@ -119,11 +132,9 @@ void req_detok_free(detok_req_t *r);
 
 const char *chat_role_name(chat_role_t r);
 
-/* Fills *e (param / code NULL: none; the message printf-style) and returns
- * -1, for parsers to `return req_err_set(...)`. */
-int req_err_set(req_err_t *e, int status, const char *param, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-int req_err_vset(req_err_t *e, int status, const char *param, const char *code, const char *fmt, va_list ap);
+/* req_err_set / req_err_vset (req_json.h, included above) fill *e
+ * (param / code NULL: none; the message printf-style, cut at a character)
+ * and return -1. */
 
 /* The body as one JSON object (the same checks every parser applies:
  * valid JSON, an object, no trailing data); NULL with *e filled (400).

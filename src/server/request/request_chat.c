@@ -2,30 +2,20 @@
  * request_chat.h). */
 #include "server/request/request_chat.h"
 
+#include "common/utf8.h"
+#include "server/request/req_json.h"
+
 #include <json-c/json.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int fail(req_err_t *e, const char *param, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(req_err_t *e, const char *param, const char *fmt, ...)
-{
-    e->status = 400;
-    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
-    e->code[0] = '\0';
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-    va_end(ap);
-    return -1;
-}
+/* req_json.h: a 400 naming the field, the message cut at a character */
+#define fail(e, param, ...) req_err_set(e, 400, param, NULL, __VA_ARGS__)
 
 static int oom(req_err_t *e)
 {
-    fail(e, NULL, "out of memory");
-    e->status = 503;
-    return -1;
+    return req_err_set(e, 503, NULL, NULL, "out of memory");
 }
 
 /* Present and not null. */
@@ -111,7 +101,8 @@ static int parse_tool_choice(json_object *o, chat_ext_t *x, req_err_t *e)
             x->tool_choice = TOOL_CHOICE_REQUIRED;
         else
             return fail(e, "tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or "
-                        "{\"type\": \"function\", \"function\": {\"name\": ...}}, got \"%.100s\"", s);
+                        "{\"type\": \"function\", \"function\": {\"name\": ...}}, got \"%.*s\"",
+                        (int)utf8_clip(s, strlen(s), 100), s);
     } else if (json_object_is_type(c, json_type_object)) {
         json_object *type = get(c, "type"), *name = get(get(c, "function"), "name");
         if (!type || !is_str(type) || strcmp(json_object_get_string(type), "function") || !name || !is_str(name))
@@ -126,8 +117,8 @@ static int parse_tool_choice(json_object *o, chat_ext_t *x, req_err_t *e)
     if (x->tool_choice != TOOL_CHOICE_NONE && !x->n_tools)
         return fail(e, "tool_choice", "'tool_choice' needs 'tools'");
     if (x->tool_choice == TOOL_CHOICE_NAMED && !tool_known(o, x->tool_name))
-        return fail(e, "tool_choice", "'tool_choice' names the function '%.100s', which is not in 'tools'",
-                    x->tool_name);
+        return fail(e, "tool_choice", "'tool_choice' names the function '%.*s', which is not in 'tools'",
+                    (int)utf8_clip(x->tool_name, strlen(x->tool_name), 100), x->tool_name);
     return 0;
 }
 

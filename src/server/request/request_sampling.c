@@ -3,29 +3,19 @@
 
 #include <json-c/json.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "engine/sample/logprob.h"
+#include "server/request/req_json.h"
 #include "server/request/request.h"
 
 #define CMPL_LOGPROBS_MAX 5 /* OpenAI's limit for the legacy integer logprobs */
 
-static int bad(req_err_t *e, const char *param, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int bad(req_err_t *e, const char *param, const char *code, const char *fmt, ...)
-{
-    e->status = 400;
-    snprintf(e->param, sizeof e->param, "%s", param);
-    snprintf(e->code, sizeof e->code, "%s", code ? code : "");
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-    va_end(ap);
-    return -1;
-}
+/* req_json.h: a 400 naming the field, the message cut at a character */
+#define bad(e, ...) req_err_set(e, 400, __VA_ARGS__)
 
 static int oom(req_err_t *e)
 {
@@ -59,24 +49,19 @@ static int num(json_object *o, const char *k, double lo, bool lo_open, double hi
         return bad(e, k, NULL, "'%s' must be a number", k);
     double d = json_object_get_double(v);
     if (!isfinite(d) || d < lo || (lo_open && d == lo) || d > hi)
-        return bad(e, k, NULL, "'%s' must be %s %g and <= %g, got %g", k, lo_open ? ">" : ">=", lo, hi, d);
+        return bad(e, k, NULL, "'%s' must be a number %s %g and <= %g, got %.40s", k, lo_open ? ">" : ">=", lo, hi,
+                   req_json_literal(v));
     *out = (float)d;
     return 1;
 }
 
 static int integer(json_object *o, const char *k, int64_t lo, int64_t hi, int32_t *out, req_err_t *e)
 {
-    json_object *v = get(o, k);
-    if (!v)
-        return 0;
-    if (!json_object_is_type(v, json_type_int))
-        return bad(e, k, NULL, "'%s' must be an integer", k);
-    int64_t d = json_object_get_int64(v);
-    if (d < lo || d > hi)
-        return bad(e, k, NULL, "'%s' must be between %lld and %lld, got %lld", k, (long long)lo, (long long)hi,
-                   (long long)d);
-    *out = (int32_t)d;
-    return 1;
+    int64_t d;
+    int r = req_json_int(o, k, NULL, lo, hi, &d, e);
+    if (r == 1)
+        *out = (int32_t)d;
+    return r;
 }
 
 static int boolean(json_object *o, const char *k, bool *out, req_err_t *e)
@@ -135,9 +120,9 @@ static int parse_ids(json_object *o, const char *k, int32_t **out, int32_t *n_ou
         return oom(e);
     for (size_t i = 0; i < n; i++) {
         json_object *it = json_object_array_get_idx(v, i);
-        if (!json_object_is_type(it, json_type_int) || json_object_get_int64(it) < 0 ||
-            json_object_get_int64(it) > INT32_MAX)
-            return bad(e, k, NULL, "'%s' must contain token ids (non-negative integers)", k);
+        if (!req_json_int_in(it, 0, INT32_MAX))
+            return bad(e, k, NULL, "'%s' must contain token ids (integers from 0 to %d), got %.80s", k, INT32_MAX,
+                       req_json_literal(it));
         (*out)[i] = (int32_t)json_object_get_int64(it);
     }
     *n_out = (int32_t)n;
@@ -164,12 +149,14 @@ static int parse_bias(json_object *o, req_sampling_t *s, req_err_t *e)
         char *end = NULL;
         long long id = strtoll(key, &end, 10);
         if (!*key || *end || id < 0 || id > INT32_MAX)
-            return bad(e, "logit_bias", NULL, "'logit_bias' keys must be token ids, got '%.64s'", key);
+            return bad(e, "logit_bias", NULL, "'logit_bias' keys must be token ids, got '%.*s'",
+                       (int)utf8_clip(key, strlen(key), 64), key);
         if (!is_num(val))
             return bad(e, "logit_bias", NULL, "'logit_bias' values must be numbers");
         double b = json_object_get_double(val);
         if (!(b >= -SAMPLER_LOGIT_BIAS_MAX && b <= SAMPLER_LOGIT_BIAS_MAX))
-            return bad(e, "logit_bias", NULL, "'logit_bias' values must be between -100 and 100, got %g", b);
+            return bad(e, "logit_bias", NULL, "'logit_bias' values must be between -100 and 100, got %.40s",
+                       req_json_literal(val));
         s->logit_bias[i].token = (int32_t)id;
         s->logit_bias[i].bias = (float)b;
         i++;
@@ -207,7 +194,8 @@ static int parse_logprobs(json_object *o, bool chat, bool stream, req_sampling_t
     return 0;
 }
 
-int req_sampling_parse(json_object *o, bool chat, bool stream, req_sampling_t *s, req_err_t *e)
+int req_sampling_parse(json_object *o, bool chat, bool stream, const req_limits_t *lim, req_sampling_t *s,
+                       req_err_t *e)
 {
     memset(s, 0, sizeof *s);
     s->top_k = -1;
@@ -243,10 +231,11 @@ int req_sampling_parse(json_object *o, bool chat, bool stream, req_sampling_t *s
         boolean(o, "spaces_between_special_tokens", &s->spaces_between_special_tokens, e) < 0 ||
         boolean(o, "include_stop_str_in_output", &s->include_stop_str_in_output, e) < 0)
         return -1;
-    if (integer(o, "n", 1, INT32_MAX, &s->n, e) < 0)
+    int32_t max_n = lim && lim->max_n > 0 ? lim->max_n : INT32_MAX;
+    if (integer(o, "n", 1, max_n, &s->n, e) < 0)
         return -1;
     int32_t best_of = s->n;
-    if (integer(o, "best_of", 1, INT32_MAX, &best_of, e) < 0)
+    if (integer(o, "best_of", 1, max_n, &best_of, e) < 0)
         return -1;
     if (best_of != s->n)
         return bad(e, "best_of", "unsupported_parameter", "'best_of' is not supported (only best_of == n)");
@@ -270,8 +259,7 @@ int req_sampling_parse(json_object *o, bool chat, bool stream, req_sampling_t *s
     json_object *mt = get(o, "max_completion_tokens");
     if (!mt)
         mt = get(o, "max_tokens");
-    if (mt && json_object_is_type(mt, json_type_int) && json_object_get_int64(mt) >= 1 &&
-        s->min_tokens > json_object_get_int64(mt))
+    if (mt && req_json_int_in(mt, 1, INT32_MAX) && s->min_tokens > json_object_get_int64(mt))
         return bad(e, "min_tokens", NULL, "'min_tokens' must not exceed 'max_tokens'");
     return 0;
 }

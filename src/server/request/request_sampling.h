@@ -9,8 +9,7 @@
  *
  * Rejected here with 400: best_of > 1 (or != n), suffix, completions
  * logprobs > 5, chat top_logprobs > 20 or without logprobs,
- * prompt_logprobs with stream, n < 1. The server's n maximum is checked by
- * the handler (it is a server flag).
+ * prompt_logprobs with stream, n outside 1..--max-n (the limits given).
  *
  * Ownership: the arrays are malloc'd by req_sampling_parse and released by
  * req_sampling_free (accepts a zeroed struct).
@@ -59,12 +58,14 @@ typedef struct {
 
 struct json_object;
 struct req_err; /* request.h */
+typedef struct req_limits req_limits_t; /* request.h */
 
 /* Parses the fields of o into *out (defaults first). chat selects the
  * logprobs flavour (chat: boolean + top_logprobs; completions: integer).
- * stream is the request's stream flag. Returns 0 or -1 with *e filled
+ * stream is the request's stream flag; lim (may be NULL) the server's
+ * limits (n). Returns 0 or -1 with *e filled
  */
-int req_sampling_parse(struct json_object *o, bool chat, bool stream, req_sampling_t *out,
+int req_sampling_parse(struct json_object *o, bool chat, bool stream, const req_limits_t *lim, req_sampling_t *out,
                        struct req_err *e);
 void req_sampling_free(req_sampling_t *s);
 

@@ -1,16 +1,22 @@
 /* fcgi_server.c - process setup: model, scheduler, listening socket,
- * acceptor threads, signals and graceful shutdown (see server.h).
+ * the connection guard, worker threads, signals and graceful shutdown (see server.h).
  *
  * Facts this file relies on (../shared/docs/fastcgi-nginx-facts.md):
  * - we bind the socket ourselves: FCGX_OpenSocket unlinks a live socket and
  *   exit()s on bind failure;
  * - SIGTERM/SIGINT are blocked in every thread and taken with sigwait() in
- *   main; FCGX_ShutdownPending() + shutdown(listen_fd) wakes idle acceptors,
- *   in-flight streams finish;
+ *   main; the guard stops accepting, idle workers return, in-flight streams
+ *   finish;
  * - after the body has been read to EOF, poll(ipcFd, POLLIN|POLLRDHUP)
  *   reports a client that went away.
+ *
+ * Connections are accepted and read by the guard (fcgi_guard.c, its own
+ * parser fcgi_parse.c: libfcgi's record reader aborts the process on some
+ * crafted records); worker threads take complete requests from it and use
+ * libfcgi only to write the response.
  */
 #include <errno.h>
+#include <fastcgi.h>
 #include <fcgiapp.h>
 #include <netdb.h>
 #include <poll.h>
@@ -22,6 +28,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,13 +38,14 @@
 #include "server/chat/chat_setup.h"
 #include "grammar/grammar.h"
 #include "server/server.h"
+#include "server/transport/fcgi_guard.h"
 
 typedef struct {
     srv_t *srv;
-    int listen_fd;
     pthread_t thread;
+    atomic_int busy_fd;   /* connection being answered, -1 when idle */
     atomic_int done;
-} acceptor_t;
+} worker_t;
 
 static atomic_int stopping;
 
@@ -114,7 +122,17 @@ static int open_tcp(const char *addr)
     return fd;
 }
 
-/* ---- per request ---- */
+/* ---- per request ----
+ *
+ * The guard (fcgi_guard.c) has read and checked the whole request; libfcgi
+ * is only used for the response. To get its output streams without letting
+ * its record reader near the peer's bytes, it reads a canonical
+ * BEGIN_REQUEST + empty PARAMS (written by us) from a socketpair, then the
+ * connection is dup2()ed onto that descriptor: libfcgi writes the response
+ * (STDOUT records, END_REQUEST) to the real peer. FCGX_Request's ipcFd and
+ * keepConnection are set directly for this (fields of the public struct in
+ * fcgiapp.h): a connection already open is read instead of accepting one.
+ */
 
 static int io_write(void *io, const char *p, size_t n)
 {
@@ -126,6 +144,8 @@ static int io_flush(void *io)
     return FCGX_FFlush(((FCGX_Request *)io)->out) == 0 ? 0 : -1;
 }
 
+/* The guard read the input to its end, so any input now (or a hang-up)
+ * means the peer went away. */
 static bool io_gone(void *io)
 {
     FCGX_Request *q = io;
@@ -133,92 +153,122 @@ static bool io_gone(void *io)
     return poll(&p, 1, 0) > 0;
 }
 
-/* Reads the body to EOF (so a later POLLIN means "client gone"). Over the
- * limit: stops reading, reports the announced length for the 413. */
-static char *read_body(FCGX_Request *q, size_t max, size_t *len)
+static int write_all(int fd, const uint8_t *p, size_t n)
 {
-    const char *cl = FCGX_GetParam("CONTENT_LENGTH", q->envp);
-    size_t want = cl && *cl ? strtoull(cl, NULL, 10) : 0;
-    *len = 0;
-    if (max && want > max) {
-        *len = want;
-        return strdup("");
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
     }
-    size_t cap = want ? want + 1 : 4096;
-    char *b = malloc(cap);
-    if (!b)
-        return NULL;
-    for (;;) {
-        if (*len + 1 >= cap) {
-            if (max && *len > max)
-                break;
-            char *nb = realloc(b, cap * 2);
-            if (!nb) {
-                free(b);
-                return NULL;
-            }
-            b = nb;
-            cap *= 2;
-        }
-        int n = FCGX_GetStr(b + *len, (int)(cap - 1 - *len), q->in);
-        if (n <= 0)
-            break;
-        *len += (size_t)n;
-    }
-    b[*len] = '\0';
-    return b;
+    return 0;
 }
 
-static void handle_one(srv_t *s, FCGX_Request *q)
+/* Gives q libfcgi's output streams for request `id` on connection fd (see
+ * above). On success fd belongs to q (as q->ipcFd); on failure it is
+ * closed. */
+static int bind_libfcgi(FCGX_Request *q, int fd, int id)
 {
+    int sp[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+        close(fd);
+        return -1;
+    }
+    uint8_t canon[24] = {0};
+    fcgi_header_put(canon, FCGI_BEGIN_REQUEST, id, 8, 0);
+    canon[8 + 1] = FCGI_RESPONDER; /* role, flags 0: close after the reply */
+    fcgi_header_put(canon + 16, FCGI_PARAMS, id, 0, 0);
+    int rc = write_all(sp[1], canon, sizeof canon);
+    close(sp[1]); /* anything libfcgi reads past these records is EOF */
+    q->ipcFd = sp[0];
+    q->keepConnection = 1; /* FCGX_Accept_r must not close it first */
+    if (rc < 0 || FCGX_Accept_r(q) != 0) {
+        /* on a failed read libfcgi closed sp[0]; it cannot block: its
+         * listening socket is -1 */
+        if (q->ipcFd >= 0)
+            FCGX_Free(q, 1);
+        close(fd);
+        return -1;
+    }
+    rc = dup2(fd, q->ipcFd);
+    close(fd);
+    if (rc < 0) {
+        FCGX_Detach(q);
+        FCGX_Finish_r(q);
+        return -1;
+    }
+    return 0;
+}
+
+static void serve_conn(srv_t *s, FCGX_Request *q, fcgi_conn_t *c, atomic_int *busy_fd)
+{
+    int fd = c->fd;
+    /* a peer that stops reading makes writes fail after the I/O timeout
+     * instead of blocking this thread (and the request's slot) forever */
+    struct timeval tv = {.tv_sec = s->cfg.io_timeout_seconds > 0 ? s->cfg.io_timeout_seconds : 60};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (c->reply_len && write_all(fd, c->reply, c->reply_len) < 0) {
+        close(fd);
+        return;
+    }
+    if (bind_libfcgi(q, fd, c->req.id) < 0) {
+        fprintf(stderr, "llm-fcgi: fcgi: cannot set up the response stream: %s\n", strerror(errno));
+        return;
+    }
+    *busy_fd = q->ipcFd;
     http_req_t r = {0};
     r.io = (http_io_t){.write = io_write, .flush = io_flush, .gone = io_gone, .io = q};
-    const char *m = FCGX_GetParam("REQUEST_METHOD", q->envp);
+    const char *m = fcgi_req_param(&c->req, "REQUEST_METHOD");
     r.method = m ? m : "GET";
     /* route on REQUEST_URI (lighttpd has no DOCUMENT_URI), query stripped */
-    const char *uri = FCGX_GetParam("REQUEST_URI", q->envp);
+    const char *uri = fcgi_req_param(&c->req, "REQUEST_URI");
     if (!uri)
-        uri = FCGX_GetParam("DOCUMENT_URI", q->envp);
+        uri = fcgi_req_param(&c->req, "DOCUMENT_URI");
     char path[1024];
     snprintf(path, sizeof path, "%s", uri ? uri : "/");
     path[strcspn(path, "?")] = '\0';
     r.path = path;
-    r.auth = FCGX_GetParam("HTTP_AUTHORIZATION", q->envp);
+    r.auth = fcgi_req_param(&c->req, "HTTP_AUTHORIZATION");
     uuid_t u;
     uuid_generate_random(u);
     for (int i = 0; i < 16; i++)
         snprintf(r.id + 2 * i, 3, "%02x", u[i]);
-    char *body = read_body(q, s->cfg.max_body, &r.body_len);
-    if (!body) {
+    r.body = c->req.body ? c->req.body : "";
+    r.body_len = c->req.body_len;
+    if (c->req.body_over) { /* not read: its size for the 413 */
         r.body = "";
-        http_reply_error(&r, 503, "out of memory", NULL, NULL, NULL);
-        metrics_request(&s->metrics, 503);
-        return;
+        r.body_len = c->req.body_announced > s->cfg.max_body ? c->req.body_announced : s->cfg.max_body + 1;
     }
-    r.body = body;
-    srv_handle(s, &r);
-    free(body);
+    if (stopping) {
+        http_reply_error(&r, 503, "the server is shutting down", NULL, "server_shutting_down", "Retry-After: 1\r\n");
+        metrics_request(&s->metrics, 503);
+    } else {
+        srv_handle(s, &r);
+    }
+    /* detached: libfcgi closes without its drain loop (shutdown, then read
+     * until EOF), which a peer that keeps sending would never let end */
+    FCGX_Detach(q);
+    FCGX_Finish_r(q);
+    *busy_fd = -1;
 }
 
-static void *acceptor_main(void *arg)
+static void *worker_main(void *arg)
 {
-    acceptor_t *a = arg;
+    worker_t *w = arg;
     FCGX_Request q;
-    FCGX_InitRequest(&q, a->listen_fd, 0);
-    while (!stopping) {
-        if (FCGX_Accept_r(&q) < 0) {
-            if (stopping)
-                break;
-            /* transient (EMFILE, ECONNABORTED...): keep the thread alive */
-            struct timespec ts = {0, 10 * 1000000L};
-            nanosleep(&ts, NULL);
-            continue;
-        }
-        handle_one(a->srv, &q);
-        FCGX_Finish_r(&q);
+    /* listening socket -1: libfcgi never accepts, connections come from
+     * the guard */
+    FCGX_InitRequest(&q, -1, 0);
+    fcgi_conn_t c;
+    while (fcgi_guard_next(w->srv->guard, &c)) {
+        serve_conn(w->srv, &q, &c, &w->busy_fd);
+        fcgi_conn_release(&c);
     }
     FCGX_Free(&q, 1);
-    a->done = 1;
+    w->done = 1;
     return NULL;
 }
 
@@ -298,7 +348,8 @@ int srv_run(srv_config_t *cfg)
         unlink_path = fd >= 0;
     }
     int status = 1;
-    acceptor_t *acc = NULL;
+    worker_t *wk = NULL;
+    int started = 0;
     if (fd < 0)
         goto out;
 
@@ -314,14 +365,26 @@ int srv_run(srv_config_t *cfg)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     FCGX_Init();
 
-    int n_acc = cfg->http_threads > 0 ? cfg->http_threads : 16;
-    acc = calloc((size_t)n_acc, sizeof *acc);
-    if (!acc)
+    int n_wk = cfg->http_threads > 0 ? cfg->http_threads : 16;
+    /* the guard holds at most this many bodies' worth of input at once */
+    size_t per = cfg->max_body ? cfg->max_body : 16u << 20;
+    fcgi_guard_opts_t go = {.listen_fd = fd,
+                            .lim = {.max_body = cfg->max_body, .max_conns = n_wk},
+                            .io_timeout_ms = (cfg->io_timeout_seconds > 0 ? cfg->io_timeout_seconds : 60) * 1000,
+                            .max_buffered = per * 8 > (64u << 20) ? per * 8 : 64u << 20,
+                            .max_ready = n_wk,
+                            .allowed_addrs = getenv("FCGI_WEB_SERVER_ADDRS")};
+    s.guard = fcgi_guard_start(&go, &err);
+    if (!s.guard) {
+        fprintf(stderr, "llm-fcgi: %s\n", err.msg);
         goto out;
-    int started = 0;
-    for (; started < n_acc; started++) {
-        acc[started] = (acceptor_t){.srv = &s, .listen_fd = fd};
-        if (pthread_create(&acc[started].thread, NULL, acceptor_main, &acc[started]) != 0)
+    }
+    wk = calloc((size_t)n_wk, sizeof *wk);
+    if (!wk)
+        goto out;
+    for (; started < n_wk; started++) {
+        wk[started] = (worker_t){.srv = &s, .busy_fd = -1};
+        if (pthread_create(&wk[started].thread, NULL, worker_main, &wk[started]) != 0)
             break;
     }
     fprintf(stderr, "llm-fcgi: serving %s as '%s' on %s (parallel %d, ctx %d, %d http threads)\n",
@@ -334,7 +397,7 @@ int srv_run(srv_config_t *cfg)
     fprintf(stderr, "llm-fcgi: %s: stopping, draining in-flight requests (up to %d s)\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM", cfg->drain_seconds);
     stopping = 1;
-    FCGX_ShutdownPending();
+    fcgi_guard_stop(s.guard); /* no new connections; complete requests get 503 */
     shutdown(fd, SHUT_RDWR);
     if (unlink_path)
         unlink(cfg->socket_path);
@@ -343,21 +406,32 @@ int srv_run(srv_config_t *cfg)
     for (;;) {
         int live = 0;
         for (int i = 0; i < started; i++)
-            live += !acc[i].done;
-        if (!live || time(NULL) >= deadline)
+            live += !wk[i].done;
+        if (!live)
             break;
+        if (time(NULL) >= deadline) {
+            fprintf(stderr, "llm-fcgi: drain limit reached: stopping %d in-flight request(s)\n", live);
+            break;
+        }
         struct timespec ts = {0, 50 * 1000000L};
         nanosleep(&ts, NULL);
     }
     /* stop the engine: still-running jobs end as cancelled, which unblocks
-     * their acceptors */
+     * their workers; a worker still writing to a peer that does not read
+     * gives up after --io-timeout */
     sched_stop(s.sched);
     for (int i = 0; i < started; i++)
-        pthread_join(acc[i].thread, NULL);
+        pthread_join(wk[i].thread, NULL);
     status = 0;
     fprintf(stderr, "llm-fcgi: stopped\n");
 out:
-    free(acc);
+    if (s.guard && !stopping) { /* a start that failed half-way */
+        fcgi_guard_stop(s.guard);
+        for (int i = 0; i < started; i++)
+            pthread_join(wk[i].thread, NULL);
+    }
+    fcgi_guard_free(s.guard);
+    free(wk);
     if (fd > 0)
         close(fd);
     sched_free(s.sched);

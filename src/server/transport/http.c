@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
+
 int http_status_of(lf_code_t code)
 {
     switch (code) {
@@ -89,21 +91,38 @@ int http_send_headers(http_req_t *r, int status, const char *content_type, const
     return http_write(r, "\r\n", 2);
 }
 
+const char *http_utf8_text(const char *text, char **owned)
+{
+    *owned = NULL;
+    size_t n = strlen(text);
+    if (utf8_valid(text, n, NULL))
+        return text;
+    *owned = utf8_repair_dup(text, n, NULL);
+    return *owned ? *owned : "";
+}
+
 int http_reply_json(http_req_t *r, int status, const char *json, const char *extra)
 {
     if (http_send_headers(r, status, "application/json", extra) < 0)
         return -1;
-    if (http_write(r, json, strlen(json)) < 0 || http_write(r, "\n", 1) < 0)
-        return -1;
-    return http_flush(r);
+    char *owned;
+    json = http_utf8_text(json, &owned);
+    int rc = http_write(r, json, strlen(json)) < 0 || http_write(r, "\n", 1) < 0 ? -1 : http_flush(r);
+    free(owned);
+    return rc;
 }
 
 char *http_error_json(int status, const char *message, const char *param, const char *code)
 {
+    /* messages quote what clients sent: never pass invalid UTF-8 on */
+    char *msg = utf8_repair_dup(message ? message : "", message ? strlen(message) : 0, NULL);
+    char *par = param ? utf8_repair_dup(param, strlen(param), NULL) : NULL;
     json_object *err = json_object_new_object();
-    json_object_object_add(err, "message", json_object_new_string(message ? message : ""));
+    json_object_object_add(err, "message", json_object_new_string(msg ? msg : ""));
     json_object_object_add(err, "type", json_object_new_string(http_error_type(status)));
-    json_object_object_add(err, "param", param ? json_object_new_string(param) : NULL);
+    json_object_object_add(err, "param", par ? json_object_new_string(par) : NULL);
+    free(msg);
+    free(par);
     json_object_object_add(err, "code", code ? json_object_new_string(code) : NULL);
     json_object *root = json_object_new_object();
     json_object_object_add(root, "error", err);

@@ -61,7 +61,12 @@ int http_send_headers(http_req_t *r, int status, const char *content_type, const
 int http_write(http_req_t *r, const char *p, size_t n);
 int http_flush(http_req_t *r);
 
-/* Complete JSON reply: headers + body + flush. */
+/* Every text the server writes is valid UTF-8: returns text itself when
+ * it is, else a repaired copy (invalid bytes as U+FFFD) stored in *owned
+ * for the caller to free (*owned NULL otherwise). */
+const char *http_utf8_text(const char *text, char **owned);
+
+/* Complete JSON reply: headers + body + flush (body made valid UTF-8). */
 int http_reply_json(http_req_t *r, int status, const char *json, const char *extra);
 /* Complete error reply. param/code may be NULL (-> JSON null). */
 int http_reply_error(http_req_t *r, int status, const char *message, const char *param,
@@ -69,7 +74,8 @@ int http_reply_error(http_req_t *r, int status, const char *message, const char 
 /* Error reply from an lf_err_t (status from its code). */
 int http_reply_err(http_req_t *r, const lf_err_t *e, const char *param, const char *code);
 
-/* The JSON text of an error object (malloc'd, caller frees). */
+/* The JSON text of an error object (malloc'd, caller frees); message and
+ * param are made valid UTF-8. */
 char *http_error_json(int status, const char *message, const char *param, const char *code);
 
 #endif

@@ -16,10 +16,13 @@ int sse_data(http_req_t *r, const char *json)
 {
     if (strchr(json, '\n'))
         return -1;
-    if (http_write(r, "data: ", 6) < 0 || http_write(r, json, strlen(json)) < 0 ||
-        http_write(r, "\n\n", 2) < 0)
-        return -1;
-    return http_flush(r);
+    char *owned;
+    json = http_utf8_text(json, &owned);
+    int rc = http_write(r, "data: ", 6) < 0 || http_write(r, json, strlen(json)) < 0 || http_write(r, "\n\n", 2) < 0
+                 ? -1
+                 : http_flush(r);
+    free(owned);
+    return rc;
 }
 
 int sse_comment(http_req_t *r, const char *text)

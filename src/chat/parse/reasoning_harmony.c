@@ -17,9 +17,11 @@ typedef enum {
 } hstate_t;
 
 typedef enum {
-    R_REASONING, /* analysis, built-in tools */
+    R_REASONING, /* the analysis channel (built-in tool calls on it included) */
     R_CONTENT,   /* final, commentary without a recipient */
-    R_TOOL       /* to=functions.NAME: verbatim content for the tool parser */
+    R_TOOL,      /* to=functions.NAME: verbatim content for the tool parser */
+    R_DROP       /* another channel to a built-in tool (browser, python, ...):
+                  * neither reasoning nor content, as vLLM */
 } route_t;
 
 void rs_harmony_init(reasoning_t *rp)
@@ -70,8 +72,10 @@ static void header_done(reasoning_t *rp)
     harmony_header_parse(rp->hold, rp->hold_len - strlen(HARMONY_MESSAGE), &h);
     if (!strncmp(h.recipient, HARMONY_FUNCTIONS, strlen(HARMONY_FUNCTIONS)))
         rp->h_route = R_TOOL;
-    else if (h.recipient[0] || !strcmp(h.channel, "analysis"))
+    else if (!strcmp(h.channel, "analysis"))
         rp->h_route = R_REASONING;
+    else if (h.recipient[0])
+        rp->h_route = R_DROP;
     else
         rp->h_route = R_CONTENT;
     if (rp->h_route == R_TOOL)
@@ -134,7 +138,8 @@ void rs_harmony_step(reasoning_t *rp, char c)
         rs_hold_add(rp, &c, 1);
         reasoning_seg_kind_t kind = route_kind(rp->h_route);
         while (rp->hold_len && !is_prefix_of_any(rp->hold, rp->hold_len, harmony_body_ends)) {
-            rs_emit(rp, kind, rp->hold, 1);
+            if (rp->h_route != R_DROP)
+                rs_emit(rp, kind, rp->hold, 1);
             rs_hold_drop(rp, 1);
         }
         const char *m = which(rp->hold, rp->hold_len, harmony_body_ends);
@@ -159,7 +164,8 @@ void rs_harmony_step(reasoning_t *rp, char c)
 void rs_harmony_finish(reasoning_t *rp)
 {
     reasoning_seg_kind_t kind = rp->st == HS_BODY ? route_kind(rp->h_route) : REASONING_SEG_CONTENT;
-    rs_emit(rp, kind, rp->hold, rp->hold_len);
+    if (rp->st != HS_BODY || rp->h_route != R_DROP)
+        rs_emit(rp, kind, rp->hold, rp->hold_len);
     rp->hold_len = 0;
     rp->h_route = R_CONTENT;
     rp->st = HS_TEXT;

@@ -167,13 +167,32 @@ typedef enum {
     TOOLCALL_FORMAT_MINIMAX_M2,
     TOOLCALL_FORMAT_PYTHONIC,
     TOOLCALL_FORMAT_GPT_OSS,
+    TOOLCALL_FORMAT_DEEPSEEK_V32,
+    TOOLCALL_FORMAT_DEEPSEEK_V4,
+    TOOLCALL_FORMAT_GEMMA4,
+    TOOLCALL_FORMAT_NEMOTRON,
+    TOOLCALL_FORMAT_KIMI_K3,
+    TOOLCALL_FORMAT_COHERE,
+    TOOLCALL_FORMAT_APRIEL,
+    TOOLCALL_FORMAT_MINIMAX,
+    TOOLCALL_FORMAT_GIGACHAT3,
+    TOOLCALL_FORMAT_GIGACHAT31,
+    TOOLCALL_FORMAT_APERTUS,
+    TOOLCALL_FORMAT_MINIMAX_M3,
+    TOOLCALL_FORMAT_HY_V3,
+    TOOLCALL_FORMAT_SOLAR_OPEN,
+    TOOLCALL_FORMAT_MINICPM5,
+    TOOLCALL_FORMAT_FUNCTIONARY_V31,
+    TOOLCALL_FORMAT_FUNCTIONARY_V32,
     TOOLCALL_FORMAT_COUNT
 } toolcall_format_t;
 
 /* How a call is laid out (the family of a format). */
 typedef enum {
     TOOLCALL_LAYOUT_NONE = 0,
-    TOOLCALL_LAYOUT_JSON_OBJECT,  /* {"name": N, "arguments": {...}} */
+    TOOLCALL_LAYOUT_JSON_OBJECT,  /* {"name": N, "arguments": {...}} (name_key,
+                                   * args_key when they differ) */
+    TOOLCALL_LAYOUT_JSON_NAMED,   /* {"N": {...}}: the function name is the key */
     TOOLCALL_LAYOUT_NAME_JSON,    /* name_prefix N name_close [args_open] {...} [args_close] */
     TOOLCALL_LAYOUT_NAME_PARAMS,  /* name_prefix N name_close, then per parameter
                                    * key_open K key_close [value_open] V value_close */
@@ -196,15 +215,48 @@ typedef struct {
     const char *call_close;
     const char *call_sep;        /* between calls inside a section ("," in JSON lists) */
     bool whole_message;          /* the calls must start the output (after whitespace) */
+    const char *name_key;        /* JSON_OBJECT: the name's key (NULL: "name") */
+    const char *args_key;        /* JSON_OBJECT: the arguments' key (NULL: "arguments") */
+    const char *id_close;        /* NAME_JSON: the call header is the call's id (the
+                                  * model's own, used as the call's id), id_close, then
+                                  * the name (solar_open); NULL: no id */
     const char *name_prefix;     /* NAME_*: before the function name */
-    const char *name_close;      /* NAME_*: ends the name (NULL: the first key_open
-                                  * or call_close does; glm45) */
-    const char *args_open;       /* NAME_JSON: around the arguments object */
+    const char *name_close;      /* NAME_*: ends the name (NULL: NAME_PARAMS: the first
+                                  * key_open or call_close does, glm45; NAME_JSON: the
+                                  * arguments object follows the name directly, gemma4) */
+    const char *name_attr;       /* NAME_PARAMS: written after name_close: an attribute
+                                  * whose value is the call's number (1, 2, ...) and a
+                                  * closing '"' (kimi_k3: " index=\""); NULL: none */
+    const char *name_end;        /* NAME_PARAMS: ends the call header after name_close
+                                  * [name_attr N"] (NULL: name_close ends it) */
+    const char *args_open;       /* NAME_JSON: around the arguments object; NAME_PARAMS:
+                                  * the arguments as one JSON object instead of
+                                  * parameters, inside args_open / args_close (kimi_k3) */
     const char *args_close;
+    const char *string_delim;    /* NAME_JSON: the arguments are Gemma's object syntax
+                                  * {key:value,...}: keys bare, strings between
+                                  * string_delim, numbers / true / false / null / {} /
+                                  * [] as JSON (gemma4); NULL: JSON */
     const char *key_open;        /* NAME_PARAMS: a parameter's name ... */
     const char *key_close;
+    const char *value_attr;      /* NAME_PARAMS: written after key_close: an attribute
+                                  * typing the value (" string=\"", " type=\""), its value,
+                                  * '"'; NULL: the value is typed by the schema */
+    const char *value_attr_string; /* its value before a raw string ("true", "string") */
+    const char *value_attr_json;   /* ... before a JSON value ("false"; NULL: the value's
+                                    * JSON type: number, boolean, null, object, array) */
+    const char *key_end;         /* NAME_PARAMS: ends the parameter header after key_close
+                                  * [value_attr ...] (NULL: key_close ends it) */
     const char *value_open;      /* ... and value */
-    const char *value_close;
+    const char *value_close;     /* NULL with key_open: the value is an XML element,
+                                  * closed by key_open "/" KEY key_close; objects and
+                                  * arrays nest as elements, array items as item_tag
+                                  * (minimax_m3) */
+    const char *item_tag;        /* NAME_PARAMS element values: the tag of array items */
+    bool prompt_opens;           /* the generation prompt ends with call_open: the
+                                  * output starts with a call header (functionary_v32) */
+    const char *content_recipient; /* a call header naming this introduces content, not
+                                    * a call ("all", functionary_v32) */
     const char *const *tokens;   /* texts of the control tokens the parser must see
                                   * (the detokenizer renders them), NULL-terminated */
     const char *example;         /* get_weather({"city": "Paris"}) in this format */

@@ -116,8 +116,13 @@ typedef struct {
 typedef struct {
     int st;
     buf_t name, key, value;
+    buf_t vopen, vclose; /* element values: the tags that nest / end the value */
+    int depth;        /* element values: nesting of the same tag */
+    int vkind;        /* how the value is typed (toolcall_xml.c) */
+    bool in_cdata;    /* inside <![CDATA[ ... ]]> */
     tcsec_t sec;
     int nparams;      /* parameters emitted for the open call */
+    bool args_closed; /* the arguments object is complete (a JSON block) */
     bool committed;
 } tcxml_t;
 
@@ -321,6 +326,14 @@ bool tcobj_args_valid(const char *s, size_t n); /* a JSON object, per json-c */
 void tc_param_json(toolcall_t *tc, buf_t *out, const char *fn, const char *key, const char *raw, size_t n);
 /* Appends a JSON string literal of s (n bytes). */
 void tc_json_string(toolcall_t *tc, buf_t *out, const char *s, size_t n);
+/* Appends s compacted (whitespace outside strings removed) if it is
+ * exactly one JSON value; false (out unchanged) otherwise. */
+bool tc_json_value(toolcall_t *tc, buf_t *out, const char *s, size_t n);
+/* minimax_m3's element values: the raw text of parameter key of function
+ * fn, where objects are child elements <k>...</k> and arrays <item>
+ * elements (each tag prefixed by the format's key_open), as JSON typed by
+ * the schema (leaves as tc_param_json types them). */
+void tc_element_json(toolcall_t *tc, buf_t *out, const char *fn, const char *key, const char *raw, size_t n);
 /* Converts a Python literal (str, int, float, True/False/None, list,
  * tuple, dict) to compact JSON appended to out; false (out unchanged) when
  * s is not exactly one literal (whitespace around allowed). */

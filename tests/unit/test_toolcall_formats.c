@@ -268,7 +268,7 @@ static void test_detect(void)
         {"<|python_start|>[f(a=1)]<|python_end|>", PY},
         {"<|tool_call_start|>[f(a=1)]<|tool_call_end|>", PY},
         {"[func_name1(params_name1=params_value1)]", PY},
-        {"<function=f>{...}</function> <|python_tag|>", TOOLCALL_FORMAT_NONE},
+        {"<function=f>{...}</function> <|python_tag|>", TOOLCALL_FORMAT_FUNCTIONARY_V31},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         tap_ok(toolcall_format_detect(t[i].tmpl, strlen(t[i].tmpl)) == t[i].want, "detect %s",

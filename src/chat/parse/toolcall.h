@@ -408,7 +408,7 @@ toolcall_t *toolcall_parse(const toolcall_config_t *cfg, const char *text, size_
  *   "<minimax:tool_call>"                      -> MINIMAX_M2
  *   "<|START_ACTION|>"                         -> COHERE
  *   "<|tools_prefix|>"                         -> APERTUS
- *   "<tool_sep"                                -> HY_V3
+ *   "<tool_sep" and "<arg_key"                 -> HY_V3
  *   "<|tool_call:begin|>"                      -> SOLAR_OPEN
  *   "<seed:tool_call>"                         -> SEED_OSS
  *   "<arg_key>"                                -> GLM45

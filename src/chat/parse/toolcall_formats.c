@@ -342,7 +342,7 @@ toolcall_format_t toolcall_format_detect(const char *tmpl, size_t len)
         return TOOLCALL_FORMAT_COHERE;
     if (HAS("<|tools_prefix|>"))
         return TOOLCALL_FORMAT_APERTUS;
-    if (HAS("<tool_sep"))
+    if (HAS("<tool_sep") && HAS("<arg_key"))
         return TOOLCALL_FORMAT_HY_V3;
     if (HAS("<|tool_call:begin|>"))
         return TOOLCALL_FORMAT_SOLAR_OPEN;

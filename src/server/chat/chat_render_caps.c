@@ -53,6 +53,29 @@ static json_object *probe_context(bool args_string, bool null_content, const cha
     return o;
 }
 
+/* The probe rendered in one form (malloc'd), NULL when it fails. */
+static char *render_probe(const chat_template_t *t, bool args_string, bool null_content, const char *bos,
+                          const char *eos)
+{
+    json_object *ctx = probe_context(args_string, null_content, bos, eos);
+    char *out = NULL;
+    chat_render_opts_t opts = {.now = 1, .extensions = true}; /* as the server renders */
+    if (!ctx || chat_template_render(t, ctx, &opts, &out, NULL, NULL, NULL) != LF_OK) {
+        free(out);
+        out = NULL;
+    }
+    json_object_put(ctx);
+    return out;
+}
+
+char *chat_caps_probe_text(const chat_template_t *t, const char *bos, const char *eos)
+{
+    char *out = NULL;
+    for (int k = 0; t && !out && k < 4; k++)
+        out = render_probe(t, (k & 1) != 0, (k & 2) != 0, bos, eos);
+    return out;
+}
+
 /* Does the rendered probe show the argument as a model would read it? */
 static bool shows_needle(const chat_template_t *t, bool args_string, bool null_content, const char *bos,
                          const char *eos)
@@ -64,15 +87,11 @@ static bool shows_needle(const chat_template_t *t, bool args_string, bool null_c
         NEEDLE ":",        /* gemma's call:f{argument_needle:...} */
         NEEDLE "=",        /* pythonic */
     };
-    json_object *ctx = probe_context(args_string, null_content, bos, eos);
-    char *out = NULL;
-    chat_render_opts_t opts = {.now = 1, .extensions = true}; /* as the server renders */
+    char *out = render_probe(t, args_string, null_content, bos, eos);
     bool shown = false;
-    if (ctx && chat_template_render(t, ctx, &opts, &out, NULL, NULL, NULL) == LF_OK)
-        for (size_t i = 0; i < sizeof forms / sizeof forms[0] && !shown; i++)
-            shown = strstr(out, forms[i]) != NULL;
+    for (size_t i = 0; out && i < sizeof forms / sizeof forms[0] && !shown; i++)
+        shown = strstr(out, forms[i]) != NULL;
     free(out);
-    json_object_put(ctx);
     return shown;
 }
 

@@ -57,6 +57,12 @@ typedef struct chat_caps {
  * be NULL). Never fails: a probe that cannot render counts as "not shown". */
 void chat_caps_probe(const chat_template_t *t, const char *src, const char *bos, const char *eos, chat_caps_t *caps);
 
+/* What the template renders for the probe conversation (a call, its
+ * result, the generation prompt; the first form that renders): the markup
+ * a model of this template writes, for parser detection when the template
+ * builds it from variables. malloc'd, NULL when no form renders. */
+char *chat_caps_probe_text(const chat_template_t *t, const char *bos, const char *eos);
+
 /* The template's view of request req (its raw JSON and ext): an object
  * with messages, tools, documents, chat_template_kwargs and
  * add_generation_prompt, for chat_template_context. New object (caller

@@ -162,7 +162,7 @@ static lf_code_t cut_after_final(const chat_req_t *req, char *prompt, lf_err_t *
 static lf_code_t render_view(const chat_tmpl_renderer_t *r, const chat_caps_t *caps, const chat_req_t *req, bool agp,
                              char **out, lf_err_t *err)
 {
-    json_object *view = chat_caps_view(caps, req, agp);
+    json_object *view = chat_caps_view(caps, req, agp, r->now);
     json_object *c = view ? chat_template_context(view, r->bos, r->eos, err) : NULL;
     json_object_put(view);
     if (!c)

@@ -218,6 +218,18 @@ if (SUITE !== 'qwen35' && SUITE !== 'r1') await check('malformed markup', async 
   ok(s.content === E.bad && s.calls.length === 0 && s.finish === 'stop', 'malformed streamed: the same content', s);
 });
 
+if (FORMAT === 'gpt-oss') await check('a built-in tool call', async () => {
+  // to=browser.search is not a function: vLLM keeps the analysis as
+  // reasoning and drops the message addressed to the built-in tool
+  const r = await client.chat.completions.create(req(ask('@gpt-oss-builtin')));
+  const m = r.choices[0].message;
+  ok(m.reasoning_content === 'Search the web.' && m.content === null && !(m.tool_calls || []).length &&
+    r.choices[0].finish_reason === 'stop', 'built-in tool: reasoning kept, the browser call dropped, no tool_calls', m);
+  const s = await streamed(req(ask('@gpt-oss-builtin')));
+  ok(s.reasoning === 'Search the web.' && s.content === '' && s.calls.length === 0 && s.finish === 'stop',
+    'built-in tool streamed: the same', s);
+});
+
 await check('tools off', async () => {
   // without tools in the request the output is not parsed for calls; the
   // reasoning parser still runs

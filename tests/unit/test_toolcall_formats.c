@@ -200,6 +200,13 @@ static const tcase_t cases[] = {
      {"<|channel|>commentary to=functions.a<|message|>{\"x\": @}<|call|>after"}, "@}after", 1,
      {{"a", "{\"x\":", false}}},
     {"gpt-oss plain text", OSS, {"Just text."}, "Just text.", 0, {{0}}},
+    {"gpt-oss message to a built-in tool is dropped (vLLM)", OSS,
+     {"<|channel|>commentary to=python <|constrain|>code<|message|>", "print(\"<|ca\")", "<|call|>",
+      "<|start|>assistant<|channel|>final<|message|>Done."}, "Done.", 0, {{0}}},
+    {"gpt-oss built-in call then a function call", OSS,
+     {"<|channel|>analysis to=browser.search<|message|>{\"q\": 1}<|end|>",
+      "<|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}<|call|>"}, NULL, 1,
+     {{"f", "{}", true}}},
 };
 
 static void test_kimi_ids(void)

@@ -85,6 +85,8 @@ const E = {
     bad: '<function name=get weather></function>' },
   functionary_v31: { calls: [PARIS, LONDON], reasoning: null, result: null, bad: '<function=get weather>{}' },
   functionary_v32: { calls: [PARIS, LONDON], reasoning: null, result: null, bad: 'get weather\n{}' },
+  muse_glimmer: { calls: [PARIS, LONDON], reasoning: 'Both cities.', result: 'Sunny.',
+    bad: '<atem:function_calls>oops</atem:function_calls>' },
 }[FORMAT];
 
 const weatherTool = { type: 'function', function: { name: 'get_weather', description: 'Current weather in a city',
@@ -95,7 +97,7 @@ const think = { chat_template_kwargs: { enable_thinking: THINK } };
 const ask = (trigger) => [{ role: 'user', content: `What is the weather in Paris and London? ${trigger}` }];
 const req = (messages, extra = {}) => ({ model: MODEL, messages, tools, max_tokens: 96, temperature: 0, ...think,
   ...extra });
-const markup = /<\/?think>|\[\/?THINK\]|<\|channel\|>|<\|message\|>|<\|end\|>|<\|call\|>|<\|return\|>|<\/?tool_call>|<function=|<\|tool_call|<minimax:|<seed:|<\|begin_of_thought\|>|tool▁|\[TOOL_CALLS\]|\[ARGS\]|Here is my|<\|channel>|<channel\|>|thought\n|<\|open\|>|<\|close\|>|<\|sep\|>|<\|START_|<\|END_|<\|inner_|BEGIN FINAL|<\/?mm:think>|<\/?think:opensource>|<\|think\|>|<\|begin\|>|DSML/;
+const markup = /<\/?think>|\[\/?THINK\]|<\|channel\|>|<\|message\|>|<\|end\|>|<\|call\|>|<\|return\|>|<\/?tool_call>|<function=|<\|tool_call|<minimax:|<seed:|<\|begin_of_thought\|>|tool▁|\[TOOL_CALLS\]|\[ARGS\]|Here is my|<\|channel>|<channel\|>|thought\n|<\|open\|>|<\|close\|>|<\|sep\|>|<\|START_|<\|END_|<\|inner_|BEGIN FINAL|<\/?mm:think>|<\/?think:opensource>|<\|think\|>|<\|begin\|>|DSML|<\|eom\|>|<\|eot\|>|atem:/;
 const idOk = (id) => typeof id === 'string' && (E.ids ? E.ids.test(id) : /^call_[A-Za-z0-9]{24}$/.test(id));
 const json = (s) => { try { return JSON.parse(s); } catch { return undefined; } };
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);

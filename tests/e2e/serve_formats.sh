@@ -68,6 +68,7 @@ solar_open 0 solar_open
 minicpm5 0 qwen3
 functionary_v31 0 none
 functionary_v32 0 none
+muse_glimmer 0 muse_glimmer
 LIST
 run llama3_json 0 llama3_json "reasoning parser generic (--reasoning-parser); tool-call parser llama3_json" \
     --reasoning-start '<|begin_of_thought|>' --reasoning-end '<|end_of_thought|>' --tool-call-parser llama3_json

@@ -80,7 +80,7 @@ static const struct {
     {"mistralai-Ministral-3-14B-Reasoning-2512.jinja", TOOLCALL_FORMAT_MISTRAL, REASONING_MODE_MISTRAL},
     {"mistralai-Mistral-Nemo-Instruct-2407.jinja", TOOLCALL_FORMAT_MISTRAL, REASONING_MODE_NONE},
     {"moonshotai-Kimi-K2.jinja", TOOLCALL_FORMAT_KIMI_K2, REASONING_MODE_NONE},
-    {"muse-glimmer.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_NONE},
+    {"muse-glimmer.jinja", TOOLCALL_FORMAT_MUSE_GLIMMER, REASONING_MODE_MUSE_GLIMMER},
     {"openai-gpt-oss-120b.jinja", TOOLCALL_FORMAT_GPT_OSS, REASONING_MODE_GPT_OSS},
     {"openbmb-MiniCPM5-1B.jinja", TOOLCALL_FORMAT_MINICPM5, REASONING_MODE_QWEN3},
     {"poolside-Laguna-S-2.1.jinja", TOOLCALL_FORMAT_GLM45, REASONING_MODE_GLM45},

@@ -175,6 +175,17 @@ static const rcase_t cases[] = {
     {"solar_open channels", REASONING_MODE_SOLAR_OPEN, false,
      {"<|think|>", "t", "<|end|>", "<|begin|>", "assistant", "<|content|>", "Hi", "<|end|>"}, "t", "Hi", 3, NULL,
      NULL},
+    /* muse_glimmer: addressed messages, the prompt ends inside the header */
+    {"muse_glimmer reasoning then a tool message", REASONING_MODE_MUSE_GLIMMER, false,
+     {" to=self", "<|message|>", "Need it.", "<|eom|>", "<|start|>", "assistant to=get_weather", "<|message|>",
+      "<atem:function_calls>\n<atem:invoke name=\"f\">\n</atem:invoke>\n</atem:function_calls>", "<|eom|>"},
+     "Need it.", "<atem:function_calls>\n<atem:invoke name=\"f\">\n</atem:invoke>\n</atem:function_calls>", 3, NULL,
+     NULL},
+    {"muse_glimmer reasoning then the answer", REASONING_MODE_MUSE_GLIMMER, false,
+     {" to=self<|message|>r", "<|eom|><|start|>assistant to=user<|message|>", "ans", "<|eot|>"}, "r", "ans", 2, NULL,
+     NULL},
+    {"muse_glimmer answer without a recipient", REASONING_MODE_MUSE_GLIMMER, false, {"<|message|>", "Hi."}, NULL, "Hi.",
+     0, NULL, NULL},
     {"solar_open tool calls stay content", REASONING_MODE_SOLAR_OPEN, false,
      {"<|think|>t<|end|>", "<|begin|>assistant<|tool_calls|>", "X"}, "t", "<|tool_calls|>X", 1, NULL, NULL},
 };
@@ -345,6 +356,7 @@ static void test_detect(void)
         {"]~b]ai\n<mm:think>", REASONING_MODE_MINIMAX_M3},
         {"<\xef\xbd\x9chy_Assistant:opensource\xef\xbd\x9c><think:opensource>", REASONING_MODE_HY_V3},
         {"<|begin|>assistant<|think|><|end|>", REASONING_MODE_SOLAR_OPEN},
+        {"'<|start|>assistant to=self<|message|>' '<atem:function_calls>'", REASONING_MODE_MUSE_GLIMMER},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         tap_ok(reasoning_mode_detect(t[i].tmpl, strlen(t[i].tmpl)) == t[i].want, "detect template %zu", i);
@@ -406,7 +418,8 @@ static void test_names(void)
            "generic without markers rejected");
     static const char *const names[] = {"none", "deepseek_r1", "qwen3", "deepseek_v3", "gpt-oss", "mistral", "granite",
                                         "glm45", "kimi_k2", "minimax_m2", "seed_oss", "generic", "gemma4", "kimi_k3",
-                                        "cohere_command3", "apertus", "apriel", "minimax_m3", "hy_v3", "solar_open"};
+                                        "cohere_command3", "apertus", "apriel", "minimax_m3", "hy_v3", "solar_open",
+                                        "muse_glimmer"};
     bool all = true;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         all &= reasoning_mode_from_name(names[i], &m, &e) == LF_OK && !strcmp(reasoning_mode_name(m), names[i]);

@@ -1,7 +1,7 @@
 /* test_toolcall_xml.c - the name + typed parameters formats of DeepSeek
  * V3.2 / V4 (DSML, string="true|false"), Kimi K3 (XTML attributes, type=,
  * JSON blocks), MiniMax M3 (values as nested XML elements), Hy3 and
- * MiniCPM5 (CDATA values) through the table harness (toolcall_harness.h:
+ * MiniCPM5 (CDATA values) and Muse Glimmer (ATEM blocks) through the table harness (toolcall_harness.h:
  * token by token, every 2-way split, byte by byte, non-streamed): calls,
  * parallel calls, typing, content around them, malformed markup back as
  * content. */
@@ -20,6 +20,7 @@
 #define M3 TOOLCALL_FORMAT_MINIMAX_M3
 #define HY3 TOOLCALL_FORMAT_HY_V3
 #define CPM TOOLCALL_FORMAT_MINICPM5
+#define MUSE TOOLCALL_FORMAT_MUSE_GLIMMER
 
 static const char tools_json[] =
     "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": {\"type\": \"object\","
@@ -137,6 +138,14 @@ static const tcase_t cases[] = {
       "\n<function name=\"now\"></function>"},
      NULL, 2, {{"get_weather", "{\"metric\":true,\"tags\":[\"a\"]}", true}, {"now", "{}", true}}},
     {"minicpm5 lookalike is content", CPM, {"<function name=x y>"}, "<function name=x y>", 0, {{0}}},
+    /* muse_glimmer: ATEM blocks (the bodies of the tool messages) */
+    {"muse_glimmer two tool messages", MUSE,
+     {"<atem:function_calls>\n", "<atem:invoke name=\"get_weather\">\n", "<atem:parameter name=\"city\">Paris",
+      "</atem:parameter>\n<atem:parameter name=\"days\">2</atem:parameter>\n", "</atem:invoke>\n</atem:function_calls>",
+      "<atem:function_calls>\n<atem:invoke name=\"now\">\n</atem:invoke>\n</atem:function_calls>"},
+     NULL, 2, {{"get_weather", "{\"city\":\"Paris\",\"days\":2}", true}, {"now", "{}", true}}},
+    {"muse_glimmer malformed block is content", MUSE, {"<atem:function_calls>", "oops", "</atem:function_calls>"},
+     "<atem:function_calls>oops</atem:function_calls>", 0, {{0}}},
 };
 
 int main(void)

@@ -79,6 +79,12 @@
  *     browser.*, python, container.*) is reasoning on the analysis channel
  *     and dropped on the others, as vLLM does. Text outside any message is
  *     content.
+ *   muse_glimmer: the same message machine for Muse Glimmer's ATEM
+ *     protocol: the prompt ends with "<|start|>assistant", each message is
+ *     " to=RECIPIENT<|message|>BODY" ended by <|eom|> / <|eot|>; to=self is
+ *     reasoning, to=user (or none) content, another recipient a tool call
+ *     whose body (an <atem:function_calls> block) goes to the content for
+ *     the muse_glimmer tool-call parser (headers and terminators dropped).
  *
  * Token accounting (usage.completion_tokens_details.reasoning_tokens): after
  * each push, out.token_in_reasoning says whether that piece belongs to the
@@ -120,6 +126,7 @@ typedef enum {
     REASONING_MODE_MINIMAX_M3,
     REASONING_MODE_HY_V3,
     REASONING_MODE_SOLAR_OPEN,
+    REASONING_MODE_MUSE_GLIMMER,
     REASONING_MODE_COUNT
 } reasoning_mode_t;
 
@@ -129,7 +136,7 @@ typedef enum {
     REASONING_START_INSIDE,      /* inside, unless the prompt closed the block */
     REASONING_START_TOGGLE,      /* inside when the prompt opened the block, else
                                   * no reasoning at all (the thinking switch) */
-    REASONING_START_HARMONY      /* gpt-oss: channels, not markers */
+    REASONING_START_HARMONY      /* gpt-oss, muse_glimmer: addressed messages, not markers */
 } reasoning_start_t;
 
 /* What a format looks like (for parsing, detection, grammars and docs).
@@ -220,6 +227,7 @@ lf_code_t reasoning_split(reasoning_mode_t mode, bool starts_in_reasoning,
  * markup from variables), documented rules, first match wins:
  *   "<|channel|>" (harmony)                              -> GPT_OSS
  *   "<|channel>" and "<channel|>" (Gemma 4)              -> GEMMA4
+ *   "<atem:function_calls>" and "to=self"                -> MUSE_GLIMMER
  *   "<|open|>", "<|close|>", "<|sep|>" and "think"        -> KIMI_K3
  *   "[THINK]"                                            -> MISTRAL
  *   "<seed:think>"                                       -> SEED_OSS
@@ -255,7 +263,7 @@ bool reasoning_is_marker(const reasoning_config_t *cfg, const char *text);
 /* Names <-> modes ("none", "deepseek_r1", "qwen3", "deepseek_v3",
  * "gpt-oss", "mistral", "granite", "glm45", "kimi_k2", "minimax_m2",
  * "seed_oss", "generic", "gemma4", "kimi_k3", "cohere_command3", "apertus",
- * "apriel", "minimax_m3", "hy_v3", "solar_open"; vLLM's other names are
+ * "apriel", "minimax_m3", "hy_v3", "solar_open", "muse_glimmer"; vLLM's other names are
  * accepted too: "openai_gptoss", "deepseek_v32" / "deepseek_v4" (deepseek_v3),
  * "cohere_command4", "glm47", "mimo" and "nemotron_v3" (qwen3)). from_name
  * returns LF_ERR_INVALID (message lists the names) for anything else. */

@@ -86,6 +86,8 @@ static const char *const solar_close[] = {"<|end|>", NULL};
 static const char *const solar_drop[] = {"<|begin|>assistant", "<|content|>", "<|end|>", "<|flush|>", NULL};
 static const char *const solar_tokens[] = {"<|think|>", "<|end|>", "<|begin|>", "<|content|>", "<|flush|>", NULL};
 
+static const char *const muse_tokens[] = {"<|start|>", "<|message|>", "<|eom|>", "<|eot|>", NULL};
+
 #define F(m, n, ...) [REASONING_MODE_##m] = {.mode = REASONING_MODE_##m, .name = n, __VA_ARGS__}
 
 static const reasoning_format_t formats[REASONING_MODE_COUNT] = {
@@ -123,6 +125,7 @@ static const reasoning_format_t formats[REASONING_MODE_COUNT] = {
     F(HY_V3, "hy_v3", .open = hy_open, .close = hy_close, .start = REASONING_START_CONTENT, .tokens = hy_tokens),
     F(SOLAR_OPEN, "solar_open", .open = solar_open, .close = solar_close, .drop = solar_drop,
       .start = REASONING_START_CONTENT, .tokens = solar_tokens),
+    F(MUSE_GLIMMER, "muse_glimmer", .start = REASONING_START_HARMONY, .tokens = muse_tokens),
 };
 
 #undef F
@@ -188,6 +191,8 @@ reasoning_mode_t reasoning_mode_detect(const char *tmpl, size_t len)
         return REASONING_MODE_GPT_OSS;
     if (contains(tmpl, len, "<|channel>") && contains(tmpl, len, "<channel|>"))
         return REASONING_MODE_GEMMA4;
+    if (contains(tmpl, len, "<atem:function_calls>") && contains(tmpl, len, "to=self"))
+        return REASONING_MODE_MUSE_GLIMMER;
     if (contains(tmpl, len, "<|open|>") && contains(tmpl, len, "<|close|>") && contains(tmpl, len, "<|sep|>") &&
         contains(tmpl, len, "think"))
         return REASONING_MODE_KIMI_K3;

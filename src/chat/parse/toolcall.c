@@ -304,7 +304,8 @@ static const toolcall_family_t *family_of(toolcall_format_t f)
     case TOOLCALL_FORMAT_KIMI_K3:
     case TOOLCALL_FORMAT_MINIMAX_M3:
     case TOOLCALL_FORMAT_HY_V3:
-    case TOOLCALL_FORMAT_MINICPM5: return &toolcall_family_xml;
+    case TOOLCALL_FORMAT_MINICPM5:
+    case TOOLCALL_FORMAT_MUSE_GLIMMER: return &toolcall_family_xml;
     case TOOLCALL_FORMAT_PYTHONIC: return &toolcall_family_pythonic;
     case TOOLCALL_FORMAT_GPT_OSS: return &toolcall_family_harmony;
     case TOOLCALL_FORMAT_NONE: return &family_none;

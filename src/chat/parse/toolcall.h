@@ -113,6 +113,11 @@
  *                </tool_call:opensource></tool_calls:opensource>
  *   minicpm5     <function name="N"><param name="K">V</param>...</function>,
  *                V may be <![CDATA[...]]>.
+ *   muse_glimmer <atem:function_calls><atem:invoke name="N"><atem:parameter
+ *                name="K">V</atem:parameter>...</atem:invoke>
+ *                </atem:function_calls>: the bodies of Muse Glimmer's
+ *                messages to a tool, which its reasoning parser (reasoning.h)
+ *                passes on without their headers; one call per message.
  *                A value is raw text: one leading and one trailing newline
  *                are removed; then it becomes the JSON type its parameter has
  *                in the request's tools (string: as is; integer / number /
@@ -230,6 +235,7 @@ typedef enum {
     TOOLCALL_FORMAT_MINICPM5,
     TOOLCALL_FORMAT_FUNCTIONARY_V31,
     TOOLCALL_FORMAT_FUNCTIONARY_V32,
+    TOOLCALL_FORMAT_MUSE_GLIMMER,
     TOOLCALL_FORMAT_COUNT
 } toolcall_format_t;
 
@@ -413,6 +419,7 @@ toolcall_t *toolcall_parse(const toolcall_config_t *cfg, const char *text, size_
  *   "<seed:tool_call>"                         -> SEED_OSS
  *   "<arg_key>"                                -> GLM45
  *   "<function name=\"" and "<param name=\""   -> MINICPM5
+ *   "<atem:function_calls>"                    -> MUSE_GLIMMER
  *   "<function=" and "<parameter="             -> QWEN3_CODER
  *   "<tool_calls>["                            -> APRIEL
  *   "<tool_calls>"                             -> MINIMAX (M1)
@@ -441,7 +448,7 @@ toolcall_format_t toolcall_format_detect(const char *tmpl, size_t len);
  * "deepseek_v32", "deepseek_v4", "gemma4", "nemotron_json", "kimi_k3",
  * "cohere_command3", "apriel", "minimax", "gigachat3", "gigachat31",
  * "apertus", "minimax_m3", "hy_v3", "solar_open", "minicpm5",
- * "functionary_v31", "functionary_v32"; vLLM's other names are accepted
+ * "functionary_v31", "functionary_v32", "muse_glimmer"; vLLM's other names are accepted
  * too: "openai", "cohere_command4", "lfm2", "llama4_pythonic", "qwen3_xml",
  * "glm47", "granite4", "llama4_json"). from_name returns LF_ERR_INVALID
  * (message lists the names) for anything else. */

@@ -56,6 +56,8 @@ static const char *const solar_tokens[] = {"<|tool_calls|>", "<|tool_call:begin|
 static const char *const minicpm_tokens[] = {"<function", "</function>", "<param", "</param>", NULL};
 static const char *const fv31_tokens[] = {"<function=", "</function>", NULL};
 static const char *const fv32_tokens[] = {">>>", NULL};
+static const char *const muse_tokens[] = {"<atem:function_calls>", "</atem:function_calls>", "<atem:invoke",
+                                          "</atem:invoke>", "<atem:parameter", "</atem:parameter>", NULL};
 
 static const char *const harmony_tokens[] = {"<|start|>", "<|channel|>", "<|message|>", "<|constrain|>", "<|end|>",
                                              "<|call|>", "<|return|>", NULL};
@@ -246,6 +248,14 @@ static const toolcall_format_desc_t descs[TOOLCALL_FORMAT_COUNT] = {
         .format = TOOLCALL_FORMAT_FUNCTIONARY_V32, .name = "functionary_v32", .layout = L_NJ,
         .call_open = ">>>", .name_close = "\n", .prompt_opens = true, .content_recipient = "all",
         .tokens = fv32_tokens, .example = "get_weather\n{\"city\": \"Paris\"}"},
+    [TOOLCALL_FORMAT_MUSE_GLIMMER] = {
+        .format = TOOLCALL_FORMAT_MUSE_GLIMMER, .name = "muse_glimmer", .layout = L_NP,
+        .section_open = "<atem:function_calls>", .section_close = "</atem:function_calls>",
+        .call_open = "<atem:invoke name=\"", .call_close = "</atem:invoke>", .call_sep = "\n", .name_close = "\">",
+        .key_open = "<atem:parameter name=\"", .key_close = "\">", .value_close = "</atem:parameter>",
+        .tokens = muse_tokens,
+        .example = "<atem:function_calls>\n<atem:invoke name=\"get_weather\">\n<atem:parameter name=\"city\">Paris"
+                   "</atem:parameter>\n</atem:invoke>\n</atem:function_calls>"},
 };
 
 const toolcall_format_desc_t *toolcall_format_desc(toolcall_format_t fmt)
@@ -352,6 +362,8 @@ toolcall_format_t toolcall_format_detect(const char *tmpl, size_t len)
         return TOOLCALL_FORMAT_GLM45;
     if (HAS("<function name=\"") && HAS("<param name=\""))
         return TOOLCALL_FORMAT_MINICPM5;
+    if (HAS("<atem:function_calls>"))
+        return TOOLCALL_FORMAT_MUSE_GLIMMER;
     if (HAS("<function=") && HAS("<parameter="))
         return TOOLCALL_FORMAT_QWEN3_CODER;
     if (HAS("<tool_calls>["))

@@ -120,6 +120,18 @@ static char *direct_render(const char *src, json_object *rec, bool parse_args, b
     return out;
 }
 
+/* A chat request body rendered by the server's renderer r. */
+static lf_code_t render_request(chat_tmpl_renderer_t *r, const char *body, char **out, lf_err_t *le)
+{
+    chat_req_t q;
+    req_err_t e = {0};
+    if (req_chat_parse(body, strlen(body), &q, &e) != 0)
+        return lf_err_set(le, LF_ERR_INVALID, "%s", e.msg);
+    lf_code_t rc = chat_tmpl_render(r, &q, true, out, le);
+    req_chat_free(&q);
+    return rc;
+}
+
 static void golden_string_args(const char *dir, const char *file, int *exact, int *modulo, int *bad, int *none,
                                int *extended)
 {
@@ -154,14 +166,8 @@ static void golden_string_args(const char *dir, const char *file, int *exact, in
         const char *want = want_rec ? str_member(want_rec, "rendered") : NULL;
         if (!want) /* the probed form does not render: the server falls back to the other one */
             want = str_member(caps && caps->args_as_string ? obj_rec : sa, "rendered");
-        chat_req_t q;
-        req_err_t e = {0};
         lf_err_t le = {0};
-        lf_code_t rc = LF_ERR_INVALID;
-        if (req_chat_parse(body, strlen(body), &q, &e) == 0) {
-            rc = chat_tmpl_render(r, &q, true, &out, &le);
-            req_chat_free(&q);
-        }
+        lf_code_t rc = render_request(r, body, &out, &le);
         /* the same conversation straight through the interpreter, as the
          * view shapes it: the reference when "" and null render apart */
         bool pa = !caps->args_as_string, empty = !caps->null_content;
@@ -300,14 +306,8 @@ static void firefunction_globals(const char *dir)
         " \"content\": \"sunny\"}], \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\","
         " \"description\": \"Weather \u00e9\", \"parameters\": {\"type\": \"object\", \"properties\":"
         " {\"city\": {\"type\": \"string\"}}}}}]}";
-    chat_req_t q;
-    req_err_t e = {0};
     lf_err_t le = {0};
-    lf_code_t rc = LF_ERR_INVALID;
-    if (req_chat_parse(body, strlen(body), &q, &e) == 0) {
-        rc = chat_tmpl_render(r, &q, true, &out, &le);
-        req_chat_free(&q);
-    }
+    lf_code_t rc = render_request(r, body, &out, &le);
     /* json.dumps(tools, indent=2): Python's separators and \u escapes */
     static const char functions[] =
         "[\n  {\n    \"type\": \"function\",\n    \"function\": {\n      \"name\": \"get_weather\",\n"

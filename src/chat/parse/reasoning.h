@@ -265,7 +265,7 @@ bool reasoning_is_marker(const reasoning_config_t *cfg, const char *text);
  * "seed_oss", "generic", "gemma4", "kimi_k3", "cohere_command3", "apertus",
  * "apriel", "minimax_m3", "hy_v3", "solar_open", "muse_glimmer"; vLLM's other names are
  * accepted too: "openai_gptoss", "deepseek_v32" / "deepseek_v4" (deepseek_v3),
- * "cohere_command4", "glm47", "mimo" and "nemotron_v3" (qwen3)). from_name
+ * "cohere_command4", "glm47", "mimo", "nemotron" and "nemotron_v3" (qwen3)). from_name
  * returns LF_ERR_INVALID (message lists the names) for anything else. */
 lf_code_t reasoning_mode_from_name(const char *name, reasoning_mode_t *mode, lf_err_t *err);
 const char *reasoning_mode_name(reasoning_mode_t mode);

@@ -1,8 +1,8 @@
 /* reasoning_formats.c - the reasoning formats: their descriptions, names
  * and detection from a chat template (see reasoning.h). */
 #include "chat/parse/reasoning.h"
+#include "chat/parse/parser_names.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #define THINK_OPEN "<think>"
@@ -138,14 +138,11 @@ const reasoning_format_t *reasoning_format(reasoning_mode_t mode)
 }
 
 /* vLLM's and llama.cpp's other names for the same parsers */
-static const struct {
-    const char *name;
-    reasoning_mode_t mode;
-} aliases[] = {
+static const parser_alias_t aliases[] = {
     {"openai_gptoss", REASONING_MODE_GPT_OSS}, {"gpt_oss", REASONING_MODE_GPT_OSS},
     {"deepseek_v32", REASONING_MODE_DEEPSEEK_V3}, {"deepseek_v4", REASONING_MODE_DEEPSEEK_V3},
     {"cohere_command4", REASONING_MODE_COHERE}, {"glm47", REASONING_MODE_GLM45},
-    {"mimo", REASONING_MODE_QWEN3}, {"nemotron_v3", REASONING_MODE_QWEN3},
+    {"mimo", REASONING_MODE_QWEN3}, {"nemotron_v3", REASONING_MODE_QWEN3}, {"nemotron", REASONING_MODE_QWEN3},
 };
 
 const char *reasoning_mode_name(reasoning_mode_t mode)
@@ -158,75 +155,64 @@ const char *reasoning_mode_name(reasoning_mode_t mode)
     return f ? f->name : "unknown";
 }
 
-lf_code_t reasoning_mode_from_name(const char *name, reasoning_mode_t *mode, lf_err_t *err)
+static const char *name_of(int i)
 {
-    for (int i = 0; name && i < REASONING_MODE_COUNT; i++)
-        if (!strcmp(name, reasoning_mode_name((reasoning_mode_t)i))) {
-            *mode = (reasoning_mode_t)i;
-            return LF_OK;
-        }
-    for (size_t i = 0; name && i < sizeof aliases / sizeof aliases[0]; i++)
-        if (!strcmp(name, aliases[i].name)) {
-            *mode = aliases[i].mode;
-            return LF_OK;
-        }
-    char list[512] = "";
-    for (int i = 0; i < REASONING_MODE_COUNT; i++) {
-        size_t l = strlen(list);
-        snprintf(list + l, sizeof list - l, "%s%s", i ? (i + 1 == REASONING_MODE_COUNT ? " or " : ", ") : "",
-                 reasoning_mode_name((reasoning_mode_t)i));
-    }
-    return lf_err_set(err, LF_ERR_INVALID, "unknown reasoning parser '%s' (expected %s)", name ? name : "(null)",
-                      list);
+    return reasoning_mode_name((reasoning_mode_t)i);
 }
 
-static bool contains(const char *hay, size_t len, const char *needle)
+lf_code_t reasoning_mode_from_name(const char *name, reasoning_mode_t *mode, lf_err_t *err)
 {
-    return hay && memmem(hay, len, needle, strlen(needle)) != NULL;
+    int id = 0;
+    lf_code_t rc = parser_name_lookup("reasoning parser", name, REASONING_MODE_COUNT, name_of, aliases,
+                                      sizeof aliases / sizeof aliases[0], &id, err);
+    if (rc == LF_OK)
+        *mode = (reasoning_mode_t)id;
+    return rc;
 }
 
 reasoning_mode_t reasoning_mode_detect(const char *tmpl, size_t len)
 {
-    if (contains(tmpl, len, "<|channel|>"))
+    if (parser_text_has(tmpl, len, "<|channel|>"))
         return REASONING_MODE_GPT_OSS;
-    if (contains(tmpl, len, "<|channel>") && contains(tmpl, len, "<channel|>"))
+    if (parser_text_has(tmpl, len, "<|channel>") && parser_text_has(tmpl, len, "<channel|>"))
         return REASONING_MODE_GEMMA4;
-    if (contains(tmpl, len, "<atem:function_calls>") && contains(tmpl, len, "to=self"))
+    if (parser_text_has(tmpl, len, "<atem:function_calls>") && parser_text_has(tmpl, len, "to=self"))
         return REASONING_MODE_MUSE_GLIMMER;
-    if (contains(tmpl, len, "<|open|>") && contains(tmpl, len, "<|close|>") && contains(tmpl, len, "<|sep|>") &&
-        contains(tmpl, len, "think"))
+    if (parser_text_has(tmpl, len, "<|open|>") && parser_text_has(tmpl, len, "<|close|>") &&
+        parser_text_has(tmpl, len, "<|sep|>") &&
+        parser_text_has(tmpl, len, "think"))
         return REASONING_MODE_KIMI_K3;
-    if (contains(tmpl, len, "[THINK]"))
+    if (parser_text_has(tmpl, len, "[THINK]"))
         return REASONING_MODE_MISTRAL;
-    if (contains(tmpl, len, "<seed:think>"))
+    if (parser_text_has(tmpl, len, "<seed:think>"))
         return REASONING_MODE_SEED_OSS;
-    if (contains(tmpl, len, "<|START_THINKING|>"))
+    if (parser_text_has(tmpl, len, "<|START_THINKING|>"))
         return REASONING_MODE_COHERE;
-    if (contains(tmpl, len, "<|inner_prefix|>") && contains(tmpl, len, "<|inner_suffix|>"))
+    if (parser_text_has(tmpl, len, "<|inner_prefix|>") && parser_text_has(tmpl, len, "<|inner_suffix|>"))
         return REASONING_MODE_APERTUS;
-    if (contains(tmpl, len, "[BEGIN FINAL RESPONSE]"))
+    if (parser_text_has(tmpl, len, "[BEGIN FINAL RESPONSE]"))
         return REASONING_MODE_APRIEL;
-    if (contains(tmpl, len, "<mm:think>"))
+    if (parser_text_has(tmpl, len, "<mm:think>"))
         return REASONING_MODE_MINIMAX_M3;
-    if (contains(tmpl, len, "<think:opensource>"))
+    if (parser_text_has(tmpl, len, "<think:opensource>"))
         return REASONING_MODE_HY_V3;
-    if (contains(tmpl, len, "<|think|>") && contains(tmpl, len, "<|begin|>assistant"))
+    if (parser_text_has(tmpl, len, "<|think|>") && parser_text_has(tmpl, len, "<|begin|>assistant"))
         return REASONING_MODE_SOLAR_OPEN;
-    if (contains(tmpl, len, "thought process") && contains(tmpl, len, "<|start_of_role|>"))
+    if (parser_text_has(tmpl, len, "thought process") && parser_text_has(tmpl, len, "<|start_of_role|>"))
         return REASONING_MODE_GRANITE;
-    if (!contains(tmpl, len, THINK_OPEN) && !contains(tmpl, len, THINK_CLOSE))
+    if (!parser_text_has(tmpl, len, THINK_OPEN) && !parser_text_has(tmpl, len, THINK_CLOSE))
         return REASONING_MODE_NONE;
-    if (contains(tmpl, len, "<minimax:tool_call>"))
+    if (parser_text_has(tmpl, len, "<minimax:tool_call>"))
         return REASONING_MODE_MINIMAX_M2;
-    if (contains(tmpl, len, "<|tool_calls_section_begin|>"))
+    if (parser_text_has(tmpl, len, "<|tool_calls_section_begin|>"))
         return REASONING_MODE_KIMI_K2;
-    if (contains(tmpl, len, "<arg_key>") || contains(tmpl, len, "[gMASK]"))
+    if (parser_text_has(tmpl, len, "<arg_key>") || parser_text_has(tmpl, len, "[gMASK]"))
         return REASONING_MODE_GLM45;
-    if (contains(tmpl, len, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"))
-        return contains(tmpl, len, "thinking") ? REASONING_MODE_DEEPSEEK_V3 : REASONING_MODE_DEEPSEEK_R1;
-    if (contains(tmpl, len, "enable_thinking"))
+    if (parser_text_has(tmpl, len, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"))
+        return parser_text_has(tmpl, len, "thinking") ? REASONING_MODE_DEEPSEEK_V3 : REASONING_MODE_DEEPSEEK_R1;
+    if (parser_text_has(tmpl, len, "enable_thinking"))
         return REASONING_MODE_QWEN3;
-    if (contains(tmpl, len, "<|im_start|>"))
+    if (parser_text_has(tmpl, len, "<|im_start|>"))
         return REASONING_MODE_QWEN3;
     return REASONING_MODE_DEEPSEEK_R1;
 }

@@ -450,7 +450,7 @@ toolcall_format_t toolcall_format_detect(const char *tmpl, size_t len);
  * "apertus", "minimax_m3", "hy_v3", "solar_open", "minicpm5",
  * "functionary_v31", "functionary_v32", "muse_glimmer"; vLLM's other names are accepted
  * too: "openai", "cohere_command4", "lfm2", "llama4_pythonic", "qwen3_xml",
- * "glm47", "granite4", "llama4_json"). from_name returns LF_ERR_INVALID
+ * "glm47", "granite4", "llama4_json", "nemotron"). from_name returns LF_ERR_INVALID
  * (message lists the names) for anything else. */
 lf_code_t toolcall_format_from_name(const char *name, toolcall_format_t *fmt, lf_err_t *err);
 const char *toolcall_format_name(toolcall_format_t fmt);

@@ -2,8 +2,8 @@
  * markup, see toolcall_format_desc_t), names and detection from a chat
  * template (see toolcall.h). */
 #include "chat/parse/toolcall.h"
+#include "chat/parse/parser_names.h"
 
-#include <stdio.h>
 #include <string.h>
 
 /* DeepSeek's markers use U+FF5C FULLWIDTH VERTICAL LINE and U+2581 LOWER
@@ -211,7 +211,8 @@ static const toolcall_format_desc_t descs[TOOLCALL_FORMAT_COUNT] = {
     [TOOLCALL_FORMAT_APERTUS] = {
         .format = TOOLCALL_FORMAT_APERTUS, .name = "apertus", .layout = TOOLCALL_LAYOUT_JSON_NAMED,
         .section_open = "<|tools_prefix|>[", .section_close = "]<|tools_suffix|>", .call_sep = ", ",
-        .tokens = apertus_tokens, .example = "<|tools_prefix|>[{\"get_weather\": {\"city\": \"Paris\"}}]<|tools_suffix|>"},
+        .tokens = apertus_tokens,
+        .example = "<|tools_prefix|>[{\"get_weather\": {\"city\": \"Paris\"}}]<|tools_suffix|>"},
     [TOOLCALL_FORMAT_MINIMAX_M3] = {
         .format = TOOLCALL_FORMAT_MINIMAX_M3, .name = "minimax_m3", .layout = L_NP,
         .section_open = MM3 "<tool_call>", .section_close = MM3 "</tool_call>", .call_open = MM3 "<invoke name=\"",
@@ -275,15 +276,12 @@ bool toolcall_format_is_marker(toolcall_format_t fmt, const char *text)
 }
 
 /* vLLM's and llama.cpp's other names for the same parsers */
-static const struct {
-    const char *name;
-    toolcall_format_t fmt;
-} aliases[] = {
+static const parser_alias_t aliases[] = {
     {"openai", TOOLCALL_FORMAT_GPT_OSS}, {"gpt_oss", TOOLCALL_FORMAT_GPT_OSS},
     {"cohere_command4", TOOLCALL_FORMAT_COHERE}, {"lfm2", TOOLCALL_FORMAT_PYTHONIC},
     {"llama4_pythonic", TOOLCALL_FORMAT_PYTHONIC}, {"qwen3_xml", TOOLCALL_FORMAT_QWEN3_CODER},
     {"glm47", TOOLCALL_FORMAT_GLM45}, {"granite4", TOOLCALL_FORMAT_HERMES},
-    {"llama4_json", TOOLCALL_FORMAT_LLAMA3_JSON},
+    {"llama4_json", TOOLCALL_FORMAT_LLAMA3_JSON}, {"nemotron", TOOLCALL_FORMAT_NEMOTRON},
 };
 
 const char *toolcall_format_name(toolcall_format_t fmt)
@@ -294,36 +292,24 @@ const char *toolcall_format_name(toolcall_format_t fmt)
     return d ? d->name : "unknown";
 }
 
-lf_code_t toolcall_format_from_name(const char *name, toolcall_format_t *fmt, lf_err_t *err)
+static const char *name_of(int i)
 {
-    for (int i = 0; name && i < TOOLCALL_FORMAT_COUNT; i++)
-        if (!strcmp(name, toolcall_format_name((toolcall_format_t)i))) {
-            *fmt = (toolcall_format_t)i;
-            return LF_OK;
-        }
-    for (size_t i = 0; name && i < sizeof aliases / sizeof aliases[0]; i++)
-        if (!strcmp(name, aliases[i].name)) {
-            *fmt = aliases[i].fmt;
-            return LF_OK;
-        }
-    char list[768] = "";
-    for (int i = 0; i < TOOLCALL_FORMAT_COUNT; i++) {
-        size_t l = strlen(list);
-        snprintf(list + l, sizeof list - l, "%s%s", i ? (i + 1 == TOOLCALL_FORMAT_COUNT ? " or " : ", ") : "",
-                 toolcall_format_name((toolcall_format_t)i));
-    }
-    return lf_err_set(err, LF_ERR_INVALID, "unknown tool-call parser '%s' (expected %s)", name ? name : "(null)",
-                      list);
+    return toolcall_format_name((toolcall_format_t)i);
 }
 
-static bool contains(const char *hay, size_t len, const char *needle)
+lf_code_t toolcall_format_from_name(const char *name, toolcall_format_t *fmt, lf_err_t *err)
 {
-    return hay && memmem(hay, len, needle, strlen(needle)) != NULL;
+    int id = 0;
+    lf_code_t rc = parser_name_lookup("tool-call parser", name, TOOLCALL_FORMAT_COUNT, name_of, aliases,
+                                      sizeof aliases / sizeof aliases[0], &id, err);
+    if (rc == LF_OK)
+        *fmt = (toolcall_format_t)id;
+    return rc;
 }
 
 toolcall_format_t toolcall_format_detect(const char *tmpl, size_t len)
 {
-#define HAS(x) contains(tmpl, len, x)
+#define HAS(x) parser_text_has(tmpl, len, x)
     if (HAS("<|channel|>"))
         return TOOLCALL_FORMAT_GPT_OSS;
     /* DSML: the rendered markup names the block; in the source, V3.2 is

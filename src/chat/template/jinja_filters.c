@@ -676,7 +676,8 @@ static jv_t *do_wordwrap(jctx_t *c, jv_t *v, jv_t **args, size_t nargs, const ch
 {
     jarena_t *a = jctx_arena(c);
     jv_t *w = arg(args, nargs, kwn, kwv, nkw, 0, "width"), *bl = arg(args, nargs, kwn, kwv, nkw, 1, "break_long_words");
-    jv_t *ws = arg(args, nargs, kwn, kwv, nkw, 2, "wrapstring"), *bh = arg(args, nargs, kwn, kwv, nkw, 3, "break_on_hyphens");
+    jv_t *ws = arg(args, nargs, kwn, kwv, nkw, 2, "wrapstring");
+    jv_t *bh = arg(args, nargs, kwn, kwv, nkw, 3, "break_on_hyphens");
     int64_t width = 79;
     if (w && !as_int(w, &width)) {
         jctx_fail(c, "wordwrap: width must be an integer");

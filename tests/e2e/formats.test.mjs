@@ -55,6 +55,38 @@ const E = {
     bad: '<seed:tool_call>\n<function=get_weather\n</seed:tool_call>' },
   phi4_mini_json: { calls: [PARIS, LONDON], reasoning: null, result: null, bad: 'functools{oops}' },
   llama3_json: { calls: [PARIS, LONDON], reasoning: 'Plan it.', result: 'Fine.', bad: '{"name": "Ann", "age": 3}' },
+  // the 2026 formats
+  deepseek_v32: { calls: [PARIS, LONDON], reasoning: THINK ? 'Two cities.' : null,
+    result: THINK ? 'The tool answered.' : null, badReasoning: THINK ? 'Hmm.' : null,
+    bad: '<｜DSML｜function_calls>oops</｜DSML｜function_calls>' },
+  deepseek_v4: { calls: [PARIS, LONDON], reasoning: THINK ? 'Two cities.' : null,
+    result: THINK ? 'The tool answered.' : null, badReasoning: THINK ? 'Hmm.' : null,
+    bad: '<｜DSML｜tool_calls>oops</｜DSML｜tool_calls>' },
+  gemma4: { calls: [PARIS, LONDON], reasoning: 'Both cities.', result: 'Sunny.',
+    bad: '<|tool_call>get weather{}<tool_call|>' },
+  nemotron_json: { calls: [PARIS, LONDON], reasoning: 'Both cities.', result: 'Sunny.', bad: '<TOOLCALL>[oops]</TOOLCALL>' },
+  kimi_k3: { calls: [PARIS, LONDON], reasoning: 'Both cities.', result: 'Sunny.',
+    bad: '<|open|>tools<|sep|>oops<|close|>tools<|sep|>' },
+  cohere_command3: { calls: [PARIS, LONDON], reasoning: 'Both cities.', result: 'Sunny.',
+    bad: '<|START_ACTION|>[{"tool_name": 5}]<|END_ACTION|>' },
+  apriel: { calls: [PARIS, LONDON], reasoning: 'Both cities.', result: 'Sunny.', bad: '<tool_calls>[oops]</tool_calls>' },
+  minimax: { calls: [PARIS, LONDON], reasoning: null, result: null, bad: '<tool_calls>\nnope\n</tool_calls>' },
+  gigachat3: { calls: [PARIS], reasoning: null, result: null, bad: '\n\nfunction call<|role_sep|>\nnot json' },
+  gigachat31: { calls: [PARIS], reasoning: null, result: null, bad: '<|function_call|>not json' },
+  apertus: { calls: [PARIS, LONDON], reasoning: 'Both cities.', result: 'Sunny.',
+    bad: '<|tools_prefix|>[{"f": 3}]<|tools_suffix|>' },
+  minimax_m3: { calls: [PARIS, LONDON], reasoning: 'Both cities.', result: 'Sunny.',
+    bad: ']<]minimax[>[<tool_call>\nnope\n]<]minimax[>[</tool_call>' },
+  hy_v3: { calls: [PARIS, LONDON], reasoning: 'Both cities.', result: 'Sunny.',
+    bad: '<tool_calls:opensource>oops</tool_calls:opensource>' },
+  solar_open: { calls: [PARIS, LONDON], reasoning: 'Both cities.', result: 'Sunny.', ids: /^[a-z0-9]{10}$/,
+    bad: '<|tool_calls|><|tool_call:begin|>get_weather<|tool_call:args|>{}' },
+  minicpm5: { calls: [PARIS, LONDON], reasoning: 'Both cities.', result: 'Sunny.',
+    bad: '<function name=get weather></function>' },
+  functionary_v31: { calls: [PARIS, LONDON], reasoning: null, result: null, bad: '<function=get weather>{}' },
+  functionary_v32: { calls: [PARIS, LONDON], reasoning: null, result: null, bad: 'get weather\n{}' },
+  muse_glimmer: { calls: [PARIS, LONDON], reasoning: 'Both cities.', result: 'Sunny.',
+    bad: '<atem:function_calls>oops</atem:function_calls>' },
 }[FORMAT];
 
 const weatherTool = { type: 'function', function: { name: 'get_weather', description: 'Current weather in a city',
@@ -65,7 +97,7 @@ const think = { chat_template_kwargs: { enable_thinking: THINK } };
 const ask = (trigger) => [{ role: 'user', content: `What is the weather in Paris and London? ${trigger}` }];
 const req = (messages, extra = {}) => ({ model: MODEL, messages, tools, max_tokens: 96, temperature: 0, ...think,
   ...extra });
-const markup = /<\/?think>|\[\/?THINK\]|<\|channel\|>|<\|message\|>|<\|end\|>|<\|call\|>|<\|return\|>|<\/?tool_call>|<function=|<\|tool_call|<minimax:|<seed:|<\|begin_of_thought\|>|tool▁|\[TOOL_CALLS\]|\[ARGS\]|Here is my/;
+const markup = /<\/?think>|\[\/?THINK\]|<\|channel\|>|<\|message\|>|<\|end\|>|<\|call\|>|<\|return\|>|<\/?tool_call>|<function=|<\|tool_call|<minimax:|<seed:|<\|begin_of_thought\|>|tool▁|\[TOOL_CALLS\]|\[ARGS\]|Here is my|<\|channel>|<channel\|>|thought\n|<\|open\|>|<\|close\|>|<\|sep\|>|<\|START_|<\|END_|<\|inner_|BEGIN FINAL|<\/?mm:think>|<\/?think:opensource>|<\|think\|>|<\|begin\|>|DSML|<\|eom\|>|<\|eot\|>|atem:/;
 const idOk = (id) => typeof id === 'string' && (E.ids ? E.ids.test(id) : /^call_[A-Za-z0-9]{24}$/.test(id));
 const json = (s) => { try { return JSON.parse(s); } catch { return undefined; } };
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
@@ -186,6 +218,18 @@ if (SUITE !== 'qwen35' && SUITE !== 'r1') await check('malformed markup', async 
     'malformed: reasoning_content', m);
   const s = await streamed(req(ask(`@${FORMAT}-bad`)));
   ok(s.content === E.bad && s.calls.length === 0 && s.finish === 'stop', 'malformed streamed: the same content', s);
+});
+
+if (FORMAT === 'gpt-oss') await check('a built-in tool call', async () => {
+  // to=browser.search is not a function: vLLM keeps the analysis as
+  // reasoning and drops the message addressed to the built-in tool
+  const r = await client.chat.completions.create(req(ask('@gpt-oss-builtin')));
+  const m = r.choices[0].message;
+  ok(m.reasoning_content === 'Search the web.' && m.content === null && !(m.tool_calls || []).length &&
+    r.choices[0].finish_reason === 'stop', 'built-in tool: reasoning kept, the browser call dropped, no tool_calls', m);
+  const s = await streamed(req(ask('@gpt-oss-builtin')));
+  ok(s.reasoning === 'Search the web.' && s.content === '' && s.calls.length === 0 && s.finish === 'stop',
+    'built-in tool streamed: the same', s);
 });
 
 await check('tools off', async () => {

@@ -51,6 +51,24 @@ pythonic 0 none
 minimax_m2 0 minimax_m2
 seed_oss 0 seed_oss
 phi4_mini_json 0 none
+deepseek_v32 1 deepseek_v3
+deepseek_v4 1 deepseek_v3
+gemma4 0 gemma4
+nemotron_json 0 qwen3
+kimi_k3 0 kimi_k3
+cohere_command3 0 cohere_command3
+apriel 0 apriel
+minimax 0 none
+gigachat3 0 none
+gigachat31 0 none
+apertus 0 apertus
+minimax_m3 0 minimax_m3
+hy_v3 0 hy_v3
+solar_open 0 solar_open
+minicpm5 0 qwen3
+functionary_v31 0 none
+functionary_v32 0 none
+muse_glimmer 0 muse_glimmer
 LIST
 run llama3_json 0 llama3_json "reasoning parser generic (--reasoning-parser); tool-call parser llama3_json" \
     --reasoning-start '<|begin_of_thought|>' --reasoning-end '<|end_of_thought|>' --tool-call-parser llama3_json

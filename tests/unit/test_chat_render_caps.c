@@ -3,7 +3,7 @@
  * call arguments as JSON strings; the server probes each template and must
  * render the `tool_call_and_result_string_args` conversation as transformers
  * renders the form the template needs (object arguments for most,
- * strings for DeepSeek-R1 and functionary). Where transformers rendered
+ * strings for DeepSeek-R1, functionary and firefunction). Where transformers rendered
  * the call with content null and the template prints "" differently, the
  * server's "" (vLLM's choice) is checked against our own render of the
  * same conversation instead. Also: reasoning under the names a template
@@ -27,10 +27,11 @@ static const char *str_member(json_object *o, const char *k)
     return json_object_get_string(v);
 }
 
-/* The templates that need the arguments as a string. */
+/* The templates that need the arguments as a string (firefunction's probe
+ * renders with the `functions` and `datetime` llama.cpp gives it). */
 static bool wants_string(const char *t)
 {
-    return strstr(t, "DeepSeek-R1-Distill") || strstr(t, "functionary");
+    return strstr(t, "DeepSeek-R1-Distill") || strstr(t, "functionary") || strstr(t, "firefunction");
 }
 
 /* The golden record of (template, conversation), or NULL. */
@@ -119,6 +120,18 @@ static char *direct_render(const char *src, json_object *rec, bool parse_args, b
     return out;
 }
 
+/* A chat request body rendered by the server's renderer r. */
+static lf_code_t render_request(chat_tmpl_renderer_t *r, const char *body, char **out, lf_err_t *le)
+{
+    chat_req_t q;
+    req_err_t e = {0};
+    if (req_chat_parse(body, strlen(body), &q, &e) != 0)
+        return lf_err_set(le, LF_ERR_INVALID, "%s", e.msg);
+    lf_code_t rc = chat_tmpl_render(r, &q, true, out, le);
+    req_chat_free(&q);
+    return rc;
+}
+
 static void golden_string_args(const char *dir, const char *file, int *exact, int *modulo, int *bad, int *none,
                                int *extended)
 {
@@ -153,14 +166,8 @@ static void golden_string_args(const char *dir, const char *file, int *exact, in
         const char *want = want_rec ? str_member(want_rec, "rendered") : NULL;
         if (!want) /* the probed form does not render: the server falls back to the other one */
             want = str_member(caps && caps->args_as_string ? obj_rec : sa, "rendered");
-        chat_req_t q;
-        req_err_t e = {0};
         lf_err_t le = {0};
-        lf_code_t rc = LF_ERR_INVALID;
-        if (req_chat_parse(body, strlen(body), &q, &e) == 0) {
-            rc = chat_tmpl_render(r, &q, true, &out, &le);
-            req_chat_free(&q);
-        }
+        lf_code_t rc = render_request(r, body, &out, &le);
         /* the same conversation straight through the interpreter, as the
          * view shapes it: the reference when "" and null render apart */
         bool pa = !caps->args_as_string, empty = !caps->null_content;
@@ -279,9 +286,60 @@ static void view_cases(void)
     free(out);
 }
 
+/* firefunction v2 reads `functions` and `datetime`, which llama.cpp gives
+ * it: the request's tools as json.dumps(tools, indent=2), the date. */
+static void firefunction_globals(const char *dir)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/templates/fireworks-ai-llama-3-firefunction-v2.jinja", dir);
+    char *src = read_all(path), note[600], *out = NULL;
+    bool failed;
+    chat_tmpl_renderer_t *r = chat_tmpl_renderer_new(src, "<|begin_of_text|>", "<|eot_id|>", note, sizeof note, &failed);
+    chat_tmpl_renderer_set_now(r, GOLDEN_NOW);
+    const chat_caps_t *caps = chat_tmpl_renderer_caps(r);
+    tap_ok(caps && caps->reads_functions && caps->reads_datetime && !caps->reads_date_string,
+           "firefunction reads functions and datetime");
+    static const char body[] =
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"Weather?\"}, {\"role\": \"assistant\", \"content\": null,"
+        " \"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\", \"function\": {\"name\": \"get_weather\","
+        " \"arguments\": \"{\\\"city\\\": \\\"Z\u00fcrich\\\"}\"}}]}, {\"role\": \"tool\", \"tool_call_id\": \"c1\","
+        " \"content\": \"sunny\"}], \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\","
+        " \"description\": \"Weather \u00e9\", \"parameters\": {\"type\": \"object\", \"properties\":"
+        " {\"city\": {\"type\": \"string\"}}}}}]}";
+    lf_err_t le = {0};
+    lf_code_t rc = render_request(r, body, &out, &le);
+    /* json.dumps(tools, indent=2): Python's separators and \u escapes */
+    static const char functions[] =
+        "[\n  {\n    \"type\": \"function\",\n    \"function\": {\n      \"name\": \"get_weather\",\n"
+        "      \"description\": \"Weather \\u00e9\",\n      \"parameters\": {\n        \"type\": \"object\",\n"
+        "        \"properties\": {\n          \"city\": {\n            \"type\": \"string\"\n          }\n"
+        "        }\n      }\n    }\n  }\n]\nToday is Jul 26 2024 14:00:00 GMT.";
+    tap_ok(rc == LF_OK && strstr(out, functions), "firefunction: functions and datetime as llama.cpp gives them (%s)",
+           rc == LF_OK ? "rendered" : le.msg);
+    tap_ok(rc == LF_OK && strstr(out, "functools[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Z\u00fcrich\"}}]"),
+           "firefunction: the earlier call with the client's string arguments");
+    free(out);
+    chat_tmpl_renderer_free(r);
+    free(src);
+    out = render("{{ date_string }}|{{ functions }}|{{ datetime is defined }}",
+                 "{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}], \"chat_template_kwargs\": {\"datetime\": 1}}");
+    tap_ok(out && strlen(out) > 12 && out[2] == ' ' && strstr(out, "||True"),
+           "date_string and functions (\"\" without tools) for a template that reads them; kwargs win (%s)", out);
+    free(out);
+    snprintf(path, sizeof path, "%s/templates/openai-gpt-oss-120b.jinja", dir);
+    src = read_all(path);
+    r = chat_tmpl_renderer_new(src, "<|startoftext|>", "<|return|>", note, sizeof note, &failed);
+    caps = chat_tmpl_renderer_caps(r);
+    tap_ok(caps && !caps->reads_functions && !caps->reads_datetime,
+           "gpt-oss writes \"functions.\" but reads no such variable");
+    chat_tmpl_renderer_free(r);
+    free(src);
+}
+
 int main(void)
 {
     const char *dir = tap_env_dir("LLM_GOLDEN_DIR", "../shared/golden");
+    firefunction_globals(dir);
     int exact = 0, modulo = 0, bad = 0, none = 0, extended = 0;
     golden_string_args(dir, "templates-rendered.jsonl", &exact, &modulo, &bad, &none, &extended);
     golden_string_args(dir, "templates-rendered-2026.jsonl", &exact, &modulo, &bad, &none, &extended);

@@ -1,10 +1,13 @@
 /* test_parsers_detect.c - parser detection on the 70 real chat templates of
- * the golden set (LLM_GOLDEN_DIR/templates), and the "output starts inside
+ * the golden set (LLM_GOLDEN_DIR/templates), detected as the server does
+ * (the source with what the template renders for a probe conversation),
+ * and the "output starts inside
  * the reasoning" rule on their rendered prompts (templates-rendered.jsonl:
  * only the R1 templates open the block; templates-rendered-2026.jsonl: the
  * thinking switches of the newer templates). */
 #include "chat/parse/reasoning.h"
 #include "chat/parse/toolcall.h"
+#include "server/chat/chat_render_tmpl.h"
 #include "tap.h"
 
 #include <json-c/json.h>
@@ -17,31 +20,31 @@ static const struct {
     toolcall_format_t tools;
     reasoning_mode_t reasoning;
 } expect[] = {
-    {"Apertus-8B-Instruct.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_NONE},
-    {"Apriel-1.6-15b-Thinker-fixed.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_NONE},
+    {"Apertus-8B-Instruct.jinja", TOOLCALL_FORMAT_APERTUS, REASONING_MODE_APERTUS},
+    {"Apriel-1.6-15b-Thinker-fixed.jinja", TOOLCALL_FORMAT_APRIEL, REASONING_MODE_APRIEL},
     {"Bielik-11B-v3.0-Instruct.jinja", TOOLCALL_FORMAT_HERMES, REASONING_MODE_QWEN3},
     {"ByteDance-Seed-OSS.jinja", TOOLCALL_FORMAT_SEED_OSS, REASONING_MODE_SEED_OSS},
-    {"Cohere2MoE.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_NONE},
+    {"Cohere2MoE.jinja", TOOLCALL_FORMAT_COHERE, REASONING_MODE_COHERE},
     {"CohereForAI-c4ai-command-r-plus-tool_use.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_NONE},
-    {"CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_NONE},
+    {"CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", TOOLCALL_FORMAT_COHERE, REASONING_MODE_COHERE},
     {"GLM-4.6.jinja", TOOLCALL_FORMAT_GLM45, REASONING_MODE_GLM45},
     {"GLM-4.7-Flash.jinja", TOOLCALL_FORMAT_GLM45, REASONING_MODE_GLM45},
-    {"GigaChat3-10B-A1.8B.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_NONE},
-    {"GigaChat3.1-10B-A1.8B.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_NONE},
+    {"GigaChat3-10B-A1.8B.jinja", TOOLCALL_FORMAT_GIGACHAT3, REASONING_MODE_NONE},
+    {"GigaChat3.1-10B-A1.8B.jinja", TOOLCALL_FORMAT_GIGACHAT31, REASONING_MODE_NONE},
     {"HuggingFaceTB-SmolLM3-3B.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_QWEN3},
     {"Kimi-K2-Instruct.jinja", TOOLCALL_FORMAT_KIMI_K2, REASONING_MODE_NONE},
     {"Kimi-K2-Thinking.jinja", TOOLCALL_FORMAT_KIMI_K2, REASONING_MODE_KIMI_K2},
-    {"Kimi-K3.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_NONE},
-    {"LFM2-8B-A1B.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_NONE},
+    {"Kimi-K3.jinja", TOOLCALL_FORMAT_KIMI_K3, REASONING_MODE_KIMI_K3},
+    {"LFM2-8B-A1B.jinja", TOOLCALL_FORMAT_PYTHONIC, REASONING_MODE_NONE},
     {"LFM2.5-8B-A1B.jinja", TOOLCALL_FORMAT_PYTHONIC, REASONING_MODE_QWEN3},
-    {"LFM2.5-Instruct.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_QWEN3},
+    {"LFM2.5-Instruct.jinja", TOOLCALL_FORMAT_PYTHONIC, REASONING_MODE_QWEN3},
     {"MiMo-VL.jinja", TOOLCALL_FORMAT_HERMES, REASONING_MODE_NONE},
-    {"MiniMax-M1.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_NONE},
+    {"MiniMax-M1.jinja", TOOLCALL_FORMAT_MINIMAX, REASONING_MODE_NONE},
     {"MiniMax-M2.jinja", TOOLCALL_FORMAT_MINIMAX_M2, REASONING_MODE_MINIMAX_M2},
-    {"MiniMax-M3.jinja", TOOLCALL_FORMAT_HERMES, REASONING_MODE_NONE},
+    {"MiniMax-M3.jinja", TOOLCALL_FORMAT_MINIMAX_M3, REASONING_MODE_MINIMAX_M3},
     {"Mistral-Small-3.2-24B-Instruct-2506.jinja", TOOLCALL_FORMAT_MISTRAL, REASONING_MODE_NONE},
     {"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja", TOOLCALL_FORMAT_QWEN3_CODER, REASONING_MODE_QWEN3},
-    {"NVIDIA-Nemotron-Nano-v2.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_QWEN3},
+    {"NVIDIA-Nemotron-Nano-v2.jinja", TOOLCALL_FORMAT_NEMOTRON, REASONING_MODE_QWEN3},
     {"NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja", TOOLCALL_FORMAT_HERMES, REASONING_MODE_NONE},
     {"NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja", TOOLCALL_FORMAT_HERMES, REASONING_MODE_NONE},
     {"Qwen-QwQ-32B.jinja", TOOLCALL_FORMAT_HERMES, REASONING_MODE_QWEN3},
@@ -55,21 +58,21 @@ static const struct {
     {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", TOOLCALL_FORMAT_DEEPSEEK_V3, REASONING_MODE_DEEPSEEK_R1},
     {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", TOOLCALL_FORMAT_DEEPSEEK_V3, REASONING_MODE_DEEPSEEK_R1},
     {"deepseek-ai-DeepSeek-V3.1.jinja", TOOLCALL_FORMAT_DEEPSEEK_V31, REASONING_MODE_DEEPSEEK_V3},
-    {"deepseek-ai-DeepSeek-V3.2.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_DEEPSEEK_V3},
-    {"deepseek-ai-DeepSeek-V4-Flash-0731.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_DEEPSEEK_V3},
-    {"deepseek-ai-DeepSeek-V4.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_DEEPSEEK_V3},
+    {"deepseek-ai-DeepSeek-V3.2.jinja", TOOLCALL_FORMAT_DEEPSEEK_V32, REASONING_MODE_DEEPSEEK_V3},
+    {"deepseek-ai-DeepSeek-V4-Flash-0731.jinja", TOOLCALL_FORMAT_DEEPSEEK_V4, REASONING_MODE_DEEPSEEK_V3},
+    {"deepseek-ai-DeepSeek-V4.jinja", TOOLCALL_FORMAT_DEEPSEEK_V4, REASONING_MODE_DEEPSEEK_V3},
     {"fireworks-ai-llama-3-firefunction-v2.jinja", TOOLCALL_FORMAT_PHI4_MINI_JSON, REASONING_MODE_NONE},
     {"google-gemma-2-2b-it.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_NONE},
-    {"google-gemma-4-31B-it-interleaved.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_NONE},
-    {"google-gemma-4-31B-it.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_NONE},
+    {"google-gemma-4-31B-it-interleaved.jinja", TOOLCALL_FORMAT_GEMMA4, REASONING_MODE_GEMMA4},
+    {"google-gemma-4-31B-it.jinja", TOOLCALL_FORMAT_GEMMA4, REASONING_MODE_GEMMA4},
     {"ibm-granite-granite-3.3-2B-Instruct.jinja", TOOLCALL_FORMAT_GRANITE, REASONING_MODE_GRANITE},
     {"ibm-granite-granite-4.0.jinja", TOOLCALL_FORMAT_HERMES, REASONING_MODE_NONE},
     {"ibm-granite-granite-4.1.jinja", TOOLCALL_FORMAT_HERMES, REASONING_MODE_NONE},
     {"inclusionai-ling-3.0-flash.jinja", TOOLCALL_FORMAT_GLM45, REASONING_MODE_GLM45},
     {"llama-cpp-deepseek-r1.jinja", TOOLCALL_FORMAT_DEEPSEEK_V3, REASONING_MODE_DEEPSEEK_R1},
     {"llama-cpp-rwkv-world.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_QWEN3},
-    {"meetkai-functionary-medium-v3.1.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_NONE},
-    {"meetkai-functionary-medium-v3.2.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_NONE},
+    {"meetkai-functionary-medium-v3.1.jinja", TOOLCALL_FORMAT_FUNCTIONARY_V31, REASONING_MODE_NONE},
+    {"meetkai-functionary-medium-v3.2.jinja", TOOLCALL_FORMAT_FUNCTIONARY_V32, REASONING_MODE_NONE},
     {"meta-llama-Llama-3.1-8B-Instruct.jinja", TOOLCALL_FORMAT_LLAMA3_JSON, REASONING_MODE_NONE},
     {"meta-llama-Llama-3.2-3B-Instruct.jinja", TOOLCALL_FORMAT_LLAMA3_JSON, REASONING_MODE_NONE},
     {"meta-llama-Llama-3.3-70B-Instruct.jinja", TOOLCALL_FORMAT_LLAMA3_JSON, REASONING_MODE_NONE},
@@ -77,16 +80,16 @@ static const struct {
     {"mistralai-Ministral-3-14B-Reasoning-2512.jinja", TOOLCALL_FORMAT_MISTRAL, REASONING_MODE_MISTRAL},
     {"mistralai-Mistral-Nemo-Instruct-2407.jinja", TOOLCALL_FORMAT_MISTRAL, REASONING_MODE_NONE},
     {"moonshotai-Kimi-K2.jinja", TOOLCALL_FORMAT_KIMI_K2, REASONING_MODE_NONE},
-    {"muse-glimmer.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_NONE},
+    {"muse-glimmer.jinja", TOOLCALL_FORMAT_MUSE_GLIMMER, REASONING_MODE_MUSE_GLIMMER},
     {"openai-gpt-oss-120b.jinja", TOOLCALL_FORMAT_GPT_OSS, REASONING_MODE_GPT_OSS},
-    {"openbmb-MiniCPM5-1B.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_QWEN3},
+    {"openbmb-MiniCPM5-1B.jinja", TOOLCALL_FORMAT_MINICPM5, REASONING_MODE_QWEN3},
     {"poolside-Laguna-S-2.1.jinja", TOOLCALL_FORMAT_GLM45, REASONING_MODE_GLM45},
     {"poolside-Laguna-XS-2.1.jinja", TOOLCALL_FORMAT_GLM45, REASONING_MODE_GLM45},
     {"poolside-Laguna-XS.2.jinja", TOOLCALL_FORMAT_GLM45, REASONING_MODE_GLM45},
-    {"tencent-Hy3.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_NONE},
-    {"unsloth-Apriel-1.5.jinja", TOOLCALL_FORMAT_HERMES, REASONING_MODE_NONE},
+    {"tencent-Hy3.jinja", TOOLCALL_FORMAT_HY_V3, REASONING_MODE_HY_V3},
+    {"unsloth-Apriel-1.5.jinja", TOOLCALL_FORMAT_APRIEL, REASONING_MODE_APRIEL},
     {"unsloth-mistral-Devstral-Small-2507.jinja", TOOLCALL_FORMAT_MISTRAL, REASONING_MODE_NONE},
-    {"upstage-Solar-Open-100B.jinja", TOOLCALL_FORMAT_NONE, REASONING_MODE_NONE},
+    {"upstage-Solar-Open-100B.jinja", TOOLCALL_FORMAT_SOLAR_OPEN, REASONING_MODE_SOLAR_OPEN},
 };
 #define NEXPECT (sizeof expect / sizeof expect[0])
 
@@ -124,6 +127,21 @@ static const struct {
     const char *file, *conversation;
     bool inside;
 } inside2026[] = {
+    {"Apertus-8B-Instruct.jinja", "single_user", false},
+    {"Apertus-8B-Instruct.jinja", "multi_turn_enable_thinking", false},
+    {"Apriel-1.6-15b-Thinker-fixed.jinja", "single_user", true},
+    {"unsloth-Apriel-1.5.jinja", "single_user", true},
+    {"Cohere2MoE.jinja", "single_user", true},
+    {"Cohere2MoE.jinja", "multi_turn_reasoning_effort", false},
+    {"Kimi-K3.jinja", "single_user", true},
+    {"MiniMax-M3.jinja", "single_user", false},
+    {"google-gemma-4-31B-it.jinja", "single_user", false},
+    {"google-gemma-4-31B-it.jinja", "multi_turn_enable_thinking", false},
+    {"google-gemma-4-31B-it-interleaved.jinja", "single_user", false},
+    {"tencent-Hy3.jinja", "single_user", false},
+    {"tencent-Hy3.jinja", "multi_turn_reasoning_effort", true},
+    {"upstage-Solar-Open-100B.jinja", "single_user", false},
+    {"upstage-Solar-Open-100B.jinja", "multi_turn_reasoning_effort", false},
     {"Bielik-11B-v3.0-Instruct.jinja", "multi_turn_enable_thinking", true},
     {"Bielik-11B-v3.0-Instruct.jinja", "single_user", false},
     {"ByteDance-Seed-OSS.jinja", "single_user", false},
@@ -227,10 +245,17 @@ int main(void)
         char *t = read_all(path, &len);
         if (!tap_ok(t != NULL, "read %s", expect[i].file))
             continue;
-        toolcall_format_t f = toolcall_format_detect(t, len);
-        reasoning_mode_t m = reasoning_mode_detect(t, len);
+        /* as the server detects: the source with the probe's render */
+        char note[600];
+        bool failed = false;
+        chat_tmpl_renderer_t *r = chat_tmpl_renderer_new(t, "<s>", "</s>", note, sizeof note, &failed);
+        const char *dt = chat_tmpl_renderer_detect_text(r);
+        size_t dl = dt ? strlen(dt) : 0;
+        toolcall_format_t f = toolcall_format_detect(dt, dl);
+        reasoning_mode_t m = reasoning_mode_detect(dt, dl);
         tap_ok(f == expect[i].tools, "%s: tool parser %s", expect[i].file, toolcall_format_name(f));
         tap_ok(m == expect[i].reasoning, "%s: reasoning parser %s", expect[i].file, reasoning_mode_name(m));
+        chat_tmpl_renderer_free(r);
         free(t);
     }
 

@@ -39,6 +39,14 @@ static const char *const frags[] = {
     "<|channel|>", "<|message|>", "<|start|>", "<|end|>", "<|call|>", "analysis", "final",
     "commentary to=functions.f", "[THINK]", "[/THINK]", "<seed:think>", "</seed:think>", "Here is my response:",
     "(", ")", "=", "'", "True", "None", "[f(", "a=1", "<|python_start|>",
+    /* the 2026 formats' markup */
+    "<\xef\xbd\x9c" "DSML\xef\xbd\x9c", "invoke name=\"", "parameter name=\"", "\" string=\"true\">",
+    "<|tool_call>call:", "<tool_call|>", "<|\"|>", "<TOOLCALL>", "</TOOLCALL>", "<|open|>", "<|close|>", "<|sep|>",
+    "tools", "call tool=\"", "argument key=\"", "<|START_ACTION|>", "\"tool_name\"", "<tool_calls>",
+    "<|function_call|>", "<|message_sep|>", "<|tools_prefix|>", "]<]minimax[>[", "<item>", "<tool_call:opensource>",
+    "<tool_sep:opensource>", "<|tool_call:begin|>", "<|tool_call:name|>", "<|tool_call:args|>", "<function name=\"",
+    "<param name=\"", "<![CDATA[", "]]>", ">>>", "all\n", "<|channel>", "<channel|>", "thought\n",
+    "<|START_THINKING|>", "<|END_THINKING|>", "<mm:think>", "</mm:think>", "<|think|>", "[BEGIN FINAL RESPONSE]",
 };
 #define NFRAGS (sizeof frags / sizeof frags[0])
 
@@ -110,34 +118,91 @@ static void desc_calls(toolcall_format_t fmt, char *buf, size_t *len, size_t cap
             }
             add(buf, len, cap, ")");
             break;
+        case TOOLCALL_LAYOUT_JSON_OBJECT:
+        case TOOLCALL_LAYOUT_JSON_NAMED:
+            if (c)
+                add_opt(buf, len, cap, d->call_sep);
+            add_opt(buf, len, cap, d->call_open);
+            add(buf, len, cap, "{\"");
+            if (d->layout == TOOLCALL_LAYOUT_JSON_NAMED) {
+                add(buf, len, cap, name);
+                add(buf, len, cap, "\": {");
+            } else {
+                add(buf, len, cap, d->name_key ? d->name_key : "name");
+                add(buf, len, cap, "\": \"");
+                add(buf, len, cap, name);
+                add(buf, len, cap, "\", \"");
+                add(buf, len, cap, d->args_key ? d->args_key : "arguments");
+                add(buf, len, cap, "\": {");
+            }
+            for (int a = 0; a < nargs; a++) {
+                snprintf(kv, sizeof kv, "%s\"k%d\": ", a ? ", " : "", a);
+                add(buf, len, cap, kv);
+                add(buf, len, cap, values[rnd(NVALUES)]);
+            }
+            add(buf, len, cap, "}}");
+            add_opt(buf, len, cap, d->call_close);
+            break;
         case TOOLCALL_LAYOUT_NAME_PARAMS:
             add(buf, len, cap, d->call_open);
             add(buf, len, cap, name);
             add(buf, len, cap, d->name_close ? d->name_close : "\n");
+            if (d->name_attr) {
+                add(buf, len, cap, d->name_attr);
+                add(buf, len, cap, c ? "2\"" : "1\"");
+            }
+            add_opt(buf, len, cap, d->name_end);
             for (int a = 0; a < nargs; a++) {
                 add(buf, len, cap, d->key_open);
                 snprintf(kv, sizeof kv, "k%d", a);
                 add(buf, len, cap, kv);
                 add(buf, len, cap, d->key_close);
+                bool str = rnd(2);
+                if (d->value_attr) {
+                    add(buf, len, cap, d->value_attr);
+                    add(buf, len, cap, str ? d->value_attr_string : d->value_attr_json ? d->value_attr_json : "object");
+                    add(buf, len, cap, "\"");
+                }
+                add_opt(buf, len, cap, d->key_end);
                 add_opt(buf, len, cap, d->value_open);
-                add(buf, len, cap, rnd(2) ? values[rnd(NVALUES)] : pyvalues[rnd(NPYVALUES)]);
-                add(buf, len, cap, d->value_close);
+                add(buf, len, cap, str ? "Paris </x> \" ]" : rnd(2) ? values[rnd(NVALUES)] : pyvalues[rnd(NPYVALUES)]);
+                if (d->value_close) {
+                    add(buf, len, cap, d->value_close);
+                } else { /* an element */
+                    add(buf, len, cap, d->key_open);
+                    snprintf(kv, sizeof kv, "/k%d", a);
+                    add(buf, len, cap, kv);
+                    add(buf, len, cap, d->key_close);
+                }
                 add(buf, len, cap, rnd(2) ? "\n" : "");
             }
             add(buf, len, cap, d->call_close);
             break;
         default: /* NAME_JSON, HARMONY */
-            add_opt(buf, len, cap, d->call_open);
+            if (!d->prompt_opens || c)
+                add_opt(buf, len, cap, d->call_open);
+            if (d->id_close) {
+                add(buf, len, cap, c ? "id2" : "id1");
+                add(buf, len, cap, d->id_close);
+            }
             if (d->layout == TOOLCALL_LAYOUT_HARMONY || fmt == TOOLCALL_FORMAT_DEEPSEEK_V3 ||
-                fmt == TOOLCALL_FORMAT_KIMI_K2)
+                fmt == TOOLCALL_FORMAT_KIMI_K2 || fmt == TOOLCALL_FORMAT_GEMMA4)
                 add(buf, len, cap, d->name_prefix);
             add(buf, len, cap, name);
             if (fmt == TOOLCALL_FORMAT_KIMI_K2)
                 add(buf, len, cap, ":0");
-            add(buf, len, cap, d->name_close);
+            add_opt(buf, len, cap, d->name_close);
             add_opt(buf, len, cap, d->args_open);
             add(buf, len, cap, "{");
             for (int a = 0; a < nargs; a++) {
+                if (d->string_delim) { /* gemma4's syntax */
+                    snprintf(kv, sizeof kv, "%sk%d:", a ? "," : "", a);
+                    add(buf, len, cap, kv);
+                    static const char *const gvalues[] = {"1", "<|\"|>Pa\"ris }<|\"|>", "[true,null,{x:2}]", "{}",
+                                                          "-0.5e2", "<|\"|><|<|\"|>"};
+                    add(buf, len, cap, gvalues[rnd(sizeof gvalues / sizeof gvalues[0])]);
+                    continue;
+                }
                 snprintf(kv, sizeof kv, "%s\"k%d\": ", a ? ", " : "", a);
                 add(buf, len, cap, kv);
                 add(buf, len, cap, values[rnd(NVALUES)]);
@@ -162,7 +227,9 @@ static size_t call_text(toolcall_format_t fmt, char *buf, size_t cap)
     buf[0] = '\0';
     int ncalls = 1 + (int)rnd(3);
     const toolcall_format_desc_t *d = toolcall_format_desc(fmt);
-    if (d && d->layout != TOOLCALL_LAYOUT_JSON_OBJECT && fmt != TOOLCALL_FORMAT_MISTRAL) {
+    bool legacy = fmt == TOOLCALL_FORMAT_HERMES || fmt == TOOLCALL_FORMAT_LLAMA3_JSON || fmt == TOOLCALL_FORMAT_MISTRAL ||
+                  fmt == TOOLCALL_FORMAT_GRANITE || fmt == TOOLCALL_FORMAT_PHI4_MINI_JSON;
+    if (d && !legacy) {
         desc_calls(fmt, buf, &len, cap, ncalls);
         goto damage;
     }

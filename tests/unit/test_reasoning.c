@@ -120,6 +120,74 @@ static const rcase_t cases[] = {
      "th<|e", NULL, 3, NULL, NULL},
     {"harmony header cut by the end", REASONING_MODE_GPT_OSS, false, {"<|channel|>anal"}, NULL,
      "<|channel|>anal", 0, NULL, NULL},
+    {"harmony commentary to a built-in tool is dropped (vLLM)", REASONING_MODE_GPT_OSS, false,
+     {"<|channel|>commentary to=python <|constrain|>code<|message|>", "print(1)", "<|call|>"}, NULL, NULL, 0, NULL,
+     NULL},
+    {"harmony built-in call after the analysis", REASONING_MODE_GPT_OSS, false,
+     {"<|channel|>analysis<|message|>", "Search it.", "<|end|>", "<|start|>assistant<|channel|>commentary",
+      " to=browser.search", "<|message|>", "{\"query\": \"x\"}", "<|call|>"}, "Search it.", NULL, 3, NULL, NULL},
+    /* deepseek_v3 (V3.2 / V4): the DSML tool block ends the thinking */
+    {"deepseek_v3 DSML block ends the reasoning", REASONING_MODE_DEEPSEEK_V3, true,
+     {"plan", "<\xef\xbd\x9c" "DSML\xef\xbd\x9c" "function_calls>", "\n<x>"}, "plan",
+     "<\xef\xbd\x9c" "DSML\xef\xbd\x9c" "function_calls>\n<x>", 2, NULL, NULL},
+    /* gemma4: <|channel>thought\n ... <channel|>, several blocks */
+    {"gemma4 thought channel", REASONING_MODE_GEMMA4, false,
+     {"<|channel>", "thought", "\n", "Let me", " think.", "<channel|>", "The answer."}, "Let me think.",
+     "The answer.", 6, NULL, NULL},
+    {"gemma4 channel without the label", REASONING_MODE_GEMMA4, false, {"<|channel>", "plain", "<channel|>", "x"},
+     "plain", "x", 3, NULL, NULL},
+    {"gemma4 label lookalike is reasoning", REASONING_MODE_GEMMA4, false,
+     {"<|channel>", "thoughtful", " idea", "<channel|>", "x"}, "thoughtful idea", "x", 4, NULL, NULL},
+    {"gemma4 empty trailing block and stray close dropped", REASONING_MODE_GEMMA4, false,
+     {"<|channel>thought\na<channel|>", "b", "<|channel>thought\n<channel|>", "<channel|>", "c"}, "a", "bc", 2, NULL,
+     NULL},
+    {"gemma4 tool call ends the reasoning and stays content", REASONING_MODE_GEMMA4, false,
+     {"<|channel>thought\n", "x", "<|tool_call>", "call:f{}<tool_call|>"}, "x", "<|tool_call>call:f{}<tool_call|>",
+     3, NULL, NULL},
+    /* kimi_k3: XTML sections */
+    {"kimi_k3 think then response", REASONING_MODE_KIMI_K3, true,
+     {"plan", "<|close|>", "think", "<|sep|>", "<|open|>", "response", "<|sep|>", "Hi", "<|close|>response<|sep|>",
+      "<|close|>message<|sep|>"}, "plan", "Hi", 4, NULL, NULL},
+    {"kimi_k3 tools section stays content", REASONING_MODE_KIMI_K3, true,
+     {"p", "<|close|>think<|sep|>", "<|open|>response<|sep|><|close|>response<|sep|>", "<|open|>tools<|sep|>", "X"},
+     "p", "<|open|>tools<|sep|>X", 2, NULL, NULL},
+    {"kimi_k3 response opener without the think closer", REASONING_MODE_KIMI_K3, true,
+     {"p", "<|open|>response<|sep|>", "Hi"}, "p", "Hi", 2, NULL, NULL},
+    {"kimi_k3 thinking off", REASONING_MODE_KIMI_K3, false, {"Hi", "<|close|>response<|sep|>"}, NULL, "Hi", 0, NULL,
+     NULL},
+    /* cohere: <|START_THINKING|>, response / text wrappers dropped */
+    {"cohere thinking and response", REASONING_MODE_COHERE, false,
+     {"<|START_THINKING|>", "plan", "<|END_THINKING|>", "<|START_RESPONSE|>", "Hi", "<|END_RESPONSE|>"}, "plan", "Hi",
+     3, NULL, NULL},
+    {"cohere2 prompt opened the thinking", REASONING_MODE_COHERE, true,
+     {"plan", "<|END_THINKING|>", "<|START_TEXT|>", "Hi", "<|END_TEXT|>"}, "plan", "Hi", 2, NULL, NULL},
+    {"apertus inner markers", REASONING_MODE_APERTUS, false,
+     {"<|inner_prefix|>", "t", "<|inner_suffix|>", "ans"}, "t", "ans", 3, NULL, NULL},
+    {"apriel starts inside, final-response markers", REASONING_MODE_APRIEL, true,
+     {"Step 1.", "\n[BEGIN FINAL", " RESPONSE]", "Answer", "[END FINAL RESPONSE]", "<|end|>"}, "Step 1.\n", "Answer",
+     3, NULL, NULL},
+    {"minimax_m3 think", REASONING_MODE_MINIMAX_M3, false, {"<mm:think>", "t", "</mm:think>", "Hi"}, "t", "Hi", 3,
+     NULL, NULL},
+    {"minimax_m3 adaptive: no thinking", REASONING_MODE_MINIMAX_M3, false, {"</mm:think>", "Hi"}, NULL, "Hi", 0,
+     NULL, NULL},
+    {"hy_v3 prompt opened the thinking", REASONING_MODE_HY_V3, true,
+     {"t", "</think:", "opensource>", "Hi"}, "t", "Hi", 3, NULL, NULL},
+    {"solar_open channels", REASONING_MODE_SOLAR_OPEN, false,
+     {"<|think|>", "t", "<|end|>", "<|begin|>", "assistant", "<|content|>", "Hi", "<|end|>"}, "t", "Hi", 3, NULL,
+     NULL},
+    /* muse_glimmer: addressed messages, the prompt ends inside the header */
+    {"muse_glimmer reasoning then a tool message", REASONING_MODE_MUSE_GLIMMER, false,
+     {" to=self", "<|message|>", "Need it.", "<|eom|>", "<|start|>", "assistant to=get_weather", "<|message|>",
+      "<atem:function_calls>\n<atem:invoke name=\"f\">\n</atem:invoke>\n</atem:function_calls>", "<|eom|>"},
+     "Need it.", "<atem:function_calls>\n<atem:invoke name=\"f\">\n</atem:invoke>\n</atem:function_calls>", 3, NULL,
+     NULL},
+    {"muse_glimmer reasoning then the answer", REASONING_MODE_MUSE_GLIMMER, false,
+     {" to=self<|message|>r", "<|eom|><|start|>assistant to=user<|message|>", "ans", "<|eot|>"}, "r", "ans", 2, NULL,
+     NULL},
+    {"muse_glimmer answer without a recipient", REASONING_MODE_MUSE_GLIMMER, false, {"<|message|>", "Hi."}, NULL, "Hi.",
+     0, NULL, NULL},
+    {"solar_open tool calls stay content", REASONING_MODE_SOLAR_OPEN, false,
+     {"<|think|>t<|end|>", "<|begin|>assistant<|tool_calls|>", "X"}, "t", "<|tool_calls|>X", 1, NULL, NULL},
 };
 
 typedef struct {
@@ -280,6 +348,15 @@ static void test_detect(void)
         {"[gMASK]<sop><|assistant|><think>", REASONING_MODE_GLM45},
         {"{% if thinking %}<\xef\xbd\x9c" "Assistant\xef\xbd\x9c><think>{% else %}</think>{% endif %}",
          REASONING_MODE_DEEPSEEK_V3},
+        {"<|turn>model\n<|channel>thought\n<channel|>", REASONING_MODE_GEMMA4},
+        {"<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|><|close|>think<|sep|>", REASONING_MODE_KIMI_K3},
+        {"<|CHATBOT_TOKEN|><|START_THINKING|>", REASONING_MODE_COHERE},
+        {"<|inner_prefix|>x<|inner_suffix|>", REASONING_MODE_APERTUS},
+        {"after the marker [BEGIN FINAL RESPONSE].", REASONING_MODE_APRIEL},
+        {"]~b]ai\n<mm:think>", REASONING_MODE_MINIMAX_M3},
+        {"<\xef\xbd\x9chy_Assistant:opensource\xef\xbd\x9c><think:opensource>", REASONING_MODE_HY_V3},
+        {"<|begin|>assistant<|think|><|end|>", REASONING_MODE_SOLAR_OPEN},
+        {"'<|start|>assistant to=self<|message|>' '<atem:function_calls>'", REASONING_MODE_MUSE_GLIMMER},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         tap_ok(reasoning_mode_detect(t[i].tmpl, strlen(t[i].tmpl)) == t[i].want, "detect template %zu", i);
@@ -307,6 +384,18 @@ static void test_starts_inside(void)
         {REASONING_MODE_SEED_OSS, "<seed:bos>assistant\n<seed:think>", true},
         {REASONING_MODE_MISTRAL, "[/INST][THINK]", true},
         {REASONING_MODE_GPT_OSS, "<|start|>assistant", false},
+        {REASONING_MODE_KIMI_K3, "<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|>", true},
+        {REASONING_MODE_KIMI_K3, "<|open|>message role=\"assistant\"<|sep|><|open|>response<|sep|>", false},
+        {REASONING_MODE_COHERE, "<|CHATBOT_TOKEN|><|START_THINKING|>", true},
+        {REASONING_MODE_COHERE, "<|CHATBOT_TOKEN|><|START_THINKING|><|END_THINKING|>", false},
+        {REASONING_MODE_APRIEL, "<|begin_assistant|>\nHere are my reasoning steps:\n", true},
+        {REASONING_MODE_APRIEL, "<|assistant|>\n", true},
+        {REASONING_MODE_GEMMA4, "<|turn>model\n<|channel>thought\n<channel|>", false},
+        {REASONING_MODE_GEMMA4, "<|turn>model\n", false},
+        {REASONING_MODE_HY_V3, "<think:opensource>", true},
+        {REASONING_MODE_HY_V3, "<think:opensource></think:opensource>", false},
+        {REASONING_MODE_MINIMAX_M3, "]~b]ai\n<mm:think>", true},
+        {REASONING_MODE_SOLAR_OPEN, "<|begin|>assistant", false},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         tap_ok(reasoning_starts_inside(t[i].mode, t[i].prompt, strlen(t[i].prompt)) == t[i].want,
@@ -328,13 +417,20 @@ static void test_names(void)
     tap_ok(reasoning_create(REASONING_MODE_GENERIC, false, &e) == NULL && e.code == LF_ERR_INVALID,
            "generic without markers rejected");
     static const char *const names[] = {"none", "deepseek_r1", "qwen3", "deepseek_v3", "gpt-oss", "mistral", "granite",
-                                        "glm45", "kimi_k2", "minimax_m2", "seed_oss", "generic"};
+                                        "glm45", "kimi_k2", "minimax_m2", "seed_oss", "generic", "gemma4", "kimi_k3",
+                                        "cohere_command3", "apertus", "apriel", "minimax_m3", "hy_v3", "solar_open",
+                                        "muse_glimmer"};
     bool all = true;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         all &= reasoning_mode_from_name(names[i], &m, &e) == LF_OK && !strcmp(reasoning_mode_name(m), names[i]);
     tap_ok(all, "every mode name round-trips");
     tap_ok(reasoning_mode_from_name("openai_gptoss", &m, &e) == LF_OK && m == REASONING_MODE_GPT_OSS,
            "vLLM's name openai_gptoss is gpt-oss");
+    tap_ok(reasoning_mode_from_name("deepseek_v4", &m, &e) == LF_OK && m == REASONING_MODE_DEEPSEEK_V3 &&
+               reasoning_mode_from_name("cohere_command4", &m, &e) == LF_OK && m == REASONING_MODE_COHERE,
+           "vLLM's deepseek_v4 and cohere_command4 names");
+    tap_ok(reasoning_mode_from_name("nope", &m, &e) == LF_ERR_INVALID && strstr(e.msg, "solar_open or generic") == NULL &&
+               strstr(e.msg, "gemma4") && strstr(e.msg, "none, "), "the error lists every name");
     for (int i = 1; i < REASONING_MODE_COUNT; i++) {
         const reasoning_format_t *f = reasoning_format((reasoning_mode_t)i);
         if (i == REASONING_MODE_GENERIC)

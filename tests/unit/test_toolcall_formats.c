@@ -200,6 +200,13 @@ static const tcase_t cases[] = {
      {"<|channel|>commentary to=functions.a<|message|>{\"x\": @}<|call|>after"}, "@}after", 1,
      {{"a", "{\"x\":", false}}},
     {"gpt-oss plain text", OSS, {"Just text."}, "Just text.", 0, {{0}}},
+    {"gpt-oss message to a built-in tool is dropped (vLLM)", OSS,
+     {"<|channel|>commentary to=python <|constrain|>code<|message|>", "print(\"<|ca\")", "<|call|>",
+      "<|start|>assistant<|channel|>final<|message|>Done."}, "Done.", 0, {{0}}},
+    {"gpt-oss built-in call then a function call", OSS,
+     {"<|channel|>analysis to=browser.search<|message|>{\"q\": 1}<|end|>",
+      "<|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}<|call|>"}, NULL, 1,
+     {{"f", "{}", true}}},
 };
 
 static void test_kimi_ids(void)
@@ -268,7 +275,7 @@ static void test_detect(void)
         {"<|python_start|>[f(a=1)]<|python_end|>", PY},
         {"<|tool_call_start|>[f(a=1)]<|tool_call_end|>", PY},
         {"[func_name1(params_name1=params_value1)]", PY},
-        {"<function=f>{...}</function> <|python_tag|>", TOOLCALL_FORMAT_NONE},
+        {"<function=f>{...}</function> <|python_tag|>", TOOLCALL_FORMAT_FUNCTIONARY_V31},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         tap_ok(toolcall_format_detect(t[i].tmpl, strlen(t[i].tmpl)) == t[i].want, "detect %s",

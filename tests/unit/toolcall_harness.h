@@ -85,7 +85,8 @@ static void take(stream_t *s, const toolcall_out_t *o, toolcall_format_t fmt)
             break;
         case TOOLCALL_EV_START:
             if (e->index != s->ncalls || s->ncalls == MAXC || !e->id ||
-                (fmt != TOOLCALL_FORMAT_KIMI_K2 && !id_ok(e->id, fmt)) || !e->name) {
+                (fmt != TOOLCALL_FORMAT_KIMI_K2 && fmt != TOOLCALL_FORMAT_SOLAR_OPEN && !id_ok(e->id, fmt)) ||
+                !e->name) {
                 bad(s, "start event shape");
                 break;
             }

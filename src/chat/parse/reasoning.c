@@ -16,6 +16,7 @@ typedef enum {
     ST_PRE,      /* content before the block, looking for an open marker */
     ST_START_IN, /* inside from the start; a leading open marker is redundant */
     ST_IN,       /* reasoning, looking for a close marker */
+    ST_LABEL,    /* right after an open marker: its optional label (held) */
     ST_POST      /* content after the block (or no parsing / finished) */
 } state_t;
 
@@ -141,6 +142,30 @@ static match_t match3(reasoning_t *rp, char ch, const char *const *a, const char
 
 static void marker_step(reasoning_t *rp, char c);
 
+static bool multi(const reasoning_t *rp)
+{
+    return rp->fmt && rp->fmt->multi_block;
+}
+
+/* The state at the start of a block (after its open marker). */
+static state_t block_start(const reasoning_t *rp)
+{
+    return rp->fmt && rp->fmt->open_label ? ST_LABEL : ST_IN;
+}
+
+/* The held bytes go through the machine again (in its new state). */
+static void refeed_held(reasoning_t *rp)
+{
+    size_t n = rp->hold_len;
+    char tmp[REASONING_MARKER_MAX + 1];
+    if (n > sizeof tmp)
+        n = sizeof tmp; /* not reached: held text is shorter than a marker */
+    memcpy(tmp, rp->hold, n);
+    rp->hold_len = 0;
+    for (size_t i = 0; i < n; i++)
+        marker_step(rp, tmp[i]);
+}
+
 static void marker_step(reasoning_t *rp, char c)
 {
     switch ((state_t)rp->st) {
@@ -157,11 +182,13 @@ static void marker_step(reasoning_t *rp, char c)
         case M_NONE:
             return;
         case M_A:
-            rp->st = ST_IN;
+            rp->st = block_start(rp);
             rp->touched = true;
             break;
-        case M_B: /* orphan close: the block we did not see is over */
-            rp->st = ST_POST;
+        case M_B: /* orphan close: the block we did not see is over (multi-block
+                   * formats: a stray close, dropped) */
+            if (!multi(rp))
+                rp->st = ST_POST;
             break;
         case M_C: /* dropped markup */
             break;
@@ -176,31 +203,33 @@ static void marker_step(reasoning_t *rp, char c)
             rs_emit(rp, REASONING_SEG_CONTENT, rp->hold, rp->hold_len);
             /* fall through */
         default:
-            rp->st = ST_POST;
+            rp->st = multi(rp) ? ST_PRE : ST_POST;
             break;
         }
         rp->hold_len = 0;
         break;
+    case ST_LABEL: {
+        const char *label = rp->fmt->open_label;
+        rs_hold_add(rp, &c, 1);
+        if (rp->hold_len == strlen(label) && !memcmp(rp->hold, label, rp->hold_len)) {
+            rp->hold_len = 0; /* the label is markup */
+            rp->st = ST_IN;
+        } else if (rp->hold_len > strlen(label) || memcmp(rp->hold, label, rp->hold_len)) {
+            rp->st = ST_IN; /* no label: the held bytes are reasoning */
+            refeed_held(rp);
+        }
+        break;
+    }
     case ST_START_IN: {
         rs_hold_add(rp, &c, 1);
         if (is_any(rp->hold, rp->hold_len, rp->open)) {
             rp->hold_len = 0; /* redundant re-open: dropped */
-            rp->st = ST_IN;
+            rp->st = block_start(rp);
         } else if (!is_prefix_of_any(rp->hold, rp->hold_len, rp->open)) {
             /* Not a re-open: the held bytes are ordinary reasoning text, which
              * may itself start a close marker, so they go through ST_IN. */
-            size_t n = rp->hold_len;
-            char *tmp = malloc(n);
-            if (!tmp) {
-                rp->nomem = true;
-                return;
-            }
-            memcpy(tmp, rp->hold, n);
-            rp->hold_len = 0;
             rp->st = ST_IN;
-            for (size_t i = 0; i < n; i++)
-                marker_step(rp, tmp[i]);
-            free(tmp);
+            refeed_held(rp);
         }
         break;
     }
@@ -286,7 +315,7 @@ bool reasoning_in_reasoning(const reasoning_t *rp)
         return false;
     if (is_harmony(rp))
         return rs_harmony_in_reasoning(rp);
-    return rp->st == ST_IN || rp->st == ST_START_IN;
+    return rp->st == ST_IN || rp->st == ST_START_IN || rp->st == ST_LABEL;
 }
 
 static void begin(reasoning_t *rp)
@@ -331,8 +360,7 @@ lf_code_t reasoning_finish(reasoning_t *rp, reasoning_out_t *out, lf_err_t *err)
         if (is_harmony(rp)) {
             rs_harmony_finish(rp);
         } else {
-            reasoning_seg_kind_t kind = (rp->st == ST_IN || rp->st == ST_START_IN) ? REASONING_SEG_REASONING
-                                                                                  : REASONING_SEG_CONTENT;
+            reasoning_seg_kind_t kind = reasoning_in_reasoning(rp) ? REASONING_SEG_REASONING : REASONING_SEG_CONTENT;
             rs_emit(rp, kind, rp->hold, rp->hold_len);
         }
         rp->hold_len = 0;

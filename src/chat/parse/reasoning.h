@@ -32,6 +32,24 @@
  *                  my response:" / </think>; <response> and </response>
  *                  are dropped from the content (Granite 3.2 / 3.3)
  *     generic      open and close markers given in the configuration
+ *     gemma4       <|channel> [thought\n] ... <channel|>, several blocks; a
+ *                  <|tool_call> also ends one (and stays content)
+ *     kimi_k3      <|open|>think<|sep|> ... <|close|>think<|sep|> or
+ *                  <|open|>response<|sep|>; the response markers and
+ *                  <|close|>message<|sep|> are dropped; <|open|>tools<|sep|>
+ *                  ends it and stays content
+ *     cohere_command3  <|START_THINKING|> ... <|END_THINKING|>; the
+ *                  <|START_RESPONSE|> / <|START_TEXT|> wrappers are dropped
+ *     apertus      <|inner_prefix|> ... <|inner_suffix|>
+ *     apriel       starts inside ("Here are my reasoning steps:\n" opens
+ *                  it) ... [BEGIN FINAL RESPONSE]; [END FINAL RESPONSE] and
+ *                  <|end|> dropped
+ *     minimax_m3   <mm:think> ... </mm:think>
+ *     hy_v3        <think:opensource> ... </think:opensource>
+ *     solar_open   <|think|> ... <|end|>; <|begin|>assistant, <|content|>,
+ *                  <|end|>, <|flush|> dropped (<|tool_calls|> stays content)
+ *     deepseek_v3 also ends at the DSML tool block (V3.2 / V4), which stays
+ *     content.
  *   The state machine of the marker formats:
  *     - the output starts in content, or inside the block when created with
  *       starts_in_reasoning (reasoning_starts_inside() on the prompt);
@@ -43,8 +61,10 @@
  *       output is a redundant re-open and is dropped too;
  *     - inside, a close marker ends the block (dropped); an implicit close
  *       marker (kimi_k2's tool section) ends it and is content;
+ *     - a format's open_label right after an open marker is dropped;
  *     - there is one block: after it, the rest is content verbatim except
- *       for the format's dropped markup;
+ *       for the format's dropped markup (multi_block formats: another open
+ *       marker opens another block, stray close markers are dropped);
  *     - text is not trimmed (content usually starts with "\n\n", as the
  *       model wrote it; vLLM does the same);
  *     - an unterminated block (max_tokens hit) is all reasoning.
@@ -55,8 +75,16 @@
  *     content; headers and terminators are dropped. A message addressed to
  *     a function (to=functions.NAME) is a tool call: it goes to the content
  *     verbatim, markup included, for the gpt-oss tool-call parser
- *     (toolcall.h); messages to other recipients (built-in tools) are
- *     reasoning. Text outside any message is content.
+ *     (toolcall.h); a message to another recipient (a built-in tool:
+ *     browser.*, python, container.*) is reasoning on the analysis channel
+ *     and dropped on the others, as vLLM does. Text outside any message is
+ *     content.
+ *   muse_glimmer: the same message machine for Muse Glimmer's ATEM
+ *     protocol: the prompt ends with "<|start|>assistant", each message is
+ *     " to=RECIPIENT<|message|>BODY" ended by <|eom|> / <|eot|>; to=self is
+ *     reasoning, to=user (or none) content, another recipient a tool call
+ *     whose body (an <atem:function_calls> block) goes to the content for
+ *     the muse_glimmer tool-call parser (headers and terminators dropped).
  *
  * Token accounting (usage.completion_tokens_details.reasoning_tokens): after
  * each push, out.token_in_reasoning says whether that piece belongs to the
@@ -90,6 +118,15 @@ typedef enum {
     REASONING_MODE_MINIMAX_M2,
     REASONING_MODE_SEED_OSS,
     REASONING_MODE_GENERIC,
+    REASONING_MODE_GEMMA4,
+    REASONING_MODE_KIMI_K3,
+    REASONING_MODE_COHERE,
+    REASONING_MODE_APERTUS,
+    REASONING_MODE_APRIEL,
+    REASONING_MODE_MINIMAX_M3,
+    REASONING_MODE_HY_V3,
+    REASONING_MODE_SOLAR_OPEN,
+    REASONING_MODE_MUSE_GLIMMER,
     REASONING_MODE_COUNT
 } reasoning_mode_t;
 
@@ -99,7 +136,7 @@ typedef enum {
     REASONING_START_INSIDE,      /* inside, unless the prompt closed the block */
     REASONING_START_TOGGLE,      /* inside when the prompt opened the block, else
                                   * no reasoning at all (the thinking switch) */
-    REASONING_START_HARMONY      /* gpt-oss: channels, not markers */
+    REASONING_START_HARMONY      /* gpt-oss, muse_glimmer: addressed messages, not markers */
 } reasoning_start_t;
 
 /* What a format looks like (for parsing, detection, grammars and docs).
@@ -111,6 +148,11 @@ typedef struct {
     const char *const *close;           /* close it (dropped) */
     const char *const *implicit_close;  /* close it and stay content */
     const char *const *drop;            /* markup dropped from the content */
+    const char *open_label;             /* text right after an open marker that is
+                                         * markup, dropped when present (gemma4's
+                                         * "thought\n"); NULL: none */
+    bool multi_block;                   /* after a block, an open marker opens another
+                                         * one and stray close markers are dropped */
     reasoning_start_t start;
     const char *const *tokens;          /* texts of the control tokens the parser
                                          * must see (the detokenizer renders them) */
@@ -180,11 +222,21 @@ lf_code_t reasoning_split(reasoning_mode_t mode, bool starts_in_reasoning,
                           const char *text, size_t len,
                           char **reasoning, char **content, lf_err_t *err);
 
-/* Parser for a chat template text (tokenizer.chat_template), documented
- * rules, first match wins:
+/* Parser for a chat template text (tokenizer.chat_template, with what it
+ * renders for a probe conversation appended: some templates build their
+ * markup from variables), documented rules, first match wins:
  *   "<|channel|>" (harmony)                              -> GPT_OSS
+ *   "<|channel>" and "<channel|>" (Gemma 4)              -> GEMMA4
+ *   "<atem:function_calls>" and "to=self"                -> MUSE_GLIMMER
+ *   "<|open|>", "<|close|>", "<|sep|>" and "think"        -> KIMI_K3
  *   "[THINK]"                                            -> MISTRAL
  *   "<seed:think>"                                       -> SEED_OSS
+ *   "<|START_THINKING|>" (Cohere)                        -> COHERE
+ *   "<|inner_prefix|>" and "<|inner_suffix|>"            -> APERTUS
+ *   "[BEGIN FINAL RESPONSE]"                             -> APRIEL
+ *   "<mm:think>"                                         -> MINIMAX_M3
+ *   "<think:opensource>"                                 -> HY_V3
+ *   "<|think|>" and "<|begin|>assistant"                 -> SOLAR_OPEN
  *   "thought process" with "<|start_of_role|>" (Granite) -> GRANITE
  *   no "<think>" and no "</think>" in it                 -> NONE
  *   "<minimax:tool_call>"                                -> MINIMAX_M2
@@ -209,9 +261,12 @@ bool reasoning_starts_inside(reasoning_mode_t mode, const char *prompt, size_t l
 bool reasoning_is_marker(const reasoning_config_t *cfg, const char *text);
 
 /* Names <-> modes ("none", "deepseek_r1", "qwen3", "deepseek_v3",
- * "gpt-oss" (also "openai_gptoss", vLLM's), "mistral", "granite", "glm45",
- * "kimi_k2", "minimax_m2", "seed_oss", "generic"). from_name returns
- * LF_ERR_INVALID (message lists the names) for anything else. */
+ * "gpt-oss", "mistral", "granite", "glm45", "kimi_k2", "minimax_m2",
+ * "seed_oss", "generic", "gemma4", "kimi_k3", "cohere_command3", "apertus",
+ * "apriel", "minimax_m3", "hy_v3", "solar_open", "muse_glimmer"; vLLM's other names are
+ * accepted too: "openai_gptoss", "deepseek_v32" / "deepseek_v4" (deepseek_v3),
+ * "cohere_command4", "glm47", "mimo", "nemotron" and "nemotron_v3" (qwen3)). from_name
+ * returns LF_ERR_INVALID (message lists the names) for anything else. */
 lf_code_t reasoning_mode_from_name(const char *name, reasoning_mode_t *mode, lf_err_t *err);
 const char *reasoning_mode_name(reasoning_mode_t mode);
 

@@ -280,14 +280,32 @@ static const toolcall_family_t *family_of(toolcall_format_t f)
     case TOOLCALL_FORMAT_LLAMA3_JSON:
     case TOOLCALL_FORMAT_MISTRAL:
     case TOOLCALL_FORMAT_GRANITE:
-    case TOOLCALL_FORMAT_PHI4_MINI_JSON: return &toolcall_family_json;
+    case TOOLCALL_FORMAT_PHI4_MINI_JSON:
+    case TOOLCALL_FORMAT_NEMOTRON:
+    case TOOLCALL_FORMAT_COHERE:
+    case TOOLCALL_FORMAT_APRIEL:
+    case TOOLCALL_FORMAT_MINIMAX:
+    case TOOLCALL_FORMAT_GIGACHAT3:
+    case TOOLCALL_FORMAT_GIGACHAT31:
+    case TOOLCALL_FORMAT_APERTUS: return &toolcall_family_json;
     case TOOLCALL_FORMAT_DEEPSEEK_V3:
     case TOOLCALL_FORMAT_DEEPSEEK_V31:
-    case TOOLCALL_FORMAT_KIMI_K2: return &toolcall_family_tagged;
+    case TOOLCALL_FORMAT_KIMI_K2:
+    case TOOLCALL_FORMAT_GEMMA4:
+    case TOOLCALL_FORMAT_SOLAR_OPEN:
+    case TOOLCALL_FORMAT_FUNCTIONARY_V31:
+    case TOOLCALL_FORMAT_FUNCTIONARY_V32: return &toolcall_family_tagged;
     case TOOLCALL_FORMAT_QWEN3_CODER:
     case TOOLCALL_FORMAT_SEED_OSS:
     case TOOLCALL_FORMAT_GLM45:
-    case TOOLCALL_FORMAT_MINIMAX_M2: return &toolcall_family_xml;
+    case TOOLCALL_FORMAT_MINIMAX_M2:
+    case TOOLCALL_FORMAT_DEEPSEEK_V32:
+    case TOOLCALL_FORMAT_DEEPSEEK_V4:
+    case TOOLCALL_FORMAT_KIMI_K3:
+    case TOOLCALL_FORMAT_MINIMAX_M3:
+    case TOOLCALL_FORMAT_HY_V3:
+    case TOOLCALL_FORMAT_MINICPM5:
+    case TOOLCALL_FORMAT_MUSE_GLIMMER: return &toolcall_family_xml;
     case TOOLCALL_FORMAT_PYTHONIC: return &toolcall_family_pythonic;
     case TOOLCALL_FORMAT_GPT_OSS: return &toolcall_family_harmony;
     case TOOLCALL_FORMAT_NONE: return &family_none;

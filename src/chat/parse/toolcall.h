@@ -48,6 +48,22 @@
  *                starting the message; anything else is content.
  *   phi4_mini_json  functools[{"name": N, "arguments": {...}}, ...] (Phi-4-
  *                mini, firefunction v2), anywhere in the message.
+ *   nemotron_json  <TOOLCALL>[{"name": N, "arguments": {...}}, ...]</TOOLCALL>
+ *                (Nemotron Nano 2).
+ *   cohere_command3  <|START_ACTION|>[{"tool_call_id": "0", "tool_name": N,
+ *                "parameters": {...}}, ...]<|END_ACTION|> (Command R7B,
+ *                Command A, Cohere2).
+ *   apriel       <tool_calls>[{"name": N, "arguments": {...}}, ...]</tool_calls>
+ *   minimax      <tool_calls>\n{"name": N, "arguments": {...}}\n...</tool_calls>
+ *                (MiniMax-M1: one object per line).
+ *   gigachat3 / gigachat31  one {"name": N, "arguments": {...}} after
+ *                "<|message_sep|>\n\nfunction call<|role_sep|>\n" (3) or
+ *                <|function_call|> (3.1); <|message_sep|> is dropped.
+ *   apertus      <|tools_prefix|>[{"N": {...}}, ...]<|tools_suffix|>: the
+ *                name is the object's key.
+ *   In these section formats a list or one or more objects may follow the
+ *   opening marker; the closing marker is dropped (returned as content with
+ *   a block that was not a call).
  *   Name, then a JSON arguments object (toolcall_tagged.c):
  *   deepseek_v3  <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>N
  *                ```json\n{...}\n```<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>
@@ -58,6 +74,15 @@
  *                <|tool_call_argument_begin|>{...}<|tool_call_end|>...
  *                <|tool_calls_section_end|>; the call's id is the model's
  *                own "functions.N:I" (as vLLM), N is between "." and ":".
+ *   solar_open   <|tool_calls|><|tool_call:begin|>ID<|tool_call:name|>N
+ *                <|tool_call:args|>{...}<|tool_call:end|>...<|calls|>; the
+ *                call's id is the model's ID when it is one word.
+ *   functionary_v31  <function=N>{...}</function>
+ *   functionary_v32  >>>N\n{...} (the prompt ends with ">>>"; ">>>all\n"
+ *                starts text, which is content).
+ *   gemma4       <|tool_call>call:N{key:<|"|>text<|"|>,n:1,...}<tool_call|>:
+ *                Gemma's syntax (bare keys, strings between <|"|>, never
+ *                escaped) turned into JSON as it streams (toolcall_gemma.c).
  *   Name, then key/value parameters typed by the function's schema
  *   (toolcall_xml.c, toolcall_params.c):
  *   qwen3_coder  <tool_call><function=N><parameter=K>V</parameter>...
@@ -67,6 +92,32 @@
  *                </tool_call>, whitespace between the parts allowed
  *   minimax_m2   <minimax:tool_call><invoke name="N"><parameter name="K">V
  *                </parameter>...</invoke>...</minimax:tool_call>
+ *   deepseek_v32 <｜DSML｜function_calls><｜DSML｜invoke name="N"><｜DSML｜parameter
+ *                name="K" string="true|false">V</｜DSML｜parameter>...
+ *                </｜DSML｜invoke>...</｜DSML｜function_calls> (V3.2; deepseek_v4:
+ *                the block is <｜DSML｜tool_calls>); string="true": V is the
+ *                string, "false": V is JSON (else typed by the schema).
+ *   kimi_k3      <|open|>tools<|sep|><|open|>call tool="N" index="1"<|sep|>
+ *                <|open|>argument key="K" type="T"<|sep|>V<|close|>argument
+ *                <|sep|>...<|close|>call<|sep|>...<|close|>tools<|sep|>;
+ *                type "string": V as is, other types: JSON; or the arguments
+ *                as one <|open|>json type="object"<|sep|>{...}<|close|>json
+ *                <|sep|>; attribute values decode &quot; and &amp;.
+ *   minimax_m3   ]<]minimax[>[<tool_call> ]<]minimax[>[<invoke name="N">
+ *                ]<]minimax[>[<K>V]<]minimax[>[</K>... ]<]minimax[>[</invoke>
+ *                ]<]minimax[>[</tool_call>: objects are nested elements,
+ *                arrays <item> elements, leaves typed by the schema.
+ *   hy_v3        <tool_calls:opensource><tool_call:opensource>N<tool_sep:
+ *                opensource><arg_key:opensource>K</arg_key:opensource>
+ *                <arg_value:opensource>V</arg_value:opensource>...
+ *                </tool_call:opensource></tool_calls:opensource>
+ *   minicpm5     <function name="N"><param name="K">V</param>...</function>,
+ *                V may be <![CDATA[...]]>.
+ *   muse_glimmer <atem:function_calls><atem:invoke name="N"><atem:parameter
+ *                name="K">V</atem:parameter>...</atem:invoke>
+ *                </atem:function_calls>: the bodies of Muse Glimmer's
+ *                messages to a tool, which its reasoning parser (reasoning.h)
+ *                passes on without their headers; one call per message.
  *                A value is raw text: one leading and one trailing newline
  *                are removed; then it becomes the JSON type its parameter has
  *                in the request's tools (string: as is; integer / number /
@@ -120,8 +171,8 @@
  * Ids: "call_" + 24 characters of [A-Za-z0-9]; for mistral, 9 characters
  * of [A-Za-z0-9] and no prefix, because Mistral's chat templates raise
  * "Tool call IDs should be alphanumeric strings with length 9!" when the
- * call comes back in the next request (vLLM does the same); for kimi_k2 the
- * model's own id (its template refers to it). Drawn from the
+ * call comes back in the next request (vLLM does the same); for kimi_k2 and
+ * solar_open the model's own id (its template refers to it). Drawn from the
  * caller's rng callback when given (one draw per character), else from an
  * internal splitmix64 seeded with cfg.seed (a seeded request gives
  * reproducible ids).
@@ -167,13 +218,33 @@ typedef enum {
     TOOLCALL_FORMAT_MINIMAX_M2,
     TOOLCALL_FORMAT_PYTHONIC,
     TOOLCALL_FORMAT_GPT_OSS,
+    TOOLCALL_FORMAT_DEEPSEEK_V32,
+    TOOLCALL_FORMAT_DEEPSEEK_V4,
+    TOOLCALL_FORMAT_GEMMA4,
+    TOOLCALL_FORMAT_NEMOTRON,
+    TOOLCALL_FORMAT_KIMI_K3,
+    TOOLCALL_FORMAT_COHERE,
+    TOOLCALL_FORMAT_APRIEL,
+    TOOLCALL_FORMAT_MINIMAX,
+    TOOLCALL_FORMAT_GIGACHAT3,
+    TOOLCALL_FORMAT_GIGACHAT31,
+    TOOLCALL_FORMAT_APERTUS,
+    TOOLCALL_FORMAT_MINIMAX_M3,
+    TOOLCALL_FORMAT_HY_V3,
+    TOOLCALL_FORMAT_SOLAR_OPEN,
+    TOOLCALL_FORMAT_MINICPM5,
+    TOOLCALL_FORMAT_FUNCTIONARY_V31,
+    TOOLCALL_FORMAT_FUNCTIONARY_V32,
+    TOOLCALL_FORMAT_MUSE_GLIMMER,
     TOOLCALL_FORMAT_COUNT
 } toolcall_format_t;
 
 /* How a call is laid out (the family of a format). */
 typedef enum {
     TOOLCALL_LAYOUT_NONE = 0,
-    TOOLCALL_LAYOUT_JSON_OBJECT,  /* {"name": N, "arguments": {...}} */
+    TOOLCALL_LAYOUT_JSON_OBJECT,  /* {"name": N, "arguments": {...}} (name_key,
+                                   * args_key when they differ) */
+    TOOLCALL_LAYOUT_JSON_NAMED,   /* {"N": {...}}: the function name is the key */
     TOOLCALL_LAYOUT_NAME_JSON,    /* name_prefix N name_close [args_open] {...} [args_close] */
     TOOLCALL_LAYOUT_NAME_PARAMS,  /* name_prefix N name_close, then per parameter
                                    * key_open K key_close [value_open] V value_close */
@@ -196,15 +267,48 @@ typedef struct {
     const char *call_close;
     const char *call_sep;        /* between calls inside a section ("," in JSON lists) */
     bool whole_message;          /* the calls must start the output (after whitespace) */
+    const char *name_key;        /* JSON_OBJECT: the name's key (NULL: "name") */
+    const char *args_key;        /* JSON_OBJECT: the arguments' key (NULL: "arguments") */
+    const char *id_close;        /* NAME_JSON: the call header is the call's id (the
+                                  * model's own, used as the call's id), id_close, then
+                                  * the name (solar_open); NULL: no id */
     const char *name_prefix;     /* NAME_*: before the function name */
-    const char *name_close;      /* NAME_*: ends the name (NULL: the first key_open
-                                  * or call_close does; glm45) */
-    const char *args_open;       /* NAME_JSON: around the arguments object */
+    const char *name_close;      /* NAME_*: ends the name (NULL: NAME_PARAMS: the first
+                                  * key_open or call_close does, glm45; NAME_JSON: the
+                                  * arguments object follows the name directly, gemma4) */
+    const char *name_attr;       /* NAME_PARAMS: written after name_close: an attribute
+                                  * whose value is the call's number (1, 2, ...) and a
+                                  * closing '"' (kimi_k3: " index=\""); NULL: none */
+    const char *name_end;        /* NAME_PARAMS: ends the call header after name_close
+                                  * [name_attr N"] (NULL: name_close ends it) */
+    const char *args_open;       /* NAME_JSON: around the arguments object; NAME_PARAMS:
+                                  * the arguments as one JSON object instead of
+                                  * parameters, inside args_open / args_close (kimi_k3) */
     const char *args_close;
+    const char *string_delim;    /* NAME_JSON: the arguments are Gemma's object syntax
+                                  * {key:value,...}: keys bare, strings between
+                                  * string_delim, numbers / true / false / null / {} /
+                                  * [] as JSON (gemma4); NULL: JSON */
     const char *key_open;        /* NAME_PARAMS: a parameter's name ... */
     const char *key_close;
+    const char *value_attr;      /* NAME_PARAMS: written after key_close: an attribute
+                                  * typing the value (" string=\"", " type=\""), its value,
+                                  * '"'; NULL: the value is typed by the schema */
+    const char *value_attr_string; /* its value before a raw string ("true", "string") */
+    const char *value_attr_json;   /* ... before a JSON value ("false"; NULL: the value's
+                                    * JSON type: number, boolean, null, object, array) */
+    const char *key_end;         /* NAME_PARAMS: ends the parameter header after key_close
+                                  * [value_attr ...] (NULL: key_close ends it) */
     const char *value_open;      /* ... and value */
-    const char *value_close;
+    const char *value_close;     /* NULL with key_open: the value is an XML element,
+                                  * closed by key_open "/" KEY key_close; objects and
+                                  * arrays nest as elements, array items as item_tag
+                                  * (minimax_m3) */
+    const char *item_tag;        /* NAME_PARAMS element values: the tag of array items */
+    bool prompt_opens;           /* the generation prompt ends with call_open: the
+                                  * output starts with a call header (functionary_v32) */
+    const char *content_recipient; /* a call header naming this introduces content, not
+                                    * a call ("all", functionary_v32) */
     const char *const *tokens;   /* texts of the control tokens the parser must see
                                   * (the detokenizer renders them), NULL-terminated */
     const char *example;         /* get_weather({"city": "Paris"}) in this format */
@@ -291,24 +395,47 @@ const char *toolcall_content(const toolcall_t *tc, size_t *len);
 toolcall_t *toolcall_parse(const toolcall_config_t *cfg, const char *text, size_t len,
                            lf_err_t *err);
 
-/* Format for a chat template text, documented rules, first match wins:
+/* Format for a chat template text (the source, with what it renders for a
+ * probe conversation with a call appended: some templates build their
+ * markup from variables, e.g. DeepSeek V3.2's dsml_token, Hy3's
+ * '<tool_call{}>'.format(...)), documented rules, first match wins:
  *   "<|channel|>" (harmony)                    -> GPT_OSS
+ *   "<｜DSML｜tool_calls>"                        -> DEEPSEEK_V4
+ *   "<｜DSML｜function_calls>"                    -> DEEPSEEK_V32
+ *   "DSML", "dsml_token", "function_calls"     -> DEEPSEEK_V32 (source only;
+ *                                                with "tool_calls": V4)
+ *   "<|tool_call>call:"                        -> GEMMA4
+ *   "<TOOLCALL>"                               -> NEMOTRON
+ *   "<|open|>", "<|close|>" and "<|sep|>"      -> KIMI_K3
  *   "<｜tool▁calls▁begin｜>" and "```json"        -> DEEPSEEK_V3 (V3, R1)
  *   "<｜tool▁calls▁begin｜>"                      -> DEEPSEEK_V31
  *   "<|tool_calls_section_begin|>"             -> KIMI_K2
+ *   "]<]minimax[>[" and "<invoke name="        -> MINIMAX_M3
  *   "<minimax:tool_call>"                      -> MINIMAX_M2
+ *   "<|START_ACTION|>"                         -> COHERE
+ *   "<|tools_prefix|>"                         -> APERTUS
+ *   "<tool_sep" and "<arg_key"                 -> HY_V3
+ *   "<|tool_call:begin|>"                      -> SOLAR_OPEN
  *   "<seed:tool_call>"                         -> SEED_OSS
  *   "<arg_key>"                                -> GLM45
+ *   "<function name=\"" and "<param name=\""   -> MINICPM5
+ *   "<atem:function_calls>"                    -> MUSE_GLIMMER
  *   "<function=" and "<parameter="             -> QWEN3_CODER
+ *   "<tool_calls>["                            -> APRIEL
+ *   "<tool_calls>"                             -> MINIMAX (M1)
  *   "<tool_call>"                              -> HERMES (Hermes, Qwen2.5/3)
  *   "[TOOL_CALLS]"                             -> MISTRAL
  *   "<|tool_call|>"                            -> GRANITE
  *   "functools"                                -> PHI4_MINI_JSON (Phi-4-mini,
  *                                                firefunction v2)
- *   "<|python_start|>", "<|tool_call_start|>"
- *   or "[func_name1("                          -> PYTHONIC (Llama 4, LFM2, 3.2)
- *   "<function=" or ">>>"                      -> NONE (functionary v3.1 /
- *                                                v3.2: other formats)
+ *   "<|function_call|>"                        -> GIGACHAT31
+ *   "function call" and "<|role_sep|>"         -> GIGACHAT3
+ *   "<|python_start|>", "<|tool_call_start|>",
+ *   "[func_name1(", "<|tool_list_start|>" or
+ *   "List of tools: ["                         -> PYTHONIC (Llama 4, LFM2,
+ *                                                LFM2.5, Llama 3.2)
+ *   ">>>all" or ">>>${recipient}"              -> FUNCTIONARY_V32
+ *   "<function="                               -> FUNCTIONARY_V31
  *   "<|python_tag|>"                           -> LLAMA3_JSON
  *   "<|start_header_id|>" and "parameters"     -> LLAMA3_JSON (Llama 3.1+
  *                                                JSON tool prompt)
@@ -317,9 +444,14 @@ toolcall_format_t toolcall_format_detect(const char *tmpl, size_t len);
 
 /* Names <-> formats ("none", "hermes", "llama3_json", "mistral", "granite",
  * "phi4_mini_json", "deepseek_v3", "deepseek_v31", "kimi_k2",
- * "qwen3_coder", "seed_oss", "glm45", "minimax_m2", "pythonic", "gpt-oss"
- * (also "openai", vLLM's name)). from_name returns LF_ERR_INVALID (message
- * lists the names) for anything else. */
+ * "qwen3_coder", "seed_oss", "glm45", "minimax_m2", "pythonic", "gpt-oss",
+ * "deepseek_v32", "deepseek_v4", "gemma4", "nemotron_json", "kimi_k3",
+ * "cohere_command3", "apriel", "minimax", "gigachat3", "gigachat31",
+ * "apertus", "minimax_m3", "hy_v3", "solar_open", "minicpm5",
+ * "functionary_v31", "functionary_v32", "muse_glimmer"; vLLM's other names are accepted
+ * too: "openai", "cohere_command4", "lfm2", "llama4_pythonic", "qwen3_xml",
+ * "glm47", "granite4", "llama4_json", "nemotron"). from_name returns LF_ERR_INVALID
+ * (message lists the names) for anything else. */
 lf_code_t toolcall_format_from_name(const char *name, toolcall_format_t *fmt, lf_err_t *err);
 const char *toolcall_format_name(toolcall_format_t fmt);
 

@@ -3,7 +3,9 @@
  * arguments. With the gpt-oss reasoning parser in front, only those
  * messages (verbatim) and the final text reach this parser; without it,
  * the bodies of the other messages are content and their headers and
- * terminators are dropped. A call is announced when its header is
+ * terminators are dropped, except messages to a built-in tool (another
+ * recipient: browser.search, python, ...), which are dropped whole, as
+ * vLLM does. A call is announced when its header is
  * complete; its arguments stream compacted like the JSON formats'; broken
  * JSON ends it (incomplete) and the rest of the body is content. A header
  * that never completes (the output ended, or it is too long to be one) is
@@ -18,6 +20,7 @@ typedef enum {
     H_TEXT,       /* content outside messages */
     H_HEADER,     /* a header (held in raw) up to <|message|> */
     H_BODY,       /* a body that is content */
+    H_DROP,       /* a body addressed to a built-in tool: dropped */
     H_ARGS,       /* a call's arguments object */
     H_AFTER_ARGS  /* after the object: the terminator */
 } hstate_t;
@@ -53,8 +56,42 @@ static void header_done(toolcall_t *tc)
         h->st = H_ARGS;
         return;
     }
-    tc->raw.len = 0; /* the header of a message whose body is content */
-    h->st = H_BODY;
+    tc->raw.len = 0; /* the header of a message whose body is content (or dropped) */
+    h->mk_len = 0;
+    h->st = hd.recipient[0] ? H_DROP : H_BODY;
+}
+
+/* A dropped body: only a terminator or the next header matters (the held
+ * bytes are a possible start of one). */
+static void step_drop(toolcall_t *tc, unsigned char c)
+{
+    tcharm_t *h = &tc->u.hm;
+    if (h->mk_len < sizeof h->mk)
+        h->mk[h->mk_len++] = (char)c;
+    for (;;) {
+        bool prefix = false;
+        for (int i = 0; harmony_body_ends[i]; i++) {
+            size_t l = strlen(harmony_body_ends[i]);
+            if (l < h->mk_len || memcmp(harmony_body_ends[i], h->mk, h->mk_len))
+                continue;
+            if (l > h->mk_len) {
+                prefix = true;
+                continue;
+            }
+            h->mk_len = 0; /* a complete marker */
+            if (i >= 3) { /* the next message's header starts */
+                tc->raw.len = 0;
+                tc_raw_add(tc, harmony_body_ends[i], l);
+                h->st = H_HEADER;
+            } else {
+                h->st = H_TEXT;
+            }
+            return;
+        }
+        if (prefix || !h->mk_len)
+            return;
+        memmove(h->mk, h->mk + 1, --h->mk_len); /* body bytes: dropped */
+    }
 }
 
 /* Content states: a header start begins a message; in a body the
@@ -92,6 +129,9 @@ static void harm_step(toolcall_t *tc, unsigned char c)
         return;
     case H_BODY:
         step_content(tc, c, true);
+        return;
+    case H_DROP:
+        step_drop(tc, c);
         return;
     case H_HEADER:
         tc_raw_add(tc, (const char *)&c, 1);

@@ -5,12 +5,17 @@
  * whitespace rules, the calls, the public API) and drives one family
  * back-end per parser through toolcall_family_t:
  *   toolcall_json.c     JSON objects (hermes, llama3_json, mistral, granite,
- *                       phi4_mini_json), with toolcall_obj.c (one call
- *                       object) and toolcall_scan.c (JSON syntax)
+ *                       phi4_mini_json, nemotron_json, cohere_command3,
+ *                       apriel, minimax, gigachat3 / 31, apertus), with
+ *                       toolcall_obj.c (one call object) and
+ *                       toolcall_scan.c (JSON syntax)
  *   toolcall_tagged.c   name + JSON arguments (deepseek_v3, deepseek_v31,
- *                       kimi_k2)
+ *                       kimi_k2, solar_open, functionary_v31 / v32, gemma4
+ *                       with toolcall_gemma.c)
  *   toolcall_xml.c      name + typed parameters (qwen3_coder, seed_oss,
- *                       glm45, minimax_m2), values typed by toolcall_params.c
+ *                       glm45, minimax_m2, deepseek_v32 / v4, kimi_k3,
+ *                       minimax_m3, hy_v3, minicpm5), values typed by
+ *                       toolcall_params.c
  *   toolcall_pythonic.c pythonic
  *   toolcall_harmony.c  gpt-oss
  * A back-end sees the text one byte at a time (step) and at the end
@@ -105,19 +110,44 @@ typedef struct {
     int sec_calls;    /* calls made in the current section */
 } tcsec_t;
 
+/* Gemma 4's argument syntax -> JSON (toolcall_gemma.c). */
+typedef struct {
+    const char *delim; /* the string delimiter, <|"|> */
+    int st;
+    uint8_t stack[TCSCAN_MAX_DEPTH]; /* '{' / '[' per open container */
+    int depth;
+    char mk[8];        /* bytes of a possible delimiter */
+    size_t mk_len;
+    bool key;          /* the string being read is a key */
+    bool opening;      /* reading a string's opening delimiter */
+} tcgemma_t;
+
+void tcgemma_init(tcgemma_t *g, const char *delim);
+/* Feeds one byte of the arguments (from their '{'); writes the JSON bytes
+ * it stands for to out (at most 64) and their count to *n. Returns 0 (go
+ * on), 1 (the outer object is complete) or -1 (not the syntax). */
+int tcgemma_byte(tcgemma_t *g, unsigned char c, char *out, size_t *n);
+
 typedef struct {
     int st;
     buf_t name;       /* the call's header (name, kimi's id) being read */
     tcscan_t scan;    /* the arguments object */
+    tcgemma_t gemma;  /* gemma4: its argument syntax, turned into JSON */
     tcsec_t sec;
     bool committed;
+    bool content_msg; /* functionary_v32: in a message to the content recipient */
 } tctag_t;
 
 typedef struct {
     int st;
     buf_t name, key, value;
+    buf_t vopen, vclose; /* element values: the tags that nest / end the value */
+    int depth;        /* element values: nesting of the same tag */
+    int vkind;        /* how the value is typed (toolcall_xml.c) */
+    bool in_cdata;    /* inside <![CDATA[ ... ]]> */
     tcsec_t sec;
     int nparams;      /* parameters emitted for the open call */
+    bool args_closed; /* the arguments object is complete (a JSON block) */
     bool committed;
 } tcxml_t;
 
@@ -321,6 +351,14 @@ bool tcobj_args_valid(const char *s, size_t n); /* a JSON object, per json-c */
 void tc_param_json(toolcall_t *tc, buf_t *out, const char *fn, const char *key, const char *raw, size_t n);
 /* Appends a JSON string literal of s (n bytes). */
 void tc_json_string(toolcall_t *tc, buf_t *out, const char *s, size_t n);
+/* Appends s compacted (whitespace outside strings removed) if it is
+ * exactly one JSON value; false (out unchanged) otherwise. */
+bool tc_json_value(toolcall_t *tc, buf_t *out, const char *s, size_t n);
+/* minimax_m3's element values: the raw text of parameter key of function
+ * fn, where objects are child elements <k>...</k> and arrays <item>
+ * elements (each tag prefixed by the format's key_open), as JSON typed by
+ * the schema (leaves as tc_param_json types them). */
+void tc_element_json(toolcall_t *tc, buf_t *out, const char *fn, const char *key, const char *raw, size_t n);
 /* Converts a Python literal (str, int, float, True/False/None, list,
  * tuple, dict) to compact JSON appended to out; false (out unchanged) when
  * s is not exactly one literal (whitespace around allowed). */

@@ -1,20 +1,59 @@
 /* toolcall_json.c - the JSON-object family: hermes, llama3_json, mistral,
- * granite and phi4_mini_json (see toolcall.h for the rules). The format
- * state (content / after the opening markup / in a list / inside a call
- * object / between calls) is kept here; the call object itself is followed
+ * granite, phi4_mini_json, nemotron_json, cohere_command3, apriel,
+ * minimax, gigachat3 / gigachat31 and apertus (see toolcall.h for the
+ * rules). The format state (content / after the opening markup / in a list
+ * / inside a call object / between calls) is kept here, driven by a small
+ * per-format table (how calls open, what closes their block, whether a
+ * list or several objects may follow); the call object itself is followed
  * by toolcall_obj.c, which finds the name and streams the arguments object
  * (whitespace outside strings dropped) as soon as the name is known.
  */
 #include "chat/parse/toolcall_impl.h"
 
 #define HERMES_OPEN "<tool_call>"
-#define HERMES_CLOSE "</tool_call>"
 #define MISTRAL_ARGS "[ARGS]"
 #define MISTRAL_CALL_ID "[CALL_ID]"
 
-static const char *const hermes_marks[] = {HERMES_OPEN, HERMES_CLOSE, NULL};
-static const char *const mistral_marks[] = {"[TOOL_CALLS]", NULL};
-static const char *const phi4_marks[] = {"functools", NULL};
+/* How a format's calls sit in the content. */
+typedef struct {
+    const char *const *open;  /* markers that open calls in content */
+    const char *const *close; /* markers that close their block: dropped, but
+                               * returned as content when the block was not a call */
+    bool list;                /* '[' after the opening marker: a list of calls */
+    bool object;              /* '{' after it: a call object */
+    bool several;             /* after an object, another '{' is another call */
+} jspec_t;
+
+static const char *const hermes_open[] = {HERMES_OPEN, NULL}, *const hermes_close[] = {"</tool_call>", NULL};
+static const char *const mistral_open[] = {"[TOOL_CALLS]", NULL};
+static const char *const phi4_open[] = {"functools", NULL};
+static const char *const nemotron_open[] = {"<TOOLCALL>", NULL}, *const nemotron_close[] = {"</TOOLCALL>", NULL};
+static const char *const cohere_open[] = {"<|START_ACTION|>", NULL}, *const cohere_close[] = {"<|END_ACTION|>", NULL};
+static const char *const tcs_open[] = {"<tool_calls>", NULL}, *const tcs_close[] = {"</tool_calls>", NULL};
+static const char *const apertus_open[] = {"<|tools_prefix|>", NULL},
+                         *const apertus_close[] = {"<|tools_suffix|>", NULL};
+static const char *const giga_open[] = {"function call<|role_sep|>", "<|function_call|>", NULL},
+                         *const giga_close[] = {"<|message_sep|>", NULL};
+
+static jspec_t spec(const toolcall_t *tc)
+{
+    switch (tc->cfg.format) {
+    case TOOLCALL_FORMAT_HERMES: return (jspec_t){hermes_open, hermes_close, false, true, true};
+    case TOOLCALL_FORMAT_MISTRAL: return (jspec_t){mistral_open, NULL, true, true, false};
+    case TOOLCALL_FORMAT_PHI4_MINI_JSON: return (jspec_t){phi4_open, NULL, true, false, false};
+    case TOOLCALL_FORMAT_NEMOTRON: return (jspec_t){nemotron_open, nemotron_close, true, true, true};
+    case TOOLCALL_FORMAT_COHERE: return (jspec_t){cohere_open, cohere_close, true, true, true};
+    case TOOLCALL_FORMAT_APRIEL:
+    case TOOLCALL_FORMAT_MINIMAX: return (jspec_t){tcs_open, tcs_close, true, true, true};
+    case TOOLCALL_FORMAT_APERTUS: return (jspec_t){apertus_open, apertus_close, true, true, true};
+    /* GigaChat: one call per message after its marker (3: a role header,
+     * 3.1: a token); <|message_sep|> ends a message */
+    case TOOLCALL_FORMAT_GIGACHAT3:
+    case TOOLCALL_FORMAT_GIGACHAT31: return (jspec_t){giga_open, giga_close, false, true, false};
+    default: return (jspec_t){NULL, NULL, false, false, false};
+    }
+}
+
 static const char *const llama3_start[] = {"<|python_tag|>", NULL};
 static const char *const granite_start[] = {"<|tool_call|>", HERMES_OPEN, NULL};
 
@@ -95,11 +134,13 @@ static void after_object(toolcall_t *tc, bool closed)
         j->st = closed ? JS_START : JS_DONE;
         j->pt_pos = 0;
         break;
-    case TOOLCALL_FORMAT_HERMES:
-        j->st = closed ? JS_H_AFTER : JS_CONTENT;
+    case TOOLCALL_FORMAT_MISTRAL:
+    case TOOLCALL_FORMAT_PHI4_MINI_JSON:
+    case TOOLCALL_FORMAT_GRANITE:
+        j->st = closed && j->arr_mode ? JS_ARR_AFTER : after_list(tc);
         break;
     default:
-        j->st = closed && j->arr_mode ? JS_ARR_AFTER : after_list(tc);
+        j->st = closed && j->arr_mode ? JS_ARR_AFTER : closed && spec(tc).several ? JS_H_AFTER : JS_CONTENT;
         break;
     }
     tc->raw.len = 0;
@@ -112,8 +153,9 @@ static void not_a_call(toolcall_t *tc)
     tcjson_t *j = &tc->u.js;
     /* the block itself failed (not a later object of a block that held a
      * call): its closing markup will be content as well */
-    j->failed_open = fmt(tc) == TOOLCALL_FORMAT_HERMES && tc->raw.len >= strlen(HERMES_OPEN) &&
-                     memcmp(tc->raw.p, HERMES_OPEN, strlen(HERMES_OPEN)) == 0;
+    j->failed_open = false;
+    for (const char *const *o = spec(tc).close ? spec(tc).open : NULL; o && *o; o++)
+        j->failed_open |= tc->raw.len >= strlen(*o) && memcmp(tc->raw.p, *o, strlen(*o)) == 0;
     tc_raw_release(tc);
     j->st = starts_message(tc) ? JS_DONE : JS_CONTENT;
 }
@@ -164,28 +206,26 @@ static void step_obj(toolcall_t *tc, unsigned char c)
 
 /* ---- format states ---------------------------------------------------- */
 
-static const char *const *content_marks(const toolcall_t *tc)
-{
-    switch (fmt(tc)) {
-    case TOOLCALL_FORMAT_HERMES: return hermes_marks;
-    case TOOLCALL_FORMAT_MISTRAL: return mistral_marks;
-    case TOOLCALL_FORMAT_PHI4_MINI_JSON: return phi4_marks;
-    default: return NULL;
-    }
-}
-
 static void step_content(toolcall_t *tc, unsigned char c)
 {
     tcjson_t *j = &tc->u.js;
-    const char *const *marks = j->st == JS_CONTENT ? content_marks(tc) : NULL;
-    if (!marks) {
+    jspec_t sp = spec(tc);
+    if (j->st != JS_CONTENT || !sp.open) {
         tc_content(tc, (const char *)&c, 1);
         return;
     }
+    const char *marks[8];
+    int n = 0;
+    for (const char *const *o = sp.open; *o && n < 7; o++)
+        marks[n++] = *o;
+    int n_open = n;
+    for (const char *const *o = sp.close; o && *o && n < 7; o++)
+        marks[n++] = *o;
+    marks[n] = NULL;
     int m = tc_scan_markers(tc, c, marks);
     if (m < 0)
         return;
-    if (m == 0) { /* opening markup */
+    if (m < n_open) { /* opening markup */
         tc->raw.len = 0; /* ws_pending stays: dropped only if a call commits */
         tc_raw_add(tc, tc->tag, tc->tag_len);
         tc->tag_len = 0;
@@ -193,8 +233,8 @@ static void step_content(toolcall_t *tc, unsigned char c)
         j->st = JS_OPEN;
         return;
     }
-    /* hermes' close: the close of a block that was not a call is returned
-     * with it; any other stray closing markup is dropped */
+    /* a closing marker: the close of a block that was not a call is
+     * returned with it; any other stray closing markup is dropped */
     if (j->failed_open)
         tc_content(tc, tc->tag, tc->tag_len);
     j->failed_open = false;
@@ -305,11 +345,11 @@ static void json_step(toolcall_t *tc, unsigned char c)
     case JS_OPEN:
         if (is_ws(c)) {
             tc_raw_add(tc, (const char *)&c, 1);
-        } else if (c == '[' && fmt(tc) != TOOLCALL_FORMAT_HERMES) {
+        } else if (c == '[' && spec(tc).list) {
             tc_raw_add(tc, (const char *)&c, 1);
             j->arr_mode = true;
             j->st = JS_ARR;
-        } else if (c == '{' && fmt(tc) != TOOLCALL_FORMAT_PHI4_MINI_JSON) {
+        } else if (c == '{' && spec(tc).object) {
             j->arr_mode = false;
             tcobj_start(tc);
             step_obj(tc, c);
@@ -359,8 +399,9 @@ static void json_step(toolcall_t *tc, unsigned char c)
         }
         return;
     case JS_H_AFTER:
-        /* Several objects inside one <tool_call> block (Qwen2.5 does this
-         * now and then): another '{' is another call. */
+        /* Several objects inside one block (Qwen2.5 does this now and then
+         * in <tool_call>, MiniMax-M1 writes one per line in <tool_calls>):
+         * another '{' is another call. */
         if (is_ws(c))
             return;
         if (c == '{') {

@@ -110,9 +110,22 @@ obj_res_t tcobj_byte(toolcall_t *tc, unsigned char c)
         if (pre_st == TCSCAN_STR && s->st == TCSCAN_COLON) {
             tc->u.js.in_key = false;
             role_t role = ROLE_OTHER;
-            if (key_is(&tc->u.js.key, "name"))
+            const toolcall_format_desc_t *d = tc->desc;
+            if (d->layout == TOOLCALL_LAYOUT_JSON_NAMED) {
+                /* {"NAME": {...}}: the first key is the name */
+                if (tc->u.js.name_seen)
+                    return tc->u.js.committed ? OBJ_MORE : OBJ_FAIL_CONSUMED;
+                buf_addc(tc, &tc->u.js.name_raw, '"');
+                buf_add(tc, &tc->u.js.name_raw, tc->u.js.key.p ? tc->u.js.key.p : "", tc->u.js.key.len);
+                buf_addc(tc, &tc->u.js.name_raw, '"');
+                tc->u.js.name_seen = tc->u.js.name_done = true;
+                tc->u.js.next_role = ROLE_ARGS;
+                return OBJ_MORE;
+            }
+            if (key_is(&tc->u.js.key, "name") || (d->name_key && key_is(&tc->u.js.key, d->name_key)))
                 role = tc->u.js.name_seen ? ROLE_OTHER : ROLE_NAME;
-            else if (key_is(&tc->u.js.key, "arguments") || key_is(&tc->u.js.key, "parameters"))
+            else if (key_is(&tc->u.js.key, "arguments") || key_is(&tc->u.js.key, "parameters") ||
+                     (d->args_key && key_is(&tc->u.js.key, d->args_key)))
                 role = tc->u.js.args_seen ? ROLE_OTHER : ROLE_ARGS;
             else if (tc->cfg.format == TOOLCALL_FORMAT_LLAMA3_JSON && !tc->u.js.committed &&
                      !key_is(&tc->u.js.key, "type"))

@@ -133,9 +133,7 @@ static bool parse_number(const char *s, size_t n, double *v)
     return end == tmp + n && isfinite(*v) && !strpbrk(tmp, "xXnNiI");
 }
 
-/* Appends s if it is exactly one JSON value (compacted: whitespace outside
- * strings removed); false otherwise, out unchanged. */
-static bool json_value(toolcall_t *tc, buf_t *out, const char *s, size_t n)
+bool tc_json_value(toolcall_t *tc, buf_t *out, const char *s, size_t n)
 {
     json_tokener *tok = json_tokener_new_ex(TCSCAN_MAX_DEPTH + 1);
     if (!tok)
@@ -327,11 +325,12 @@ static bool py_value(py_t *p, buf_t *out)
         size_t wl = p->i - b;
         double v;
         ok = true;
-        if (wl == 4 && !memcmp(w, "True", 4))
+        /* JSON's literals too: LFM2 writes them */
+        if (wl == 4 && (!memcmp(w, "True", 4) || !memcmp(w, "true", 4)))
             buf_add(p->tc, out, "true", 4);
-        else if (wl == 5 && !memcmp(w, "False", 5))
+        else if (wl == 5 && (!memcmp(w, "False", 5) || !memcmp(w, "false", 5)))
             buf_add(p->tc, out, "false", 5);
-        else if (wl == 4 && !memcmp(w, "None", 4))
+        else if (wl == 4 && (!memcmp(w, "None", 4) || !memcmp(w, "null", 4)))
             buf_add(p->tc, out, "null", 4);
         else if (wl && wl < 64 && !memchr(w, '_', wl) && parse_number(w, wl, &v)) {
             if (memchr(w, '.', wl) || memchr(w, 'e', wl) || memchr(w, 'E', wl))
@@ -360,7 +359,8 @@ bool tc_pyliteral_json(toolcall_t *tc, buf_t *out, const char *s, size_t n)
 
 /* ---- typing ------------------------------------------------------------- */
 
-void tc_param_json(toolcall_t *tc, buf_t *out, const char *fn, const char *key, const char *raw, size_t n)
+/* Types a raw value by its schema (see tc_param_json). */
+static void value_typed(toolcall_t *tc, buf_t *out, json_object *schema, const char *raw, size_t n)
 {
     /* one leading and one trailing newline belong to the markup */
     if (n && raw[0] == '\n')
@@ -371,7 +371,6 @@ void tc_param_json(toolcall_t *tc, buf_t *out, const char *fn, const char *key, 
         buf_add(tc, out, "null", 4);
         return;
     }
-    json_object *schema = param_schema(tc->cfg.tools, fn, key);
     char t[32];
     schema_type(schema, t, sizeof t);
     if (!schema || starts(t, "str") || !strcmp(t, "text") || starts(t, "varchar") || starts(t, "char") ||
@@ -402,8 +401,130 @@ void tc_param_json(toolcall_t *tc, buf_t *out, const char *fn, const char *key, 
             buf_add(tc, out, "false", 5);
             return;
         }
-    } else if (json_value(tc, out, v, vl) || tc_pyliteral_json(tc, out, v, vl)) {
+    } else if (tc_json_value(tc, out, v, vl) || tc_pyliteral_json(tc, out, v, vl)) {
         return; /* object, array, or a type we do not know: JSON, else Python */
     }
     tc_json_string(tc, out, raw, n); /* not of its type: the text as is */
+}
+
+void tc_param_json(toolcall_t *tc, buf_t *out, const char *fn, const char *key, const char *raw, size_t n)
+{
+    value_typed(tc, out, param_schema(tc->cfg.tools, fn, key), raw, n);
+}
+
+/* ---- element values (minimax_m3) ----------------------------------------- */
+
+#define ELEM_MAX_DEPTH 32
+
+typedef struct {
+    const char *tag;   /* the child's tag name */
+    size_t tag_len;
+    const char *body;  /* its content */
+    size_t body_len;
+} elem_t;
+
+/* The next child element of s[*i..n): key_open TAG key_close BODY key_open
+ * "/" TAG key_close, nested same tags counted. False when the text there
+ * is not one. */
+static bool next_elem(const toolcall_format_desc_t *d, const char *s, size_t n, size_t *i, elem_t *e)
+{
+    const char *ko = d->key_open, *kc = d->key_close;
+    size_t ol = strlen(ko), cl = strlen(kc), p = *i;
+    while (p < n && is_ws((unsigned char)s[p]))
+        p++;
+    if (p + ol > n || memcmp(s + p, ko, ol) || (p + ol < n && s[p + ol] == '/'))
+        return false;
+    p += ol;
+    const char *end = memmem(s + p, n - p, kc, cl);
+    if (!end || end == s + p || (size_t)(end - (s + p)) > 256)
+        return false;
+    e->tag = s + p;
+    e->tag_len = (size_t)(end - (s + p));
+    p = (size_t)(end - s) + cl;
+    e->body = s + p;
+    int depth = 0;
+    while (p < n) {
+        if (p + ol + e->tag_len + cl <= n && !memcmp(s + p, ko, ol) && !memcmp(s + p + ol, e->tag, e->tag_len) &&
+            !memcmp(s + p + ol + e->tag_len, kc, cl)) {
+            depth++;
+            p += ol + e->tag_len + cl;
+        } else if (p + ol + 1 + e->tag_len + cl <= n && !memcmp(s + p, ko, ol) && s[p + ol] == '/' &&
+                   !memcmp(s + p + ol + 1, e->tag, e->tag_len) && !memcmp(s + p + ol + 1 + e->tag_len, kc, cl)) {
+            if (depth-- == 0) {
+                e->body_len = (size_t)(s + p - e->body);
+                *i = p + ol + 1 + e->tag_len + cl;
+                return true;
+            }
+            p += ol + 1 + e->tag_len + cl;
+        } else {
+            p++;
+        }
+    }
+    return false;
+}
+
+static bool is_string_schema(json_object *schema)
+{
+    char t[32];
+    schema_type(schema, t, sizeof t);
+    return starts(t, "str") || !strcmp(t, "text");
+}
+
+static bool element_value(toolcall_t *tc, buf_t *out, json_object *schema, const char *raw, size_t n, int depth);
+
+/* raw as a sequence of child elements: an array when every tag is the
+ * item tag, else an object. False (out unchanged) when it is not one. */
+static bool element_children(toolcall_t *tc, buf_t *out, json_object *schema, const char *raw, size_t n, int depth)
+{
+    const toolcall_format_desc_t *d = tc->desc;
+    const char *item = d->item_tag ? d->item_tag : "item";
+    elem_t e;
+    size_t i = 0, count = 0;
+    bool all_items = true;
+    while (i < n && next_elem(d, raw, n, &i, &e)) {
+        count++;
+        all_items = all_items && e.tag_len == strlen(item) && !memcmp(e.tag, item, e.tag_len);
+    }
+    while (i < n && is_ws((unsigned char)raw[i]))
+        i++;
+    if (!count || i != n)
+        return false;
+    buf_t tmp = {0};
+    buf_addc(tc, &tmp, all_items ? '[' : '{');
+    i = 0;
+    bool ok = true;
+    for (size_t k = 0; ok && k < count && next_elem(d, raw, n, &i, &e); k++) {
+        if (k)
+            buf_addc(tc, &tmp, ',');
+        json_object *sub = member(schema, "items");
+        if (!all_items) {
+            char tag[257];
+            memcpy(tag, e.tag, e.tag_len);
+            tag[e.tag_len] = '\0';
+            sub = member(member(schema, "properties"), tag);
+            tc_json_string(tc, &tmp, e.tag, e.tag_len);
+            buf_addc(tc, &tmp, ':');
+        }
+        ok = element_value(tc, &tmp, sub, e.body, e.body_len, depth + 1);
+    }
+    buf_addc(tc, &tmp, all_items ? ']' : '}');
+    if (ok)
+        buf_add(tc, out, tmp.p, tmp.len);
+    buf_free(&tmp);
+    return ok;
+}
+
+static bool element_value(toolcall_t *tc, buf_t *out, json_object *schema, const char *raw, size_t n, int depth)
+{
+    if (depth > ELEM_MAX_DEPTH)
+        return false;
+    if (!is_string_schema(schema) && element_children(tc, out, schema, raw, n, depth))
+        return true;
+    value_typed(tc, out, schema, raw, n);
+    return true;
+}
+
+void tc_element_json(toolcall_t *tc, buf_t *out, const char *fn, const char *key, const char *raw, size_t n)
+{
+    element_value(tc, out, param_schema(tc->cfg.tools, fn, key), raw, n, 0);
 }

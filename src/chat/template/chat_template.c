@@ -44,6 +44,31 @@ void chat_template_free(chat_template_t *t)
     free(t);
 }
 
+/* Whether the subtree at n names the variable `name` (depth-bounded: the
+ * parser bounds nesting too). */
+static bool node_reads(const jnode_t *n, const char *name, size_t len, int depth)
+{
+    if (!n || depth > 1000)
+        return false;
+    if (n->kind == JN_NAME && n->slen == len && !memcmp(n->s, name, len))
+        return true;
+    if (node_reads(n->a, name, len, depth + 1) || node_reads(n->b, name, len, depth + 1) ||
+        node_reads(n->c, name, len, depth + 1))
+        return true;
+    for (size_t i = 0; i < n->list.n; i++)
+        if (node_reads(n->list.v[i], name, len, depth + 1))
+            return true;
+    for (size_t i = 0; i < n->list2.n; i++)
+        if (node_reads(n->list2.v[i], name, len, depth + 1))
+            return true;
+    return false;
+}
+
+bool chat_template_reads(const chat_template_t *t, const char *name)
+{
+    return t && name && node_reads(t->body, name, strlen(name), 0);
+}
+
 lf_code_t chat_template_render(const chat_template_t *t, json_object *context, const chat_render_opts_t *opts,
                                char **out, size_t *out_len, bool *raised, lf_err_t *err)
 {

@@ -28,9 +28,9 @@
  * hashable type (Python's 1 == 1.0 == True). Values behave like Python's (str()/repr(),
  * == across numbers, dict views, generators from map/select are lazy and
  * refused by tojson/length). Not supported: include/extends/import, recursive
- * loops, dict/list mutation (the sandbox forbids it), the filters groupby/
- * slice/pprint/urlize/wordwrap/xmlattr/filesizeformat/striptags/random/
- * urlencode (they fail when evaluated), and case mapping beyond Latin,
+ * loops, dict/list mutation (the sandbox forbids it), the filters pprint/
+ * urlize/xmlattr/filesizeformat/striptags/random/urlencode (they fail when
+ * evaluated), and case mapping beyond Latin,
  * Greek and Cyrillic. Message content given as a list of parts is passed
  * through as is (transformers does the same); templates that expect a
  * string then fail or print the list.
@@ -94,6 +94,12 @@ void chat_template_free(chat_template_t *t); /* accepts NULL */
  * raise_exception. */
 lf_code_t chat_template_render(const chat_template_t *t, json_object *context, const chat_render_opts_t *opts,
                                char **out, size_t *out_len, bool *raised, lf_err_t *err);
+
+/* Whether the template reads the variable `name` anywhere (a name in an
+ * expression; text that merely contains the word does not count). For
+ * callers that provide optional variables only to templates that use them
+ * (firefunction's `functions` and `datetime`). */
+bool chat_template_reads(const chat_template_t *t, const char *name);
 
 /* compile + render + free, for one-off use (tests, the CLI). */
 lf_code_t chat_template_render_string(const char *src, json_object *context, const chat_render_opts_t *opts,

@@ -12,6 +12,7 @@
  *   jinja_builtins.c  str/dict methods and the globals (range, namespace,
  *                     raise_exception, strftime_now, dict)
  *   jinja_format.c    `fmt % args`       jinja_case.c     upper/lower/title
+ *   jinja_wordwrap.c  the wordwrap filter (textwrap.wrap)
  *   jinja_value.c     the value model: str()/repr(), ==, ordering, json.dumps
  *   jinja_arena.c     the bump allocator
  * Undefined values carry in u.str.s (or NULL) the reason they are undefined,
@@ -78,6 +79,7 @@ typedef struct {
 struct jv {
     jv_kind_t kind;
     bool is_tuple, is_gen;
+    bool is_group; /* a tuple from |groupby: (grouper, list), also as attributes */
     bool is_safe; /* JV_STR: a markupsafe.Markup (from |safe or |escape) */
     union {
         bool b;
@@ -300,6 +302,12 @@ jv_t *jinja_percent_format(jctx_t *c, jv_t *fmt, jv_t *args);
  * returns NULL and compare_op -1 with an error set. */
 jv_t *jinja_binop(jctx_t *c, int op, jv_t *x, jv_t *y);
 int jinja_compare_op(jctx_t *c, int op, jv_t *x, jv_t *y);
+
+/* textwrap.wrap of one line (no line breaks inside) appended to b, the
+ * wrapped pieces joined with sep (jinja_wordwrap.c). false with an error
+ * set when the step budget or memory runs out. */
+bool jinja_wrap_line(jctx_t *c, jbuf_t *b, const char *s, size_t n, int64_t width, bool long_words, bool hyphens,
+                     const jv_t *sep);
 
 /* Python slicing of a list or string. */
 jv_t *jinja_slice(jctx_t *c, jv_t *obj, jv_t *start, jv_t *stop, jv_t *step);

@@ -159,6 +159,8 @@ jv_t *jctx_getattr(jctx_t *c, jv_t *obj, const char *name, size_t n)
         break;
     case JV_STR:
     case JV_LIST:
+        if (obj->is_group && obj->u.list->n == 2 && (!strcmp(name, "grouper") || !strcmp(name, "list")))
+            return obj->u.list->items[name[0] == 'g' ? 0 : 1];
         if (jinja_has_method(c, obj, name))
             return method_value(c, obj, name);
         break;

@@ -559,6 +559,185 @@ static jv_t *sort_like(jctx_t *c, const char *name, jv_t *v, jv_t **args, size_t
     return out;
 }
 
+/* groupby(attribute, default=None, case_sensitive=False): (grouper, list)
+ * tuples sorted by the key; without case_sensitive, string keys compare
+ * lower-cased and each group shows the first item's key. */
+static jv_t *do_groupby(jctx_t *c, jv_t *v, jv_t **args, size_t nargs, const char **kwn, jv_t **kwv, size_t nkw)
+{
+    jarena_t *a = jctx_arena(c);
+    jv_t *attr = arg(args, nargs, kwn, kwv, nkw, 0, "attribute");
+    jv_t *def = arg(args, nargs, kwn, kwv, nkw, 1, "default");
+    jv_t *cs = arg(args, nargs, kwn, kwv, nkw, 2, "case_sensitive");
+    bool sens = cs && jv_truthy(cs);
+    if (!attr) {
+        jctx_fail(c, "groupby() missing required argument 'attribute'");
+        return NULL;
+    }
+    jv_t *it = jctx_iterate(c, v);
+    if (!it)
+        return NULL;
+    size_t n = it->u.list->n;
+    jv_t **keys = jarena_alloc(a, (n + 1) * sizeof *keys), **outk = jarena_alloc(a, (n + 1) * sizeof *outk);
+    jv_t **items = jarena_alloc(a, (n + 1) * sizeof *items);
+    if (!keys || !outk || !items)
+        return oom(c);
+    for (size_t i = 0; i < n; i++) {
+        items[i] = it->u.list->items[i];
+        jv_t *k = attr_get(c, items[i], attr);
+        if (!k)
+            return NULL;
+        if (k->kind == JV_UNDEF && def && def->kind != JV_NONE)
+            k = def;
+        outk[i] = k;
+        if (!sens && k->kind == JV_STR && !(k = jinja_str_case(c, k, 0)))
+            return NULL;
+        keys[i] = k;
+    }
+    /* stable insertion sort by key (Python's sorted) */
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0; j--) {
+            int r;
+            if (jv_compare(keys[j - 1], keys[j], &r) < 0) {
+                jctx_fail(c, "'<' not supported between instances of '%s' and '%s'", jv_type_name(keys[j]),
+                          jv_type_name(keys[j - 1]));
+                return NULL;
+            }
+            if (r <= 0)
+                break;
+            jv_t *t = keys[j]; keys[j] = keys[j - 1]; keys[j - 1] = t;
+            t = outk[j]; outk[j] = outk[j - 1]; outk[j - 1] = t;
+            t = items[j]; items[j] = items[j - 1]; items[j - 1] = t;
+            if (!jctx_step(c))
+                return NULL;
+        }
+    jv_t *out = jv_list(a), *grp = NULL;
+    if (!out)
+        return oom(c);
+    for (size_t i = 0; i < n; i++) {
+        if (!grp || !jv_equal(keys[i - 1], keys[i])) {
+            jv_t *lst = jv_list(a);
+            if (!lst || !(grp = jv_list(a)) || !jv_list_push(a, grp, outk[i]) || !jv_list_push(a, grp, lst) ||
+                !jv_list_push(a, out, grp))
+                return oom(c);
+            grp->is_tuple = grp->is_group = true;
+        }
+        if (!jv_list_push(a, grp->u.list->items[1], items[i]))
+            return oom(c);
+    }
+    return out;
+}
+
+/* slice(slices, fill_with=None): the items in `slices` columns (a
+ * generator of lists), the first len % slices one longer, the others
+ * padded with fill_with when given. */
+static jv_t *do_slice(jctx_t *c, jv_t *v, jv_t **args, size_t nargs, const char **kwn, jv_t **kwv, size_t nkw)
+{
+    jarena_t *a = jctx_arena(c);
+    jv_t *sl = arg(args, nargs, kwn, kwv, nkw, 0, "slices"), *fill = arg(args, nargs, kwn, kwv, nkw, 1, "fill_with");
+    int64_t k;
+    if (!sl || !as_int(sl, &k)) {
+        jctx_fail(c, "slice needs an integer number of slices");
+        return NULL;
+    }
+    if (k == 0) {
+        jctx_fail(c, "integer division or modulo by zero");
+        return NULL;
+    }
+    if (k < 0 || k > 100000) {
+        jctx_fail(c, "slice: %lld slices", (long long)k);
+        return NULL;
+    }
+    jv_t *it = jctx_iterate(c, v), *g = gen(c);
+    if (!it || !g)
+        return NULL;
+    int64_t len = (int64_t)it->u.list->n, per = len / k, extra = len % k, offset = 0;
+    for (int64_t s = 0; s < k; s++) {
+        int64_t start = offset + s * per;
+        if (s < extra)
+            offset++;
+        int64_t end = offset + (s + 1) * per;
+        jv_t *col = jv_list(a);
+        if (!col || !jv_list_push(a, g, col) || !jctx_charge(c, (uint64_t)(end - start + 1)))
+            return col ? NULL : oom(c);
+        for (int64_t i = start; i < end; i++)
+            if (!jv_list_push(a, col, it->u.list->items[i]))
+                return oom(c);
+        if (fill && fill->kind != JV_NONE && s >= extra && !jv_list_push(a, col, fill))
+            return oom(c);
+    }
+    return g;
+}
+
+/* wordwrap(width=79, break_long_words=True, wrapstring=None,
+ * break_on_hyphens=True): each line of the text (str.splitlines) wrapped
+ * by textwrap.wrap(expand_tabs=False, replace_whitespace=False), lines
+ * and wrapped pieces joined with wrapstring ("\n"). */
+static jv_t *do_wordwrap(jctx_t *c, jv_t *v, jv_t **args, size_t nargs, const char **kwn, jv_t **kwv, size_t nkw)
+{
+    jarena_t *a = jctx_arena(c);
+    jv_t *w = arg(args, nargs, kwn, kwv, nkw, 0, "width"), *bl = arg(args, nargs, kwn, kwv, nkw, 1, "break_long_words");
+    jv_t *ws = arg(args, nargs, kwn, kwv, nkw, 2, "wrapstring");
+    jv_t *bh = arg(args, nargs, kwn, kwv, nkw, 3, "break_on_hyphens");
+    int64_t width = 79;
+    if (w && !as_int(w, &width)) {
+        jctx_fail(c, "wordwrap: width must be an integer");
+        return NULL;
+    }
+    if (width <= 0) {
+        jctx_fail(c, "invalid width %lld (must be > 0)", (long long)width);
+        return NULL;
+    }
+    if (v->kind != JV_STR) { /* textwrap needs a str */
+        jctx_fail(c, "'%s' object has no attribute 'splitlines'", jv_type_name(v));
+        return NULL;
+    }
+    jv_t *s = v, *sep = ws && ws->kind != JV_NONE ? str_of(c, ws) : jv_str(a, "\n", 1);
+    if (!s || !sep)
+        return sep ? NULL : oom(c);
+    bool long_words = !bl || jv_truthy(bl), hyphens = !bh || jv_truthy(bh);
+    jbuf_t b = {0};
+    b.limit = jctx_limit(c);
+    const char *p = s->u.str.s;
+    size_t n = s->u.str.n, i = 0;
+    bool first = true;
+    while (i < n) { /* str.splitlines(): \n, \r\n, \r, \v, \f, \x1c-\x1e, \x85, U+2028, U+2029 */
+        size_t e = i, brk = 0;
+        for (; e < n; e++) {
+            unsigned char ch = (unsigned char)p[e];
+            if (ch == '\r') {
+                brk = e + 1 < n && p[e + 1] == '\n' ? 2 : 1;
+                break;
+            }
+            if (ch == '\n' || ch == '\v' || ch == '\f' || (ch >= 0x1c && ch <= 0x1e)) {
+                brk = 1;
+                break;
+            }
+            if (ch == 0xc2 && e + 1 < n && (unsigned char)p[e + 1] == 0x85) {
+                brk = 2;
+                break;
+            }
+            if (ch == 0xe2 && e + 2 < n && (unsigned char)p[e + 1] == 0x80 &&
+                ((unsigned char)p[e + 2] == 0xa8 || (unsigned char)p[e + 2] == 0xa9)) {
+                brk = 3;
+                break;
+            }
+        }
+        if (!first)
+            jbuf_put(&b, sep->u.str.s, sep->u.str.n);
+        first = false;
+        if (!jinja_wrap_line(c, &b, p + i, e - i, width, long_words, hyphens, sep)) {
+            free(b.buf);
+            return NULL;
+        }
+        i = e + brk;
+    }
+    jv_t *r = b.overflow ? NULL : jv_str(a, b.buf ? b.buf : "", b.len);
+    free(b.buf);
+    if (!r)
+        jctx_fail(c, "string too large");
+    return r;
+}
+
 jv_t *jinja_filter(jctx_t *c, const char *name, jv_t *v, jv_t **args, size_t nargs, const char **kwn, jv_t **kwv,
                    size_t nkw)
 {
@@ -868,6 +1047,12 @@ jv_t *jinja_filter(jctx_t *c, const char *name, jv_t *v, jv_t **args, size_t nar
     }
     if (!strcmp(name, "center") || !strcmp(name, "wordcount") || !strcmp(name, "truncate"))
         return text_filter(c, name, v, args, nargs, kwn, kwv, nkw);
+    if (!strcmp(name, "wordwrap"))
+        return do_wordwrap(c, v, args, nargs, kwn, kwv, nkw);
+    if (!strcmp(name, "groupby"))
+        return do_groupby(c, v, args, nargs, kwn, kwv, nkw);
+    if (!strcmp(name, "slice"))
+        return do_slice(c, v, args, nargs, kwn, kwv, nkw);
     if (!strcmp(name, "reverse")) {
         if (v->kind == JV_STR) {
             jv_t *st = jv_int(a, -1);

@@ -17,7 +17,8 @@
 /* The probe conversation: a call with the needle argument, its result, a
  * follow-up turn. The tool's schema names another parameter, so a template
  * that prints the tools cannot show the needle by itself. */
-static json_object *probe_context(bool args_string, bool null_content, const char *bos, const char *eos)
+static json_object *probe_context(const chat_template_t *t, bool args_string, bool null_content, const char *bos,
+                                  const char *eos)
 {
     static const char head[] =
         "{\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"tool_probe\", \"description\": \"Probe\","
@@ -49,8 +50,37 @@ static json_object *probe_context(bool args_string, bool null_content, const cha
             json_object_object_add(o, "bos_token", json_object_new_string(bos));
         if (eos)
             json_object_object_add(o, "eos_token", json_object_new_string(eos));
+        if (chat_template_reads(t, "functions"))
+            json_object_object_add(o, "functions", json_object_new_string(""));
+        if (chat_template_reads(t, "datetime"))
+            json_object_object_add(o, "datetime", json_object_new_string("Jan 01 2025 00:00:00 GMT"));
+        if (chat_template_reads(t, "date_string"))
+            json_object_object_add(o, "date_string", json_object_new_string("01 Jan 2025"));
     }
     return o;
+}
+
+/* The probe rendered in one form (malloc'd), NULL when it fails. */
+static char *render_probe(const chat_template_t *t, bool args_string, bool null_content, const char *bos,
+                          const char *eos)
+{
+    json_object *ctx = probe_context(t, args_string, null_content, bos, eos);
+    char *out = NULL;
+    chat_render_opts_t opts = {.now = 1, .extensions = true}; /* as the server renders */
+    if (!ctx || chat_template_render(t, ctx, &opts, &out, NULL, NULL, NULL) != LF_OK) {
+        free(out);
+        out = NULL;
+    }
+    json_object_put(ctx);
+    return out;
+}
+
+char *chat_caps_probe_text(const chat_template_t *t, const char *bos, const char *eos)
+{
+    char *out = NULL;
+    for (int k = 0; t && !out && k < 4; k++)
+        out = render_probe(t, (k & 1) != 0, (k & 2) != 0, bos, eos);
+    return out;
 }
 
 /* Does the rendered probe show the argument as a model would read it? */
@@ -64,15 +94,11 @@ static bool shows_needle(const chat_template_t *t, bool args_string, bool null_c
         NEEDLE ":",        /* gemma's call:f{argument_needle:...} */
         NEEDLE "=",        /* pythonic */
     };
-    json_object *ctx = probe_context(args_string, null_content, bos, eos);
-    char *out = NULL;
-    chat_render_opts_t opts = {.now = 1, .extensions = true}; /* as the server renders */
+    char *out = render_probe(t, args_string, null_content, bos, eos);
     bool shown = false;
-    if (ctx && chat_template_render(t, ctx, &opts, &out, NULL, NULL, NULL) == LF_OK)
-        for (size_t i = 0; i < sizeof forms / sizeof forms[0] && !shown; i++)
-            shown = strstr(out, forms[i]) != NULL;
+    for (size_t i = 0; out && i < sizeof forms / sizeof forms[0] && !shown; i++)
+        shown = strstr(out, forms[i]) != NULL;
     free(out);
-    json_object_put(ctx);
     return shown;
 }
 
@@ -121,6 +147,9 @@ void chat_caps_probe(const chat_template_t *t, const char *src, const char *bos,
     caps->knows_developer = strstr(src, "developer") != NULL;
     caps->reads_thinking = strstr(src, ".thinking") || strstr(src, "'thinking'") || strstr(src, "\"thinking\"");
     caps->reads_effort = strstr(src, "reasoning_effort") != NULL;
+    caps->reads_functions = chat_template_reads(t, "functions");
+    caps->reads_datetime = chat_template_reads(t, "datetime");
+    caps->reads_date_string = chat_template_reads(t, "date_string");
 }
 
 /* ---- the view ----------------------------------------------------------- */
@@ -211,7 +240,44 @@ static json_object *view_message(const chat_caps_t *caps, json_object *m)
     return out;
 }
 
-json_object *chat_caps_view(const chat_caps_t *caps, const chat_req_t *req, bool agp)
+/* json.dumps(tools, indent=2) (Python's defaults: ASCII escapes, ", "
+ * / ": " separators), "" without tools: what llama.cpp gives firefunction
+ * v2 as `functions`. Rendered by the interpreter's tojson, which follows
+ * json.dumps exactly. */
+static json_object *functions_text(json_object *tools)
+{
+    if (!tools || !json_object_is_type(tools, json_type_array))
+        return json_object_new_string("");
+    json_object *ctx = json_object_new_object();
+    char *out = NULL;
+    if (ctx)
+        json_object_object_add(ctx, "tools", json_object_get(tools));
+    lf_code_t rc = ctx ? chat_template_render_string("{{ tools | tojson(ensure_ascii=true, indent=2) }}", ctx, NULL,
+                                                     &out, NULL)
+                       : LF_ERR_NOMEM;
+    json_object_put(ctx);
+    json_object *s = rc == LF_OK ? json_object_new_string(out) : NULL;
+    free(out);
+    return s;
+}
+
+/* Adds the clock variables llama.cpp gives templates (UTC). */
+static void add_clock(const chat_caps_t *caps, json_object *kw, time_t now)
+{
+    time_t t = now ? now : time(NULL);
+    struct tm tm;
+    char buf[64];
+    if (!gmtime_r(&t, &tm))
+        return;
+    if (caps->reads_datetime && !json_object_object_get_ex(kw, "datetime", NULL) &&
+        strftime(buf, sizeof buf, "%b %d %Y %H:%M:%S GMT", &tm))
+        json_object_object_add(kw, "datetime", json_object_new_string(buf));
+    if (caps->reads_date_string && !json_object_object_get_ex(kw, "date_string", NULL) &&
+        strftime(buf, sizeof buf, "%d %b %Y", &tm))
+        json_object_object_add(kw, "date_string", json_object_new_string(buf));
+}
+
+json_object *chat_caps_view(const chat_caps_t *caps, const chat_req_t *req, bool agp, time_t now)
 {
     json_object *view = json_object_new_object(), *v;
     if (!view)
@@ -234,6 +300,10 @@ json_object *chat_caps_view(const chat_caps_t *caps, const chat_req_t *req, bool
     const char *effort = req->ext ? req->ext->reasoning_effort : NULL;
     if (kw && effort && caps->reads_effort && !json_object_object_get_ex(kw, "reasoning_effort", NULL))
         json_object_object_add(kw, "reasoning_effort", json_object_new_string(effort));
+    if (kw && caps->reads_functions && !json_object_object_get_ex(kw, "functions", NULL))
+        json_object_object_add(kw, "functions", functions_text(get(req->raw, "tools")));
+    if (kw)
+        add_clock(caps, kw, now);
     json_object_object_add(view, "chat_template_kwargs", kw);
     json_object_object_add(view, "add_generation_prompt", json_object_new_boolean(agp));
     return view;

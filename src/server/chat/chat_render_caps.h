@@ -30,7 +30,10 @@
  *     developer role;
  *   - the request's reasoning_effort becomes the template variable
  *     `reasoning_effort` when the template reads it (chat_template_kwargs
- *     win).
+ *     win);
+ *   - `functions`, `datetime` and `date_string` are given to templates that
+ *     read them, as llama.cpp gives them (firefunction v2 needs the first
+ *     two).
  *
  * All functions are pure over their inputs; caps are plain data.
  */
@@ -38,6 +41,7 @@
 #define LF_CHAT_RENDER_CAPS_H
 
 #include <stdbool.h>
+#include <time.h>
 
 #include <json-c/json.h>
 
@@ -51,16 +55,29 @@ typedef struct chat_caps {
     bool knows_developer;  /* the template mentions the developer role */
     bool reads_thinking;   /* the template reads message.thinking */
     bool reads_effort;     /* the template reads reasoning_effort */
+    bool reads_functions;  /* the template reads `functions` (firefunction v2) */
+    bool reads_datetime;   /* ... `datetime` */
+    bool reads_date_string;/* ... `date_string` */
 } chat_caps_t;
 
 /* Reads the template source and probes the compiled template (bos/eos may
  * be NULL). Never fails: a probe that cannot render counts as "not shown". */
 void chat_caps_probe(const chat_template_t *t, const char *src, const char *bos, const char *eos, chat_caps_t *caps);
 
+/* What the template renders for the probe conversation (a call, its
+ * result, the generation prompt; the first form that renders): the markup
+ * a model of this template writes, for parser detection when the template
+ * builds it from variables. malloc'd, NULL when no form renders. */
+char *chat_caps_probe_text(const chat_template_t *t, const char *bos, const char *eos);
+
 /* The template's view of request req (its raw JSON and ext): an object
  * with messages, tools, documents, chat_template_kwargs and
- * add_generation_prompt, for chat_template_context. New object (caller
- * puts it), NULL when out of memory. */
-json_object *chat_caps_view(const chat_caps_t *caps, const chat_req_t *req, bool add_generation_prompt);
+ * add_generation_prompt, for chat_template_context. The variables llama.cpp
+ * gives templates that read them join chat_template_kwargs (which win):
+ * `functions` (the request's tools as json.dumps(tools, indent=2), "" with
+ * none), `datetime` ("%b %d %Y %H:%M:%S GMT") and `date_string`
+ * ("%d %b %Y"), both in UTC at `now` (0: the current time). New object
+ * (caller puts it), NULL when out of memory. */
+json_object *chat_caps_view(const chat_caps_t *caps, const chat_req_t *req, bool add_generation_prompt, time_t now);
 
 #endif

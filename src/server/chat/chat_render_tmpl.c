@@ -15,6 +15,7 @@
 struct chat_tmpl_renderer {
     chat_template_t *tmpl;   /* NULL: ChatML fallback */
     char *src;               /* template source (NULL with ChatML) */
+    char *detect;            /* source + the probe's render, for parser detection */
     chat_caps_t caps;        /* probed at creation */
     char *bos, *eos;         /* token texts or NULL */
     time_t now;              /* strftime_now clock (0: real time) */
@@ -56,6 +57,19 @@ static chat_tmpl_renderer_t *chat_tmpl_renderer_make(const char *src, bool overr
             return NULL;
         }
         chat_caps_probe(r->tmpl, r->src, r->bos, r->eos, &r->caps);
+        char *probe = chat_caps_probe_text(r->tmpl, r->bos, r->eos);
+        size_t sl = strlen(src), pl = probe ? strlen(probe) : 0;
+        if ((r->detect = malloc(sl + pl + 2))) {
+            memcpy(r->detect, src, sl);
+            r->detect[sl] = '\n';
+            memcpy(r->detect + sl + 1, probe ? probe : "", pl);
+            r->detect[sl + 1 + pl] = '\0';
+        }
+        free(probe);
+        if (!r->detect) {
+            chat_tmpl_renderer_free(r);
+            return NULL;
+        }
         snprintf(note, cap, override ? "using the --chat-template file" : "using the model's chat template");
     }
     return r;
@@ -90,6 +104,11 @@ const char *chat_tmpl_renderer_source(const chat_tmpl_renderer_t *r)
     return r ? r->src : NULL;
 }
 
+const char *chat_tmpl_renderer_detect_text(const chat_tmpl_renderer_t *r)
+{
+    return r ? r->detect : NULL;
+}
+
 void chat_tmpl_renderer_set_now(chat_tmpl_renderer_t *r, time_t now)
 {
     if (r)
@@ -107,6 +126,7 @@ void chat_tmpl_renderer_free(chat_tmpl_renderer_t *r)
         return;
     chat_template_free(r->tmpl);
     free(r->src);
+    free(r->detect);
     free(r->bos);
     free(r->eos);
     free(r);
@@ -142,7 +162,7 @@ static lf_code_t cut_after_final(const chat_req_t *req, char *prompt, lf_err_t *
 static lf_code_t render_view(const chat_tmpl_renderer_t *r, const chat_caps_t *caps, const chat_req_t *req, bool agp,
                              char **out, lf_err_t *err)
 {
-    json_object *view = chat_caps_view(caps, req, agp);
+    json_object *view = chat_caps_view(caps, req, agp, r->now);
     json_object *c = view ? chat_template_context(view, r->bos, r->eos, err) : NULL;
     json_object_put(view);
     if (!c)

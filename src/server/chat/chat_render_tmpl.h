@@ -35,8 +35,13 @@ chat_tmpl_renderer_t *chat_tmpl_renderer_new(const char *src, const char *bos, c
 /* Fixes the clock strftime_now reads (0: the real time, the default); for
  * reproducible renders in tests. Not thread-safe: call before rendering. */
 void chat_tmpl_renderer_set_now(chat_tmpl_renderer_t *r, time_t now);
-/* The template source in use (for parser detection), NULL for ChatML. */
+/* The template source in use, NULL for ChatML. */
 const char *chat_tmpl_renderer_source(const chat_tmpl_renderer_t *r);
+/* The text parsers are detected from (reasoning_mode_detect,
+ * toolcall_format_detect): the source, a newline and what the template
+ * renders for a probe conversation with a tool call (so markup built from
+ * variables shows); NULL for ChatML. */
+const char *chat_tmpl_renderer_detect_text(const chat_tmpl_renderer_t *r);
 /* What the template expects (chat_render_caps.h); NULL for ChatML. */
 const struct chat_caps *chat_tmpl_renderer_caps(const chat_tmpl_renderer_t *r);
 void chat_tmpl_renderer_free(chat_tmpl_renderer_t *r);

@@ -46,7 +46,7 @@ int srv_chat_setup(srv_t *s, const srv_config_t *cfg, chat_tmpl_renderer_t **out
     }
     s->render = chat_tmpl_render;
     s->render_ctx = r;
-    const char *tsrc = chat_tmpl_renderer_source(r);
+    const char *tsrc = chat_tmpl_renderer_detect_text(r);
     size_t tlen = tsrc ? strlen(tsrc) : 0;
     lf_err_t err = {0};
     const char *how_r = "detected", *how_t = "detected";

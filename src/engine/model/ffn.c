@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "engine/kernels/ggml_exact.h"
+#include "engine/kernels/kernels.h"
 #include "engine/model/linear.h"
 #include "engine/model/ops.h"
 
@@ -41,12 +42,29 @@ struct ffn {
     int32_t *fill;         /* [n_expert] */
     int32_t *items;        /* [B k] t * k + slot, grouped by expert */
     int32_t *where;        /* [B k] position of item t * k + slot in items */
-    float *xg;             /* [B][n_embd] one expert's gathered inputs */
-    float *hg, *hu;        /* [B][n_ff_exp] its gate and up outputs */
+    float *xg;             /* [B][n_embd] one expert's gathered inputs (F32/F16 experts) */
+    float *hg, *hu;        /* [B k][n_ff_exp] gate and up outputs, grouped order */
     float *dn;             /* [B k][n_embd] down outputs, grouped order */
+    /* quantized experts: activations converted once, then gathered */
+    void *qx;              /* [B] rows of x in the gate's vec_dot_type */
+    void *qg, *qu;         /* [B k] gathered rows for gate and up (qu: only when up's type differs) */
+    void *qh;              /* [B k] rows of the activations in down's vec_dot_type */
+    int32_t *by_count;     /* [n_expert] experts with tokens, by increasing count */
+    kern_mm_t *jobs;       /* [2 n_expert] */
 };
 
 static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
+
+/* Experts the SIMD kernels multiply (every type but F32/F16, which take
+ * ggml's exact per-token orders through linear.c). */
+static bool experts_quantized(const model_layer_t *L)
+{
+    const model_experts_t *x[3] = {&L->x_gate, &L->x_up, &L->x_down};
+    for (int i = 0; i < 3; i++)
+        if (x[i]->type == QTYPE_F32 || x[i]->type == QTYPE_F16)
+            return false;
+    return true;
+}
 
 ffn_t *ffn_create(const model_t *m, int32_t max_batch, lf_err_t *err)
 {
@@ -71,18 +89,32 @@ ffn_t *ffn_create(const model_t *m, int32_t max_batch, lf_err_t *err)
         f->items = malloc(B * K * sizeof(int32_t));
         f->where = malloc(B * K * sizeof(int32_t));
         f->xg = malloc(B * E * sizeof(float));
-        f->hg = malloc(B * FE * sizeof(float));
-        f->hu = malloc(B * FE * sizeof(float));
+        f->hg = malloc(B * K * FE * sizeof(float));
+        f->hu = malloc(B * K * FE * sizeof(float));
         f->dn = malloc(B * K * E * sizeof(float));
+        f->by_count = malloc(NE * sizeof(int32_t));
+        f->jobs = malloc(2 * NE * sizeof(kern_mm_t));
         ok = f->logits && f->sel && f->w && f->first && f->fill && f->items && f->where && f->xg && f->hg && f->hu &&
-             f->dn;
+             f->dn && f->by_count && f->jobs;
+        size_t qx = 1, qg = 1, qu = 1, qh = 1;
         for (int l = 0; l < hp->n_layer; l++) {
             const model_layer_t *L = &w->layers[l];
             const model_tensor_t gate = {L->x_gate.type, E, FE, L->x_gate.row_bytes, NULL};
             const model_tensor_t down = {L->x_down.type, FE, E, L->x_down.row_bytes, NULL};
             act = max_size(act, max_size(lin_act_bytes(&gate, max_batch), lin_act_bytes(&down, max_batch)));
             act = max_size(act, lin_act_bytes(&L->router, max_batch));
+            if (experts_quantized(L)) {
+                qx = max_size(qx, kern_act_size(L->x_gate.type, E, max_batch));
+                qg = max_size(qg, kern_act_size(L->x_gate.type, E, (int64_t)(B * K)));
+                qu = max_size(qu, kern_act_size(L->x_up.type, E, (int64_t)(B * K)));
+                qh = max_size(qh, kern_act_size(L->x_down.type, FE, (int64_t)(B * K)));
+            }
         }
+        f->qx = malloc(qx);
+        f->qg = malloc(qg);
+        f->qu = malloc(qu);
+        f->qh = malloc(qh);
+        ok = ok && f->qx && f->qg && f->qu && f->qh;
     } else {
         const size_t FF = (size_t)hp->n_ff;
         f->a = malloc(B * 2 * FF * sizeof(float));
@@ -121,6 +153,12 @@ void ffn_free(ffn_t *f)
     free(f->hg);
     free(f->hu);
     free(f->dn);
+    free(f->qx);
+    free(f->qg);
+    free(f->qu);
+    free(f->qh);
+    free(f->by_count);
+    free(f->jobs);
     free(f);
 }
 
@@ -231,11 +269,128 @@ static const float *expert_bias(const model_experts_t *x, int32_t e)
     return x->bias ? x->bias + (int64_t)e * x->n_out : NULL;
 }
 
+/* F32/F16 experts: one expert at a time through linear.c (the decode
+ * order, as ggml's mul_mat_id). */
+static void experts_exact(ffn_t *f, tpool_t *pool, const model_layer_t *L, const float *x)
+{
+    const int32_t NE = f->hp->n_expert, K = f->hp->n_expert_used;
+    const int64_t E = f->hp->n_embd, FE = f->hp->n_ff_exp;
+    for (int32_t e = 0; e < NE; e++) {
+        const int32_t c = f->first[e + 1] - f->first[e];
+        if (!c)
+            continue;
+        const int32_t *it = f->items + f->first[e];
+        for (int32_t i = 0; i < c; i++)
+            memcpy(f->xg + i * E, x + (int64_t)(it[i] / K) * E, (size_t)E * sizeof(float));
+        const model_tensor_t wg = expert_mat(&L->x_gate, e), wu = expert_mat(&L->x_up, e),
+                             wd = expert_mat(&L->x_down, e);
+        float *hg = f->hg + (int64_t)f->first[e] * FE, *hu = f->hu + (int64_t)f->first[e] * FE;
+        lin_run_n(pool, f->act, 2, (const model_tensor_t *[]){&wg, &wu},
+                  (const float *[]){expert_bias(&L->x_gate, e), expert_bias(&L->x_up, e)}, f->xg, c, NULL,
+                  (float *[]){hg, hu});
+        gate_act(f->arch->act, hg, hu, c, FE, FE, FE);
+        lin_run(pool, f->act, &wd, expert_bias(&L->x_down, e), hg, c, NULL, f->dn + (int64_t)f->first[e] * E);
+    }
+}
+
+/* The experts holding tokens, by increasing token count (experts with the
+ * same count share pool runs). Returns how many. */
+static int32_t experts_by_count(ffn_t *f)
+{
+    const int32_t NE = f->hp->n_expert;
+    int32_t n = 0;
+    for (int32_t e = 0; e < NE; e++)
+        if (f->first[e + 1] > f->first[e])
+            f->by_count[n++] = e;
+    for (int32_t i = 1; i < n; i++) { /* insertion sort: n_expert is small */
+        const int32_t e = f->by_count[i], c = f->first[e + 1] - f->first[e];
+        int32_t j = i;
+        for (; j > 0 && f->first[f->by_count[j - 1] + 1] - f->first[f->by_count[j - 1]] > c; j--)
+            f->by_count[j] = f->by_count[j - 1];
+        f->by_count[j] = e;
+    }
+    return n;
+}
+
+/* Runs f->jobs[0..n_jobs) (jobs_per_expert per expert, in by_count order):
+ * consecutive experts with the same token count in shared pool runs. */
+static void run_jobs(ffn_t *f, tpool_t *pool, int32_t n_exp, int jobs_per_expert)
+{
+    for (int32_t a = 0; a < n_exp;) {
+        const int32_t c = f->first[f->by_count[a] + 1] - f->first[f->by_count[a]];
+        int32_t b = a + 1;
+        while (b < n_exp && f->first[f->by_count[b] + 1] - f->first[f->by_count[b]] == c)
+            b++;
+        kern_matmul_multi(pool, (b - a) * jobs_per_expert, f->jobs + a * jobs_per_expert, c);
+        a = b;
+    }
+}
+
+/* Quantized experts: the batch's rows are converted once, gathered per
+ * expert, and the products of all experts run in few pool runs (in a
+ * decode step: the k chosen experts' gate and up together, then their
+ * down). Values are those of linear.c, bit for bit. */
+static void experts_quant(ffn_t *f, tpool_t *pool, const model_layer_t *L, const float *x, int32_t n)
+{
+    const int32_t K = f->hp->n_expert_used, NI = n * K;
+    const int64_t E = f->hp->n_embd, FE = f->hp->n_ff_exp;
+    const qtype_t tg = L->x_gate.type, tu = L->x_up.type, td = L->x_down.type;
+    const bool same = qtype_info(tg)->vec_dot_type == qtype_info(tu)->vec_dot_type;
+    const size_t rg = kern_act_size(tg, E, 1), ru = kern_act_size(tu, E, 1), rd = kern_act_size(td, FE, 1);
+    /* gate/up inputs: x converted once, rows gathered in item order */
+    kern_quantize_act_pool(pool, tg, x, E, n, f->qx);
+    for (int32_t i = 0; i < NI; i++)
+        memcpy((uint8_t *)f->qg + (size_t)i * rg, (const uint8_t *)f->qx + (size_t)(f->items[i] / K) * rg, rg);
+    if (!same) {
+        kern_quantize_act_pool(pool, tu, x, E, n, f->qx);
+        for (int32_t i = 0; i < NI; i++)
+            memcpy((uint8_t *)f->qu + (size_t)i * ru, (const uint8_t *)f->qx + (size_t)(f->items[i] / K) * ru, ru);
+    }
+    const void *qu = same ? f->qg : f->qu;
+    const int32_t n_exp = experts_by_count(f);
+    for (int32_t j = 0; j < n_exp; j++) {
+        const int32_t e = f->by_count[j], i0 = f->first[e];
+        f->jobs[2 * j] = (kern_mm_t){tg, (const uint8_t *)L->x_gate.data + (size_t)e * L->x_gate.expert_bytes, FE, E,
+                                     (const uint8_t *)f->qg + (size_t)i0 * rg, f->hg + (int64_t)i0 * FE};
+        f->jobs[2 * j + 1] = (kern_mm_t){tu, (const uint8_t *)L->x_up.data + (size_t)e * L->x_up.expert_bytes, FE, E,
+                                         (const uint8_t *)qu + (size_t)i0 * (same ? rg : ru),
+                                         f->hu + (int64_t)i0 * FE};
+    }
+    run_jobs(f, pool, n_exp, 2);
+    for (int32_t j = 0; j < n_exp; j++) {
+        const int32_t e = f->by_count[j], i0 = f->first[e], c = f->first[e + 1] - i0;
+        const float *bg = expert_bias(&L->x_gate, e), *bu = expert_bias(&L->x_up, e);
+        for (int32_t i = i0; i < i0 + c; i++)
+            for (int64_t r = 0; r < FE; r++) {
+                if (bu)
+                    f->hu[i * FE + r] += bu[r];
+                if (bg)
+                    f->hg[i * FE + r] += bg[r];
+            }
+    }
+    gate_act(f->arch->act, f->hg, f->hu, NI, FE, FE, FE);
+    /* down: the activations are already grouped by expert */
+    kern_quantize_act_pool(pool, td, f->hg, FE, NI, f->qh);
+    for (int32_t j = 0; j < n_exp; j++) {
+        const int32_t e = f->by_count[j], i0 = f->first[e];
+        f->jobs[j] = (kern_mm_t){td, (const uint8_t *)L->x_down.data + (size_t)e * L->x_down.expert_bytes, E, FE,
+                                 (const uint8_t *)f->qh + (size_t)i0 * rd, f->dn + (int64_t)i0 * E};
+    }
+    run_jobs(f, pool, n_exp, 1);
+    for (int32_t j = 0; j < n_exp; j++) {
+        const int32_t e = f->by_count[j], i0 = f->first[e], c = f->first[e + 1] - i0;
+        const float *bd = expert_bias(&L->x_down, e);
+        for (int32_t i = i0; bd && i < i0 + c; i++)
+            for (int64_t r = 0; r < E; r++)
+                f->dn[i * E + r] += bd[r];
+    }
+}
+
 static void ffn_moe(ffn_t *f, tpool_t *pool, const model_layer_t *L, const float *x, int32_t n,
                     const uint8_t *order, float *out)
 {
     const int32_t NE = f->hp->n_expert, K = f->hp->n_expert_used;
-    const int64_t E = f->hp->n_embd, FE = f->hp->n_ff_exp;
+    const int64_t E = f->hp->n_embd;
     moe_route(f, pool, L, x, n, order);
     /* group the (token, slot) items by expert */
     memset(f->fill, 0, (size_t)NE * sizeof *f->fill);
@@ -251,21 +406,10 @@ static void ffn_moe(ffn_t *f, tpool_t *pool, const model_layer_t *L, const float
         f->items[p] = i;
         f->where[i] = p;
     }
-    for (int32_t e = 0; e < NE; e++) {
-        const int32_t c = f->first[e + 1] - f->first[e];
-        if (!c)
-            continue;
-        const int32_t *it = f->items + f->first[e];
-        for (int32_t i = 0; i < c; i++)
-            memcpy(f->xg + i * E, x + (int64_t)(it[i] / K) * E, (size_t)E * sizeof(float));
-        const model_tensor_t wg = expert_mat(&L->x_gate, e), wu = expert_mat(&L->x_up, e),
-                             wd = expert_mat(&L->x_down, e);
-        lin_run_n(pool, f->act, 2, (const model_tensor_t *[]){&wg, &wu},
-                  (const float *[]){expert_bias(&L->x_gate, e), expert_bias(&L->x_up, e)}, f->xg, c, NULL,
-                  (float *[]){f->hg, f->hu});
-        gate_act(f->arch->act, f->hg, f->hu, c, FE, FE, FE);
-        lin_run(pool, f->act, &wd, expert_bias(&L->x_down, e), f->hg, c, NULL, f->dn + (int64_t)f->first[e] * E);
-    }
+    if (experts_quantized(L))
+        experts_quant(f, pool, L, x, n);
+    else
+        experts_exact(f, pool, L, x);
     /* out = sum over slots, in slot order, of weight * expert output */
     for (int32_t t = 0; t < n; t++) {
         float *o = out + (int64_t)t * E;

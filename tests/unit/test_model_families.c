@@ -257,6 +257,78 @@ static void test_edits(void)
     }
 }
 
+/* ---- LongRoPE factors (phi3): short within the trained context, long
+ * beyond it, as llama.cpp chooses by the context size ---- */
+
+/* tinyphi3 with rope_factors_short = 1 and rope_factors_long = 2 (24 each:
+ * n_rot / 2) written to out. */
+static bool write_longrope(const char *out)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tinyphi3-f32.gguf", models_dir);
+    lf_err_t err;
+    gguf_file_t *f = gguf_open(path, &err);
+    gguf_writer_t *w = gguf_writer_create();
+    bool ok = f && w;
+    for (uint64_t i = 0; ok && i < gguf_n_kv(f); i++)
+        if (!key_is(gguf_kv_at(f, i)->key, "general.alignment"))
+            gguf_writer_copy_kv(w, gguf_kv_at(f, i));
+    for (uint64_t i = 0; ok && i < gguf_n_tensors(f); i++) {
+        const gguf_tensor_t *t = gguf_tensor_at(f, i);
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        gguf_writer_tensor(w, name, t->type, t->n_dims, t->ne, t->data, t->size);
+    }
+    float one[24], two[24];
+    for (int i = 0; i < 24; i++)
+        one[i] = 1.0f, two[i] = 2.0f;
+    const int64_t ne[1] = {24};
+    gguf_writer_tensor(w, "blk.0.rope_factors_short.weight", QTYPE_F32, 1, ne, one, sizeof one);
+    gguf_writer_tensor(w, "blk.0.rope_factors_long.weight", QTYPE_F32, 1, ne, two, sizeof two);
+    ok = ok && gguf_writer_write(w, out, &err) == LF_OK;
+    gguf_writer_free(w);
+    gguf_close(f);
+    return ok;
+}
+
+/* The logits after a 6-token prompt with a context of n_ctx. */
+static float *logits_at(const model_t *m, int32_t n_ctx)
+{
+    fwd_opts_t o = {.n_seq = 1, .n_ctx = n_ctx, .max_batch = 8, .n_threads = 1};
+    fwd_t *f = fwd_create(m, &o, NULL);
+    const int32_t toks[6] = {1, 300, 301, 302, 303, 304};
+    float *out = NULL;
+    if (f && fwd_prefill(f, 0, toks, 6, true, NULL) == LF_OK) {
+        const int32_t nv = model_hparams(m)->n_vocab;
+        out = malloc((size_t)nv * sizeof *out);
+        memcpy(out, fwd_logits(f, 0), (size_t)nv * sizeof *out);
+    }
+    fwd_free(f);
+    return out;
+}
+
+static void test_longrope(void)
+{
+    char out[512];
+    snprintf(out, sizeof out, "%s/longrope.gguf", tmp_dir);
+    lf_err_t err;
+    model_t *plain = load("tinyphi3-f32.gguf", &err);
+    model_t *lr = write_longrope(out) ? model_load(out, &err) : NULL;
+    if (tap_ok(plain && lr, "phi3 with LongRoPE factors loads")) {
+        const size_t nv = (size_t)model_hparams(plain)->n_vocab;
+        float *ref = logits_at(plain, 2048), *s = logits_at(lr, 2048), *l = logits_at(lr, 4096);
+        tap_ok(ref && s && !memcmp(ref, s, nv * sizeof *ref),
+               "context 2048 (= trained): the short factors (all 1) give the plain logits");
+        tap_ok(ref && l && memcmp(ref, l, nv * sizeof *ref), "context 4096 (> trained): the long factors (2) apply");
+        free(ref);
+        free(s);
+        free(l);
+    }
+    model_free(plain);
+    model_free(lr);
+    unlink(out);
+}
+
 /* ---- llama-server's prompt batching ---- */
 
 static void test_prompt_order(void)
@@ -367,6 +439,7 @@ int main(void)
     }
     test_hparams();
     test_edits();
+    test_longrope();
     test_prompt_order();
     test_window_memory();
     rmdir(tmp_dir);

@@ -61,7 +61,9 @@ struct fwd {
     float *q;                /* [B][q_dim] */
     float *k, *v;            /* [B][kv_dim] */
     float *qkv;              /* [B][q_dim + 2 kv_dim] fused q|k|v product, or NULL */
-    float *cs;               /* [n_rot] one position's rope table */
+    float *cs;               /* [2][B][n_rot] rope tables of the batch's positions
+                                (full-attention layers, window layers), made
+                                once per batch */
     uint16_t *kv16;          /* [2][kv_dim]: one position's K and V as F16 */
     float *att;              /* [B][q_dim] attention output */
     void *act;               /* activation scratch of the attention and output matrices */
@@ -212,7 +214,7 @@ fwd_t *fwd_create(const model_t *m, const fwd_opts_t *opts, lf_err_t *err)
     f->k = malloc((size_t)(B * f->kv_dim) * sizeof(float));
     f->v = malloc((size_t)(B * f->kv_dim) * sizeof(float));
     f->qkv = fused ? malloc((size_t)(B * (f->q_dim + 2 * f->kv_dim)) * sizeof(float)) : NULL;
-    f->cs = malloc((size_t)hp->n_rot * sizeof(float));
+    f->cs = malloc((size_t)(2 * B * hp->n_rot) * sizeof(float));
     f->kv16 = malloc((size_t)(2 * f->kv_dim) * sizeof(uint16_t));
     f->att = malloc((size_t)(B * f->q_dim) * sizeof(float));
     f->out_rows = malloc((size_t)B * sizeof(int32_t));
@@ -384,7 +386,9 @@ static void qk_finish(fwd_t *f, int layer, const fwd_tok_t *toks, int32_t n)
 {
     const model_hparams_t *hp = f->hp;
     const model_layer_t *L = &f->w->layers[layer];
-    const rope_t *rope = L->swa && hp->n_swa > 0 ? &f->rope_swa : &f->rope_full;
+    const bool swa = L->swa && hp->n_swa > 0;
+    const rope_t *rope = swa ? &f->rope_swa : &f->rope_full;
+    const float *cs = f->cs + (swa ? (int64_t)f->max_batch * hp->n_rot : 0);
     const int64_t QD = f->q_dim, KVD = f->kv_dim;
     for (int32_t i = 0; i < n; i++) {
         float *q = f->q + i * QD, *k = f->k + i * KVD;
@@ -393,9 +397,8 @@ static void qk_finish(fwd_t *f, int layer, const fwd_tok_t *toks, int32_t n)
             ops_rms_norm_heads(k, L->k_norm, hp->n_head_kv, hp->head_dim, hp->rms_eps);
         }
         if (L->rope) {
-            rope_angles(rope, toks[i].pos, f->cs);
-            rope_rotate(rope, f->cs, q, hp->n_head);
-            rope_rotate(rope, f->cs, k, hp->n_head_kv);
+            rope_rotate(rope, cs + (int64_t)i * hp->n_rot, q, hp->n_head);
+            rope_rotate(rope, cs + (int64_t)i * hp->n_rot, k, hp->n_head_kv);
         }
         if (hp->q_scale != 1.0f)
             for (int64_t j = 0; j < QD; j++)
@@ -422,6 +425,12 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
         quant_dequantize_row(w->tok_embd.type, (const uint8_t *)w->tok_embd.data +
                                                    (size_t)toks[i].token * w->tok_embd.row_bytes,
                              f->x + i * E, E);
+    /* the rope tables of the batch's positions, once for all layers */
+    for (int32_t i = 0; i < n; i++) {
+        rope_angles(&f->rope_full, toks[i].pos, f->cs + (int64_t)i * hp->n_rot);
+        if (hp->n_swa > 0)
+            rope_angles(&f->rope_swa, toks[i].pos, f->cs + ((int64_t)f->max_batch + i) * hp->n_rot);
+    }
     if (f->arch->embd_scale) {
         const float s = sqrtf((float)E);
         for (int64_t j = 0; j < n * E; j++)

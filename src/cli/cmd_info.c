@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "engine/model/forward.h"
 #include "engine/model/model.h"
 
 static void usage(FILE *out)
@@ -19,7 +20,8 @@ static void usage(FILE *out)
     fprintf(out, "usage: llm-fcgi info [--ctx-size N] MODEL.gguf\n\n"
                  "Prints the architecture, size, vocabulary, special tokens, chat template\n"
                  "presence, tensor types and the KV cache memory for a context of N tokens\n"
-                 "(default: the model's training context).\n");
+                 "(default: the model's training context; sliding-window layers count their\n"
+                 "window, not the context).\n");
 }
 
 static void print_token(const vocab_t *v, const char *label, int32_t id)
@@ -155,9 +157,21 @@ int cmd_info(int argc, char **argv)
         if (count[t])
             printf("  %-8s %5llu tensors %10.2f MiB\n", qtype_name((uint32_t)t), (unsigned long long)count[t],
                    (double)bytes[t] / (1 << 20));
-    uint64_t kv = model_kv_bytes_per_token(m) * (uint64_t)ctx;
-    printf("KV cache (F16):     %.2f MiB for a context of %ld tokens (%llu bytes per token)\n",
-           (double)kv / (1 << 20), ctx, (unsigned long long)model_kv_bytes_per_token(m));
+    if (hp->n_expert > 0)
+        printf("experts:            %d, %d per token, feed-forward %d each\n", hp->n_expert, hp->n_expert_used,
+               hp->n_ff_exp);
+    if (hp->n_swa > 0)
+        printf("sliding window:     %d positions on %d of %d layers (their rope base %g)\n", hp->n_swa,
+               hp->n_layer_swa, hp->n_layer, hp->rope_theta_swa);
+    /* what one sequence of ctx positions takes (what serve allocates per
+     * --parallel slot): sliding-window layers hold their window only */
+    const fwd_opts_t fo = {.n_seq = 1, .n_ctx = ctx > (1 << 24) ? 1 << 24 : (int32_t)ctx};
+    const uint64_t kv = fwd_kv_bytes_planned(m, &fo), kv_full = model_kv_bytes_per_token(m) * (uint64_t)ctx;
+    printf("KV cache (F16):     %.2f MiB for a context of %ld tokens (%llu bytes per token", (double)kv / (1 << 20),
+           ctx, (unsigned long long)model_kv_bytes_per_token(m));
+    if (hp->n_swa > 0)
+        printf("; %.2f MiB if the window were ignored", (double)kv_full / (1 << 20));
+    printf(")\n");
     model_free(m);
     return 0;
 }

@@ -145,8 +145,9 @@ char *metrics_render(metrics_t *m, const sched_stats_t *st, const char *model_na
                     "llm_num_requests_running{model_name=\"%s\"} %d\n", model, st->running);
         bprintf(&b, "# HELP llm_num_requests_waiting Sequences waiting for a slot.\n# TYPE llm_num_requests_waiting gauge\n"
                     "llm_num_requests_waiting{model_name=\"%s\"} %d\n", model, st->waiting);
-        double usage = st->kv_cap_tokens ? (double)st->kv_used_tokens / (double)st->kv_cap_tokens : 0.0;
-        bprintf(&b, "# HELP llm_kv_cache_usage_perc Fraction of KV cache positions in use.\n"
+        /* memory, not positions: sliding-window layers hold their window */
+        double usage = st->kv_bytes ? (double)st->kv_used_bytes / (double)st->kv_bytes : 0.0;
+        bprintf(&b, "# HELP llm_kv_cache_usage_perc Fraction of KV cache memory in use.\n"
                     "# TYPE llm_kv_cache_usage_perc gauge\nllm_kv_cache_usage_perc{model_name=\"%s\"} %g\n", model, usage);
         bprintf(&b, "# HELP llm_kv_cache_used_tokens KV cache positions held (whole blocks).\n"
                     "# TYPE llm_kv_cache_used_tokens gauge\nllm_kv_cache_used_tokens{model_name=\"%s\"} %lld\n",
@@ -159,6 +160,9 @@ char *metrics_render(metrics_t *m, const sched_stats_t *st, const char *model_na
                 model, (unsigned long long)st->preemptions);
         bprintf(&b, "# HELP llm_kv_cache_bytes KV cache memory allocated.\n# TYPE llm_kv_cache_bytes gauge\n"
                     "llm_kv_cache_bytes{model_name=\"%s\"} %llu\n", model, (unsigned long long)st->kv_bytes);
+        bprintf(&b, "# HELP llm_kv_cache_used_bytes KV cache memory held by running sequences.\n"
+                    "# TYPE llm_kv_cache_used_bytes gauge\nllm_kv_cache_used_bytes{model_name=\"%s\"} %llu\n", model,
+                (unsigned long long)st->kv_used_bytes);
     }
     return b.s;
 }

@@ -27,6 +27,14 @@ grep -q "bos *1 '<s>'" "$TMP/info"; ok $? "info lists the BOS token"
 grep -q "^chat template: *absent" "$TMP/info"; ok $? "info says whether a chat template is present"
 grep -q "f32 *48 tensors" "$TMP/info"; ok $? "info gives tensor count per type"
 "$BIN" info --ctx-size 1024 "$M" | grep -q "0.62 MiB for a context of 1024"; ok $? "info gives KV memory for --ctx-size"
+# sliding-window layers count their window, not the context (tinygemma3: 1
+# global layer of 6 keeps 32768 positions, 5 local ones a window of 32 plus
+# a batch of 512: 4.36 MiB instead of 24)
+"$BIN" info --ctx-size 32768 "$MODELS/tinygemma3-f32.gguf" > "$TMP/info_swa" 2>&1
+grep -q "^sliding window: *32 positions on 5 of 6 layers" "$TMP/info_swa"; ok $? "info gives the sliding window"
+grep -q "4.36 MiB for a context of 32768 tokens.*24.00 MiB if the window were ignored" "$TMP/info_swa"
+ok $? "info counts the window layers' window only"
+"$BIN" info "$MODELS/tinyqwen3moe-f32.gguf" | grep -q "^experts: *8, 2 per token"; ok $? "info gives the experts"
 
 # vocabulary-only files and architectures the engine does not run
 V="$GOLDEN/tokenizer/ggml-vocab-gemma-4.gguf"

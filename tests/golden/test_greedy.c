@@ -46,41 +46,64 @@
  * tiny256 K-quant, Q4/Q5 and IQ4_NL/IQ4_XS files take tiny256-q8_0's
  * (README sections 1b and 1d: "expect at least the Q8_0 figures"; their
  * activations are quantized to Q8_0 or Q8_K as well). The stories260K F32 logprob bar is 2e-3 as the
- * issue states for that file. */
+ * issue states for that file.
+ *
+ * Model families (README section 1c, the 2026 reference build): the F32
+ * files must be free-running exact (up to a near tie) with every logprob
+ * within 2e-3 (the issue's bar; the engine reproduces the reference bit for
+ * bit there). The Q8_0 files take tiny256-q8_0's logprob bars and free-run
+ * up to the first golden gap below 2.7; their teacher-forced argmax may
+ * differ only at steps whose golden top1-top2 gap is below that same 2.7
+ * nats (flip_gap: the largest Q8_0 error of the independent implementation,
+ * README 1b; such a step can legitimately flip), whatever their number. */
 enum { FREE_ALL, FREE_TIE, FREE_GAP };
 typedef struct {
     const char *file;
     double median, p95, max_abs; /* max_abs 0: not checked */
-    int max_argmax_diff;
+    int max_argmax_diff;         /* < 0: not counted (see flip_gap) */
     int free_run;
     double gap_tol;
+    double flip_gap;             /* > 0: an argmax difference at a step whose
+                                    golden gap is >= flip_gap fails */
 } bar_t;
 
 static const bar_t bars[] = {
-    {"greedy-stories260K.jsonl", 0.0008, 0.002, 0.002, 0, FREE_ALL, 0},
-    {"greedy-llama-2-tiny-random.jsonl", 0.03, 0.07, 0, 12, FREE_TIE, 0},
-    {"greedy-tiny256-f32.jsonl", 0.005, 0.02, 0, 0, FREE_ALL, 0},
-    {"greedy-tiny256-f16.jsonl", 0.03, 0.07, 0, 1, FREE_GAP, 0.12},
-    {"greedy-tiny256-bf16.jsonl", 0.24, 0.56, 0, 3, FREE_GAP, 1.0},
-    {"greedy-tinyqwen2-f16.jsonl", 0.03, 0.08, 0, 1, FREE_GAP, 0.38},
-    {"greedy-tinyqwen2-q8_0.jsonl", 0.00003, 1.35, 0, 7, FREE_GAP, 4.3},
-    {"greedy-stories260K-q8_0.jsonl", 0.04, 0.12, 0, 6, FREE_GAP, 0.26},
-    {"greedy-stories260K-q5_1.jsonl", 0.04, 0.12, 0, 6, FREE_GAP, 0.26},
-    {"greedy-stories260K-q5_0.jsonl", 0.04, 0.12, 0, 6, FREE_GAP, 0.26},
-    {"greedy-stories260K-q4_1.jsonl", 0.04, 0.12, 0, 6, FREE_GAP, 0.26},
-    {"greedy-stories260K-q4_0.jsonl", 0.04, 0.12, 0, 6, FREE_GAP, 0.26},
-    {"greedy-tiny256-q8_0.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
-    {"greedy-tiny256-q6_k.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
-    {"greedy-tiny256-q5_k_m.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
-    {"greedy-tiny256-q5_1.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
-    {"greedy-tiny256-q5_0.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
-    {"greedy-tiny256-q4_k_m.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
-    {"greedy-tiny256-q4_1.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
-    {"greedy-tiny256-q4_0.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
-    {"greedy-tiny256-q3_k_m.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
-    {"greedy-tiny256-q2_k.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
-    {"greedy-tiny256-iq4_nl.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
-    {"greedy-tiny256-iq4_xs.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7},
+    {"greedy-stories260K.jsonl", 0.0008, 0.002, 0.002, 0, FREE_ALL, 0, 0},
+    {"greedy-llama-2-tiny-random.jsonl", 0.03, 0.07, 0, 12, FREE_TIE, 0, 0},
+    {"greedy-tiny256-f32.jsonl", 0.005, 0.02, 0, 0, FREE_ALL, 0, 0},
+    {"greedy-tiny256-f16.jsonl", 0.03, 0.07, 0, 1, FREE_GAP, 0.12, 0},
+    {"greedy-tiny256-bf16.jsonl", 0.24, 0.56, 0, 3, FREE_GAP, 1.0, 0},
+    {"greedy-tinyqwen2-f16.jsonl", 0.03, 0.08, 0, 1, FREE_GAP, 0.38, 0},
+    {"greedy-tinyqwen2-q8_0.jsonl", 0.00003, 1.35, 0, 7, FREE_GAP, 4.3, 0},
+    {"greedy-stories260K-q8_0.jsonl", 0.04, 0.12, 0, 6, FREE_GAP, 0.26, 0},
+    {"greedy-stories260K-q5_1.jsonl", 0.04, 0.12, 0, 6, FREE_GAP, 0.26, 0},
+    {"greedy-stories260K-q5_0.jsonl", 0.04, 0.12, 0, 6, FREE_GAP, 0.26, 0},
+    {"greedy-stories260K-q4_1.jsonl", 0.04, 0.12, 0, 6, FREE_GAP, 0.26, 0},
+    {"greedy-stories260K-q4_0.jsonl", 0.04, 0.12, 0, 6, FREE_GAP, 0.26, 0},
+    {"greedy-tiny256-q8_0.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7, 0},
+    {"greedy-tiny256-q6_k.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7, 0},
+    {"greedy-tiny256-q5_k_m.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7, 0},
+    {"greedy-tiny256-q5_1.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7, 0},
+    {"greedy-tiny256-q5_0.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7, 0},
+    {"greedy-tiny256-q4_k_m.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7, 0},
+    {"greedy-tiny256-q4_1.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7, 0},
+    {"greedy-tiny256-q4_0.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7, 0},
+    {"greedy-tiny256-q3_k_m.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7, 0},
+    {"greedy-tiny256-q2_k.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7, 0},
+    {"greedy-tiny256-iq4_nl.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7, 0},
+    {"greedy-tiny256-iq4_xs.jsonl", 0.67, 1.4, 0, 10, FREE_GAP, 2.7, 0},
+    {"greedy-tinyqwen3-f32.jsonl", 0.002, 0.002, 0.002, 0, FREE_TIE, 0, 0},
+    {"greedy-tinyqwen3moe-f32.jsonl", 0.002, 0.002, 0.002, 0, FREE_TIE, 0, 0},
+    {"greedy-tinygemma3-f32.jsonl", 0.002, 0.002, 0.002, 0, FREE_TIE, 0, 0},
+    {"greedy-tinyphi3-f32.jsonl", 0.002, 0.002, 0.002, 0, FREE_TIE, 0, 0},
+    {"greedy-tinysmollm3-f32.jsonl", 0.002, 0.002, 0.002, 0, FREE_TIE, 0, 0},
+    {"greedy-tinygptoss-f32.jsonl", 0.002, 0.002, 0.002, 0, FREE_TIE, 0, 0},
+    {"greedy-tinyqwen3-q8_0.jsonl", 0.67, 1.4, 0, -1, FREE_GAP, 2.7, 2.7},
+    {"greedy-tinyqwen3moe-q8_0.jsonl", 0.67, 1.4, 0, -1, FREE_GAP, 2.7, 2.7},
+    {"greedy-tinygemma3-q8_0.jsonl", 0.67, 1.4, 0, -1, FREE_GAP, 2.7, 2.7},
+    {"greedy-tinyphi3-q8_0.jsonl", 0.67, 1.4, 0, -1, FREE_GAP, 2.7, 2.7},
+    {"greedy-tinysmollm3-q8_0.jsonl", 0.67, 1.4, 0, -1, FREE_GAP, 2.7, 2.7},
+    {"greedy-tinygptoss-mxfp4_moe.jsonl", 0.67, 1.4, 0, -1, FREE_GAP, 2.7, 2.7},
 };
 
 #define MAX_TOK 4096
@@ -154,6 +177,16 @@ static int ids_of(json_object *arr, int32_t *out, int cap)
     return n;
 }
 
+/* The golden top1 - top2 logprob gap of a step's top list (inf if < 2). */
+static double golden_gap(json_object *top)
+{
+    if (json_object_array_length(top) < 2)
+        return INFINITY;
+    double a = json_object_get_double(json_object_object_get(json_object_array_get_idx(top, 0), "logprob"));
+    double b = json_object_get_double(json_object_object_get(json_object_array_get_idx(top, 1), "logprob"));
+    return a - b;
+}
+
 /* Evaluates prompt + completion[0..n_comp) in batches (seq 0 from pos 0),
  * keeping logits rows for steps 0..n_comp (the prediction after the prompt
  * and after each golden token). Returns the logits, n_steps x n_vocab. */
@@ -169,7 +202,7 @@ static float *teacher_forced(fwd_t *fw, const int32_t *toks, int n_prompt, int n
         int n = n_total - start < max_batch ? n_total - start : max_batch;
         for (int i = 0; i < n; i++) {
             int p = start + i;
-            batch[i] = (fwd_tok_t){toks[p], 0, p, p >= n_prompt - 1, n_prompt >= 2 && p < n_prompt};
+            batch[i] = (fwd_tok_t){toks[p], 0, p, p >= n_prompt - 1, p < n_prompt && fwd_prompt_order(fw, n_prompt, p)};
         }
         if (fwd_decode(fw, batch, n, err) != LF_OK) {
             free(out);
@@ -193,7 +226,8 @@ static int free_run(fwd_t *fw, const int32_t *prompt, int n_prompt, const int32_
     for (int start = 0; start < n_prompt; start += FREE_BATCH) {
         int n = n_prompt - start < FREE_BATCH ? n_prompt - start : FREE_BATCH;
         for (int i = 0; i < n; i++)
-            batch[i] = (fwd_tok_t){prompt[start + i], 0, start + i, start + i == n_prompt - 1, n_prompt >= 2};
+            batch[i] = (fwd_tok_t){prompt[start + i], 0, start + i, start + i == n_prompt - 1,
+                                   fwd_prompt_order(fw, n_prompt, start + i)};
         if (fwd_decode(fw, batch, n, err) != LF_OK)
             return -1;
     }
@@ -220,7 +254,7 @@ static void run_file(const char *golden_dir, const char *models_dir, const bar_t
     fwd_t *fw = NULL;
     const int max_batch = 128;
     dvec_t diffs = {0};
-    int argmax_diff = 0, steps = 0, rec = 0;
+    int argmax_diff = 0, steps = 0, rec = 0, big_flips = 0;
     static char line[1 << 22];
     int32_t prompt[MAX_TOK], comp[MAX_TOK], all[2 * MAX_TOK];
     while (fgets(line, sizeof line, fp)) {
@@ -274,9 +308,14 @@ static void run_file(const char *golden_dir, const char *models_dir, const bar_t
             float mx;
             double lse;
             lse_of(l, n_vocab, &mx, &lse);
-            if (argmax(l, n_vocab) != comp[s])
-                rec_diff++;
             json_object *top = json_object_array_get_idx(tops, (size_t)s);
+            if (argmax(l, n_vocab) != comp[s]) {
+                rec_diff++;
+                if (bar->flip_gap > 0 && golden_gap(top) >= bar->flip_gap)
+                    big_flips++;
+                if (getenv("GREEDY_VERBOSE"))
+                    tap_diag("  step %d: argmax differs, golden gap %.4f", s, golden_gap(top));
+            }
             for (size_t k = 0; k < json_object_array_length(top); k++) {
                 json_object *e = json_object_array_get_idx(top, k);
                 double glp = json_object_get_double(json_object_object_get(e, "logprob"));
@@ -332,8 +371,12 @@ static void run_file(const char *golden_dir, const char *models_dir, const bar_t
         tap_ok(p95 <= bar->p95, "%s: p95 |dlogprob| %.6f <= %g", bar->file, p95, bar->p95);
         if (bar->max_abs > 0)
             tap_ok(mx <= bar->max_abs, "%s: every |dlogprob| %.6f <= %g", bar->file, mx, bar->max_abs);
-        tap_ok(argmax_diff <= bar->max_argmax_diff, "%s: teacher-forced argmax differs at %d steps (<= %d)",
-               bar->file, argmax_diff, bar->max_argmax_diff);
+        if (bar->max_argmax_diff >= 0)
+            tap_ok(argmax_diff <= bar->max_argmax_diff, "%s: teacher-forced argmax differs at %d steps (<= %d)",
+                   bar->file, argmax_diff, bar->max_argmax_diff);
+        if (bar->flip_gap > 0)
+            tap_ok(big_flips == 0, "%s: teacher-forced argmax differs at %d steps, %d of them with a golden gap >= %g",
+                   bar->file, argmax_diff, big_flips, bar->flip_gap);
     }
     free(diffs.v);
     fwd_free(fw);

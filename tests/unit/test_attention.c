@@ -3,9 +3,14 @@
  * The reference below is the former implementation (one position at a
  * time: a gx_dot_f16_vec per score, one FMA row per position into 16 or 64
  * lane accumulators, double leftovers), which reproduces llama.cpp's
- * golden outputs. attn_run must give the same bits for every head size,
- * grouped-query ratio, context length, order and ISA level; positions past
- * each token's n_kv hold Inf and NaN so that reading them would show. */
+ * golden outputs, extended with what the model families need: the 2026
+ * reference's tinyBLAS K.q for prompt tokens and 256-cell padding, a
+ * sliding window (masked scores before the window start; the block table
+ * entries wholly before it are -1, as in the window pool, so reading them
+ * would show) and attention sinks. attn_run must give the same bits for
+ * every head size, grouped-query ratio, context length, order, variant and
+ * ISA level; positions past each token's n_kv hold Inf and NaN so that
+ * reading them would show. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +42,53 @@ static void ref_hsum_lanes(float *acc, int hd, float *out)
     }
 }
 
-/* One (token, head): K and V rows of the head are k[p * ld], v[p * ld]. */
+/* What differs between the cases of one head size: the numerics of the
+ * reference build, the window and the sinks. */
+typedef struct {
+    const char *name;
+    int kq_tiny;      /* attn_job_t.kq_tiny */
+    int32_t vec_pad;  /* attn_job_t.vec_pad */
+    int32_t window;   /* 0: full attention; else kv_start = n_kv - window */
+    int sinks;        /* per-head sink logits */
+} variant_t;
+
+static const variant_t variants[] = {
+    {"llama.cpp 2025", 0, 32, 0, 0},
+    {"llama.cpp 2026", 1, 256, 0, 0},
+    {"2026, window 17, sinks", 1, 256, 17, 1},
+    {"2026, window 40", 1, 256, 40, 0},
+};
+
+/* ggml_soft_max over s[0..n) (masked entries -inf) with an optional sink:
+ * 16-lane blocks through ggml_v_expf, the sink's term through expf. */
+static void ref_softmax(float *s, int32_t n, const float *sink)
+{
+    float max = -INFINITY;
+    for (int32_t i = 0; i < n; i++)
+        max = s[i] > max ? s[i] : max;
+    if (sink && *sink > max)
+        max = *sink;
+    double sum = 0.0;
+    for (int32_t i = 0; i < n; i += 16) {
+        float in[16], e[16];
+        for (int l = 0; l < 16; l++)
+            in[l] = i + l < n ? s[i + l] - max : -INFINITY;
+        gx_expf16(in, e);
+        for (int l = 0; l < 16 && i + l < n; l++)
+            s[i + l] = e[l];
+        sum += (double)gx_hsum16(e);
+    }
+    if (sink)
+        sum += (double)expf(*sink - max);
+    const float inv = (float)(1.0 / sum);
+    for (int32_t i = 0; i < n; i++)
+        s[i] *= inv;
+}
+
+/* One (token, head): K and V rows of the head are k[p * ld], v[p * ld];
+ * positions before start are masked. */
 static void ref_attn_one(const uint16_t *k, const uint16_t *v, int64_t ld, const float *q, int hd, int32_t n_kv,
-                         float scale, int tiny, float *out)
+                         float scale, int tiny, const variant_t *var, int32_t start, const float *sink, float *out)
 {
     uint16_t *q16 = malloc((size_t)hd * sizeof *q16), *p16 = malloc((size_t)n_kv * sizeof *p16);
     float *scores = malloc((size_t)n_kv * sizeof *scores);
@@ -47,16 +96,19 @@ static void ref_attn_one(const uint16_t *k, const uint16_t *v, int64_t ld, const
     double *left = calloc((size_t)hd, sizeof *left);
     fp16_row_from_fp32(q, q16, hd);
     for (int32_t p = 0; p < n_kv; p++)
-        scores[p] = gx_dot_f16_vec(k + p * ld, q16, hd) * scale;
-    gx_softmax_row(scores, n_kv);
+        scores[p] = p < start ? -INFINITY
+                    : tiny && var->kq_tiny && hd % 16 == 0 ? gx_dot_f16_tiny(k + p * ld, q16, hd) * scale
+                                                          : gx_dot_f16_vec(k + p * ld, q16, hd) * scale;
+    ref_softmax(scores, n_kv, sink);
     fp16_row_from_fp32(scores, p16, n_kv);
     if (tiny) {
         for (int32_t p = 0; p < n_kv; p++)
             ref_add_row(acc + (p % 16) * hd, fp16_to_fp32(p16[p]), v + p * ld, hd);
         ref_hsum_lanes(acc, hd, out);
     } else {
-        int64_t n_pad = ((int64_t)n_kv + 31) & ~(int64_t)31;
-        n_pad = n_pad < 32 ? 32 : n_pad;
+        const int64_t pad = var->vec_pad;
+        int64_t n_pad = ((int64_t)n_kv + pad - 1) / pad * pad;
+        n_pad = n_pad < pad ? pad : n_pad;
         const int32_t np = (int32_t)(n_pad & ~(int64_t)63) < n_kv ? (int32_t)(n_pad & ~(int64_t)63) : n_kv;
         if (np > 0) {
             for (int32_t p = 0; p < np; p++)
@@ -115,8 +167,11 @@ typedef struct {
     int64_t kv_dim;
     uint16_t *k_rows, *v_rows; /* [N_SEQ][MAX_CTX][kv_dim] as gathered */
     float *q;                  /* [N_TOK][n_head * hd] */
+    float *sinks;              /* [n_head] */
     const int32_t *blocks[N_TOK];
     int32_t n_kv[N_TOK];
+    int32_t start[N_TOK];      /* per variant: the window's first position */
+    int32_t *wtab[N_TOK];      /* per variant: block tables with -1 before the window */
     uint8_t order[N_TOK];
 } fixture_t;
 
@@ -175,18 +230,41 @@ static int fixture_make(const attn_case_t *c, fixture_t *fx)
     const int64_t qn = (int64_t)N_TOK * c->n_head * c->hd;
     for (int64_t i = 0; i < qn; i++)
         fx->q[i] = rnd() * (i % 5 == 0 ? 3.0f : 1.5f);
+    if (!(fx->sinks = malloc((size_t)c->n_head * sizeof(float))))
+        return 0;
+    for (int h = 0; h < c->n_head; h++)
+        fx->sinks[h] = rnd() * 4.0f;
+    for (int t = 0; t < N_TOK; t++)
+        if (!(fx->wtab[t] = malloc((size_t)(MAX_CTX / bt + 1) * sizeof(int32_t))))
+            return 0;
     return 1;
+}
+
+/* The window of variant var: start positions and tables with the blocks
+ * wholly before the window set to -1. */
+static void fixture_window(const attn_case_t *c, fixture_t *fx, const variant_t *var)
+{
+    const int32_t bt = c->block_tokens;
+    for (int t = 0; t < N_TOK; t++) {
+        const int32_t n = fx->n_kv[t];
+        fx->start[t] = var->window && n > var->window ? n - var->window : 0;
+        for (int32_t b = 0; b * bt < n; b++)
+            fx->wtab[t][b] = (b + 1) * bt <= fx->start[t] ? -1 : fx->blocks[t][b];
+    }
 }
 
 static void fixture_free(fixture_t *fx)
 {
+    for (int t = 0; t < N_TOK; t++)
+        free(fx->wtab[t]);
+    free(fx->sinks);
     kv_free(fx->kv);
     free(fx->k_rows);
     free(fx->v_rows);
     free(fx->q);
 }
 
-static void reference(const attn_case_t *c, const fixture_t *fx, float *out)
+static void reference(const attn_case_t *c, const fixture_t *fx, const variant_t *var, float *out)
 {
     const int n_rep = c->n_head / c->n_head_kv;
     const int prev = gx_set_level(GX_LEVEL_PORTABLE);
@@ -195,12 +273,13 @@ static void reference(const attn_case_t *c, const fixture_t *fx, float *out)
             const size_t row0 = (size_t)(t / 2) * MAX_CTX * (size_t)fx->kv_dim + (size_t)(h / n_rep * c->hd);
             const int64_t qo = ((int64_t)t * c->n_head + h) * c->hd;
             ref_attn_one(fx->k_rows + row0, fx->v_rows + row0, fx->kv_dim, fx->q + qo, c->hd, fx->n_kv[t],
-                         1.0f / sqrtf((float)c->hd), fx->order[t] == ATTN_ORDER_TINY, out + qo);
+                         1.0f / sqrtf((float)c->hd), fx->order[t] == ATTN_ORDER_TINY, var, fx->start[t],
+                         var->sinks ? &fx->sinks[h] : NULL, out + qo);
         }
     gx_set_level(prev);
 }
 
-static void run(const attn_case_t *c, const fixture_t *fx, tpool_t *pool, float *out)
+static void run(const attn_case_t *c, const fixture_t *fx, const variant_t *var, tpool_t *pool, float *out)
 {
     const int32_t n_rep = c->n_head / c->n_head_kv;
     const int64_t stride = attn_scratch_floats(MAX_CTX, c->hd, n_rep);
@@ -208,7 +287,10 @@ static void run(const attn_case_t *c, const fixture_t *fx, tpool_t *pool, float 
     float *scratch = malloc((size_t)(stride * nth) * sizeof(float));
     attn_job_t job = {
         .n_tok = N_TOK, .n_head = c->n_head, .n_head_kv = c->n_head_kv, .head_dim = c->hd,
-        .q = fx->q, .out = out, .kv = fx->kv, .layer = LAYER, .blocks = fx->blocks, .n_kv = fx->n_kv,
+        .q = fx->q, .out = out, .kv = fx->kv, .layer = LAYER,
+        .blocks = var->window ? (const int32_t *const *)fx->wtab : fx->blocks, .n_kv = fx->n_kv,
+        .kv_start = var->window ? fx->start : NULL, .sinks = var->sinks ? fx->sinks : NULL,
+        .kq_tiny = var->kq_tiny, .vec_pad = var->vec_pad,
         .scale = 1.0f / sqrtf((float)c->hd), .order = fx->order, .n_ctx = MAX_CTX,
         .scratch = scratch, .scratch_stride = stride,
     };
@@ -253,17 +335,22 @@ int main(void)
         }
         const size_t n_out = (size_t)N_TOK * (size_t)(c->n_head * c->hd);
         float *want = malloc(n_out * sizeof(float)), *got = malloc(n_out * sizeof(float));
-        reference(c, &fx, want);
-        for (int lv = GX_LEVEL_PORTABLE; lv <= max_level; lv++) {
-            gx_set_level(lv);
-            memset(got, 0xff, n_out * sizeof(float));
-            run(c, &fx, lv == max_level ? pool : NULL, got);
-            const int bad = compare(c, got, want);
-            tap_ok(bad == 0, "head_dim %d, %d/%d heads, blocks of %d, %s%s: all n_kv, both orders bitwise (%d differ)",
-                   c->hd, c->n_head, c->n_head_kv, c->block_tokens, level_names[lv], lv == max_level ? ", 2 threads" : "",
-                   bad);
+        for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; vi++) {
+            const variant_t *var = &variants[vi];
+            fixture_window(c, &fx, var);
+            reference(c, &fx, var, want);
+            for (int lv = GX_LEVEL_PORTABLE; lv <= max_level; lv++) {
+                gx_set_level(lv);
+                memset(got, 0xff, n_out * sizeof(float));
+                run(c, &fx, var, lv == max_level ? pool : NULL, got);
+                const int bad = compare(c, got, want);
+                tap_ok(bad == 0,
+                       "head_dim %d, %d/%d heads, blocks of %d, %s, %s%s: all n_kv, both orders bitwise (%d differ)",
+                       c->hd, c->n_head, c->n_head_kv, c->block_tokens, var->name, level_names[lv],
+                       lv == max_level ? ", 2 threads" : "", bad);
+            }
+            gx_set_level(GX_LEVEL_AVX512);
         }
-        gx_set_level(GX_LEVEL_AVX512);
         free(want);
         free(got);
         fixture_free(&fx);

@@ -1,5 +1,7 @@
 /* test_forward.c - the forward pass as the scheduler uses it: batch
- * invariance, prefix reuse, the KV budget and input validation. */
+ * invariance, prefix reuse, the KV budget and input validation, on llama,
+ * qwen2 and the model families (mixtures of experts, sliding windows,
+ * sinks: their prompts and generations run past the windows). */
 #include "engine/model/forward.h"
 #include "tap.h"
 
@@ -39,29 +41,29 @@ static void test_batch_invariance(const model_t *m, const char *name)
 {
     fwd_opts_t o = {.n_seq = 4, .n_ctx = 256, .max_batch = 64, .n_threads = 2};
     fwd_t *f = fwd_create(m, &o, NULL);
-    int32_t pa[24], pb[37], pc[9], next[6] = {5, 17, 99, 3, 42, 7};
-    for (int i = 0; i < 37; i++) {
-        if (i < 24)
+    int32_t pa[44], pb[77], pc[9], next[6] = {5, 17, 99, 3, 42, 7};
+    for (int i = 0; i < 77; i++) {
+        if (i < 44)
             pa[i] = (i * 7 + 3) % n_vocab;
         pb[i] = (i * 13 + 11) % n_vocab;
         if (i < 9)
             pc[i] = (i * 5 + 1) % n_vocab;
     }
-    float *alone = run_alone(f, 0, pa, 24, next, 6);
+    float *alone = run_alone(f, 0, pa, 44, next, 6);
     /* the same sequence decoded in a batch with two others, whose prompts
      * are prefilled in the same batches */
     fwd_seq_rm(f, 0);
     fwd_seq_rm(f, 1);
     fwd_seq_rm(f, 2);
-    fwd_prefill(f, 1, pb, 37, false, NULL);
-    fwd_prefill(f, 0, pa, 24, true, NULL);
+    fwd_prefill(f, 1, pb, 77, false, NULL);
+    fwd_prefill(f, 0, pa, 44, true, NULL);
     fwd_prefill(f, 2, pc, 9, true, NULL);
     lf_code_t rc = LF_OK;
     for (int i = 0; i < 6 && rc == LF_OK; i++) {
         fwd_tok_t batch[3] = {
             {next[(i + 2) % 6], 2, 9 + i, true, false},
-            {next[i], 0, 24 + i, true, false},
-            {next[(i + 1) % 6], 1, 37 + i, true, false},
+            {next[i], 0, 44 + i, true, false},
+            {next[(i + 1) % 6], 1, 77 + i, true, false},
         };
         rc = fwd_decode(f, batch, 3, NULL);
     }
@@ -78,10 +80,15 @@ static void test_prefix_reuse(const model_t *m, const char *name)
     int32_t p[70];
     for (int i = 0; i < 70; i++)
         p[i] = (i * 31 + 7) % n_vocab;
-    /* uncached reference: the 70-token prompt in one go */
-    fwd_prefill(f, 0, p, 70, true, NULL);
+    /* uncached reference: the 70-token prompt in chunks of 32, registering
+     * the first 60 positions (3 full blocks) as they are computed, as the
+     * scheduler does (sliding-window layers give their early blocks back
+     * during the prompt: registered first, they stay cached) */
+    for (int32_t a = 0; a < 70; a += 32) {
+        fwd_prefill(f, 0, p + a, a + 32 < 70 ? 32 : 70 - a, a + 32 >= 70, NULL);
+        fwd_seq_commit(f, 0, p, 60);
+    }
     float *ref = copy_logits(f, 0);
-    fwd_seq_commit(f, 0, p, 60); /* register the first 60 positions: 3 full blocks */
     int32_t reused = fwd_seq_attach_prefix(f, 1, p, 70);
     tap_ok(reused == 48 && fwd_seq_len(f, 1) == 48, "%s: prefix of 3 blocks reused (%d)", name, reused);
     lf_code_t rc = fwd_prefill(f, 1, p + reused, 70 - reused, true, NULL);
@@ -152,7 +159,9 @@ static void test_budget_and_errors(const model_t *m)
 int main(void)
 {
     const char *dir = tap_env_dir("LLM_MODELS_DIR", "../shared/models");
-    const char *files[] = {"stories260K.gguf", "tiny256-q4_k_m.gguf", "tinyqwen2-q8_0.gguf"};
+    const char *files[] = {"stories260K.gguf",      "tiny256-q4_k_m.gguf",   "tinyqwen2-q8_0.gguf",
+                           "tinyqwen3moe-q8_0.gguf", "tinygemma3-q8_0.gguf", "tinygptoss-f32.gguf",
+                           "tinyphi3-q8_0.gguf"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);

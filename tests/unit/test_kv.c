@@ -159,10 +159,147 @@ static void test_eviction(void)
     kv_free(kv);
 }
 
+/* ---- sliding-window layers ---- */
+
+/* Layers 0 and 2 full, 1 and 3 with a window of 6 positions; blocks of 4;
+ * max_batch 4: a sequence holds at most (6 - 1 + 4 + 3) / 4 + 3 = 6 window
+ * blocks. */
+static const bool swa4[4] = {false, true, false, true};
+
+static kv_cache_t *make_swa(int32_t n_blocks, int32_t n_blocks_swa, int32_t n_seq)
+{
+    kv_opts_t o = {.n_layer = 4, .kv_dim = 8, .block_tokens = 4, .n_blocks = n_blocks, .n_seq = n_seq,
+                   .max_seq_len = 64, .layer_swa = swa4, .n_swa = 6, .n_blocks_swa = n_blocks_swa, .max_batch = 4};
+    return kv_create(&o, NULL);
+}
+
+/* Appends positions [a, b) to seq in steps of at most 4 (as the forward
+ * pass does: reserve, write every layer, set the length), committing the
+ * prompt's full blocks after each step when toks is given. */
+static lf_code_t grow(kv_cache_t *kv, int32_t seq, int32_t a, int32_t b, uint16_t tag, const int32_t *toks)
+{
+    uint16_t k[8], v[8];
+    for (int32_t p0 = a; p0 < b; p0 += 4) {
+        const int32_t p1 = p0 + 4 < b ? p0 + 4 : b;
+        lf_code_t rc = kv_seq_reserve(kv, seq, p1, NULL);
+        if (rc != LF_OK)
+            return rc;
+        for (int32_t p = p0; p < p1; p++)
+            for (int l = 0; l < 4; l++) {
+                for (int c = 0; c < 8; c++)
+                    k[c] = v[c] = (uint16_t)(tag + p + c + 1000 * l);
+                kv_store(kv, l, seq, p, k, v);
+            }
+        kv_seq_set_len(kv, seq, p1);
+        if (toks)
+            kv_seq_commit(kv, seq, toks, p1);
+    }
+    return LF_OK;
+}
+
+/* Window blocks of seq held (table entries >= 0). */
+static int held_window(const kv_cache_t *kv, int32_t seq)
+{
+    const int32_t *t = kv_seq_table(kv, seq, 1);
+    int n = 0;
+    for (int32_t i = 0; i < (kv_seq_len(kv, seq) + 3) / 4; i++)
+        n += t[i] >= 0;
+    return n;
+}
+
+static void test_window_pool(void)
+{
+    kv_opts_t o = {.n_layer = 4, .kv_dim = 8, .block_tokens = 4, .n_blocks = 40, .n_seq = 2, .max_seq_len = 64,
+                   .layer_swa = swa4, .n_swa = 6, .max_batch = 4};
+    tap_ok(kv_swa_blocks_per_seq(&o) == 6, "window blocks per sequence: (window - 1 + batch) / block + 3");
+    o.layer_swa = NULL;
+    tap_ok(kv_swa_blocks_per_seq(&o) == 0, "no window layers: no window pool");
+    kv_cache_t *kv = make_swa(40, 0, 2);
+    tap_ok(kv && kv_n_blocks_swa(kv) == 12, "default window pool: every sequence's window (%d blocks)",
+           kv ? kv_n_blocks_swa(kv) : -1);
+    tap_ok(kv_layer_window(kv, 1) == 6 && kv_layer_window(kv, 2) == 0, "layer windows");
+    /* per block: 2 layers x 4 positions x 8 values, K and V, F16 */
+    tap_ok(kv_bytes(kv) == 4ull * 2 * 4 * 8 * (40 + 12), "bytes: main pool of 2 layers + window pool of 2 layers");
+    tap_ok(grow(kv, 0, 0, 40, 100, NULL) == LF_OK, "a 40-position sequence fits");
+    tap_ok(kv_blocks_in_use(kv) == 10 && held_window(kv, 0) <= 3 && kv_blocks_in_use_swa(kv) == held_window(kv, 0),
+           "the main pool holds 10 blocks, the window layers only %d", held_window(kv, 0));
+    tap_ok(kv_bytes_in_use(kv) == 4ull * 2 * 4 * 8 * (uint64_t)(10 + held_window(kv, 0)), "bytes in use");
+    /* what the next position (40) attends: 35..40; all still readable */
+    int ok = 1;
+    for (int32_t p = 35; p < 40; p++)
+        ok &= k_at(kv, 1, 0, p, 3) == (uint16_t)(100 + p + 3 + 1000) && k_at(kv, 3, 0, p, 0) == (uint16_t)(100 + p + 3000);
+    tap_ok(ok, "the window's positions keep their values in the window layers");
+    tap_ok(k_at(kv, 2, 0, 1, 1) == (uint16_t)(100 + 1 + 1 + 2000), "full layers keep every position");
+    const int32_t *t = kv_seq_table(kv, 0, 3);
+    /* given back at the last reservation (length 36): blocks wholly before
+     * 36 - 6 + 1 = 31, i.e. 0..6 */
+    tap_ok(t[0] == -1 && t[6] == -1 && t[7] >= 0 && t[9] >= 0 && kv_seq_table(kv, 0, 0)[0] >= 0,
+           "window tables: blocks behind the window given back (-1)");
+    /* a second sequence in the same pool, then everything back */
+    tap_ok(grow(kv, 1, 0, 64, 200, NULL) == LF_OK && kv_blocks_in_use_swa(kv) <= 6, "two long sequences share the pool");
+    kv_seq_release(kv, 0);
+    kv_seq_release(kv, 1);
+    tap_ok(kv_blocks_in_use(kv) == 0 && kv_blocks_in_use_swa(kv) == 0 && kv_bytes_in_use(kv) == 0, "all back");
+    kv_free(kv);
+
+    /* a window pool too small for a second sequence: NOMEM, nothing taken */
+    kv = make_swa(40, 4, 2);
+    tap_ok(grow(kv, 0, 0, 8, 1, NULL) == LF_OK && kv_blocks_in_use_swa(kv) == 2, "first sequence: 2 window blocks");
+    tap_ok(kv_fits_new(kv, 7) && !kv_fits_new(kv, 8), "fits_new counts the window pool (2 free blocks)");
+    lf_err_t err;
+    const int32_t before = kv_blocks_in_use(kv);
+    tap_ok(kv_seq_reserve(kv, 1, 12, &err) == LF_ERR_NOMEM && kv_blocks_in_use(kv) == before &&
+               kv_seq_len(kv, 1) == 0,
+           "window pool full: LF_ERR_NOMEM, nothing taken (%s)", err.msg);
+    kv_free(kv);
+}
+
+static void test_window_prefix(void)
+{
+    kv_cache_t *kv = make_swa(40, 0, 3);
+    int32_t toks[40];
+    for (int i = 0; i < 40; i++)
+        toks[i] = 7000 + i;
+    /* committed step by step (the scheduler commits after every prompt
+     * chunk), so every window block is registered before it is given back */
+    grow(kv, 0, 0, 26, 50, toks);
+    int32_t got = kv_seq_attach_prefix(kv, 1, toks, 40);
+    tap_ok(got == 24, "window layers: the whole committed prefix is reused (%d)", got);
+    tap_ok(kv_seq_table(kv, 1, 1)[3] == -1 && kv_seq_table(kv, 1, 1)[4] == kv_seq_table(kv, 0, 1)[4] &&
+               kv_seq_table(kv, 1, 1)[5] == kv_seq_table(kv, 0, 1)[5],
+           "the attached window is positions 19..23: blocks 4 and 5, shared");
+    tap_ok(k_at(kv, 3, 1, 21, 2) == (uint16_t)(50 + 21 + 2 + 3000) && k_at(kv, 0, 1, 2, 0) == (uint16_t)(50 + 2),
+           "attached positions hold the owner's values");
+    kv_seq_release(kv, 1);
+    /* the owner goes on and gives its early window blocks back: they stay
+     * cached (registered), so a prefix ending earlier is still reusable */
+    grow(kv, 0, 26, 40, 50, toks);
+    got = kv_seq_attach_prefix(kv, 1, toks, 13);
+    tap_ok(got == 12, "a shorter prefix whose window blocks were given back but cached (%d)", got);
+    kv_seq_release(kv, 1);
+    kv_seq_release(kv, 0);
+    /* committed only at the end: the early window blocks were never
+     * registered, so only prefixes whose window was still held match */
+    int32_t other[40];
+    for (int i = 0; i < 40; i++)
+        other[i] = 9000 + i;
+    grow(kv, 2, 0, 40, 60, NULL);
+    kv_seq_commit(kv, 2, other, 40);
+    tap_ok(kv_seq_attach_prefix(kv, 1, other, 40) == 36, "commit at the end: the last window is reusable");
+    kv_seq_release(kv, 1);
+    tap_ok(kv_seq_attach_prefix(kv, 1, other, 20) == 0,
+           "a prefix whose window was given back before the commit is recomputed (0 reused)");
+    kv_seq_release(kv, 1);
+    kv_seq_release(kv, 2);
+    kv_free(kv);
+}
+
 int main(void)
 {
     test_basics();
     test_prefix();
     test_eviction();
+    test_window_pool();
+    test_window_prefix();
     return tap_done();
 }

@@ -1,4 +1,10 @@
-/* arch.c - the table of supported architectures. */
+/* arch.c - the table of supported architectures.
+ *
+ * Each row states what llama.cpp's loader and graph for that architecture
+ * do (src/models/<arch>.cpp of the reference tree); fields left out are
+ * false / 0 / the first enum value: no biases, no q/k norm, rope on every
+ * layer, full attention, SwiGLU FFN with ffn_norm as its input norm.
+ */
 #include "engine/model/arch.h"
 
 #include <string.h>
@@ -6,9 +12,41 @@
 static const arch_desc_t archs[] = {
     /* Llama 2/3.x, TinyLlama, SmolLM/SmolLM2, Mistral-style: interleaved
      * rope pairs, no biases; llama3 rope scaling comes from rope_freqs. */
-    {"llama", false, false, 10000.0f, 1e-5f},
+    {.name = "llama", .ffn_norm = "ffn_norm", .default_rope_theta = 10000.0f, .default_rms_eps = 1e-5f},
     /* Qwen2/2.5: q/k/v biases, NEOX rope, base 1e6 by convention. */
-    {"qwen2", true, true, 1000000.0f, 1e-6f},
+    {.name = "qwen2", .rope_neox = true, .ffn_norm = "ffn_norm",
+     .default_rope_theta = 1000000.0f, .default_rms_eps = 1e-6f},
+    /* Qwen3 dense: per-head RMS norm of q and k before NEOX rope, no biases. */
+    {.name = "qwen3", .qk_norm = true, .rope_neox = true, .ffn_norm = "ffn_norm", .ref_2026 = true,
+     .default_rope_theta = 1000000.0f, .default_rms_eps = 1e-6f},
+    /* Qwen3 MoE (30B-A3B, 235B-A22B): qwen3 attention; every layer a
+     * mixture of experts, softmax router, top-k renormalised. */
+    {.name = "qwen3moe", .qk_norm = true, .rope_neox = true, .ffn_norm = "ffn_norm", .ffn = ARCH_FFN_MOE,
+     .gating = ARCH_GATING_SOFTMAX, .moe_norm_w = true, .ref_2026 = true,
+     .default_rope_theta = 1000000.0f, .default_rms_eps = 1e-6f},
+    /* Gemma 3: local (sliding-window) layers in a period of 6 with their own
+     * rope base, q/k norms, q scaled before q.k, post-attention and post-FFN
+     * norms, embeddings scaled by sqrt(n_embd), GeGLU (tanh), tied output. */
+    {.name = "gemma3", .qk_norm = true, .q_prescale = true, .rope_neox = true, .swa = ARCH_SWA_PATTERN,
+     .swa_pattern = 6, .swa_rope_base = 10000.0f, .post_norms = true, .embd_scale = true, .ffn_norm = "ffn_norm", .act = ARCH_ACT_GELU_TANH,
+     .ref_2026 = true, .default_rope_theta = 1000000.0f, .default_rms_eps = 1e-6f},
+    /* Phi-3/3.5/4-mini: fused attn_qkv and gate|up, NEOX rope (partial
+     * rotary and LongRoPE factor tensors when the file has them), q scaled
+     * before q.k; the sliding window key is ignored, as llama.cpp does. */
+    {.name = "phi3", .q_prescale = true, .rope_neox = true, .swa = ARCH_SWA_IGNORED,
+     .ffn_norm = "ffn_norm", .ffn = ARCH_FFN_GATED_FUSED, .ref_2026 = true, .default_rope_theta = 10000.0f,
+     .default_rms_eps = 1e-5f},
+    /* SmolLM3: llama layers, every fourth layer without rope. */
+    {.name = "smollm3", .no_rope_step = 4, .ffn_norm = "ffn_norm", .ref_2026 = true,
+     .default_rope_theta = 10000.0f, .default_rms_eps = 1e-6f},
+    /* gpt-oss: q/k/v/o biases, attention sinks, sliding window on even
+     * layers, YaRN rope; MoE with router and expert biases, softmax over the
+     * top-k logits, swiglu-oai; the MoE input norm is post_attention_norm. */
+    {.name = "gpt-oss", .attn_sinks = true, .rope_neox = true,
+     .swa = ARCH_SWA_PATTERN, .swa_pattern = 2, .swa_required = true, .ffn_norm = "post_attention_norm",
+     .ffn = ARCH_FFN_MOE, .act = ARCH_ACT_SWIGLU_OAI, .gating = ARCH_GATING_SOFTMAX_TOPK, .moe_biases = true,
+     .output_required = true, .out_rows_late = true, .ref_2026 = true, .default_rope_theta = 10000.0f,
+     .default_rms_eps = 1e-5f},
 };
 
 const arch_desc_t *arch_find(const char *name)
@@ -21,5 +59,5 @@ const arch_desc_t *arch_find(const char *name)
 
 const char *arch_supported_list(void)
 {
-    return "llama, qwen2";
+    return "llama, qwen2, qwen3, qwen3moe, gemma3, phi3, smollm3, gpt-oss";
 }

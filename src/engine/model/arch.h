@@ -1,20 +1,85 @@
 /* arch.h - what distinguishes one transformer architecture from another.
  *
  * The forward pass is one decoder-only, pre-norm transformer; an
- * architecture is a description of its differences (biases, rope style,
- * tied output, ...). Adding qwen3, phi3 or gemma2 means adding a row to the
- * table in arch.c (and, where the maths differs, a flag the forward pass
- * honours), not copying the forward pass.
+ * architecture is a row of the table in arch.c describing its differences
+ * (which tensors exist, biases, norms, rope, sliding windows, the FFN kind,
+ * mixture of experts...). The forward pass honours every flag; adding a
+ * family means adding a row (and, where the maths differs from every
+ * existing flag, a new flag the forward pass honours), never copying the
+ * forward pass. docs/model-families.md explains how to add one.
+ *
+ * The rows are constant data; arch_find() returns a pointer into the table.
  */
 #ifndef LF_ARCH_H
 #define LF_ARCH_H
 
 #include <stdbool.h>
 
+/* Every architecture accepts what the 2026 llama.cpp loader accepts for all
+ * of them: a fused attn_qkv (q | k | v rows) in place of attn_q/k/v, and
+ * optional q/k/v biases (qwen2, gpt-oss) and attn_output bias (gpt-oss). */
+
+/* The feed-forward block. */
+typedef enum {
+    ARCH_FFN_GATED = 0,   /* down(act(gate x) * up x): ffn_gate, ffn_up, ffn_down */
+    ARCH_FFN_GATED_FUSED, /* one ffn_up of 2 * n_ff rows, gate rows first (phi3) */
+    ARCH_FFN_MOE,         /* router ffn_gate_inp + experts ffn_{gate,up,down}_exps */
+} arch_ffn_t;
+
+/* The gate activation act(g) * u of the FFN (or of every expert). */
+typedef enum {
+    ARCH_ACT_SILU = 0,    /* silu(g) * u (SwiGLU) */
+    ARCH_ACT_GELU_TANH,   /* gelu_tanh(g) * u (GeGLU, ggml's F16 table) */
+    ARCH_ACT_SWIGLU_OAI,  /* gpt-oss: x = min(g, 7), x * sigmoid(1.702 x) * (clamp(u, -7, 7) + 1) */
+} arch_act_t;
+
+/* How the router's logits become expert weights (MoE). */
+typedef enum {
+    ARCH_GATING_SOFTMAX = 0,    /* softmax over all experts, top-k of the probabilities */
+    ARCH_GATING_SOFTMAX_TOPK,   /* top-k of the logits, softmax over the k chosen (gpt-oss) */
+} arch_gating_t;
+
+/* Sliding-window attention. */
+typedef enum {
+    ARCH_SWA_NONE = 0,     /* every layer attends to the whole context */
+    ARCH_SWA_PATTERN,      /* attention.sliding_window W on the layers of the
+                              pattern (attention.sliding_window_pattern, an
+                              integer n: layer il is local iff il % n < n - 1,
+                              or a per-layer bool array; default swa_pattern) */
+    ARCH_SWA_IGNORED,      /* the key may be present but llama.cpp ignores it (phi3) */
+} arch_swa_t;
+
 typedef struct {
-    const char *name;      /* general.architecture */
-    bool qkv_bias;         /* attn_{q,k,v}.bias may be present (qwen2) */
-    bool rope_neox;        /* rotate pairs (i, i + n_rot/2) instead of (2i, 2i+1) */
+    const char *name;         /* general.architecture */
+    /* attention */
+    bool qk_norm;             /* attn_q_norm / attn_k_norm: per-head RMS norm of q and k before rope */
+    bool q_prescale;          /* q *= 1/sqrt(head_dim) before q.k (the scores are then not scaled) */
+    bool attn_sinks;          /* attn_sinks: one extra softmax logit per head, no value (gpt-oss) */
+    bool rope_neox;           /* rotate pairs (i, i + n_rot/2) instead of (2i, 2i+1) */
+    int no_rope_step;         /* > 0: layer il has no rope iff (il + 1) % step == 0 (smollm3) */
+    arch_swa_t swa;
+    int swa_pattern;          /* default pattern period for ARCH_SWA_PATTERN */
+    bool swa_required;        /* attention.sliding_window must be present */
+    float swa_rope_base;      /* > 0: local layers' default rope base (scale 1), overridden by
+                                 rope.freq_base_swa; 0: local layers use the global rope */
+    /* block */
+    bool post_norms;          /* post_attention_norm and post_ffw_norm on the two branch outputs (gemma3) */
+    bool embd_scale;          /* embeddings * sqrt(n_embd) (gemma) */
+    const char *ffn_norm;     /* the FFN's input norm tensor ("ffn_norm"; gpt-oss: "post_attention_norm") */
+    arch_ffn_t ffn;
+    arch_act_t act;
+    /* mixture of experts (ARCH_FFN_MOE) */
+    arch_gating_t gating;
+    bool moe_norm_w;          /* divide the k weights by their sum (clamped at 6.1e-5) */
+    bool moe_biases;          /* router and expert biases (gpt-oss) */
+    /* output */
+    bool output_required;     /* output.weight must be present (no tying) */
+    bool out_rows_late;       /* llama.cpp selects the logits rows after the last layer, not after its
+                                 attention (gpt-oss): only changes which rows take the decode order */
+    bool ref_2026;            /* numerics of the 2026 llama.cpp build the family's goldens come
+                                 from: the attended cache padded to 256 cells (decode order) and
+                                 K.q of prompt tokens through tinyBLAS; the llama/qwen2 goldens
+                                 come from an older build (32 cells, K.q by ggml_vec_dot_f16) */
     float default_rope_theta;
     float default_rms_eps;
 } arch_desc_t;

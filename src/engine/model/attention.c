@@ -32,6 +32,7 @@
  */
 #include "engine/model/attention.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "engine/model/attn_lanes.h"
@@ -80,9 +81,10 @@ int64_t attn_scratch_floats(int32_t n_ctx, int32_t head_dim, int32_t n_rep)
     return round16((int64_t)(scratch_layout(NULL, n_ctx, head_dim, NULL) / sizeof(float)));
 }
 
-/* One work item: token t, KV head kvh, query heads h0 .. h0 + ng - 1. */
+/* One work item: token t, KV head kvh, query heads h0 .. h0 + ng - 1;
+ * positions start .. n_kv-1, in chunks c_lo .. nch-1. */
 typedef struct {
-    int32_t t, kvh, h0, ng, n_kv, nch;
+    int32_t t, kvh, h0, ng, n_kv, nch, start, c_lo;
 } attn_item_t;
 
 static float *head_out(const attn_job_t *job, const attn_item_t *it, int g)
@@ -90,22 +92,58 @@ static float *head_out(const attn_job_t *job, const attn_item_t *it, int g)
     return job->out + ((int64_t)it->t * job->n_head + it->h0 + g) * job->head_dim;
 }
 
+/* ggml_soft_max with sinks (ggml_soft_max_add_sinks) over s[0..n): the
+ * maximum includes the sink, the sum gets expf(sink - max) in double after
+ * the 16-lane blocks (ggml_vec_soft_max_f32 on a row padded with masked
+ * cells, as ggml's is). */
+static void softmax_sink(float *s, int64_t n, float sink)
+{
+    float max = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        max = s[i] > max ? s[i] : max;
+    max = max > sink ? max : sink;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i += 16) {
+        float in[16];
+        const int64_t m = n - i < 16 ? n - i : 16;
+        for (int64_t l = 0; l < 16; l++)
+            in[l] = l < m ? s[i + l] - max : -INFINITY;
+        float e[16];
+        gx_expf16(in, e);
+        memcpy(s + i, e, (size_t)m * sizeof(float));
+        sum += (double)gx_hsum16(e);
+    }
+    sum += (double)expf(sink - max);
+    const float inv = (float)(1.0 / sum);
+    for (int64_t i = 0; i < n; i++)
+        s[i] *= inv;
+}
+
 /* Scores of the group's heads, softmax, and the probabilities rounded to
- * F16 (zero past n_kv up to the chunk end). */
+ * F16 (zero before start and past n_kv, to the chunk ends). */
 static void attn_scores(const attn_job_t *job, const attn_lanes_t *L, const attn_item_t *it, const attn_scr_t *s,
                         int64_t n16)
 {
     const int32_t hd = job->head_dim, bt = kv_block_tokens(job->kv);
+    const int32_t lo = it->c_lo * ATTN_CHUNK;
     for (int g = 0; g < it->ng; g++) {
         const float *q = job->q + ((int64_t)it->t * job->n_head + it->h0 + g) * hd;
         L->round16(q, hd, s->qf + (int64_t)g * hd);
     }
-    for (int32_t c = 0; c < it->nch; c++)
-        L->kq(s->kc[c], bt, s->qf, it->ng, hd, job->scale, s->scores + (int64_t)c * ATTN_CHUNK, n16);
+    /* the 2026 reference scores prompt tokens with tinyBLAS (hd % 16 == 0) */
+    const bool tiny = job->kq_tiny && hd % 16 == 0 && job->order && job->order[it->t] == ATTN_ORDER_TINY;
+    for (int32_t c = it->c_lo; c < it->nch; c++)
+        (tiny ? L->kq_tiny : L->kq)(s->kc[c], bt, s->qf, it->ng, hd, job->scale, s->scores + (int64_t)c * ATTN_CHUNK,
+                                     n16);
     for (int g = 0; g < it->ng; g++) {
         float *sc = s->scores + g * n16;
-        gx_softmax_row(sc, it->n_kv);
-        L->round16(sc, it->n_kv, sc);
+        for (int32_t p = lo; p < it->start; p++)
+            sc[p] = -INFINITY; /* outside the window: llama.cpp's mask */
+        if (job->sinks)
+            softmax_sink(sc + lo, it->n_kv - lo, job->sinks[it->h0 + g]);
+        else
+            gx_softmax_row(sc + lo, it->n_kv - lo);
+        L->round16(sc + lo, it->n_kv - lo, sc + lo);
         memset(sc + it->n_kv, 0, (size_t)((int64_t)it->nch * ATTN_CHUNK - it->n_kv) * sizeof *sc);
     }
 }
@@ -118,20 +156,23 @@ static void attn_pv_vec(const attn_job_t *job, const attn_lanes_t *L, const attn
                         int64_t n16)
 {
     const int32_t hd = job->head_dim, bt = kv_block_tokens(job->kv), n_kv = it->n_kv;
-    int64_t n_pad = ((int64_t)n_kv + 31) & ~(int64_t)31;
-    if (n_pad < 32)
-        n_pad = 32;
+    const int64_t pad = job->vec_pad > 0 ? job->vec_pad : 32;
+    int64_t n_pad = ((int64_t)n_kv + pad - 1) / pad * pad;
+    if (n_pad < pad)
+        n_pad = pad;
     const int32_t np = (int32_t)(n_pad & ~(int64_t)63) < n_kv ? (int32_t)(n_pad & ~(int64_t)63) : n_kv;
     const int64_t set = (int64_t)it->ng * hd * ATTN_CHUNK;
-    if (np > 0) {
+    if (np > it->c_lo * ATTN_CHUNK) {
         const int32_t c1 = (np + ATTN_CHUNK - 1) / ATTN_CHUNK;
+        /* accumulator j takes the chunks c with c % 4 == j, from c_lo */
         for (int j = 0; j < 4; j++)
-            L->pv(s->vc, bt, s->scores, n16, it->ng, j, c1, 4, np, hd, s->acc + j * set);
+            L->pv(s->vc, bt, s->scores, n16, it->ng, it->c_lo + (j - it->c_lo % 4 + 4) % 4, c1, 4, np, hd,
+                  s->acc + j * set);
         L->reduce4(s->acc, set);
     }
     for (int g = 0; g < it->ng; g++) {
         float *out = head_out(job, it, g);
-        if (np > 0) {
+        if (np > it->c_lo * ATTN_CHUNK) {
             L->hsum(s->acc + (int64_t)g * hd * ATTN_CHUNK, hd, out);
             for (int d = 0; d < hd; d++)
                 s->left[d] = (double)out[d];
@@ -141,7 +182,7 @@ static void attn_pv_vec(const attn_job_t *job, const attn_lanes_t *L, const attn
         }
         if (np == n_kv)
             continue;
-        for (int32_t c = np / ATTN_CHUNK; c < it->nch; c++) {
+        for (int32_t c = np / ATTN_CHUNK > it->c_lo ? np / ATTN_CHUNK : it->c_lo; c < it->nch; c++) {
             L->prod(s->vc[c], bt, s->scores + g * n16 + (int64_t)c * ATTN_CHUNK, hd, s->prod);
             const int32_t valid = n_kv - c * ATTN_CHUNK < ATTN_CHUNK ? n_kv - c * ATTN_CHUNK : ATTN_CHUNK;
             for (int d = 0; d < hd; d++) {
@@ -162,17 +203,19 @@ static void attn_item(const attn_job_t *job, const attn_lanes_t *L, attn_item_t 
     const int64_t n16 = round16(job->n_ctx);
     it->n_kv = job->n_kv[it->t];
     it->nch = (it->n_kv + ATTN_CHUNK - 1) / ATTN_CHUNK;
+    it->start = job->kv_start ? job->kv_start[it->t] : 0;
+    it->c_lo = it->start / ATTN_CHUNK;
     const int32_t *blocks = job->blocks[it->t];
     const int64_t head_off = (int64_t)it->kvh * hd * bt;
-    for (int32_t c = 0; c < it->nch; c++) {
+    for (int32_t c = it->c_lo; c < it->nch; c++) {
         const int32_t p = c * ATTN_CHUNK, b = blocks[p / bt];
         s->kc[c] = kv_block_k(job->kv, b, job->layer) + head_off + p % bt;
         s->vc[c] = kv_block_v(job->kv, b, job->layer) + head_off + p % bt;
     }
     attn_scores(job, L, it, s, n16);
-    if (job->order && job->order[it->t] == ATTN_ORDER_TINY) {
+    if (job->order && job->order[it->t] == ATTN_ORDER_TINY ) {
         /* tinyBLAS: lane p % 16 accumulates position p, one FMA each */
-        L->pv(s->vc, bt, s->scores, n16, it->ng, 0, it->nch, 1, it->n_kv, hd, s->acc);
+        L->pv(s->vc, bt, s->scores, n16, it->ng, it->c_lo, it->nch, 1, it->n_kv, hd, s->acc);
         for (int g = 0; g < it->ng; g++)
             L->hsum(s->acc + (int64_t)g * hd * ATTN_CHUNK, hd, head_out(job, it, g));
         return;

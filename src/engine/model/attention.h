@@ -7,11 +7,17 @@
  * probabilities before they meet V. ATTN_ORDER_VEC sums p * V as
  * ggml_vec_dot_f16 does (ggml's order for a single token), ATTN_ORDER_TINY
  * as llamafile's tinyBLAS (one 16-lane accumulator; ggml's order for
- * batches of >= 2 tokens). Grouped-query attention: head h reads KV head
+ * batches of >= 2 tokens); with kq_tiny, TINY tokens also take tinyBLAS's
+ * order for K.q (the 2026 reference; the older one used ggml_vec_dot_f16). Grouped-query attention: head h reads KV head
  * h / (n_head / n_head_kv). Work is split over (token, group of heads)
  * items, and each head's arithmetic depends only on its token, its head
  * and its order, never on the rest of the batch or on how heads are
  * grouped.
+ *
+ * Sliding window: a token with kv_start s attends positions s .. n_kv-1
+ * only (masked scores, -inf, as llama.cpp's mask); chunks wholly before s
+ * are never read. Sinks (gpt-oss) add exp(sink - max) to the softmax sum
+ * as ggml_soft_max_add_sinks does.
  *
  * The cache's block_tokens must be a multiple of ATTN_CHUNK (positions are
  * processed 16 at a time, see attn_lanes.h).
@@ -35,6 +41,15 @@ typedef struct {
     int32_t layer;
     const int32_t *const *blocks; /* [n_tok] block table of the token's sequence */
     const int32_t *n_kv;         /* [n_tok] positions to attend (pos + 1) */
+    const int32_t *kv_start;     /* NULL, or [n_tok] first position attended
+                                    (sliding window: earlier ones are masked;
+                                    block table entries before it may be -1) */
+    const float *sinks;          /* NULL, or [n_head] sink logits: one extra
+                                    softmax term per head, with no value */
+    bool kq_tiny;                /* ATTN_ORDER_TINY tokens also score K.q in
+                                    tinyBLAS's order (2026 reference build) */
+    int32_t vec_pad;             /* cells the reference pads the attended cache
+                                    to in the decode order (32 or 256; <= 0: 32) */
     float scale;                 /* 1 / sqrt(head_dim) */
     const uint8_t *order;        /* [n_tok] ATTN_ORDER_*, NULL: all VEC */
     int32_t n_ctx;               /* largest n_kv; sizes the scratch */

@@ -75,6 +75,20 @@ static void kq_c(const uint16_t *kc, int64_t stride, const float *qf, int ng, in
             out[g * out_stride + l] = kq_one_c(kc, stride, l, qf + g * hd, hd) * scale;
 }
 
+/* tinyBLAS<16>: one 16-lane accumulator over head_dim (hd % 16 == 0). */
+static void kq_tiny_c(const uint16_t *kc, int64_t stride, const float *qf, int ng, int hd, float scale, float *out,
+                      int64_t out_stride)
+{
+    for (int g = 0; g < ng; g++)
+        for (int l = 0; l < ATTN_CHUNK; l++) {
+            float acc[16] = {0};
+            for (int d = 0; d < hd; d += 16)
+                for (int j = 0; j < 16; j++)
+                    acc[j] = acc[j] + fp16_to_fp32(kc[(d + j) * stride + l]) * qf[g * hd + d + j]; /* exact product */
+            out[g * out_stride + l] = gx_hsum16(acc) * scale;
+        }
+}
+
 /* pv for dimensions [d0, d1) of every head; the other levels use it for
  * the dimensions their vector loops leave. */
 static void pv_dims_c(const uint16_t *const *vc, int64_t stride, const float *pw, int64_t p_stride, int ng,
@@ -119,7 +133,7 @@ static void prod_c(const uint16_t *vc, int64_t stride, const float *w, int hd, f
             prod[d * ATTN_CHUNK + l] = w[l] * fp16_to_fp32(vc[d * stride + l]);
 }
 
-static const attn_lanes_t lanes_c = {round16_c, kq_c, pv_c, reduce4_c, hsum_c, prod_c};
+static const attn_lanes_t lanes_c = {round16_c, kq_c, kq_tiny_c, pv_c, reduce4_c, hsum_c, prod_c};
 
 #ifdef AL_X86
 /* ---- AVX-512: a chunk's 16 lanes are one __m512 --------------------------- */
@@ -140,11 +154,26 @@ AL_AVX512 static void round16_512(const float *x, int n, float *y)
 
 /* For accumulator lane j and NG heads: ggml's four accumulators of that
  * lane (FMA chains over the 64-steps), reduced (a0 + a2) + (a1 + a3).
- * ONE: np is 64 (one step). */
+ * ONE: np is 64 (one step). TINY: tinyBLAS's single accumulator, an FMA
+ * chain over the 16-steps of all of head_dim. */
 AL_AVX512 static AL_INLINE void kq_lane_512(const uint16_t *kc, int64_t stride, const float *qf, int hd, int np,
-                                            int j, const int NG, const int ONE, __m512 *r)
+                                            int j, const int NG, const int ONE, const int TINY, __m512 *r)
 {
     __m512 a[ATTN_GROUP][4];
+    if (TINY) {
+        AL_UNROLL
+        for (int g = 0; g < NG; g++) {
+            r[g] = _mm512_setzero_ps();
+        }
+        for (int d = j; d < hd; d += 16) {
+            const __m512 k = ld16_512(kc + d * stride);
+            AL_UNROLL
+            for (int g = 0; g < NG; g++) {
+                r[g] = _mm512_fmadd_ps(k, _mm512_set1_ps(qf[g * hd + d]), r[g]);
+            }
+        }
+        return;
+    }
     if (ONE) {
         /* one step: a_i = fma(k_i, q_i, +0), exact products (but never
          * -0). a0 + a2 is then fma(k0, q0, a2) with no other rounding
@@ -191,17 +220,17 @@ AL_AVX512 static AL_INLINE void kq_lane_512(const uint16_t *kc, int64_t stride, 
 /* t6[i] of gx_hsum16 over the accumulator lanes: (r[i + 12] + r[i + 4]) +
  * (r[i + 8] + r[i]). */
 AL_AVX512 static AL_INLINE void kq_t6_512(const uint16_t *kc, int64_t stride, const float *qf, int hd, int np,
-                                          int i, const int NG, const int ONE, __m512 *t6)
+                                          int i, const int NG, const int ONE, const int TINY, __m512 *t6)
 {
     __m512 r0[ATTN_GROUP], r8[ATTN_GROUP], t3[ATTN_GROUP];
-    kq_lane_512(kc, stride, qf, hd, np, i, NG, ONE, r0);
-    kq_lane_512(kc, stride, qf, hd, np, i + 8, NG, ONE, r8);
+    kq_lane_512(kc, stride, qf, hd, np, i, NG, ONE, TINY, r0);
+    kq_lane_512(kc, stride, qf, hd, np, i + 8, NG, ONE, TINY, r8);
     AL_UNROLL
     for (int g = 0; g < NG; g++) {
         t3[g] = _mm512_add_ps(r8[g], r0[g]);
     }
-    kq_lane_512(kc, stride, qf, hd, np, i + 4, NG, ONE, r0);
-    kq_lane_512(kc, stride, qf, hd, np, i + 12, NG, ONE, r8);
+    kq_lane_512(kc, stride, qf, hd, np, i + 4, NG, ONE, TINY, r0);
+    kq_lane_512(kc, stride, qf, hd, np, i + 12, NG, ONE, TINY, r8);
     AL_UNROLL
     for (int g = 0; g < NG; g++) {
         t6[g] = _mm512_add_ps(_mm512_add_ps(r8[g], r0[g]), t3[g]);
@@ -239,26 +268,27 @@ AL_AVX512 static AL_INLINE void kq_left_512(const uint16_t *kc, int64_t stride, 
 }
 
 AL_AVX512 static AL_INLINE void kq_n_512(const uint16_t *kc, int64_t stride, const float *qf, int hd, int np,
-                                         float scale, float *out, int64_t out_stride, const int NG, const int ONE)
+                                         float scale, float *out, int64_t out_stride, const int NG, const int ONE,
+                                         const int TINY)
 {
     __m512 h[ATTN_GROUP];
     AL_UNROLL
     for (int g = 0; g < NG; g++) {
         h[g] = _mm512_setzero_ps();
     }
-    if (np > 0) {
+    if (np > 0 || TINY) {
         /* (t6[0] + t6[2]) + (t6[1] + t6[3]); a rolled loop over the four
          * t6 keeps the straight-line code (and its registers) small */
         __m512 t6[4][ATTN_GROUP];
 #pragma GCC unroll 1
         for (int i = 0; i < 4; i++)
-            kq_t6_512(kc, stride, qf, hd, np, i, NG, ONE, t6[i]);
+            kq_t6_512(kc, stride, qf, hd, np, i, NG, ONE, TINY, t6[i]);
         AL_UNROLL
         for (int g = 0; g < NG; g++) {
             h[g] = _mm512_add_ps(_mm512_add_ps(t6[0][g], t6[2][g]), _mm512_add_ps(t6[1][g], t6[3][g]));
         }
     }
-    if (np < hd)
+    if (!TINY && np < hd)
         kq_left_512(kc, stride, qf, hd, np, NG, h);
     AL_UNROLL
     for (int g = 0; g < NG; g++) {
@@ -268,18 +298,21 @@ AL_AVX512 static AL_INLINE void kq_n_512(const uint16_t *kc, int64_t stride, con
 
 /* One function per (heads, one step) variant, so that each gets its own
  * register allocation. */
-#define AL_KQ_512(name, NG, ONE)                                                                                   \
+#define AL_KQ_512(name, NG, ONE, TINY)                                                                             \
     AL_AVX512 __attribute__((noinline)) static void name(const uint16_t *kc, int64_t stride, const float *qf,     \
                                                          int hd, int np, float scale, float *out, int64_t os)     \
     {                                                                                                              \
-        kq_n_512(kc, stride, qf, hd, np, scale, out, os, NG, ONE);                                                 \
+        kq_n_512(kc, stride, qf, hd, np, scale, out, os, NG, ONE, TINY);                                           \
     }
-AL_KQ_512(kq_1_512, 1, 0)
-AL_KQ_512(kq_2_512, 2, 0)
-AL_KQ_512(kq_3_512, 3, 0)
-AL_KQ_512(kq_1_one_512, 1, 1)
-AL_KQ_512(kq_2_one_512, 2, 1)
-AL_KQ_512(kq_3_one_512, 3, 1)
+AL_KQ_512(kq_1_512, 1, 0, 0)
+AL_KQ_512(kq_2_512, 2, 0, 0)
+AL_KQ_512(kq_3_512, 3, 0, 0)
+AL_KQ_512(kq_1_one_512, 1, 1, 0)
+AL_KQ_512(kq_2_one_512, 2, 1, 0)
+AL_KQ_512(kq_3_one_512, 3, 1, 0)
+AL_KQ_512(kq_1_tiny_512, 1, 0, 1)
+AL_KQ_512(kq_2_tiny_512, 2, 0, 1)
+AL_KQ_512(kq_3_tiny_512, 3, 0, 1)
 
 AL_AVX512 static void kq_512(const uint16_t *kc, int64_t stride, const float *qf, int ng, int hd, float scale,
                              float *out, int64_t out_stride)
@@ -288,6 +321,14 @@ AL_AVX512 static void kq_512(const uint16_t *kc, int64_t stride, const float *qf
     static const kq_fn_t fns[2][3] = {{kq_1_512, kq_2_512, kq_3_512}, {kq_1_one_512, kq_2_one_512, kq_3_one_512}};
     const int np = hd & ~63;
     fns[np == 64][ng - 1](kc, stride, qf, hd, np == 64 ? 64 : np, scale, out, out_stride);
+}
+
+AL_AVX512 static void kq_tiny_512(const uint16_t *kc, int64_t stride, const float *qf, int ng, int hd, float scale,
+                                  float *out, int64_t out_stride)
+{
+    typedef void (*kq_fn_t)(const uint16_t *, int64_t, const float *, int, int, float, float *, int64_t);
+    static const kq_fn_t fns[3] = {kq_1_tiny_512, kq_2_tiny_512, kq_3_tiny_512};
+    fns[ng - 1](kc, stride, qf, hd, 0, scale, out, out_stride);
 }
 
 /* pv for dimensions [d0, d0 + ND) of NG heads, accumulators in registers. */
@@ -420,7 +461,7 @@ AL_AVX512 static void prod_512(const uint16_t *vc, int64_t stride, const float *
         _mm512_storeu_ps(prod + d * 16, _mm512_mul_ps(ld16_512(vc + d * stride), w));
 }
 
-static const attn_lanes_t lanes_512 = {round16_512, kq_512, pv_512, reduce4_512, hsum_512, prod_512};
+static const attn_lanes_t lanes_512 = {round16_512, kq_512, kq_tiny_512, pv_512, reduce4_512, hsum_512, prod_512};
 
 /* ---- AVX2: a chunk's 16 lanes are two __m256 (lanes 0-7, 8-15) ----------- */
 
@@ -438,11 +479,23 @@ AL_AVX2 static void round16_256(const float *x, int n, float *y)
     round16_c(x + i, n - i, y + i);
 }
 
-/* r = (a0 + a2) + (a1 + a3) of accumulator lane j (two halves). */
+/* r = (a0 + a2) + (a1 + a3) of accumulator lane j (two halves); TINY:
+ * tinyBLAS's single chain over all of head_dim (np = hd then). */
 AL_AVX2 static AL_INLINE void kq_lane_256(const uint16_t *kc, int64_t stride, const float *qf, int np, int j,
-                                          const int ONE, __m256 r[2])
+                                          const int ONE, const int TINY, __m256 r[2])
 {
     __m256 a[4][2];
+    if (TINY) {
+        r[0] = r[1] = _mm256_setzero_ps();
+        for (int d = j; d < np; d += 16) {
+            const __m256 q = _mm256_set1_ps(qf[d]);
+            __m256 lo, hi;
+            ld16_256(kc + d * stride, &lo, &hi);
+            r[0] = _mm256_fmadd_ps(lo, q, r[0]);
+            r[1] = _mm256_fmadd_ps(hi, q, r[1]);
+        }
+        return;
+    }
     if (ONE) { /* np == 64: a0 + a2 = fma(k0, q0, a2), as kq_lane_512 */
         AL_UNROLL
         for (int x = 0; x < 2; x++) {
@@ -481,17 +534,17 @@ AL_AVX2 static AL_INLINE void kq_lane_256(const uint16_t *kc, int64_t stride, co
 
 /* t6[i] = (r[i + 12] + r[i + 4]) + (r[i + 8] + r[i]), as kq_t6_512. */
 AL_AVX2 static AL_INLINE void kq_t6_256(const uint16_t *kc, int64_t stride, const float *qf, int np, int i,
-                                        const int ONE, __m256 t6[2])
+                                        const int ONE, const int TINY, __m256 t6[2])
 {
     __m256 r0[2], r8[2], t3[2];
-    kq_lane_256(kc, stride, qf, np, i, ONE, r0);
-    kq_lane_256(kc, stride, qf, np, i + 8, ONE, r8);
+    kq_lane_256(kc, stride, qf, np, i, ONE, TINY, r0);
+    kq_lane_256(kc, stride, qf, np, i + 8, ONE, TINY, r8);
     AL_UNROLL
     for (int x = 0; x < 2; x++) {
         t3[x] = _mm256_add_ps(r8[x], r0[x]);
     }
-    kq_lane_256(kc, stride, qf, np, i + 4, ONE, r0);
-    kq_lane_256(kc, stride, qf, np, i + 12, ONE, r8);
+    kq_lane_256(kc, stride, qf, np, i + 4, ONE, TINY, r0);
+    kq_lane_256(kc, stride, qf, np, i + 12, ONE, TINY, r8);
     AL_UNROLL
     for (int x = 0; x < 2; x++) {
         t6[x] = _mm256_add_ps(_mm256_add_ps(r8[x], r0[x]), t3[x]);
@@ -527,20 +580,20 @@ AL_AVX2 static AL_INLINE void kq_left_256(const uint16_t *kc, int64_t stride, co
 }
 
 AL_AVX2 static AL_INLINE void kq_one_256(const uint16_t *kc, int64_t stride, const float *qf, int hd, int np,
-                                         float scale, float *out, const int ONE)
+                                         float scale, float *out, const int ONE, const int TINY)
 {
     __m256 h[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     if (np > 0) {
         __m256 t6[4][2];
 #pragma GCC unroll 1
         for (int i = 0; i < 4; i++)
-            kq_t6_256(kc, stride, qf, np, i, ONE, t6[i]);
+            kq_t6_256(kc, stride, qf, np, i, ONE, TINY, t6[i]);
         AL_UNROLL
         for (int x = 0; x < 2; x++) {
             h[x] = _mm256_add_ps(_mm256_add_ps(t6[0][x], t6[2][x]), _mm256_add_ps(t6[1][x], t6[3][x]));
         }
     }
-    if (np < hd)
+    if (!TINY && np < hd)
         kq_left_256(kc, stride, qf, hd, np, h);
     AL_UNROLL
     for (int x = 0; x < 2; x++) {
@@ -551,13 +604,26 @@ AL_AVX2 static AL_INLINE void kq_one_256(const uint16_t *kc, int64_t stride, con
 AL_AVX2 __attribute__((noinline)) static void kq_any_256(const uint16_t *kc, int64_t stride, const float *qf, int hd,
                                                          int np, float scale, float *out)
 {
-    kq_one_256(kc, stride, qf, hd, np, scale, out, 0);
+    kq_one_256(kc, stride, qf, hd, np, scale, out, 0, 0);
 }
 
 AL_AVX2 __attribute__((noinline)) static void kq_64_256(const uint16_t *kc, int64_t stride, const float *qf, int hd,
                                                         float scale, float *out)
 {
-    kq_one_256(kc, stride, qf, hd, 64, scale, out, 1);
+    kq_one_256(kc, stride, qf, hd, 64, scale, out, 1, 0);
+}
+
+AL_AVX2 __attribute__((noinline)) static void kq_tiny1_256(const uint16_t *kc, int64_t stride, const float *qf,
+                                                           int hd, float scale, float *out)
+{
+    kq_one_256(kc, stride, qf, hd, hd, scale, out, 0, 1);
+}
+
+AL_AVX2 static void kq_tiny_256(const uint16_t *kc, int64_t stride, const float *qf, int ng, int hd, float scale,
+                                float *out, int64_t out_stride)
+{
+    for (int g = 0; g < ng; g++)
+        kq_tiny1_256(kc, stride, qf + g * hd, hd, scale, out + g * out_stride);
 }
 
 AL_AVX2 static void kq_256(const uint16_t *kc, int64_t stride, const float *qf, int ng, int hd, float scale,
@@ -723,7 +789,7 @@ AL_AVX2 static void prod_256(const uint16_t *vc, int64_t stride, const float *pw
     }
 }
 
-static const attn_lanes_t lanes_256 = {round16_256, kq_256, pv_256, reduce4_256, hsum_256, prod_256};
+static const attn_lanes_t lanes_256 = {round16_256, kq_256, kq_tiny_256, pv_256, reduce4_256, hsum_256, prod_256};
 #endif
 
 const attn_lanes_t *attn_lanes(int lv)

@@ -37,6 +37,11 @@ typedef struct {
      * whatever the block holds there and their scores are to be ignored. */
     void (*kq)(const uint16_t *kc, int64_t stride, const float *qf, int ng, int hd, float scale, float *out,
                int64_t out_stride);
+    /* The same in llamafile's tinyBLAS<16> order (hd % 16 == 0): one
+     * 16-lane accumulator over head_dim, then gx_hsum16 (ggml's K.q order
+     * for batches of >= 2 tokens in the 2026 reference build). */
+    void (*kq_tiny)(const uint16_t *kc, int64_t stride, const float *qf, int ng, int hd, float scale, float *out,
+                    int64_t out_stride);
     /* P.V lane accumulators of ng heads: acc[(g * hd + d) * 16 + l] = the
      * sum, from +0, over chunks c = c0, c0 + step, ... < c1 in that order,
      * of w_g[16c + l] * V(16c + l, d), one add per chunk; positions

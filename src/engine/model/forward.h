@@ -9,6 +9,12 @@
  *
  * Positions of a sequence must be appended in order (pos == current length
  * of the sequence); fwd_seq_rm() forgets a sequence so its id can be reused.
+ *
+ * Architectures (arch.h) are flags of this one pass: fused or separate
+ * q/k/v, biases, per-head q/k norms, rope per layer kind (none, NEOX or
+ * adjacent pairs, partial, YaRN, LongRoPE factors), sliding windows,
+ * attention sinks, post-norms, the FFN kind (gated, fused, mixture of
+ * experts: ffn.h), embedding scale and logit soft-capping.
  */
 #ifndef LF_FORWARD_H
 #define LF_FORWARD_H
@@ -24,20 +30,20 @@ typedef struct {
     int32_t seq;   /* 0 .. n_seq-1 */
     int32_t pos;   /* position in its sequence */
     bool logits;   /* compute logits for this token */
-    bool prompt;   /* part of a prompt chunk of >= 2 tokens (numerics only) */
+    bool prompt;   /* prompt token in llama.cpp's prompt order (numerics only,
+                      see below and fwd_prompt_order) */
 } fwd_tok_t;
 
 /* Numerics: llama.cpp sums in one order for a prompt (a batch of >= 2
  * tokens: llamafile's tinyBLAS) and in another for a decode step (one
  * token: ggml_vec_dot). The engine reproduces both but must not let the
  * batch decide (batch invariance), so the token says which it is: tokens
- * with `prompt` set, or without `logits`, take the prompt order (the rows
- * that produce logits switch to the decode order after the last layer's
- * attention, as llama.cpp's output-row selection does); the others take
- * the decode order. Setting `prompt` on every token of a prompt evaluated
- * in chunks of >= 2 tokens (including the last, which wants logits), and
- * not on a one-token prompt, reproduces llama.cpp bit for bit; leaving it
- * false is valid and differs only by rounding on the prompt's last token. */
+ * with `prompt` set take the prompt order (those that produce logits
+ * switch to the decode order after the last layer's attention, as
+ * llama.cpp's output-row selection does), the others the decode order.
+ * Setting `prompt` as fwd_prompt_order() says on every prompt token
+ * (including the last, which wants logits) reproduces llama-server bit for
+ * bit; any other choice is valid and differs only by rounding. */
 
 #define FWD_KV_BLOCK_TOKENS 16
 
@@ -49,6 +55,9 @@ typedef struct {
     int32_t kv_blocks; /* KV budget in blocks (<= 0: room for every sequence
                           at full context, n_seq * n_ctx positions) */
     int32_t kv_block_tokens; /* positions per block, a multiple of 16 (<= 0: 16) */
+    int64_t kv_bytes;  /* > 0: KV budget in bytes instead of kv_blocks (the
+                          sliding-window pool first, the rest in blocks of
+                          the other layers, at least one full context) */
 } fwd_opts_t;
 
 typedef struct fwd fwd_t;
@@ -65,12 +74,24 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err);
 
 /* Appends tokens[0..n) to sequence seq (positions continuing its cache), in
  * batches of at most max_batch; keeps the logits of the last token only if
- * want_logits (then fwd_logits(f, 0)). Marks the tokens `prompt` when n >= 2. Same errors as fwd_decode; on error
- * the sequence keeps the batches already done. */
+ * want_logits (then fwd_logits(f, 0)). The tokens are the end of a prompt
+ * of (cached positions + n) tokens and are flagged `prompt` as
+ * fwd_prompt_order says. Same errors as fwd_decode; on error the sequence
+ * keeps the batches already done. */
 lf_code_t fwd_prefill(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n, bool want_logits,
                       lf_err_t *err);
 
 int32_t fwd_max_batch(const fwd_t *f);
+
+/* Whether token pos of a prompt of n_prompt tokens takes llama.cpp's prompt
+ * order (the `prompt` flag): whether llama-server evaluates it in a
+ * micro-batch of >= 2 tokens. llama-server decodes a prompt in batches of
+ * 2048 tokens, split into micro-batches of 512; for models with
+ * sliding-window layers (2026 builds, context checkpoints) a batch also
+ * ends 4 + 512 and 4 tokens before the end of the prompt. So a 5-token
+ * prompt of such a model starts with a one-token batch, which llama.cpp
+ * computes in the decode order. */
+bool fwd_prompt_order(const fwd_t *f, int32_t n_prompt, int32_t pos);
 
 /* Logits (n_vocab floats) of the j-th token of the last batch that asked for
  * logits, counting only those tokens, in batch order. Valid until the next
@@ -82,17 +103,30 @@ const float *fwd_logits(const fwd_t *f, int32_t j);
 void fwd_seq_rm(fwd_t *f, int32_t seq);
 
 /* Prefix caching (kv.h). For an empty sequence: reuses the cached K/V of
- * the longest registered prefix of tokens[0..n), in whole blocks, leaving
- * at least one token to compute; returns the positions reused (the
+ * the longest registered prefix of the prompt tokens[0..n), in whole
+ * blocks, leaving at least one token to compute and stopping before the
+ * first position fwd_prompt_order puts in the decode order (so the prefix
+ * holds what recomputing it would); returns the positions reused (the
  * sequence then continues at that position). */
 int32_t fwd_seq_attach_prefix(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n);
 /* Registers the full blocks of seq's first n positions (tokens[0..n) being
- * the tokens there) for reuse by later sequences. Register prompt tokens
- * only: their K/V are computed in the prompt order, so a reused prefix is
- * bitwise what recomputing it would give. */
+ * a prompt of n tokens) for reuse by later sequences, up to the first
+ * position fwd_prompt_order puts in the decode order. Register prompt
+ * tokens only: their K/V are computed in the prompt order, so a reused
+ * prefix is bitwise what recomputing it would give. Positions not computed
+ * yet are skipped (call it again after later chunks). */
 void fwd_seq_commit(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n);
-/* KV budget and use, in blocks of block_tokens positions (any may be NULL). */
+/* KV budget and use, in blocks of block_tokens positions (any may be NULL).
+ * With sliding-window layers these count the blocks of the other layers
+ * (positions held); fwd_kv_usage_bytes counts memory of both. */
 void fwd_kv_usage(const fwd_t *f, int32_t *blocks_total, int32_t *blocks_used, int32_t *block_tokens);
+/* KV memory allocated and held by sequences, in bytes (either may be NULL). */
+void fwd_kv_usage_bytes(const fwd_t *f, uint64_t *total, uint64_t *used);
+/* Whether a new sequence of n_tokens positions fits the KV memory free now. */
+bool fwd_kv_fits(const fwd_t *f, int32_t n_tokens);
+/* Bytes of KV memory fwd_create(m, opts) would allocate (sliding-window
+ * layers hold their window, not the context); 0 if opts are invalid. */
+uint64_t fwd_kv_bytes_planned(const model_t *m, const fwd_opts_t *opts);
 /* Number of cached positions of seq. */
 int32_t fwd_seq_len(const fwd_t *f, int32_t seq);
 int32_t fwd_n_ctx(const fwd_t *f);

@@ -1,12 +1,20 @@
-/* kv.c - block allocator, block tables and the prefix registry.
+/* kv.c - block pools, block tables and the prefix registry.
  *
- * Block states: FREE (never registered or evicted: on the free list), IN USE
- * (ref > 0), CACHED (ref == 0 but registered: on the LRU list, contents
- * kept). A registered block remembers its parent block and the parent's
- * generation; a block's generation changes whenever it is evicted, so a
- * child registered under the old contents can never match under the new.
- * Sequences release their blocks last-to-first, so on the LRU list a child
- * is always older than its parent and is evicted first.
+ * Two pools of the same shape (pool 0: the full-attention layers, pool 1:
+ * the sliding-window layers, absent without them). Block states in a pool:
+ * FREE (never registered or evicted: on the free list), IN USE (ref > 0),
+ * CACHED (ref == 0 but registered: on the LRU list, contents kept).
+ *
+ * Main pool registry: a registered block remembers its parent block and
+ * the parent's generation; a block's generation changes whenever it is
+ * evicted, so a child registered under the old contents can never match
+ * under the new. Sequences release their blocks last-to-first, so on the
+ * LRU list a child is always older than its parent and is evicted first.
+ *
+ * Window pool registry: a registered window block is keyed by the main
+ * block of the same table index and that block's generation (its
+ * `parent` fields), so it matches exactly when that main block (hence the
+ * whole token chain up to it) is still the one registered.
  */
 #include "engine/model/kv.h"
 
@@ -17,7 +25,7 @@ typedef struct {
     int32_t ref;
     bool registered;
     uint32_t gen;          /* bumped on eviction */
-    int32_t parent;        /* registered: parent block or -1 */
+    int32_t parent;        /* main: parent block or -1; window: its main block */
     uint32_t parent_gen;
     uint64_t hash;
     int32_t hnext;         /* hash chain */
@@ -25,30 +33,98 @@ typedef struct {
 } kv_block_t;
 
 typedef struct {
-    int32_t *blocks;       /* [max_seq_blocks] */
-    int32_t n_blocks;      /* allocated */
+    int32_t n_layer;       /* layers stored in this pool */
+    int32_t n_blocks;
+    size_t layer_elems;    /* block_tokens * kv_dim */
+    size_t block_elems;    /* n_layer * layer_elems */
+    uint16_t *k, *v;
+    kv_block_t *blocks;
+    int32_t free_head, n_free;
+    int32_t lru_head, lru_tail, n_lru; /* head = least recently used */
+    int32_t *buckets;
+    uint32_t bucket_mask;
+} kv_pool_t;
+
+typedef struct {
+    int32_t *blocks;       /* [max_seq_blocks] main pool */
+    int32_t *wblocks;      /* [max_seq_blocks] window pool (-1: given back) */
+    int32_t n_blocks;      /* table entries (both pools) */
     int32_t len;           /* computed positions */
     int32_t committed;     /* leading blocks registered or attached */
+    int32_t w_lo;          /* window entries below are -1 */
 } kv_seq_t;
 
 struct kv_cache {
     kv_opts_t o;
     int32_t max_seq_blocks;
-    size_t block_elems;    /* n_layer * block_tokens * kv_dim */
-    uint16_t *k, *v;
-    kv_block_t *blocks;
-    int32_t *tokens;       /* [n_blocks][block_tokens]: a registered block's tokens */
-    int32_t free_head, n_free;
-    int32_t lru_head, lru_tail, n_lru; /* head = least recently used */
-    int32_t *buckets;
-    uint32_t bucket_mask;
+    bool has_window;
+    int32_t w_per_seq;     /* kv_swa_blocks_per_seq */
+    int8_t *layer_pool;    /* [n_layer] 0 or 1 */
+    int32_t *layer_local;  /* [n_layer] index inside its pool */
+    kv_pool_t pool[2];
+    int32_t *tokens;       /* [main n_blocks][block_tokens]: a registered block's tokens */
     kv_seq_t *seqs;
 };
+
+int32_t kv_swa_blocks_per_seq(const kv_opts_t *o)
+{
+    bool any = false;
+    for (int32_t l = 0; o->layer_swa && l < o->n_layer; l++)
+        any |= o->layer_swa[l];
+    if (!any || o->n_swa <= 0 || o->block_tokens <= 0)
+        return 0;
+    const int64_t B = o->block_tokens, mb = o->max_batch > 0 ? o->max_batch : 512;
+    const int64_t per = ((int64_t)o->n_swa - 1 + mb + B - 1) / B + 3;
+    const int64_t cap = ((int64_t)o->max_seq_len + B - 1) / B;
+    return (int32_t)(per < cap ? per : cap);
+}
+
+static bool pool_init(kv_pool_t *p, int32_t n_layer, int32_t n_blocks, const kv_opts_t *o)
+{
+    p->n_layer = n_layer;
+    p->n_blocks = n_blocks;
+    p->layer_elems = (size_t)o->block_tokens * (size_t)o->kv_dim;
+    p->block_elems = (size_t)n_layer * p->layer_elems;
+    size_t n = (size_t)n_blocks;
+    /* zeroed so that no read of a not yet written column is undefined */
+    if (p->block_elems) {
+        p->k = calloc(n * p->block_elems, sizeof(uint16_t));
+        p->v = calloc(n * p->block_elems, sizeof(uint16_t));
+        if (!p->k || !p->v)
+            return false;
+    }
+    p->blocks = calloc(n, sizeof *p->blocks);
+    uint32_t nb = 16;
+    while (nb < 2 * n)
+        nb *= 2;
+    p->bucket_mask = nb - 1;
+    p->buckets = malloc(nb * sizeof(int32_t));
+    if (!p->blocks || !p->buckets)
+        return false;
+    memset(p->buckets, 0xff, nb * sizeof(int32_t));
+    for (int32_t b = 0; b < n_blocks; b++) {
+        p->blocks[b].next = b + 1 < n_blocks ? b + 1 : -1;
+        p->blocks[b].hnext = -1;
+        p->blocks[b].parent = -1;
+    }
+    p->free_head = 0;
+    p->n_free = n_blocks;
+    p->lru_head = p->lru_tail = -1;
+    return true;
+}
+
+static void pool_free(kv_pool_t *p)
+{
+    free(p->buckets);
+    free(p->blocks);
+    free(p->k);
+    free(p->v);
+}
 
 kv_cache_t *kv_create(const kv_opts_t *o, lf_err_t *err)
 {
     if (!o || o->n_layer <= 0 || o->kv_dim <= 0 || o->block_tokens <= 0 || o->block_tokens > 4096 ||
-        o->n_blocks <= 0 || o->n_seq <= 0 || o->max_seq_len <= 0) {
+        o->n_blocks <= 0 || o->n_seq <= 0 || o->max_seq_len <= 0 || o->n_swa < 0) {
         lf_err_set(err, LF_ERR_INVALID, "invalid KV cache sizes");
         return NULL;
     }
@@ -58,38 +134,43 @@ kv_cache_t *kv_create(const kv_opts_t *o, lf_err_t *err)
         return NULL;
     }
     kv->o = *o;
+    kv->o.layer_swa = NULL;
     kv->max_seq_blocks = (o->max_seq_len + o->block_tokens - 1) / o->block_tokens;
-    kv->block_elems = (size_t)o->n_layer * (size_t)o->block_tokens * (size_t)o->kv_dim;
-    size_t n = (size_t)o->n_blocks;
-    /* zeroed so that no read of a not yet written column is undefined */
-    kv->k = calloc(n * kv->block_elems, sizeof(uint16_t));
-    kv->v = calloc(n * kv->block_elems, sizeof(uint16_t));
-    kv->blocks = calloc(n, sizeof *kv->blocks);
-    kv->tokens = malloc(n * (size_t)o->block_tokens * sizeof(int32_t));
-    uint32_t nb = 16;
-    while (nb < 2 * n)
-        nb *= 2;
-    kv->bucket_mask = nb - 1;
-    kv->buckets = malloc(nb * sizeof(int32_t));
-    kv->seqs = calloc((size_t)o->n_seq, sizeof *kv->seqs);
-    bool ok = kv->k && kv->v && kv->blocks && kv->tokens && kv->buckets && kv->seqs;
-    for (int32_t s = 0; ok && s < o->n_seq; s++)
+    const int32_t per_seq = kv_swa_blocks_per_seq(o);
+    kv->has_window = per_seq > 0;
+    kv->w_per_seq = per_seq;
+    kv->layer_pool = calloc((size_t)o->n_layer, sizeof *kv->layer_pool);
+    kv->layer_local = calloc((size_t)o->n_layer, sizeof *kv->layer_local);
+    bool ok = kv->layer_pool && kv->layer_local;
+    int32_t n_in[2] = {0, 0};
+    for (int32_t l = 0; ok && l < o->n_layer; l++) {
+        kv->layer_pool[l] = kv->has_window && o->layer_swa[l];
+        kv->layer_local[l] = n_in[kv->layer_pool[l]]++;
+    }
+    int32_t n_w = 0;
+    if (kv->has_window) {
+        n_w = o->n_blocks_swa > 0 ? o->n_blocks_swa : (int32_t)((int64_t)o->n_seq * per_seq < o->n_blocks
+                                                                    ? (int64_t)o->n_seq * per_seq
+                                                                    : o->n_blocks);
+        kv->o.n_blocks_swa = n_w;
+    }
+    ok = ok && pool_init(&kv->pool[0], n_in[0], o->n_blocks, o) &&
+         (!kv->has_window || pool_init(&kv->pool[1], n_in[1], n_w, o));
+    kv->tokens = ok ? malloc((size_t)o->n_blocks * (size_t)o->block_tokens * sizeof(int32_t)) : NULL;
+    kv->seqs = ok ? calloc((size_t)o->n_seq, sizeof *kv->seqs) : NULL;
+    ok = kv->tokens && kv->seqs;
+    for (int32_t s = 0; ok && s < o->n_seq; s++) {
         ok = (kv->seqs[s].blocks = malloc((size_t)kv->max_seq_blocks * sizeof(int32_t))) != NULL;
+        if (ok && kv->has_window)
+            ok = (kv->seqs[s].wblocks = malloc((size_t)kv->max_seq_blocks * sizeof(int32_t))) != NULL;
+    }
     if (!ok) {
         lf_err_set(err, LF_ERR_NOMEM, "out of memory for a KV cache of %d blocks (%.1f MiB)", o->n_blocks,
-                   (double)n * (double)kv->block_elems * 4.0 / (1 << 20));
+                   ((double)o->n_blocks * (double)kv->pool[0].block_elems +
+                    (double)n_w * (double)kv->pool[1].block_elems) * 4.0 / (1 << 20));
         kv_free(kv);
         return NULL;
     }
-    memset(kv->buckets, 0xff, nb * sizeof(int32_t));
-    for (int32_t b = 0; b < o->n_blocks; b++) {
-        kv->blocks[b].next = b + 1 < o->n_blocks ? b + 1 : -1;
-        kv->blocks[b].hnext = -1;
-        kv->blocks[b].parent = -1;
-    }
-    kv->free_head = 0;
-    kv->n_free = o->n_blocks;
-    kv->lru_head = kv->lru_tail = -1;
     return kv;
 }
 
@@ -98,22 +179,58 @@ void kv_free(kv_cache_t *kv)
     if (!kv)
         return;
     if (kv->seqs)
-        for (int32_t s = 0; s < kv->o.n_seq; s++)
+        for (int32_t s = 0; s < kv->o.n_seq; s++) {
             free(kv->seqs[s].blocks);
+            free(kv->seqs[s].wblocks);
+        }
     free(kv->seqs);
-    free(kv->buckets);
     free(kv->tokens);
-    free(kv->blocks);
-    free(kv->k);
-    free(kv->v);
+    pool_free(&kv->pool[0]);
+    pool_free(&kv->pool[1]);
+    free(kv->layer_pool);
+    free(kv->layer_local);
     free(kv);
 }
 
+static int32_t pool_available(const kv_pool_t *p) { return p->n_free + p->n_lru; }
+static int32_t pool_in_use(const kv_pool_t *p) { return p->n_blocks - p->n_free - p->n_lru; }
+
 int32_t kv_block_tokens(const kv_cache_t *kv) { return kv->o.block_tokens; }
 int32_t kv_n_blocks(const kv_cache_t *kv) { return kv->o.n_blocks; }
-int32_t kv_blocks_available(const kv_cache_t *kv) { return kv->n_free + kv->n_lru; }
-int32_t kv_blocks_in_use(const kv_cache_t *kv) { return kv->o.n_blocks - kv->n_free - kv->n_lru; }
-uint64_t kv_bytes(const kv_cache_t *kv) { return 2ull * (uint64_t)kv->o.n_blocks * kv->block_elems * 2u; }
+int32_t kv_blocks_available(const kv_cache_t *kv) { return pool_available(&kv->pool[0]); }
+int32_t kv_blocks_in_use(const kv_cache_t *kv) { return pool_in_use(&kv->pool[0]); }
+int32_t kv_n_blocks_swa(const kv_cache_t *kv) { return kv->has_window ? kv->pool[1].n_blocks : 0; }
+int32_t kv_blocks_in_use_swa(const kv_cache_t *kv) { return kv->has_window ? pool_in_use(&kv->pool[1]) : 0; }
+
+uint64_t kv_bytes(const kv_cache_t *kv)
+{
+    return 2ull * 2ull *
+           ((uint64_t)kv->pool[0].n_blocks * kv->pool[0].block_elems +
+            (uint64_t)kv->pool[1].n_blocks * kv->pool[1].block_elems);
+}
+
+uint64_t kv_bytes_in_use(const kv_cache_t *kv)
+{
+    uint64_t b = (uint64_t)pool_in_use(&kv->pool[0]) * kv->pool[0].block_elems;
+    if (kv->has_window)
+        b += (uint64_t)pool_in_use(&kv->pool[1]) * kv->pool[1].block_elems;
+    return 2ull * 2ull * b;
+}
+
+bool kv_fits_new(const kv_cache_t *kv, int32_t n_tokens)
+{
+    const int32_t need = (n_tokens + kv->o.block_tokens) / kv->o.block_tokens;
+    if (need > pool_available(&kv->pool[0]))
+        return false;
+    if (!kv->has_window)
+        return true;
+    return (need < kv->w_per_seq ? need : kv->w_per_seq) <= pool_available(&kv->pool[1]);
+}
+
+int32_t kv_layer_window(const kv_cache_t *kv, int32_t layer)
+{
+    return layer >= 0 && layer < kv->o.n_layer && kv->layer_pool[layer] ? kv->o.n_swa : 0;
+}
 
 static bool seq_ok(const kv_cache_t *kv, int32_t seq) { return seq >= 0 && seq < kv->o.n_seq; }
 
@@ -121,38 +238,57 @@ int32_t kv_seq_len(const kv_cache_t *kv, int32_t seq) { return seq_ok(kv, seq) ?
 
 /* ---- lists ---- */
 
-static void lru_remove(kv_cache_t *kv, int32_t b)
+static void lru_remove(kv_pool_t *p, int32_t b)
 {
-    kv_block_t *k = &kv->blocks[b];
+    kv_block_t *k = &p->blocks[b];
     if (k->prev >= 0)
-        kv->blocks[k->prev].next = k->next;
+        p->blocks[k->prev].next = k->next;
     else
-        kv->lru_head = k->next;
+        p->lru_head = k->next;
     if (k->next >= 0)
-        kv->blocks[k->next].prev = k->prev;
+        p->blocks[k->next].prev = k->prev;
     else
-        kv->lru_tail = k->prev;
-    kv->n_lru--;
+        p->lru_tail = k->prev;
+    p->n_lru--;
 }
 
-static void lru_push(kv_cache_t *kv, int32_t b)
+static void lru_push(kv_pool_t *p, int32_t b)
 {
-    kv_block_t *k = &kv->blocks[b];
-    k->prev = kv->lru_tail;
+    kv_block_t *k = &p->blocks[b];
+    k->prev = p->lru_tail;
     k->next = -1;
-    if (kv->lru_tail >= 0)
-        kv->blocks[kv->lru_tail].next = b;
+    if (p->lru_tail >= 0)
+        p->blocks[p->lru_tail].next = b;
     else
-        kv->lru_head = b;
-    kv->lru_tail = b;
-    kv->n_lru++;
+        p->lru_head = b;
+    p->lru_tail = b;
+    p->n_lru++;
 }
 
-static void free_push(kv_cache_t *kv, int32_t b)
+static void free_push(kv_pool_t *p, int32_t b)
 {
-    kv->blocks[b].next = kv->free_head;
-    kv->free_head = b;
-    kv->n_free++;
+    p->blocks[b].next = p->free_head;
+    p->free_head = b;
+    p->n_free++;
+}
+
+/* Drops one reference; an unreferenced block goes to the LRU list if
+ * registered (contents kept), else to the free list. */
+static void block_unref(kv_pool_t *p, int32_t b)
+{
+    if (--p->blocks[b].ref > 0)
+        return;
+    if (p->blocks[b].registered)
+        lru_push(p, b);
+    else
+        free_push(p, b);
+}
+
+/* Takes one more reference on a registered block (out of the LRU list). */
+static void block_ref(kv_pool_t *p, int32_t b)
+{
+    if (p->blocks[b].ref++ == 0)
+        lru_remove(p, b);
 }
 
 /* ---- registry ---- */
@@ -168,13 +304,25 @@ static uint64_t chain_hash(int32_t parent, uint32_t parent_gen, const int32_t *t
     return h;
 }
 
-static void unregister(kv_cache_t *kv, int32_t b)
+static void pool_register(kv_pool_t *p, int32_t b, int32_t parent, uint32_t parent_gen, uint64_t hash)
 {
-    kv_block_t *k = &kv->blocks[b];
-    int32_t *p = &kv->buckets[k->hash & kv->bucket_mask];
-    while (*p != b)
-        p = &kv->blocks[*p].hnext;
-    *p = k->hnext;
+    kv_block_t *k = &p->blocks[b];
+    k->registered = true;
+    k->parent = parent;
+    k->parent_gen = parent_gen;
+    k->hash = hash;
+    int32_t *head = &p->buckets[hash & p->bucket_mask];
+    k->hnext = *head;
+    *head = b;
+}
+
+static void unregister(kv_pool_t *p, int32_t b)
+{
+    kv_block_t *k = &p->blocks[b];
+    int32_t *h = &p->buckets[k->hash & p->bucket_mask];
+    while (*h != b)
+        h = &p->blocks[*h].hnext;
+    *h = k->hnext;
     k->hnext = -1;
     k->registered = false;
     k->gen++;
@@ -182,10 +330,11 @@ static void unregister(kv_cache_t *kv, int32_t b)
 
 static int32_t lookup(const kv_cache_t *kv, int32_t parent, uint32_t parent_gen, const int32_t *tokens)
 {
+    const kv_pool_t *p = &kv->pool[0];
     const int32_t B = kv->o.block_tokens;
     uint64_t h = chain_hash(parent, parent_gen, tokens, B);
-    for (int32_t b = kv->buckets[h & kv->bucket_mask]; b >= 0; b = kv->blocks[b].hnext) {
-        const kv_block_t *k = &kv->blocks[b];
+    for (int32_t b = p->buckets[h & p->bucket_mask]; b >= 0; b = p->blocks[b].hnext) {
+        const kv_block_t *k = &p->blocks[b];
         if (k->hash == h && k->parent == parent && k->parent_gen == parent_gen &&
             !memcmp(kv->tokens + (size_t)b * B, tokens, (size_t)B * sizeof(int32_t)))
             return b;
@@ -193,25 +342,54 @@ static int32_t lookup(const kv_cache_t *kv, int32_t parent, uint32_t parent_gen,
     return -1;
 }
 
+/* The registered window block of main block `main` at generation gen. */
+static int32_t lookup_window(const kv_cache_t *kv, int32_t main, uint32_t gen)
+{
+    const kv_pool_t *p = &kv->pool[1];
+    uint64_t h = chain_hash(main, gen, NULL, 0);
+    for (int32_t b = p->buckets[h & p->bucket_mask]; b >= 0; b = p->blocks[b].hnext) {
+        const kv_block_t *k = &p->blocks[b];
+        if (k->parent == main && k->parent_gen == gen)
+            return b;
+    }
+    return -1;
+}
+
 /* Takes a block for writing: a never-used one first, else the least
  * recently used cached one (its registration is dropped). */
-static int32_t take_block(kv_cache_t *kv)
+static int32_t take_block(kv_pool_t *p)
 {
     int32_t b;
-    if (kv->free_head >= 0) {
-        b = kv->free_head;
-        kv->free_head = kv->blocks[b].next;
-        kv->n_free--;
+    if (p->free_head >= 0) {
+        b = p->free_head;
+        p->free_head = p->blocks[b].next;
+        p->n_free--;
     } else {
-        b = kv->lru_head;
-        lru_remove(kv, b);
-        unregister(kv, b);
+        b = p->lru_head;
+        lru_remove(p, b);
+        unregister(p, b);
     }
-    kv->blocks[b].ref = 1;
+    p->blocks[b].ref = 1;
     return b;
 }
 
 /* ---- sequences ---- */
+
+/* Gives back the window blocks seq no longer needs: those holding only
+ * positions before floor(len / bt) * bt - n_swa + 1 (see kv.h). */
+static void window_trim(kv_cache_t *kv, kv_seq_t *s)
+{
+    const int32_t B = kv->o.block_tokens;
+    const int32_t keep = s->len / B * B - kv->o.n_swa + 1;
+    const int32_t lo = keep > 0 ? keep / B : 0;
+    for (int32_t i = s->w_lo; i < lo && i < s->n_blocks; i++) {
+        if (s->wblocks[i] >= 0)
+            block_unref(&kv->pool[1], s->wblocks[i]);
+        s->wblocks[i] = -1;
+    }
+    if (lo > s->w_lo)
+        s->w_lo = lo;
+}
 
 lf_code_t kv_seq_reserve(kv_cache_t *kv, int32_t seq, int32_t n_tokens, lf_err_t *err)
 {
@@ -221,14 +399,22 @@ lf_code_t kv_seq_reserve(kv_cache_t *kv, int32_t seq, int32_t n_tokens, lf_err_t
         return lf_err_set(err, LF_ERR_CONTEXT, "%d positions exceed the context of %d", n_tokens,
                           kv->o.max_seq_len);
     kv_seq_t *s = &kv->seqs[seq];
+    if (kv->has_window)
+        window_trim(kv, s);
     int32_t need = (n_tokens + kv->o.block_tokens - 1) / kv->o.block_tokens - s->n_blocks;
     if (need <= 0)
         return LF_OK;
-    if (need > kv_blocks_available(kv))
+    if (need > pool_available(&kv->pool[0]))
         return lf_err_set(err, LF_ERR_NOMEM, "KV cache full: %d blocks needed, %d available", need,
-                          kv_blocks_available(kv));
-    while (need-- > 0)
-        s->blocks[s->n_blocks++] = take_block(kv);
+                          pool_available(&kv->pool[0]));
+    if (kv->has_window && need > pool_available(&kv->pool[1]))
+        return lf_err_set(err, LF_ERR_NOMEM, "KV cache full: %d sliding-window blocks needed, %d available", need,
+                          pool_available(&kv->pool[1]));
+    while (need-- > 0) {
+        if (kv->has_window)
+            s->wblocks[s->n_blocks] = take_block(&kv->pool[1]);
+        s->blocks[s->n_blocks++] = take_block(&kv->pool[0]);
+    }
     return LF_OK;
 }
 
@@ -247,15 +433,19 @@ void kv_seq_release(kv_cache_t *kv, int32_t seq)
         return;
     kv_seq_t *s = &kv->seqs[seq];
     for (int32_t i = s->n_blocks - 1; i >= 0; i--) {
-        int32_t b = s->blocks[i];
-        if (--kv->blocks[b].ref > 0)
-            continue;
-        if (kv->blocks[b].registered)
-            lru_push(kv, b);
-        else
-            free_push(kv, b);
+        block_unref(&kv->pool[0], s->blocks[i]);
+        if (kv->has_window && s->wblocks[i] >= 0)
+            block_unref(&kv->pool[1], s->wblocks[i]);
     }
-    s->n_blocks = s->len = s->committed = 0;
+    s->n_blocks = s->len = s->committed = s->w_lo = 0;
+}
+
+/* Window entries [lo, k) of a prefix of k blocks: the blocks the next
+ * position (k * bt) attends in the window layers. */
+static int32_t window_lo(const kv_cache_t *kv, int32_t k)
+{
+    const int32_t first = k * kv->o.block_tokens - kv->o.n_swa + 1;
+    return first > 0 ? first / kv->o.block_tokens : 0;
 }
 
 int32_t kv_seq_attach_prefix(kv_cache_t *kv, int32_t seq, const int32_t *tokens, int32_t n)
@@ -263,24 +453,42 @@ int32_t kv_seq_attach_prefix(kv_cache_t *kv, int32_t seq, const int32_t *tokens,
     if (!seq_ok(kv, seq) || kv->seqs[seq].n_blocks || n <= 1)
         return 0;
     kv_seq_t *s = &kv->seqs[seq];
+    kv_pool_t *p = &kv->pool[0];
     const int32_t B = kv->o.block_tokens;
     int32_t max_blocks = (n - 1) / B;
     if (max_blocks > kv->max_seq_blocks)
         max_blocks = kv->max_seq_blocks;
-    int32_t parent = -1;
+    /* the longest matching main chain, found without taking references */
+    int32_t k = 0, parent = -1;
     uint32_t parent_gen = 0;
-    for (int32_t i = 0; i < max_blocks; i++) {
-        int32_t b = lookup(kv, parent, parent_gen, tokens + (size_t)i * B);
+    for (; k < max_blocks; k++) {
+        int32_t b = lookup(kv, parent, parent_gen, tokens + (size_t)k * B);
         if (b < 0)
             break;
-        if (kv->blocks[b].ref++ == 0)
-            lru_remove(kv, b);
-        s->blocks[s->n_blocks++] = b;
+        s->blocks[k] = b;
         parent = b;
-        parent_gen = kv->blocks[b].gen;
+        parent_gen = p->blocks[b].gen;
     }
-    s->committed = s->n_blocks;
-    s->len = s->n_blocks * B;
+    /* with window layers: the longest prefix whose window is cached too */
+    for (; kv->has_window && k > 0; k--) {
+        bool all = true;
+        for (int32_t i = window_lo(kv, k); all && i < k; i++)
+            all = (s->wblocks[i] = lookup_window(kv, s->blocks[i], p->blocks[s->blocks[i]].gen)) >= 0;
+        if (all)
+            break;
+    }
+    for (int32_t i = 0; i < k; i++)
+        block_ref(p, s->blocks[i]);
+    if (kv->has_window) {
+        s->w_lo = window_lo(kv, k);
+        for (int32_t i = 0; i < k; i++)
+            if (i < s->w_lo)
+                s->wblocks[i] = -1;
+            else
+                block_ref(&kv->pool[1], s->wblocks[i]);
+    }
+    s->n_blocks = s->committed = k;
+    s->len = k * B;
     return s->len;
 }
 
@@ -289,53 +497,63 @@ void kv_seq_commit(kv_cache_t *kv, int32_t seq, const int32_t *tokens, int32_t l
     if (!seq_ok(kv, seq))
         return;
     kv_seq_t *s = &kv->seqs[seq];
+    kv_pool_t *p = &kv->pool[0];
     const int32_t B = kv->o.block_tokens;
     if (len > s->len)
         len = s->len;
     int32_t full = len / B;
     for (int32_t i = s->committed; i < full; i++) {
         int32_t b = s->blocks[i];
-        kv_block_t *k = &kv->blocks[b];
+        kv_block_t *k = &p->blocks[b];
         int32_t parent = i ? s->blocks[i - 1] : -1;
-        uint32_t parent_gen = i ? kv->blocks[parent].gen : 0;
+        uint32_t parent_gen = i ? p->blocks[parent].gen : 0;
         const int32_t *t = tokens + (size_t)i * B;
         /* the same chain may have been registered by another sequence
          * meanwhile: then this copy simply stays private */
         if (k->registered || lookup(kv, parent, parent_gen, t) >= 0)
             continue;
-        k->registered = true;
-        k->parent = parent;
-        k->parent_gen = parent_gen;
-        k->hash = chain_hash(parent, parent_gen, t, B);
+        pool_register(p, b, parent, parent_gen, chain_hash(parent, parent_gen, t, B));
         memcpy(kv->tokens + (size_t)b * B, t, (size_t)B * sizeof(int32_t));
-        int32_t *head = &kv->buckets[k->hash & kv->bucket_mask];
-        k->hnext = *head;
-        *head = b;
+        /* the window block of the same index, while the sequence holds it */
+        const int32_t w = kv->has_window ? s->wblocks[i] : -1;
+        if (w >= 0 && !kv->pool[1].blocks[w].registered)
+            pool_register(&kv->pool[1], w, b, k->gen, chain_hash(b, k->gen, NULL, 0));
     }
     if (full > s->committed)
         s->committed = full;
 }
 
-static size_t layer_offset(const kv_cache_t *kv, int32_t block, int32_t layer)
+/* The pool, its block and the element offset of (layer, table entry of
+ * seq holding pos, column). */
+static size_t elem_offset(const kv_cache_t *kv, int32_t layer, int32_t block, int32_t col)
 {
-    return (size_t)block * kv->block_elems + (size_t)layer * (size_t)kv->o.block_tokens * (size_t)kv->o.kv_dim;
+    const kv_pool_t *p = &kv->pool[kv->layer_pool[layer]];
+    return (size_t)block * p->block_elems + (size_t)kv->layer_local[layer] * p->layer_elems + (size_t)col;
 }
 
 const uint16_t *kv_block_k(const kv_cache_t *kv, int32_t block, int32_t layer)
 {
-    return kv->k + layer_offset(kv, block, layer);
+    return kv->pool[kv->layer_pool[layer]].k + elem_offset(kv, layer, block, 0);
 }
 
 const uint16_t *kv_block_v(const kv_cache_t *kv, int32_t block, int32_t layer)
 {
-    return kv->v + layer_offset(kv, block, layer);
+    return kv->pool[kv->layer_pool[layer]].v + elem_offset(kv, layer, block, 0);
+}
+
+const int32_t *kv_seq_table(const kv_cache_t *kv, int32_t seq, int32_t layer)
+{
+    if (!seq_ok(kv, seq))
+        return NULL;
+    return kv->layer_pool[layer] ? kv->seqs[seq].wblocks : kv->seqs[seq].blocks;
 }
 
 void kv_store(kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos, const uint16_t *k, const uint16_t *v)
 {
     const int32_t B = kv->o.block_tokens;
-    const size_t off = layer_offset(kv, kv->seqs[seq].blocks[pos / B], layer) + (size_t)(pos % B);
-    uint16_t *kd = kv->k + off, *vd = kv->v + off;
+    const kv_pool_t *p = &kv->pool[kv->layer_pool[layer]];
+    const size_t off = elem_offset(kv, layer, kv_seq_table(kv, seq, layer)[pos / B], pos % B);
+    uint16_t *kd = p->k + off, *vd = p->v + off;
     for (int64_t c = 0; c < kv->o.kv_dim; c++) {
         kd[(size_t)c * (size_t)B] = k[c];
         vd[(size_t)c * (size_t)B] = v[c];
@@ -345,12 +563,13 @@ void kv_store(kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos, const uin
 void kv_load(const kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos, uint16_t *k, uint16_t *v)
 {
     const int32_t B = kv->o.block_tokens;
-    const size_t off = layer_offset(kv, kv->seqs[seq].blocks[pos / B], layer) + (size_t)(pos % B);
+    const kv_pool_t *p = &kv->pool[kv->layer_pool[layer]];
+    const size_t off = elem_offset(kv, layer, kv_seq_table(kv, seq, layer)[pos / B], pos % B);
     for (int64_t c = 0; c < kv->o.kv_dim; c++) {
         if (k)
-            k[c] = kv->k[off + (size_t)c * (size_t)B];
+            k[c] = p->k[off + (size_t)c * (size_t)B];
         if (v)
-            v[c] = kv->v[off + (size_t)c * (size_t)B];
+            v[c] = p->v[off + (size_t)c * (size_t)B];
     }
 }
 

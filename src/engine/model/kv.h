@@ -29,6 +29,28 @@
  * its contents in an LRU list while it is registered, and is reused (its
  * registration dropped) only when no never-used block is left.
  *
+ * Sliding-window layers (kv_opts_t.layer_swa): their K/V live in a second
+ * pool of blocks with the same size in positions, indexed by the same block
+ * numbers of the sequence (table entry i covers positions [i*bt, (i+1)*bt)
+ * in both pools). A query at position p of such a layer only sees positions
+ * > p - n_swa, so once a sequence has computed len positions, its window
+ * blocks that hold only positions < floor(len / bt) * bt - n_swa + 1 are
+ * given back (at its next reservation; the lag of up to one block keeps
+ * the window before every block boundary of the sequence available for
+ * prefix reuse); their table entries become -1. A long sequence so holds
+ * about (n_swa + batch) / bt window blocks instead of len / bt. The main
+ * pool holds the other layers (it may have none: it then only keeps block
+ * numbers, tables and the prefix registry, and no K/V memory).
+ *
+ * Prefix caching with a window: a prefix of k blocks can be reused only if
+ * the main chain matches AND the window blocks covering positions
+ * [k*bt - n_swa + 1, k*bt) are still cached; they are registered together
+ * with the main block of the same index (keyed by that block and its
+ * generation) when kv_seq_commit runs while the sequence still holds them.
+ * Attaching picks the longest k for which both hold, so a reused prefix is
+ * exactly what recomputing it would have stored (correctness first: a
+ * prefix whose window was given back is recomputed, never approximated).
+ *
  * Not thread-safe: owned by the scheduler thread (reads of blocks by the
  * compute threads happen inside a step, while nothing changes the tables).
  */
@@ -47,7 +69,18 @@ typedef struct {
     int32_t n_blocks;      /* the memory budget, in blocks */
     int32_t n_seq;         /* sequence ids 0 .. n_seq-1 */
     int32_t max_seq_len;   /* longest sequence (context size) */
+    /* sliding-window layers (all zero / NULL: none) */
+    const bool *layer_swa; /* [n_layer] layers with the window (copied) */
+    int32_t n_swa;         /* the window: a query at p sees positions > p - n_swa */
+    int32_t n_blocks_swa;  /* window pool budget in blocks (<= 0: enough for
+                              n_seq sequences, see kv_swa_blocks_per_seq) */
+    int32_t max_batch;     /* most positions a sequence appends at once (sizes
+                              the window pool; <= 0: 512) */
 } kv_opts_t;
+
+/* Window blocks one sequence can hold at most: its window plus a batch,
+ * plus the lag and partial blocks (0 without window layers). */
+int32_t kv_swa_blocks_per_seq(const kv_opts_t *opts);
 
 typedef struct kv_cache kv_cache_t;
 
@@ -62,8 +95,18 @@ int32_t kv_n_blocks(const kv_cache_t *kv);
 int32_t kv_blocks_available(const kv_cache_t *kv);
 /* Blocks held by sequences. */
 int32_t kv_blocks_in_use(const kv_cache_t *kv);
-/* Bytes of K + V memory. */
+/* Bytes of K + V memory (both pools). */
 uint64_t kv_bytes(const kv_cache_t *kv);
+/* Bytes of K + V memory in blocks held by sequences (both pools). */
+uint64_t kv_bytes_in_use(const kv_cache_t *kv);
+/* The window pool (all 0 without window layers). */
+int32_t kv_n_blocks_swa(const kv_cache_t *kv);
+int32_t kv_blocks_in_use_swa(const kv_cache_t *kv);
+/* Whether a new, empty sequence of n_tokens positions fits what is
+ * available now in both pools. */
+bool kv_fits_new(const kv_cache_t *kv, int32_t n_tokens);
+/* The window of layer `layer` (0: full attention). */
+int32_t kv_layer_window(const kv_cache_t *kv, int32_t layer);
 
 /* Positions sequence seq holds (valid rows). */
 int32_t kv_seq_len(const kv_cache_t *kv, int32_t seq);
@@ -97,10 +140,14 @@ void kv_store(kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos, const uin
 /* Gathers what kv_store stored (kv_dim values each; k or v may be NULL). */
 void kv_load(const kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos, uint16_t *k, uint16_t *v);
 
-/* The block table of seq (kv_seq_len rounded up entries), for attention. */
+/* The block table of seq (kv_seq_len rounded up entries) in the main pool. */
 const int32_t *kv_seq_blocks(const kv_cache_t *kv, int32_t seq);
-/* Layer `layer` of block `block`: the [kv_dim][block_tokens] transposed
- * K (or V) described above. */
+/* The table of seq for layer `layer`'s pool, for attention (window pool:
+ * entries before the window may be -1). */
+const int32_t *kv_seq_table(const kv_cache_t *kv, int32_t seq, int32_t layer);
+/* Layer `layer` of block `block` (a block number of that layer's pool, as
+ * in kv_seq_table): the [kv_dim][block_tokens] transposed K (or V)
+ * described above. */
 const uint16_t *kv_block_k(const kv_cache_t *kv, int32_t block, int32_t layer);
 const uint16_t *kv_block_v(const kv_cache_t *kv, int32_t block, int32_t layer);
 

@@ -1,8 +1,9 @@
-/* model.c - reads hyper-parameters and binds weight tensors by name.
+/* model.c - binds weight tensors by name (hyper-parameters: model_hparams.c).
  *
  * Every tensor the forward pass will touch is looked up here, its type and
  * shape checked against the hyper-parameters, so that the forward pass can
  * trust the views it gets. Unsupported types fail here, at load time.
+ * Which tensors a layer has follows the architecture's row (arch.h).
  */
 #include "engine/model/model.h"
 
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "engine/model/arch.h"
+#include "engine/model/model_hparams.h"
 
 struct model {
     gguf_file_t *gguf;
@@ -65,15 +67,10 @@ static bool bind_vec(binder_t *b, const char *name, int64_t n, bool optional, co
     return true;
 }
 
-static bool bind_mat(binder_t *b, const char *name, int64_t n_in, int64_t n_out, bool optional,
-                     model_tensor_t *out)
+/* Type and row size of weight matrix t (found, shape already checked). */
+static bool check_mat(binder_t *b, const char *name, const gguf_tensor_t *t, int64_t n_in, int64_t n_out,
+                      model_tensor_t *out)
 {
-    const gguf_tensor_t *t;
-    memset(out, 0, sizeof *out);
-    if (!get_tensor(b, name, n_in, n_out, optional, &t))
-        return false;
-    if (!t)
-        return true;
     const qtype_info_t *info = qtype_info(t->type);
     if (!info || !info->supported) {
         char names[256];
@@ -87,106 +84,165 @@ static bool bind_mat(binder_t *b, const char *name, int64_t n_in, int64_t n_out,
     out->n_out = n_out;
     out->row_bytes = qtype_row_size(t->type, n_in);
     out->data = t->data;
-    return true;
-}
-
-static bool get_u32_key(binder_t *b, const char *arch, const char *suffix, bool optional, uint32_t *out)
-{
-    char key[128];
-    snprintf(key, sizeof key, "%s.%s", arch, suffix);
-    if (gguf_get_u32(b->f, key, out))
-        return true;
-    if (!optional)
-        lf_err_set(b->err, LF_ERR_FORMAT, "%s: missing or invalid metadata '%s'", b->path, key);
-    return optional;
-}
-
-static bool read_hparams(model_t *m, binder_t *b)
-{
-    model_hparams_t *hp = &m->hp;
-    gguf_str_t s;
-    if (!gguf_get_str(b->f, "general.architecture", &s))
-        return lf_err_set(b->err, LF_ERR_FORMAT, "%s: missing general.architecture", b->path), false;
-    snprintf(hp->arch, sizeof hp->arch, "%.*s", (int)(s.len < 31 ? s.len : 31), s.ptr);
-    m->arch = arch_find(hp->arch);
-    if (!m->arch || s.len >= sizeof hp->arch)
-        return lf_err_set(b->err, LF_ERR_UNSUPPORTED, "%s: architecture '%s' is not supported (supported: %s)",
-                          b->path, hp->arch, arch_supported_list()), false;
-    if (gguf_get_str(b->f, "general.name", &s))
-        snprintf(hp->name, sizeof hp->name, "%.*s", (int)(s.len < 127 ? s.len : 127), s.ptr);
-    const char *a = hp->arch;
-    uint32_t v;
-    if (!get_u32_key(b, a, "embedding_length", false, &v)) return false;
-    hp->n_embd = (int32_t)v;
-    if (!get_u32_key(b, a, "block_count", false, &v)) return false;
-    hp->n_layer = (int32_t)v;
-    if (!get_u32_key(b, a, "feed_forward_length", false, &v)) return false;
-    hp->n_ff = (int32_t)v;
-    if (!get_u32_key(b, a, "attention.head_count", false, &v)) return false;
-    hp->n_head = (int32_t)v;
-    v = (uint32_t)hp->n_head;
-    get_u32_key(b, a, "attention.head_count_kv", true, &v);
-    hp->n_head_kv = (int32_t)v;
-    v = 2048;
-    get_u32_key(b, a, "context_length", true, &v);
-    hp->n_ctx_train = (int32_t)v;
-    if (hp->n_embd <= 0 || hp->n_embd > 65536 || hp->n_layer <= 0 || hp->n_layer > 1024 || hp->n_ff <= 0 ||
-        hp->n_ff > 1 << 20 || hp->n_head <= 0 || hp->n_head > 1024 || hp->n_head_kv <= 0 ||
-        hp->n_head % hp->n_head_kv || hp->n_ctx_train <= 0)
-        return lf_err_set(b->err, LF_ERR_FORMAT, "%s: inconsistent hyper-parameters (embd %d, layers %d, ff %d, "
-                          "heads %d/%d, ctx %d)", b->path, hp->n_embd, hp->n_layer, hp->n_ff, hp->n_head,
-                          hp->n_head_kv, hp->n_ctx_train), false;
-    v = (uint32_t)(hp->n_embd / hp->n_head);
-    get_u32_key(b, a, "attention.key_length", true, &v);
-    hp->head_dim = (int32_t)v;
-    uint32_t vlen = v;
-    get_u32_key(b, a, "attention.value_length", true, &vlen);
-    if (hp->head_dim <= 0 || hp->head_dim % 2 || vlen != (uint32_t)hp->head_dim)
-        return lf_err_set(b->err, LF_ERR_UNSUPPORTED, "%s: head size %d (value %u) not supported", b->path,
-                          hp->head_dim, vlen), false;
-    v = (uint32_t)hp->head_dim;
-    get_u32_key(b, a, "rope.dimension_count", true, &v);
-    hp->n_rot = (int32_t)v;
-    if (hp->n_rot <= 0 || hp->n_rot > hp->head_dim || hp->n_rot % 2 || hp->head_dim > 2048)
-        return lf_err_set(b->err, LF_ERR_FORMAT, "%s: rope dimension %d invalid for head size %d", b->path,
-                          hp->n_rot, hp->head_dim), false;
-
-    char key[128];
-    hp->rms_eps = m->arch->default_rms_eps;
-    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", a);
-    gguf_get_f32(b->f, key, &hp->rms_eps);
-    hp->rope_theta = m->arch->default_rope_theta;
-    snprintf(key, sizeof key, "%s.rope.freq_base", a);
-    gguf_get_f32(b->f, key, &hp->rope_theta);
-    hp->rope_freq_scale = 1.0f;
-    snprintf(key, sizeof key, "%s.rope.scaling.type", a);
-    if (gguf_get_str(b->f, key, &s) && !gguf_str_eq(s, "none")) {
-        float factor = 1.0f;
-        snprintf(key, sizeof key, "%s.rope.scaling.factor", a);
-        gguf_get_f32(b->f, key, &factor);
-        if (!gguf_str_eq(s, "linear"))
-            return lf_err_set(b->err, LF_ERR_UNSUPPORTED, "%s: rope scaling '%.*s' is not supported", b->path,
-                              (int)(s.len < 40 ? s.len : 40), s.ptr), false;
-        if (factor > 0)
-            hp->rope_freq_scale = 1.0f / factor;
+    if (!out->row_bytes) {
+        lf_err_set(b->err, LF_ERR_FORMAT, "%s: tensor '%s': rows of %lld values do not fit type %s", b->path, name,
+                   (long long)n_in, qtype_name(t->type));
+        return false;
     }
-    hp->rope_neox = m->arch->rope_neox;
     return true;
 }
 
-static bool bind_weights(model_t *m, binder_t *b)
+static bool bind_mat(binder_t *b, const char *name, int64_t n_in, int64_t n_out, bool optional,
+                     model_tensor_t *out)
+{
+    const gguf_tensor_t *t;
+    memset(out, 0, sizeof *out);
+    if (!get_tensor(b, name, n_in, n_out, optional, &t))
+        return false;
+    if (!t)
+        return true;
+    return check_mat(b, name, t, n_in, n_out, out);
+}
+
+/* A 3-D expert tensor [n_expert][n_out][n_in] and its optional bias
+ * [n_expert][n_out] (name_bias NULL: no bias). */
+static bool bind_experts(binder_t *b, const char *name, const char *name_bias, int64_t n_in, int64_t n_out,
+                         int64_t n_expert, model_experts_t *out)
+{
+    memset(out, 0, sizeof *out);
+    const gguf_tensor_t *t = gguf_find_tensor(b->f, name);
+    if (!t)
+        return lf_err_set(b->err, LF_ERR_FORMAT, "%s: missing tensor '%s'", b->path, name), false;
+    if (t->ne[0] != n_in || t->ne[1] != n_out || t->ne[2] != n_expert || t->ne[3] != 1)
+        return lf_err_set(b->err, LF_ERR_FORMAT,
+                          "%s: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld]", b->path,
+                          name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3],
+                          (long long)n_in, (long long)n_out, (long long)n_expert), false;
+    model_tensor_t first;
+    if (!check_mat(b, name, t, n_in, n_out, &first))
+        return false;
+    out->type = first.type;
+    out->n_in = n_in;
+    out->n_out = n_out;
+    out->row_bytes = first.row_bytes;
+    out->expert_bytes = first.row_bytes * (size_t)n_out;
+    out->data = t->data;
+    if (!name_bias)
+        return true;
+    const gguf_tensor_t *tb = gguf_find_tensor(b->f, name_bias);
+    if (!tb)
+        return lf_err_set(b->err, LF_ERR_FORMAT, "%s: missing tensor '%s'", b->path, name_bias), false;
+    if (tb->ne[0] != n_out || tb->ne[1] != n_expert || tb->ne[2] != 1 || tb->ne[3] != 1 || tb->type != QTYPE_F32)
+        return lf_err_set(b->err, LF_ERR_FORMAT, "%s: tensor '%s' must be f32 [%lld, %lld]", b->path, name_bias,
+                          (long long)n_out, (long long)n_expert), false;
+    out->bias = tb->data;
+    return true;
+}
+
+/* attn_q/k/v, or a fused attn_qkv (q | k | v rows) and its bias, split
+ * into three views. Biases are optional everywhere, as in llama.cpp. */
+static bool bind_qkv(binder_t *b, int i, int64_t E, int64_t Q, int64_t KV, model_layer_t *l)
+{
+    char n[96];
+#define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, i), n)
+    if (!bind_mat(b, NAME("attn_qkv.weight"), E, Q + 2 * KV, true, &l->wqkv))
+        return false;
+    if (l->wqkv.data) {
+        const float *bqkv;
+        if (!bind_vec(b, NAME("attn_qkv.bias"), Q + 2 * KV, true, &bqkv))
+            return false;
+        if (bqkv) {
+            l->bq = bqkv;
+            l->bk = bqkv + Q;
+            l->bv = bqkv + Q + KV;
+            return true;
+        }
+    } else if (!bind_mat(b, NAME("attn_q.weight"), E, Q, false, &l->wq) ||
+               !bind_mat(b, NAME("attn_k.weight"), E, KV, false, &l->wk) ||
+               !bind_mat(b, NAME("attn_v.weight"), E, KV, false, &l->wv)) {
+        return false;
+    }
+    return bind_vec(b, NAME("attn_q.bias"), Q, true, &l->bq) && bind_vec(b, NAME("attn_k.bias"), KV, true, &l->bk) &&
+           bind_vec(b, NAME("attn_v.bias"), KV, true, &l->bv);
+#undef NAME
+}
+
+static bool bind_ffn(binder_t *b, const arch_desc_t *a, const model_hparams_t *hp, int i, model_layer_t *l)
+{
+    char n[96], nb[96];
+    const int64_t E = hp->n_embd;
+#define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, i), n)
+#define NAMEB(s) (snprintf(nb, sizeof nb, "blk.%d." s, i), nb)
+    switch (a->ffn) {
+    case ARCH_FFN_GATED:
+        return bind_mat(b, NAME("ffn_gate.weight"), E, hp->n_ff, false, &l->w_gate) &&
+               bind_mat(b, NAME("ffn_up.weight"), E, hp->n_ff, false, &l->w_up) &&
+               bind_mat(b, NAME("ffn_down.weight"), hp->n_ff, E, false, &l->w_down);
+    case ARCH_FFN_GATED_FUSED:
+        return bind_mat(b, NAME("ffn_up.weight"), E, 2 * (int64_t)hp->n_ff, false, &l->w_up) &&
+               bind_mat(b, NAME("ffn_down.weight"), hp->n_ff, E, false, &l->w_down);
+    case ARCH_FFN_MOE: {
+        const int64_t NE = hp->n_expert, FE = hp->n_ff_exp;
+        const bool bias = a->moe_biases;
+        if (!bind_mat(b, NAME("ffn_gate_inp.weight"), E, NE, false, &l->router) ||
+            (bias && !bind_vec(b, NAME("ffn_gate_inp.bias"), NE, false, &l->router_b)))
+            return false;
+        return bind_experts(b, NAME("ffn_gate_exps.weight"), bias ? NAMEB("ffn_gate_exps.bias") : NULL, E, FE, NE,
+                            &l->x_gate) &&
+               bind_experts(b, NAME("ffn_up_exps.weight"), bias ? NAMEB("ffn_up_exps.bias") : NULL, E, FE, NE,
+                            &l->x_up) &&
+               bind_experts(b, NAME("ffn_down_exps.weight"), bias ? NAMEB("ffn_down_exps.bias") : NULL, FE, E, NE,
+                            &l->x_down);
+    }
+    }
+#undef NAME
+#undef NAMEB
+    return false;
+}
+
+static bool bind_layer(binder_t *b, const arch_desc_t *a, const model_hparams_t *hp, int i, model_layer_t *l)
+{
+    const int64_t E = hp->n_embd, HD = hp->head_dim, Q = (int64_t)hp->n_head * HD, KV = (int64_t)hp->n_head_kv * HD;
+    char n[96], norm[96];
+#define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, i), n)
+    snprintf(norm, sizeof norm, "blk.%d.%s.weight", i, a->ffn_norm);
+    if (!bind_vec(b, NAME("attn_norm.weight"), E, false, &l->attn_norm) || !bind_qkv(b, i, E, Q, KV, l) ||
+        !bind_mat(b, NAME("attn_output.weight"), Q, E, false, &l->wo) ||
+        !bind_vec(b, NAME("attn_output.bias"), E, true, &l->bo) || !bind_vec(b, norm, E, false, &l->ffn_norm))
+        return false;
+    if (a->qk_norm && (!bind_vec(b, NAME("attn_q_norm.weight"), HD, false, &l->q_norm) ||
+                       !bind_vec(b, NAME("attn_k_norm.weight"), HD, false, &l->k_norm)))
+        return false;
+    if (a->post_norms && (!bind_vec(b, NAME("post_attention_norm.weight"), E, false, &l->attn_post_norm) ||
+                          !bind_vec(b, NAME("post_ffw_norm.weight"), E, false, &l->ffn_post_norm)))
+        return false;
+    if (a->attn_sinks && !bind_vec(b, NAME("attn_sinks.weight"), hp->n_head, false, &l->sinks))
+        return false;
+#undef NAME
+    return bind_ffn(b, a, hp, i, l);
+}
+
+static bool bind_weights(model_t *m, binder_t *b, const model_layer_kinds_t *kinds)
 {
     const model_hparams_t *hp = &m->hp;
     model_weights_t *w = &m->w;
-    int64_t E = hp->n_embd, HD = hp->head_dim, Q = (int64_t)hp->n_head * HD, KV = (int64_t)hp->n_head_kv * HD;
+    const int64_t E = hp->n_embd;
     const gguf_tensor_t *te = gguf_find_tensor(b->f, "token_embd.weight");
     if (!te)
         return lf_err_set(b->err, LF_ERR_FORMAT, "%s: missing tensor 'token_embd.weight'", b->path), false;
+    if (te->ne[1] <= 0 || te->ne[1] > (1 << 24))
+        return lf_err_set(b->err, LF_ERR_FORMAT, "%s: token_embd has %lld rows", b->path, (long long)te->ne[1]),
+               false;
     m->hp.n_vocab = (int32_t)te->ne[1];
+    /* LongRoPE factors: llama.cpp reads blk.0's (the others duplicate it) */
     if (!bind_mat(b, "token_embd.weight", E, te->ne[1], false, &w->tok_embd) ||
         !bind_vec(b, "output_norm.weight", E, false, &w->output_norm) ||
-        !bind_mat(b, "output.weight", E, hp->n_vocab, true, &w->output) ||
-        !bind_vec(b, "rope_freqs.weight", hp->n_rot / 2, true, &w->rope_freqs))
+        !bind_mat(b, "output.weight", E, hp->n_vocab, !m->arch->output_required, &w->output) ||
+        !bind_vec(b, "rope_freqs.weight", hp->n_rot / 2, true, &w->rope_freqs) ||
+        !bind_vec(b, "blk.0.rope_factors_long.weight", hp->n_rot / 2, true, &w->rope_long) ||
+        !bind_vec(b, "blk.0.rope_factors_short.weight", hp->n_rot / 2, true, &w->rope_short) ||
+        (!w->rope_long && !bind_vec(b, "rope_factors_long.weight", hp->n_rot / 2, true, &w->rope_long)) ||
+        (!w->rope_short && !bind_vec(b, "rope_factors_short.weight", hp->n_rot / 2, true, &w->rope_short)))
         return false;
     if (!w->output.data) {
         w->output = w->tok_embd;
@@ -196,25 +252,10 @@ static bool bind_weights(model_t *m, binder_t *b)
     if (!w->layers)
         return lf_err_set(b->err, LF_ERR_NOMEM, "%s: out of memory", b->path), false;
     for (int i = 0; i < hp->n_layer; i++) {
-        model_layer_t *l = &w->layers[i];
-        char n[64];
-#define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, i), n)
-        if (!bind_vec(b, NAME("attn_norm.weight"), E, false, &l->attn_norm) ||
-            !bind_mat(b, NAME("attn_q.weight"), E, Q, false, &l->wq) ||
-            !bind_mat(b, NAME("attn_k.weight"), E, KV, false, &l->wk) ||
-            !bind_mat(b, NAME("attn_v.weight"), E, KV, false, &l->wv) ||
-            !bind_mat(b, NAME("attn_output.weight"), Q, E, false, &l->wo) ||
-            !bind_vec(b, NAME("ffn_norm.weight"), E, false, &l->ffn_norm) ||
-            !bind_mat(b, NAME("ffn_gate.weight"), E, hp->n_ff, false, &l->w_gate) ||
-            !bind_mat(b, NAME("ffn_up.weight"), E, hp->n_ff, false, &l->w_up) ||
-            !bind_mat(b, NAME("ffn_down.weight"), hp->n_ff, E, false, &l->w_down))
+        w->layers[i].swa = kinds->swa[i];
+        w->layers[i].rope = kinds->rope[i];
+        if (!bind_layer(b, m->arch, hp, i, &w->layers[i]))
             return false;
-        if (m->arch->qkv_bias &&
-            (!bind_vec(b, NAME("attn_q.bias"), Q, true, &l->bq) ||
-             !bind_vec(b, NAME("attn_k.bias"), KV, true, &l->bk) ||
-             !bind_vec(b, NAME("attn_v.bias"), KV, true, &l->bv)))
-            return false;
-#undef NAME
     }
     for (uint64_t i = 0; i < gguf_n_tensors(b->f); i++) {
         const gguf_tensor_t *t = gguf_tensor_at(b->f, i);
@@ -236,7 +277,13 @@ model_t *model_load(const char *path, lf_err_t *err)
     if (!m->gguf)
         goto fail;
     b.f = m->gguf;
-    if (!read_hparams(m, &b) || !bind_weights(m, &b))
+    model_layer_kinds_t kinds;
+    if (!model_hparams_read(m->gguf, path, &m->arch, &m->hp, &kinds, b.err))
+        goto fail;
+    bool bound = bind_weights(m, &b, &kinds);
+    free(kinds.swa);
+    free(kinds.rope);
+    if (!bound)
         goto fail;
     m->vocab = vocab_load(m->gguf, b.err);
     if (!m->vocab) {
@@ -276,7 +323,14 @@ const gguf_file_t *model_gguf(const model_t *m) { return m->gguf; }
 const char *model_chat_template(const model_t *m) { return m->chat_template; }
 const model_weights_t *model_weights(const model_t *m) { return &m->w; }
 
+const arch_desc_t *model_arch(const model_t *m) { return m->arch; }
+
 uint64_t model_kv_bytes_per_token(const model_t *m)
 {
     return 2ull * 2ull * (uint64_t)m->hp.n_layer * (uint64_t)m->hp.n_head_kv * (uint64_t)m->hp.head_dim;
+}
+
+uint64_t model_kv_bytes_per_token_swa(const model_t *m)
+{
+    return 2ull * 2ull * (uint64_t)m->hp.n_layer_swa * (uint64_t)m->hp.n_head_kv * (uint64_t)m->hp.head_dim;
 }

@@ -337,14 +337,11 @@ static void job_finish(sched_t *s, job_t *j, sched_finish_t why, lf_code_t code)
 }
 
 /* Whether the KV budget has room for j's positions to compute plus one
- * (blocks not held by a sequence; unused cached blocks can be evicted). */
+ * (blocks not held by a sequence; unused cached blocks can be evicted;
+ * sliding-window layers need their window only). */
 static bool kv_fits(sched_t *s, const job_t *j)
 {
-    int32_t total = 0, used = 0, bt = 0;
-    fwd_kv_usage(s->fwd, &total, &used, &bt);
-    if (bt <= 0)
-        return true;
-    return (j->target + bt) / bt <= total - used;
+    return fwd_kv_fits(s->fwd, j->target);
 }
 
 static job_t *queue_pop(sched_t *s)
@@ -477,9 +474,10 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
             /* the last prompt token and generated tokens (a recomputation)
              * want logits exactly as when they were first computed */
             bool logits = pos >= j->n_prompt - 1 || (in_prompt && j->plp);
-            /* prompt order for prompts of >= 2 tokens: llama.cpp's numerics */
+            /* prompt order as llama-server batches the prompt: llama.cpp's
+             * numerics (forward.h, fwd_prompt_order) */
             s->batch[n++] = (fwd_tok_t){.token = j->prompt[pos], .seq = i, .pos = pos, .logits = logits,
-                                        .prompt = in_prompt && j->n_prompt >= 2};
+                                        .prompt = in_prompt && fwd_prompt_order(s->fwd, j->n_prompt, pos)};
             if (sample && pos == j->target - 1)
                 j->logit_j = nl;
             if (logits) {
@@ -543,8 +541,13 @@ static void step_commit(sched_t *s, int32_t n_tok, int32_t n_logits)
         if (!j)
             continue;
         if (j->state == JOB_PREFILL) {
-            if (j->n_past < j->target)
+            if (j->n_past < j->target) {
+                /* register the prompt blocks computed so far: with
+                 * sliding-window layers their window blocks are only
+                 * kept for reuse if registered before they are given back */
+                fwd_seq_commit(s->fwd, j->slot, j->prompt, j->n_prompt);
                 continue;
+            }
             if (j->n_gen > 0) {
                 /* recomputed after a preemption: decode `last` next step */
                 j->state = JOB_DECODE;
@@ -710,19 +713,10 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
         s->o.max_queue = 0;
     fwd_opts_t fo = {.n_seq = s->o.n_parallel, .n_ctx = s->o.n_ctx,
                      .max_batch = s->o.batch_tokens, .n_threads = s->o.n_threads};
-    if (s->o.kv_mb > 0) {
-        /* MiB -> blocks (K and V, F16, every layer), at least one full
-         * context so a lone sequence always fits */
-        const model_hparams_t *hp = model_hparams(m);
-        int32_t ctx = s->o.n_ctx > 0 ? s->o.n_ctx : hp->n_ctx_train;
-        uint64_t per_block = 2ull * 2ull * (uint64_t)hp->n_layer * (uint64_t)hp->n_head_kv *
-                             (uint64_t)hp->head_dim * FWD_KV_BLOCK_TOKENS;
-        uint64_t blocks = per_block ? ((uint64_t)s->o.kv_mb << 20) / per_block : 0;
-        uint64_t min_blocks = ((uint64_t)(ctx > 0 ? ctx : 1) + FWD_KV_BLOCK_TOKENS - 1) / FWD_KV_BLOCK_TOKENS;
-        if (blocks < min_blocks)
-            blocks = min_blocks;
-        fo.kv_blocks = blocks > (1u << 30) ? (1 << 30) : (int32_t)blocks;
-    }
+    /* MiB -> bytes; forward keeps at least one full context so a lone
+     * sequence always fits (sliding-window layers: their window) */
+    if (s->o.kv_mb > 0)
+        fo.kv_bytes = s->o.kv_mb > ((int64_t)1 << 40) ? (int64_t)1 << 60 : s->o.kv_mb << 20;
     s->fwd = fwd_create(m, &fo, err);
     if (!s->fwd) {
         free(s);
@@ -831,7 +825,7 @@ void sched_stats(sched_t *s, sched_stats_t *out)
     for (int32_t i = 0; i < s->o.n_parallel; i++)
         if (s->slots[i])
             out->seq_tokens += s->slots[i]->n_past;
-    out->kv_bytes = fwd_kv_bytes(s->fwd);
+    fwd_kv_usage_bytes(s->fwd, &out->kv_bytes, &out->kv_used_bytes);
     pthread_mutex_unlock(&s->mu);
 }
 

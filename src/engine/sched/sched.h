@@ -165,6 +165,8 @@ typedef struct {
                                  prefix cache) */
     int64_t kv_cap_tokens;    /* KV budget in positions */
     uint64_t kv_bytes;        /* KV memory allocated */
+    uint64_t kv_used_bytes;   /* of which held by sequences (sliding-window
+                                 layers hold their window only) */
     uint64_t prompt_tokens;   /* total prompt tokens */
     uint64_t cached_tokens;   /* of which reused from the prefix cache */
     uint64_t gen_tokens;      /* total tokens generated */

@@ -1,0 +1,95 @@
+/* ops.c - element-wise operations as ggml computes them (see ops.h). */
+#include "engine/model/ops.h"
+
+#include <math.h>
+#include <pthread.h>
+
+#include "engine/kernels/ggml_exact.h"
+#include "engine/quant/fp16.h"
+
+void ops_rms_norm(const float *x, const float *w, float *y, int64_t n, float eps)
+{
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        sum += (double)(x[i] * x[i]);
+    const float mean = (float)(sum / (double)n);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    for (int64_t i = 0; i < n; i++)
+        y[i] = (x[i] * scale) * w[i];
+}
+
+void ops_rms_norm_heads(float *x, const float *w, int32_t n_heads, int32_t head_dim, float eps)
+{
+    for (int32_t h = 0; h < n_heads; h++)
+        ops_rms_norm(x + (int64_t)h * head_dim, w, x + (int64_t)h * head_dim, head_dim, eps);
+}
+
+/* ggml_table_gelu_f16: fp16(gelu_tanh(x)) for every F16 x, with ggml's
+ * formula 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2))); gcc contracts
+ * 1 + A*x*x into fma(A*x, x, 1). */
+static uint16_t gelu_table[1 << 16];
+static pthread_once_t gelu_once = PTHREAD_ONCE_INIT;
+
+static void gelu_table_init(void)
+{
+    const float coef_a = 0.044715f, sqrt_2_over_pi = 0.79788456080286535587989211986876f;
+    for (uint32_t i = 0; i < (1u << 16); i++) {
+        const float x = fp16_to_fp32((uint16_t)i);
+        const float inner = sqrt_2_over_pi * x * fmaf(coef_a * x, x, 1.0f);
+        gelu_table[i] = fp16_from_fp32(0.5f * x * (1.0f + tanhf(inner)));
+    }
+}
+
+void ops_geglu_row(float *y, const float *g, const float *u, int64_t n)
+{
+    pthread_once(&gelu_once, gelu_table_init);
+    for (int64_t i = 0; i < n; i++) {
+        const float x = g[i];
+        if (x <= -10.0f)
+            y[i] = 0.0f;
+        else if (x >= 10.0f)
+            y[i] = x * u[i];
+        else
+            y[i] = fp16_to_fp32(gelu_table[fp16_from_fp32(x)]) * u[i];
+    }
+}
+
+void ops_swiglu_oai_row(float *y, const float *g, const float *u, int64_t n, float alpha, float limit)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float x = fminf(g[i], limit);
+        const float v = fminf(fmaxf(u[i], -limit), limit);
+        const float glu = x / (1.0f + expf(alpha * (-x)));
+        y[i] = glu * (v + 1.0f);
+    }
+}
+
+void ops_softmax(float *s, int64_t n)
+{
+    float max = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        max = s[i] > max ? s[i] : max;
+    double sum = 0.0;
+    int64_t i = 0;
+    for (; i + 15 < n; i += 16) {
+        float in[16];
+        for (int l = 0; l < 16; l++)
+            in[l] = s[i + l] - max;
+        gx_expf16(in, s + i);
+        sum += (double)gx_hsum16(s + i);
+    }
+    for (; i < n; i++) {
+        const float v = expf(s[i] - max);
+        sum += (double)v;
+        s[i] = v;
+    }
+    const float inv = (float)(1.0 / sum);
+    for (i = 0; i < n; i++)
+        s[i] *= inv;
+}
+
+void ops_softcap_row(float *x, int64_t n, float cap)
+{
+    for (int64_t i = 0; i < n; i++)
+        x[i] = tanhf(x[i] * (1.0f / cap)) * cap;
+}

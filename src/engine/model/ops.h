@@ -1,0 +1,37 @@
+/* ops.h - the small element-wise operations of the model families, in the
+ * float operations of ggml's CPU backend (ops.cpp / vec.h of the reference).
+ *
+ * Everything works on one row at a time, so a token's values never depend
+ * on the rest of its batch. No allocation (the GELU table is built once,
+ * thread-safely, on first use); all functions are thread-safe.
+ */
+#ifndef LF_OPS_H
+#define LF_OPS_H
+
+#include <stdint.h>
+
+/* y = x / sqrt(mean(x^2) + eps) * w, the sum in double as ggml does
+ * (x == y allowed). */
+void ops_rms_norm(const float *x, const float *w, float *y, int64_t n, float eps);
+
+/* ops_rms_norm of each of n_heads consecutive heads of head_dim values, in
+ * place, with the same head_dim weights (per-head q/k norm). */
+void ops_rms_norm_heads(float *x, const float *w, int32_t n_heads, int32_t head_dim, float eps);
+
+/* y[i] = gelu_tanh(g[i]) * u[i] with ggml's GELU: its F16 table (input and
+ * output rounded to F16), 0 below -10, identity above 10 (y may alias g). */
+void ops_geglu_row(float *y, const float *g, const float *u, int64_t n);
+
+/* gpt-oss's clamped SwiGLU: x = min(g, limit), u' = clamp(u, -limit,
+ * limit), y = x / (1 + exp(-alpha x)) * (u' + 1) (y may alias g). */
+void ops_swiglu_oai_row(float *y, const float *g, const float *u, int64_t n, float alpha, float limit);
+
+/* In place: s = softmax(s) as ggml_soft_max of an unmasked row of n values:
+ * blocks of 16 through ggml_v_expf (gx_expf16), each block's sum added in
+ * double, the n % 16 rest through expf; then times (float)(1 / sum). */
+void ops_softmax(float *s, int64_t n);
+
+/* x = cap * tanh(x / cap) (final logit soft-capping). */
+void ops_softcap_row(float *x, int64_t n, float cap);
+
+#endif

@@ -11,6 +11,7 @@
  *   reports a client that went away.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <fcgiapp.h>
 #include <netdb.h>
 #include <poll.h>
@@ -30,10 +31,12 @@
 #include "server/chat/chat_render_tmpl.h"
 #include "server/chat/chat_setup.h"
 #include "server/server.h"
+#include "server/transport/listen_fd.h"
 
 typedef struct {
     srv_t *srv;
     int listen_fd;
+    int wake_fd;     /* inherited socket: wait here, never shutdown (-1: own socket) */
     pthread_t thread;
     atomic_int done;
 } acceptor_t;
@@ -205,6 +208,8 @@ static void *acceptor_main(void *arg)
     FCGX_Request q;
     FCGX_InitRequest(&q, a->listen_fd, 0);
     while (!stopping) {
+        if (a->wake_fd >= 0 && listen_fd_wait(a->listen_fd, a->wake_fd) == 0)
+            break;
         if (FCGX_Accept_r(&q) < 0) {
             if (stopping)
                 break;
@@ -222,14 +227,6 @@ static void *acceptor_main(void *arg)
 }
 
 /* ---- process ---- */
-
-static int is_listening_socket(int fd)
-{
-    int type = 0, acc = 0;
-    socklen_t l = sizeof type, l2 = sizeof acc;
-    return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0 && type == SOCK_STREAM &&
-           getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l2) == 0 && acc;
-}
 
 /* The whole of a small text file, NUL-terminated; NULL on error. */
 int srv_run(srv_config_t *cfg)
@@ -273,10 +270,12 @@ int srv_run(srv_config_t *cfg)
         return 1;
     }
 
-    int fd = -1;
-    bool unlink_path = false;
-    if (cfg->inherit_fd0 || (!cfg->listen_addr && !cfg->socket_path && is_listening_socket(0))) {
-        fd = 0;
+    int fd = -1, wake[2] = {-1, -1};
+    bool unlink_path = false, inherited = false;
+    if (!cfg->listen_addr && !cfg->socket_path && (fd = listen_fd_inherited()) != -1) {
+        inherited = fd >= 0; /* systemd (fd 3 or 0) or spawn-fcgi (fd 0) */
+        if (inherited && pipe2(wake, O_CLOEXEC) < 0)
+            fd = -1;
     } else if (cfg->listen_addr) {
         fd = open_tcp(cfg->listen_addr);
     } else {
@@ -309,13 +308,13 @@ int srv_run(srv_config_t *cfg)
         goto out;
     int started = 0;
     for (; started < n_acc; started++) {
-        acc[started] = (acceptor_t){.srv = &s, .listen_fd = fd};
+        acc[started] = (acceptor_t){.srv = &s, .listen_fd = fd, .wake_fd = wake[0]};
         if (pthread_create(&acc[started].thread, NULL, acceptor_main, &acc[started]) != 0)
             break;
     }
     fprintf(stderr, "llm-fcgi: serving %s as '%s' on %s (parallel %d, ctx %d, %d http threads)\n",
             cfg->model_path, cfg->names[0],
-            fd == 0 ? "fd 0" : cfg->listen_addr ? cfg->listen_addr : cfg->socket_path, cfg->parallel,
+            fd == 0 ? "fd 0" : inherited ? "fd 3 (systemd)" : cfg->listen_addr ? cfg->listen_addr : cfg->socket_path, cfg->parallel,
             sched_n_ctx(s.sched), started);
 
     int sig = 0;
@@ -324,7 +323,10 @@ int srv_run(srv_config_t *cfg)
             sig == SIGINT ? "SIGINT" : "SIGTERM", cfg->drain_seconds);
     stopping = 1;
     FCGX_ShutdownPending();
-    shutdown(fd, SHUT_RDWR);
+    if (inherited) /* shared with the launcher: wake the idle acceptors instead */
+        (void)!write(wake[1], "x", 1);
+    else
+        shutdown(fd, SHUT_RDWR);
     if (unlink_path)
         unlink(cfg->socket_path);
     /* let in-flight requests finish, up to the drain limit */
@@ -349,6 +351,8 @@ out:
     free(acc);
     if (fd > 0)
         close(fd);
+    if (wake[0] >= 0)
+        close(wake[0]), close(wake[1]);
     sched_free(s.sched);
     metrics_destroy(&s.metrics);
     chat_tmpl_renderer_free(tmpl);

@@ -3,7 +3,7 @@
 # Needs root (or sudo). Safe to run again: apt-get skips what is there.
 set -e
 PKGS="build-essential autoconf automake libtool pkg-config
-      libfcgi-dev libjson-c-dev uuid-dev libpcre2-dev
+      libfcgi-dev libjson-c-dev uuid-dev libpcre2-dev libcurl4-openssl-dev
       nginx-light lighttpd curl"
 # Node.js (for the tests' official `openai` client): use the one on the
 # machine if there is one (it may come from outside Debian, with its own

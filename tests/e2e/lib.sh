@@ -90,6 +90,7 @@ start_nginx() {
     mkdir -p "$E2E_TMP/nginx/tmp"
     sed -e "s|@PREFIX@|$E2E_TMP/nginx|g" -e "s|@UPSTREAM@|$1|g" -e "s|@LISTEN@|127.0.0.1:$PORT|g" \
         -e "s|@USER@|$(id -un)|g" -e "s|@GROUP@|$(id -gn)|g" -e "s|@MAX_BODY@|${E2E_NGINX_MAX_BODY:-16m}|g" \
+        -e "s|@WWWDIR@|$TOP_SRCDIR/www|g" -e "s|@MARKEDDIR@|${MARKED_DIR:-/usr/share/javascript/marked}|g" \
         "${E2E_NGINX_TEMPLATE:-$TOP_SRCDIR/nginx/llm-fcgi-run.conf.in}" >"$E2E_TMP/nginx/nginx.conf"
     nginx -p "$E2E_TMP/nginx" -e "$E2E_TMP/nginx/error.log" -c "$E2E_TMP/nginx/nginx.conf" \
         >"$E2E_TMP/nginx/out.log" 2>&1 &

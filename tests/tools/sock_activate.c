@@ -3,7 +3,7 @@
  * end-to-end tests can check socket activation and restarts without a
  * running systemd:
  *
- *   sock_activate [--fd0] [--pid-file FILE] [--restart-gate FILE] SOCKET CMD [ARGS...]
+ *   sock_activate [--fd0] [--group NAME] [--pid-file FILE] [--restart-gate FILE] SOCKET CMD [ARGS...]
  *
  * The socket (mode 0660, like SocketMode=0660) stays open in this process
  * for its whole life, so connections made while CMD is not running wait in
@@ -11,6 +11,7 @@
  * --fd0            the socket is CMD's fd 0 (StandardInput=socket, spawn-fcgi);
  *                  default: fd 3 with LISTEN_FDS=1 and LISTEN_PID=CMD's pid
  *                  (sd_listen_fds semantics)
+ * --group NAME     the socket's group (SocketGroup=, e.g. www-data)
  * --pid-file FILE  CMD's pid, rewritten at every start
  * --restart-gate FILE  when CMD exits, wait until FILE exists, remove it and
  *                  start CMD again (a restart); without it, exit when CMD does
@@ -19,6 +20,7 @@
  * Exit status: CMD's last status; 1 on a setup error.
  */
 #include <errno.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,10 +82,12 @@ static pid_t start(int sock, int fd0, char **cmd)
 int main(int argc, char **argv)
 {
     int fd0 = 0, i = 1;
-    const char *pid_file = NULL, *gate = NULL;
+    const char *pid_file = NULL, *gate = NULL, *group = NULL;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (!strcmp(argv[i], "--fd0"))
             fd0 = 1;
+        else if (!strcmp(argv[i], "--group") && i + 1 < argc)
+            group = argv[++i];
         else if (!strcmp(argv[i], "--pid-file") && i + 1 < argc)
             pid_file = argv[++i];
         else if (!strcmp(argv[i], "--restart-gate") && i + 1 < argc)
@@ -92,13 +96,20 @@ int main(int argc, char **argv)
             break;
     }
     if (argc - i < 2) {
-        fprintf(stderr, "usage: sock_activate [--fd0] [--pid-file FILE] [--restart-gate FILE] SOCKET CMD [ARGS...]\n");
+        fprintf(stderr, "usage: sock_activate [--fd0] [--group NAME] [--pid-file FILE] [--restart-gate FILE] SOCKET CMD [ARGS...]\n");
         return 1;
     }
     int sock = open_socket(argv[i]);
     if (sock < 0) {
         fprintf(stderr, "sock_activate: cannot listen on %s: %s\n", argv[i], strerror(errno));
         return 1;
+    }
+    if (group) {
+        struct group *g = getgrnam(group);
+        if (!g || chown(argv[i], (uid_t)-1, g->gr_gid) < 0) {
+            fprintf(stderr, "sock_activate: cannot give %s to group %s\n", argv[i], group);
+            return 1;
+        }
     }
     struct sigaction sa = {.sa_handler = on_stop};
     sigaction(SIGTERM, &sa, NULL);

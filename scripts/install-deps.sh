@@ -1,10 +1,14 @@
 #!/bin/sh
-# Installs the Debian 12 packages llm-fcgi needs to build, run and test.
+# Installs the Debian 12 packages llm-fcgi needs to build, run and test
+# (the tests also build and install the Debian package, check the systemd
+# units and drive the chat page in chromium).
 # Needs root (or sudo). Safe to run again: apt-get skips what is there.
 set -e
 PKGS="build-essential autoconf automake libtool pkg-config
-      libfcgi-dev libjson-c-dev libopenblas-dev uuid-dev libpcre2-dev
-      nginx-light lighttpd curl daemontools"
+      libfcgi-dev libjson-c-dev uuid-dev libpcre2-dev libcurl4-openssl-dev
+      nginx-light lighttpd curl daemontools
+      debhelper dpkg-dev lintian systemd iproute2 openssl man-db groff-base bsdextrautils
+      chromium libjs-marked"
 # Node.js (for the tests' official `openai` client): use the one on the
 # machine if there is one (it may come from outside Debian, with its own
 # npm, which Debian's npm package conflicts with); else Debian's.

@@ -55,6 +55,7 @@ mkdir -p "$run/tmp"
 sock=$run/llm-fcgi.sock
 sed -e "s|@PREFIX@|$run|g" -e "s|@UPSTREAM@|unix:$sock|g" -e "s|@LISTEN@|127.0.0.1:$port|g" \
     -e "s|@USER@|$(id -un)|g" -e "s|@GROUP@|$(id -gn)|g" -e "s|@MAX_BODY@|16m|g" \
+    -e "s|@WWWDIR@|$top/www|g" -e "s|@MARKEDDIR@|/usr/share/javascript/marked|g" \
     "$top/nginx/llm-fcgi-run.conf.in" >"$run/nginx.conf"
 
 llm_pid=; nginx_pid=; tail_pid=

@@ -4,7 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "cli/cli.h"
+#include "pull/hub.h"
+#include "pull/pull.h"
 #include "server/server.h"
 
 static const char usage[] =
@@ -14,7 +18,8 @@ static const char usage[] =
     "Each option can also be set by the environment variable in brackets; a flag wins.\n"
     "\n"
     "Model and names:\n"
-    "  -m, --model PATH           GGUF model file [LLM_MODEL]\n"
+    "  -m, --model PATH           GGUF model file, or OWNER/NAME[:QUANT] or a URL: pulled into the\n"
+    "                             model directory when missing (see llm-fcgi pull) [LLM_MODEL]\n"
     "      --served-model-name N  name accepted in \"model\"; repeat for aliases; the first is\n"
     "                             reported (default: MODEL as given) [LLM_SERVED_MODEL_NAME, a,b]\n"
     "Listening:\n"
@@ -177,6 +182,25 @@ static int serve_check_parsers(const srv_config_t *c)
     return 0;
 }
 
+/* -m OWNER/NAME[:QUANT] or a URL: the pulled file, downloaded when it is
+ * not in the model directory yet ($LLM_MODELS_DIR). An existing path is
+ * always a path. buf (cap bytes) holds the resolved path. */
+static int serve_resolve_model(srv_config_t *c, char *buf, size_t cap)
+{
+    struct stat st;
+    if (stat(c->model_path, &st) == 0 || !hub_ref_looks_like(c->model_path))
+        return 0;
+    pull_opts_t o = {.progress = pull_progress_for(stderr), .log = stderr};
+    lf_err_t err = {0};
+    if (pull_model(c->model_path, &o, buf, cap, NULL, &err) != LF_OK) {
+        fprintf(stderr, "llm-fcgi serve: cannot get the model %s: %s\n", c->model_path, err.msg);
+        return -1;
+    }
+    fprintf(stderr, "llm-fcgi serve: model %s is %s\n", c->model_path, buf);
+    c->model_path = buf;
+    return 0;
+}
+
 enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, O_HTTP, O_QUEUE, O_BODY,
        O_BATCH, O_DRAIN, O_PING, O_LOGP, O_TEMP, O_TOPP, O_TOPK, O_MINP, O_REP, O_MAXN, O_MINDIE, O_LMIFIN, O_KVMB,
        O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE, O_IOTIME };
@@ -320,6 +344,11 @@ int cmd_serve(int argc, char **argv)
         add_list(&c, e, 1);
     if (c.n_names == 0)
         c.names[c.n_names++] = strdup(c.model_path);
+    char resolved[4096];
+    if (serve_resolve_model(&c, resolved, sizeof resolved) < 0) {
+        rc = 1;
+        goto out;
+    }
     if (!keys_from_flags && (e = getenv("LLM_API_KEY")) && *e)
         add_list(&c, e, 0);
     if (key_file && *key_file && read_key_file(&c, key_file) < 0) {

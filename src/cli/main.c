@@ -13,6 +13,7 @@ typedef struct {
 /* Keep this table sorted by the order a new user meets the commands. */
 static const command_t commands[] = {
     {"serve", cmd_serve, "serve the OpenAI-compatible API over FastCGI (behind nginx)"},
+    {"pull", cmd_pull, "download a GGUF model from a Hugging Face-style hub or a URL"},
     {"info", cmd_info, "describe a GGUF model (architecture, vocabulary, tensors, KV memory)"},
     {"tokenize", cmd_tokenize, "print the token ids of a text"},
     {"generate", cmd_generate, "generate a completion of a prompt on the command line"},

@@ -32,7 +32,6 @@ typedef struct {
     int n_keys;
     const char *socket_path;          /* default unix socket */
     const char *listen_addr;          /* "HOST:PORT" or NULL */
-    bool inherit_fd0;                 /* spawn-fcgi: listening socket is fd 0 */
     int32_t ctx_size, parallel, threads, http_threads, max_queue, batch_tokens;
     int32_t kv_cache_mb;              /* KV budget in MiB (0: parallel x ctx) */
     size_t max_body;

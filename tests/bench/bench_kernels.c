@@ -3,7 +3,8 @@
  * weight bandwidth of single-token decode (GB/s) and the arithmetic rate of
  * a 512-token prefill (GFLOP/s, 2 flops per multiply-add). With "blas" it
  * also times OpenBLAS cblas_sgemm on W dequantized to f32 (dequantization
- * excluded and included) for the prefill shape.
+ * excluded and included) for the prefill shape; that needs a build
+ * configured with libopenblas-dev installed (HAVE_OPENBLAS).
  *
  * usage: bench_kernels [threads=2] [types=q8_0,q4_K,...|all] [blas|stream|moe]
  * (stream: decode of 32000x768 and 2048x768 matrices from DRAM, GB/s;
@@ -17,7 +18,9 @@
 #include "engine/quant/fp16.h"
 #include "engine/quant/quant_blocks.h"
 
+#ifdef HAVE_OPENBLAS
 #include <cblas.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +117,7 @@ static void bench_one(tpool_t *pool, qtype_t t, int64_t n_rows, int64_t k, int b
            qtype_name(t), (long long)n_rows, (long long)k, dec * 1e6, (double)wsz / dec / 1e9,
            2.0 * (double)(n_rows * k) / dec / 1e9, pre * 1e3, 2.0 * (double)(n_rows * k * T) / pre / 1e9,
            qt * 1e3);
+#ifdef HAVE_OPENBLAS
     if (blas && quant_can_dequantize(t)) {
         float *Wf = malloc(sizeof(float) * (size_t)(n_rows * k));
         size_t rsz = qtype_row_size(t, k);
@@ -135,6 +139,9 @@ static void bench_one(tpool_t *pool, qtype_t t, int64_t n_rows, int64_t k, int b
                2.0 * (double)(n_rows * k * T) / (bt + deq) / 1e9);
         free(Wf);
     }
+#else
+    (void)blas;
+#endif
     free(W), free(x), free(act), free(out);
 }
 
@@ -218,7 +225,14 @@ int main(int argc, char **argv)
     }
     if (nth == 1)
         bench_clock = CLOCK_THREAD_CPUTIME_ID;
+#ifdef HAVE_OPENBLAS
     openblas_set_num_threads(nth); /* same thread count as ours */
+#else
+    if (blas) {
+        fprintf(stderr, "bench_kernels: built without OpenBLAS (install libopenblas-dev and reconfigure)\n");
+        return 2;
+    }
+#endif
     printf("isa %s, %d threads\n", kern_isa_name(kern_isa()), nth);
     for (size_t i = 0; i < sizeof all_types / sizeof all_types[0]; i++) {
         qtype_t t = all_types[i];

@@ -100,6 +100,7 @@ start_nginx() {
     mkdir -p "$E2E_TMP/nginx/tmp"
     sed -e "s|@PREFIX@|$E2E_TMP/nginx|g" -e "s|@UPSTREAM@|$1|g" -e "s|@LISTEN@|127.0.0.1:$PORT|g" \
         -e "s|@USER@|$(id -un)|g" -e "s|@GROUP@|$(id -gn)|g" -e "s|@MAX_BODY@|${E2E_NGINX_MAX_BODY:-16m}|g" \
+        -e "s|@WWWDIR@|$TOP_SRCDIR/www|g" -e "s|@MARKEDDIR@|${MARKED_DIR:-/usr/share/javascript/marked}|g" \
         "${E2E_NGINX_TEMPLATE:-$TOP_SRCDIR/nginx/llm-fcgi-run.conf.in}" >"$E2E_TMP/nginx/nginx.conf"
     nginx -p "$E2E_TMP/nginx" -e "$E2E_TMP/nginx/error.log" -c "$E2E_TMP/nginx/nginx.conf" \
         >"$E2E_TMP/nginx/out.log" 2>&1 &
@@ -113,23 +114,31 @@ start_nginx() {
 }
 
 # start_site SOCKET...: nginx on a free port with the shipped production
-# site (nginx/llm-fcgi.conf) as it is, except: plain HTTP on 127.0.0.1 (no
-# TLS, no port 80 redirect), logs in the temp dir, and its upstream made of
-# the given unix sockets (each with the shipped max_fails/fail_timeout).
-# E2E_SITE_LISTEN_OPTS adds options to the listen directive. Sets BASE.
+# configuration as it is: the site (nginx/llm-fcgi.conf), the snippet it
+# includes (llm-fcgi-snippet.conf.in, as installed in snippets/) and the
+# upstream (llm-fcgi-upstream.conf, as in conf.d/), except: plain HTTP on
+# 127.0.0.1 (no TLS, no port 80 redirect), logs in the temp dir, and the
+# upstream made of the given unix sockets (each with the shipped
+# max_fails/fail_timeout). E2E_SITE_LISTEN_OPTS adds options to the listen
+# directive. Sets BASE.
 start_site() {
     PORT=$(free_port)
     d=$E2E_TMP/site
-    mkdir -p "$d/tmp"
-    awk -v port="$PORT" -v socks="$*" -v logdir="$d" -v lopts="${E2E_SITE_LISTEN_OPTS:-}" '
+    mkdir -p "$d/tmp" "$d/snippets"
+    cp /etc/nginx/fastcgi_params "$d/fastcgi_params"
+    sed -e "s|@WWWDIR@|$TOP_SRCDIR/www|g" -e "s|@MARKEDDIR@|${MARKED_DIR:-/usr/share/javascript/marked}|g" \
+        "$TOP_SRCDIR/nginx/llm-fcgi-snippet.conf.in" >"$d/snippets/llm-fcgi.conf"
+    awk -v socks="$*" '
+        /server unix:\/run\/llm-fcgi\/llm-fcgi.sock/ {
+            params = $0; sub(/.*\.sock/, "", params)
+            n = split(socks, s, " "); for (i = 1; i <= n; i++) print "    server unix:" s[i] params; next }
+        { print }' "$TOP_SRCDIR/nginx/llm-fcgi-upstream.conf" >"$d/upstream.conf"
+    awk '
         /^server \{/ { inserver = 1; block = $0 "\n"; redirect = 0; next }
         inserver { block = block $0 "\n"; if ($0 ~ /return 301/) redirect = 1
                    if ($0 ~ /^\}/) { inserver = 0; if (!redirect) printf "%s", block }; next }
         { print }' "$TOP_SRCDIR/nginx/llm-fcgi.conf" |
-    awk -v port="$PORT" -v socks="$*" -v logdir="$d" -v lopts="${E2E_SITE_LISTEN_OPTS:-}" '
-        /server unix:\/run\/llm-fcgi\/llm-fcgi.sock/ {
-            params = $0; sub(/.*\.sock/, "", params)
-            n = split(socks, s, " "); for (i = 1; i <= n; i++) print "    server unix:" s[i] params; next }
+    awk -v port="$PORT" -v logdir="$d" -v lopts="${E2E_SITE_LISTEN_OPTS:-}" '
         /listen 443 ssl/ { print "    listen 127.0.0.1:" port " " lopts ";"; next }
         /listen \[::\]/ || /ssl_/ || /Strict-Transport-Security/ { next }
         /access_log \/var\/log/ { print "    access_log " logdir "/access.log;"; next }
@@ -143,6 +152,7 @@ events { worker_connections 1024; }
 http {
     client_body_temp_path $d/tmp/body; fastcgi_temp_path $d/tmp/fastcgi;
     proxy_temp_path $d/tmp/proxy; uwsgi_temp_path $d/tmp/uwsgi; scgi_temp_path $d/tmp/scgi;
+    include $d/upstream.conf;
     include $d/site.conf;
 }
 CONF

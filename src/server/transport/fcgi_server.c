@@ -39,6 +39,7 @@
 #include "grammar/grammar.h"
 #include "server/server.h"
 #include "server/transport/fcgi_guard.h"
+#include "server/transport/listen_fd.h"
 
 typedef struct {
     srv_t *srv;
@@ -274,14 +275,6 @@ static void *worker_main(void *arg)
 
 /* ---- process ---- */
 
-static int is_listening_socket(int fd)
-{
-    int type = 0, acc = 0;
-    socklen_t l = sizeof type, l2 = sizeof acc;
-    return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0 && type == SOCK_STREAM &&
-           getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l2) == 0 && acc;
-}
-
 /* The whole of a small text file, NUL-terminated; NULL on error. */
 int srv_run(srv_config_t *cfg)
 {
@@ -335,9 +328,9 @@ int srv_run(srv_config_t *cfg)
     }
 
     int fd = -1;
-    bool unlink_path = false;
-    if (cfg->inherit_fd0 || (!cfg->listen_addr && !cfg->socket_path && is_listening_socket(0))) {
-        fd = 0;
+    bool unlink_path = false, inherited = false;
+    if (!cfg->listen_addr && !cfg->socket_path && (fd = listen_fd_inherited()) != -1) {
+        inherited = fd >= 0; /* systemd (fd 3 or 0) or spawn-fcgi (fd 0) */
     } else if (cfg->listen_addr) {
         fd = open_tcp(cfg->listen_addr);
     } else {
@@ -389,7 +382,8 @@ int srv_run(srv_config_t *cfg)
     }
     fprintf(stderr, "llm-fcgi: serving %s as '%s' on %s (parallel %d, ctx %d, %d http threads)\n",
             cfg->model_path, cfg->names[0],
-            fd == 0 ? "fd 0" : cfg->listen_addr ? cfg->listen_addr : cfg->socket_path, cfg->parallel,
+            fd == 0 ? "fd 0" : inherited ? "fd 3 (systemd)" : cfg->listen_addr ? cfg->listen_addr : cfg->socket_path,
+            cfg->parallel,
             sched_n_ctx(s.sched), started);
 
     int sig = 0;
@@ -398,7 +392,9 @@ int srv_run(srv_config_t *cfg)
             sig == SIGINT ? "SIGINT" : "SIGTERM", cfg->drain_seconds);
     stopping = 1;
     fcgi_guard_stop(s.guard); /* no new connections; complete requests get 503 */
-    shutdown(fd, SHUT_RDWR);
+    if (!inherited) /* an inherited socket is shared with its launcher (systemd
+                     * queues connections on it while we restart): never shut down */
+        shutdown(fd, SHUT_RDWR);
     if (unlink_path)
         unlink(cfg->socket_path);
     /* let in-flight requests finish, up to the drain limit */

@@ -8,11 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "engine/model/forward.h"
 #include "engine/kernels/kernels.h"
 #include "engine/model/model.h"
+#include "cli/membw.h"
 
 static void usage(FILE *out)
 {
@@ -164,6 +166,8 @@ int cmd_bench(int argc, char **argv)
     int status = 1;
     if (!fw || !toks || !batch || !pp_ts || !tg_ts)
         goto out;
+    uint64_t tg_runs = 0, tg_wait_ns = 0;
+    double tg_secs = 0;
     int32_t bos = vocab_add_bos(model_vocab(m)) ? vocab_bos(model_vocab(m)) : -1;
     /* warm-up: touch every weight page once */
     if ((pp && run_pp(fw, (int32_t)(pp < 16 ? pp : 16), hp->n_vocab, toks, &err) != LF_OK) ||
@@ -174,9 +178,15 @@ int cmd_bench(int argc, char **argv)
         if (pp && run_pp(fw, (int32_t)pp, hp->n_vocab, toks, &err) != LF_OK)
             goto out;
         double t1 = now();
+        uint64_t runs, wait_ns;
+        tpool_stats(fwd_pool(fw), &runs, &wait_ns, true);
         if (tg && run_tg(fw, (int32_t)tg, (int32_t)B, hp->n_vocab, bos, batch, &err) != LF_OK)
             goto out;
         double t2 = now();
+        tpool_stats(fwd_pool(fw), &runs, &wait_ns, true);
+        tg_runs += runs;
+        tg_wait_ns += wait_ns;
+        tg_secs += t2 - t1;
         pp_ts[r] = pp ? (double)pp / (t1 - t0) : 0;
         tg_ts[r] = tg ? (double)(tg * B) / (t2 - t1) : 0;
     }
@@ -186,6 +196,14 @@ int cmd_bench(int argc, char **argv)
     if (prefix && run_prefix(fw, (int32_t)prefix, hp->n_vocab, (int)reps, &unc_ms, &cac_ms, &err) != LF_OK)
         goto out;
     const char *isa = kern_isa_name(kern_isa());
+    /* decode against the memory ceiling: weight bytes per step / step time */
+    double step_bytes = (double)model_decode_bytes(m);
+    long bw_threads = threads > 0 ? threads : sysconf(_SC_NPROCESSORS_ONLN);
+    double bw = tg ? membw_read(bw_threads > 0 ? (int)bw_threads : 1) : 0;
+    double tg_bw = step_bytes * tgm / (double)B; /* one step reads the weights once for all B */
+    int n_packed;
+    size_t pack_bytes;
+    model_pack_info(m, &n_packed, &pack_bytes);
     if (json) {
         json_object *o = json_object_new_object();
         json_object_object_add(o, "model", json_object_new_string(path));
@@ -199,6 +217,18 @@ int cmd_bench(int argc, char **argv)
         json_object_object_add(o, "pp_stddev", json_object_new_double(pps));
         json_object_object_add(o, "tg_tokens_per_s", json_object_new_double(tgm));
         json_object_object_add(o, "tg_stddev", json_object_new_double(tgs));
+        json_object_object_add(o, "decode_bytes_per_step", json_object_new_int64((int64_t)step_bytes));
+        if (tg) {
+            json_object_object_add(o, "tg_read_bytes_per_s", json_object_new_double(tg_bw));
+            json_object_object_add(o, "memory_read_bytes_per_s", json_object_new_double(bw));
+            json_object_object_add(o, "tg_percent_of_memory_bw", json_object_new_double(bw > 0 ? 100 * tg_bw / bw : 0));
+        }
+        if (tg && tg_secs > 0) {
+            json_object_object_add(o, "tg_pool_runs_per_step", json_object_new_double((double)tg_runs / (double)(tg * reps)));
+            json_object_object_add(o, "tg_wait_share", json_object_new_double(1e-9 * (double)tg_wait_ns / tg_secs));
+        }
+        json_object_object_add(o, "packed_matrices", json_object_new_int(n_packed));
+        json_object_object_add(o, "packed_bytes", json_object_new_int64((int64_t)pack_bytes));
         if (prefix) {
             json_object_object_add(o, "prefix_tokens", json_object_new_int((int)prefix));
             json_object_object_add(o, "prefix_uncached_ms", json_object_new_double(unc_ms));
@@ -214,6 +244,18 @@ int cmd_bench(int argc, char **argv)
         if (tg)
             printf("| %s | %.2f M | %s | %ld | %ld | tg%ld | %.2f ± %.2f |\n", hp->name[0] ? hp->name : hp->arch,
                    (double)hp->n_params / 1e6, isa, threads, B, tg, tgm, tgs);
+        printf("\nkernels: %s (%s); %d matrices packed for decode (%.1f MiB)\n", isa, kern_isa_reason(), n_packed,
+               (double)pack_bytes / 1048576.0);
+        if (tg && tg_secs > 0)
+            printf("hand-offs: %.0f pool runs per decode step, %.1f us waiting for the other threads per step "
+                   "(%.1f%% of the step)\n",
+                   (double)tg_runs / (double)(tg * reps), 1e-3 * (double)tg_wait_ns / (double)(tg * reps),
+                   100.0 * 1e-9 * (double)tg_wait_ns / tg_secs);
+        if (tg && bw > 0)
+            printf("decode: %.1f MiB of weights per step, %.2f GB/s at tg (%.0f%% of the %.2f GB/s this machine "
+                   "reads with %ld thread%s)\n",
+                   step_bytes / 1048576.0, tg_bw / 1e9, 100 * tg_bw / bw, bw / 1e9, bw_threads,
+                   bw_threads == 1 ? "" : "s");
         if (prefix)
             printf("\nprefix cache, %ld-token prompt: first token after %.2f ms uncached, %.2f ms with %ld "
                    "tokens cached (%.3fx)\n",

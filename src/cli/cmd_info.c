@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "engine/kernels/kernels.h"
 #include "engine/model/forward.h"
 #include "engine/model/model.h"
 
@@ -172,6 +173,12 @@ int cmd_info(int argc, char **argv)
     if (hp->n_swa > 0)
         printf("; %.2f MiB if the window were ignored", (double)kv_full / (1 << 20));
     printf(")\n");
+    int n_packed;
+    size_t pack_bytes;
+    model_pack_info(m, &n_packed, &pack_bytes);
+    printf("kernels:            %s (%s)\n", kern_isa_name(kern_isa()), kern_isa_reason());
+    printf("decode layout:      %d matrices packed (%.2f MiB); %.2f MiB of weights read per decode step\n", n_packed,
+           (double)pack_bytes / (1 << 20), (double)model_decode_bytes(m) / (1 << 20));
     model_free(m);
     return 0;
 }

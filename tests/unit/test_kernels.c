@@ -303,6 +303,96 @@ static void test_multi(kern_isa_t isa, tpool_t *pool2)
     }
 }
 
+/* Packed weights (kpack.h): where the level has packed kernels, every
+ * (row, token) value from the packed copy equals the original rows'
+ * bitwise, for partial groups, odd block counts, 1..40 tokens, 1 and 2
+ * threads, and several jobs whose concatenated rows straddle groups. */
+static const struct {
+    qtype_t t;
+    int64_t rows, k, n_tok;
+} packed_cases[] = {
+    {QTYPE_Q8_0, 16, 64, 1},   {QTYPE_Q8_0, 1, 32, 1},    {QTYPE_Q8_0, 37, 96, 1},   {QTYPE_Q8_0, 50, 576, 3},
+    {QTYPE_Q8_0, 33, 160, 9},  {QTYPE_Q8_0, 64, 512, 40}, {QTYPE_Q4_K, 16, 256, 1},  {QTYPE_Q4_K, 5, 512, 1},
+    {QTYPE_Q4_K, 37, 768, 2},  {QTYPE_Q4_K, 48, 256, 33}, {QTYPE_Q6_K, 16, 256, 1},  {QTYPE_Q6_K, 21, 512, 1},
+    {QTYPE_Q6_K, 40, 768, 7},  {QTYPE_Q6_K, 17, 256, 12}, {QTYPE_Q5_0, 16, 64, 1},  {QTYPE_Q5_0, 19, 96, 1},
+    {QTYPE_Q5_0, 40, 576, 5},  {QTYPE_Q5_0, 3, 32, 33},
+};
+
+static void *packed_copy(qtype_t t, const void *W, int64_t rows, int64_t k)
+{
+    size_t sz = kern_pack_size(t, rows, k);
+    if (!sz)
+        return NULL;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, sz))
+        return NULL;
+    kern_pack(t, W, rows, k, p);
+    return p;
+}
+
+static void test_packed(kern_isa_t isa, tpool_t *pool2)
+{
+    for (size_t ci = 0; ci < sizeof packed_cases / sizeof packed_cases[0]; ci++) {
+        const qtype_t t = packed_cases[ci].t;
+        const int64_t rows = packed_cases[ci].rows, k = packed_cases[ci].k, T = packed_cases[ci].n_tok;
+        uint8_t *W = malloc(qtype_row_size(t, k) * (size_t)rows);
+        fill_weights(wcase(t), W, rows, k);
+        void *Wp = packed_copy(t, W, rows, k);
+        if (isa < KERN_ISA_AVX512) {
+            tap_ok(!Wp, "%s has no packed %s kernels", kern_isa_name(isa), qtype_name(t));
+            free(W);
+            continue;
+        }
+        float *x = malloc(sizeof(float) * (size_t)(k * T));
+        fill_floats(x, k * T);
+        void *act = malloc(kern_act_size(t, k, T));
+        float *ref = malloc(sizeof(float) * (size_t)(rows * T)), *o1 = malloc(sizeof(float) * (size_t)(rows * T));
+        float *o2 = malloc(sizeof(float) * (size_t)(rows * T));
+        kern_quantize_act(t, x, k, T, act);
+        kern_matmul(NULL, t, W, rows, k, act, T, ref);
+        kern_mm_t job = {t, W, rows, k, NULL, o1, Wp};
+        kern_linear_multi(NULL, 1, &job, x, T, act);
+        job.out = o2;
+        kern_linear_multi(pool2, 1, &job, x, T, act);
+        size_t sz = sizeof(float) * (size_t)(rows * T);
+        tap_ok(Wp && !memcmp(ref, o1, sz) && !memcmp(ref, o2, sz),
+               "%s packed %s %lld x %lld, %lld tokens: bitwise the original rows, 1 and 2 threads", kern_isa_name(isa),
+               qtype_name(t), (long long)rows, (long long)k, (long long)T);
+        free(W), free(Wp), free(x), free(act), free(ref), free(o1), free(o2);
+    }
+    /* q, k, v of a Q4_K_M layer with 37 + 13 + 13 rows (groups straddle
+     * the jobs), the last one not packed */
+    const qtype_t ts[3] = {QTYPE_Q4_K, QTYPE_Q8_0, QTYPE_Q6_K};
+    const int64_t rs[3] = {37, 13, 45}, k = 512;
+    for (int T = 1; T <= 5; T += 4) {
+        float *x = malloc(sizeof(float) * (size_t)(k * T));
+        fill_floats(x, k * T);
+        void *act = malloc(kern_act_size(QTYPE_Q8_0, k, T) + kern_act_size(QTYPE_Q4_K, k, T));
+        kern_mm_t jobs[3];
+        uint8_t *W[3];
+        void *P[3];
+        float *ref[3], *out[3];
+        for (int i = 0; i < 3; i++) {
+            W[i] = malloc(qtype_row_size(ts[i], k) * (size_t)rs[i]);
+            fill_weights(wcase(ts[i]), W[i], rs[i], k);
+            P[i] = i < 2 ? packed_copy(ts[i], W[i], rs[i], k) : NULL;
+            ref[i] = malloc(sizeof(float) * (size_t)(rs[i] * T));
+            out[i] = malloc(sizeof(float) * (size_t)(rs[i] * T));
+            kern_quantize_act(ts[i], x, k, T, act);
+            kern_matmul(NULL, ts[i], W[i], rs[i], k, act, T, ref[i]);
+            jobs[i] = (kern_mm_t){ts[i], W[i], rs[i], k, NULL, out[i], P[i]};
+        }
+        kern_linear_multi(pool2, 3, jobs, x, T, act);
+        int ok = 1;
+        for (int i = 0; i < 3; i++)
+            ok &= !memcmp(ref[i], out[i], sizeof(float) * (size_t)(rs[i] * T));
+        tap_ok(ok, "%s packed and unpacked jobs in one run (%d tokens): bitwise per job", kern_isa_name(isa), T);
+        for (int i = 0; i < 3; i++)
+            free(W[i]), free(P[i]), free(ref[i]), free(out[i]);
+        free(x), free(act);
+    }
+}
+
 /* Experts of a 3-D tensor [k, n_rows, n_exp] (MoE): kern_matmul on each
  * expert's slice of rows (at odd byte offsets when the row size is odd, as
  * MXFP4 rows of 7 blocks are: 119 bytes), for all tokens and for a
@@ -409,6 +499,7 @@ int main(void)
         test_matmul_blocks((kern_isa_t)isa, pool2);
         test_multi((kern_isa_t)isa, pool2);
         test_expert_slices((kern_isa_t)isa, pool2);
+        test_packed((kern_isa_t)isa, pool2);
     }
     tap_ok(kern_isa_set((kern_isa_t)99) == max, "isa request capped at cpu max");
     tpool_free(pool2);

@@ -30,12 +30,17 @@
 #include "engine/kernels/kernels.h"
 
 #include <pthread.h>
+#include <stdio.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/kernels/kernels_impl.h"
+#include "engine/kernels/kpack.h"
 #include "engine/quant/quant.h"
 
 /* Cache blocking of the matmul (see kern_mm_worker). */
@@ -49,6 +54,7 @@
 static kern_dot_fn_t kern_tab[QTYPE_COUNT];
 static kern_tile_fn_t kern_tiles[QTYPE_COUNT];
 static kern_quant_fn_t kern_quant[QTYPE_COUNT]; /* by vec_dot type; NULL: quant_quantize_row */
+static kern_ptile_fn_t kern_ptiles[QTYPE_COUNT]; /* packed (kpack.h) tiles; NULL: none */
 static kern_isa_t kern_level;
 static kern_isa_t kern_level_max;
 static pthread_once_t kern_once = PTHREAD_ONCE_INIT;
@@ -105,6 +111,35 @@ static void kern_fill_scalar(kern_dot_fn_t tab[QTYPE_COUNT])
     tab[QTYPE_MXFP4] = kern_dot_ref_MXFP4;
 }
 
+static char kern_reason[160];
+
+/* The CPU's vendor and family, for the record of why a level was chosen. */
+static void kern_cpu_name(char *buf, size_t n)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    char vendor[13] = {0};
+    if (!__get_cpuid(0, &a, &b, &c, &d)) {
+        snprintf(buf, n, "x86");
+        return;
+    }
+    memcpy(vendor, &b, 4), memcpy(vendor + 4, &d, 4), memcpy(vendor + 8, &c, 4);
+    __get_cpuid(1, &a, &b, &c, &d);
+    unsigned fam = (a >> 8) & 0xF, model = (a >> 4) & 0xF;
+    if (fam == 0xF)
+        fam += (a >> 20) & 0xFF;
+    if (fam == 0x6 || fam >= 0xF)
+        model |= ((a >> 16) & 0xF) << 4;
+    const char *uarch = "";
+    if (!strcmp(vendor, "AuthenticAMD"))
+        uarch = fam == 0x19 ? (model >= 0x10 && model < 0x20) || model >= 0x60 ? " (Zen 4)" : " (Zen 3)"
+              : fam == 0x1A ? " (Zen 5)" : fam == 0x17 ? " (Zen/Zen 2)" : "";
+    snprintf(buf, n, "%s family %#x model %#x%s", vendor, fam, model, uarch);
+#else
+    snprintf(buf, n, "non-x86");
+#endif
+}
+
 static kern_isa_t kern_detect(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -126,16 +161,20 @@ static void kern_build(kern_isa_t isa)
     kern_dot_fn_t tab[QTYPE_COUNT];
     kern_tile_fn_t tiles[QTYPE_COUNT] = {0};
     kern_quant_fn_t quant[QTYPE_COUNT] = {0};
+    kern_ptile_fn_t ptiles[QTYPE_COUNT] = {0};
     kern_fill_scalar(tab);
 #if defined(__x86_64__) || defined(__i386__)
     if (isa >= KERN_ISA_AVX2)
         kern_fill_avx2(tab, tiles, quant);
-    if (isa >= KERN_ISA_AVX512)
+    if (isa >= KERN_ISA_AVX512) {
         kern_fill_avx512(tab, tiles, quant);
+        kern_fill_packed_avx512(ptiles);
+    }
 #endif
     memcpy(kern_tab, tab, sizeof tab);
     memcpy(kern_tiles, tiles, sizeof tiles);
     memcpy(kern_quant, quant, sizeof quant);
+    memcpy(kern_ptiles, ptiles, sizeof ptiles);
     kern_level = isa;
 }
 
@@ -144,10 +183,18 @@ static void kern_init(void)
     kern_level_max = kern_detect();
     kern_isa_t isa = kern_level_max;
     const char *env = getenv("LLM_FCGI_ISA");
+    char cpu[96];
+    kern_cpu_name(cpu, sizeof cpu);
     if (env && !strcmp(env, "scalar"))
         isa = KERN_ISA_SCALAR;
     else if (env && !strcmp(env, "avx2") && isa > KERN_ISA_AVX2)
         isa = KERN_ISA_AVX2;
+    if (isa != kern_level_max)
+        snprintf(kern_reason, sizeof kern_reason, "%s; LLM_FCGI_ISA=%s caps the level below %s", cpu, env,
+                 kern_isa_name(kern_level_max));
+    else
+        snprintf(kern_reason, sizeof kern_reason, "%s; the best level it has%s", cpu,
+                 isa == KERN_ISA_AVX512 ? " (VNNI tiles, packed decode layouts)" : "");
     kern_build(isa);
 }
 
@@ -155,6 +202,12 @@ kern_isa_t kern_isa(void)
 {
     pthread_once(&kern_once, kern_init);
     return kern_level;
+}
+
+const char *kern_isa_reason(void)
+{
+    pthread_once(&kern_once, kern_init);
+    return kern_reason;
 }
 
 kern_isa_t kern_isa_max(void)
@@ -196,6 +249,19 @@ float kern_vec_dot(qtype_t wtype, int64_t n, const void *w_row, const void *act_
     float r;
     kern_tab[wtype](n, w_row, act_row, 0, 1, &r, 0);
     return r;
+}
+
+size_t kern_pack_size(qtype_t wtype, int64_t n_rows, int64_t k)
+{
+    pthread_once(&kern_once, kern_init);
+    if ((unsigned)wtype >= QTYPE_COUNT || !kern_ptiles[wtype])
+        return 0;
+    return kpack_size(wtype, n_rows, k);
+}
+
+void kern_pack(qtype_t wtype, const void *W, int64_t n_rows, int64_t k, void *dst)
+{
+    kpack_pack(wtype, W, n_rows, k, dst);
 }
 
 size_t kern_act_size(qtype_t wtype, int64_t k, int64_t n_tok)
@@ -250,6 +316,9 @@ void kern_quantize_act_pool(tpool_t *pool, qtype_t wtype, const float *x, int64_
 typedef struct {
     kern_dot_fn_t fn;
     kern_tile_fn_t tile; /* NULL: one row at a time with fn */
+    kern_ptile_fn_t ptile; /* non-NULL: Wp is packed, groups gstride bytes apart */
+    const uint8_t *Wp;
+    size_t gstride;
     const uint8_t *W;
     size_t w_stride;
     int64_t n_rows, k;
@@ -259,13 +328,44 @@ typedef struct {
     float *out;
 } kern_mm_job_t;
 
+/* Token rows per block whose activations fit in L2. */
+static int64_t kern_token_block(const kern_mm_job_t *j)
+{
+    int64_t tblock = (int64_t)(KERN_BLOCK_ACT_BYTES / (j->act_stride ? j->act_stride : 1));
+    return tblock < KERN_NT_MAX ? KERN_NT_MAX : tblock / KERN_NT_MAX * KERN_NT_MAX;
+}
+
+/* Rows [r0, r1) of a packed job: group by group (a group's weights stay
+ * in L1/L2 while every token group of the block runs on it). */
+static void kern_mm_range_packed(const kern_mm_job_t *j, int64_t r0, int64_t r1)
+{
+    const int64_t tblock = kern_token_block(j);
+    for (int64_t tb = 0; tb < j->n_tok; tb += tblock) {
+        int64_t tbe = tb + tblock < j->n_tok ? tb + tblock : j->n_tok;
+        for (int64_t g = r0 / KPACK_ROWS; g * KPACK_ROWS < r1; g++) {
+            int64_t base = g * KPACK_ROWS;
+            int lo = r0 > base ? (int)(r0 - base) : 0;
+            int hi = r1 - base < KPACK_ROWS ? (int)(r1 - base) : KPACK_ROWS;
+            unsigned keep = ((1u << hi) - 1) & ~((1u << lo) - 1);
+            for (int64_t t0 = tb; t0 < tbe; t0 += KERN_NT_MAX) {
+                int nt = tbe - t0 < KERN_NT_MAX ? (int)(tbe - t0) : KERN_NT_MAX;
+                j->ptile(j->k, j->Wp + (size_t)g * j->gstride, j->act + (size_t)t0 * j->act_stride, j->act_stride,
+                         nt, j->out + t0 * j->n_rows + base, (size_t)j->n_rows, keep);
+            }
+        }
+    }
+}
+
 /* Rows [r0, r1) of job j, all its tokens, with the cache blocking. */
 static void kern_mm_range(const kern_mm_job_t *j, int64_t r0, int64_t r1)
 {
+    if (j->ptile) {
+        kern_mm_range_packed(j, r0, r1);
+        return;
+    }
     int64_t chunk = (int64_t)(KERN_CHUNK_W_BYTES / (j->w_stride ? j->w_stride : 1));
     chunk = chunk < KERN_NR_MAX ? KERN_NR_MAX : chunk / KERN_NR_MAX * KERN_NR_MAX;
-    int64_t tblock = (int64_t)(KERN_BLOCK_ACT_BYTES / (j->act_stride ? j->act_stride : 1));
-    tblock = tblock < KERN_NT_MAX ? KERN_NT_MAX : tblock / KERN_NT_MAX * KERN_NT_MAX;
+    const int64_t tblock = kern_token_block(j);
     for (int64_t tb = 0; tb < j->n_tok; tb += tblock) {
         int64_t tbe = tb + tblock < j->n_tok ? tb + tblock : j->n_tok;
         for (int64_t rc = r0; rc < r1; rc += chunk) {
@@ -337,12 +437,15 @@ static void kern_mm_worker(void *arg, int ith, int nth)
         kern_mm_range(&run->job, r0, r1);
 }
 
-static void kern_mm_job_init(kern_mm_job_t *job, qtype_t wtype, const void *W, int64_t n_rows, int64_t k,
-                             const void *act, int64_t n_tok, float *out)
+static void kern_mm_job_init(kern_mm_job_t *job, qtype_t wtype, const void *W, const void *Wp, int64_t n_rows,
+                             int64_t k, const void *act, int64_t n_tok, float *out)
 {
     *job = (kern_mm_job_t){
         .fn = kern_tab[wtype],
         .tile = kern_tiles[wtype],
+        .ptile = Wp ? kern_ptiles[wtype] : NULL,
+        .Wp = Wp,
+        .gstride = Wp ? kpack_group_bytes(wtype, k) : 0,
         .W = W,
         .w_stride = qtype_row_size(wtype, k),
         .n_rows = n_rows,
@@ -362,7 +465,7 @@ void kern_matmul(tpool_t *pool, qtype_t wtype, const void *W, int64_t n_rows, in
     if (n_rows <= 0 || n_tok <= 0)
         return;
     kern_mm_run_t run;
-    kern_mm_job_init(&run.job, wtype, W, n_rows, k, act, n_tok, out);
+    kern_mm_job_init(&run.job, wtype, W, NULL, n_rows, k, act, n_tok, out);
     int nth = tpool_size(pool);
     if (nth > 1 && n_rows * n_tok * k < 32768) { /* a few microseconds: not worth a wake-up */
         kern_mm_range(&run.job, 0, n_rows);
@@ -416,8 +519,8 @@ void kern_matmul_multi(tpool_t *pool, int n, const kern_mm_t *jobs, int64_t n_to
         for (int i = 0; i < c; i++) {
             if (jobs[i].n_rows <= 0)
                 continue;
-            kern_mm_job_init(&m.job[m.n++], jobs[i].wtype, jobs[i].W, jobs[i].n_rows, jobs[i].k, jobs[i].act,
-                             n_tok, jobs[i].out);
+            kern_mm_job_init(&m.job[m.n++], jobs[i].wtype, jobs[i].W, jobs[i].Wp, jobs[i].n_rows, jobs[i].k,
+                             jobs[i].act, n_tok, jobs[i].out);
             m.total_rows += jobs[i].n_rows;
             work += jobs[i].n_rows * n_tok * jobs[i].k;
         }

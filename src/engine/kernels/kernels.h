@@ -52,6 +52,10 @@ typedef enum {
 /* The ISA level in use (the first call detects it; reads LLM_FCGI_ISA). */
 kern_isa_t kern_isa(void);
 
+/* Why kern_isa() is what it is: the CPU (vendor, family, model and, where
+ * known, micro-architecture) and the rule that chose the level. */
+const char *kern_isa_reason(void);
+
 /* The best level this CPU supports (ignores LLM_FCGI_ISA). */
 kern_isa_t kern_isa_max(void);
 
@@ -100,7 +104,19 @@ typedef struct {
     int64_t n_rows, k;
     const void *act; /* n_tok rows from kern_quantize_act(wtype, ., k, ...) */
     float *out;      /* n_tok x n_rows floats */
+    const void *Wp;  /* NULL, or W packed by kern_pack (used where this level has packed kernels) */
 } kern_mm_t;
+
+/* Packed weights (kpack.h: rows interleaved 16 at a time so the decode
+ * kernels stream them with no transposition or horizontal sum). Bytes of
+ * the packed copy of an n_rows x k matrix of wtype, or 0 if this ISA level
+ * has no packed kernels for wtype (then multiply the original rows). The
+ * values are bitwise those of the original rows at the same level. */
+size_t kern_pack_size(qtype_t wtype, int64_t n_rows, int64_t k);
+
+/* Writes the packed copy of W to dst (kern_pack_size bytes, 64-byte
+ * aligned). Only for a wtype where kern_pack_size() > 0. */
+void kern_pack(qtype_t wtype, const void *W, int64_t n_rows, int64_t k, void *dst);
 
 /* Most jobs one pool run takes; more are done in further runs. */
 #define KERN_MULTI_MAX 8

@@ -27,6 +27,12 @@ typedef void (*kern_dot_fn_t)(int64_t n, const void *w, const void *act, size_t 
 typedef void (*kern_tile_fn_t)(int64_t n, const void *w, size_t w_stride, int nr, const void *act,
                                size_t act_stride, int nt, float *out, size_t out_stride);
 
+/* A packed tile kernel: one group of 16 rows in the x16 layout (kpack.h)
+ * times nt (1..KERN_NT_MAX) tokens; out[r + t * out_stride] for the lanes
+ * r whose bit is set in keep. Bitwise the tile kernel's values. */
+typedef void (*kern_ptile_fn_t)(int64_t n, const void *group, const void *act, size_t act_stride, int nt,
+                                float *out, size_t out_stride, unsigned keep);
+
 /* An activation quantizer: n floats (a multiple of the block size) to one
  * row of a vec_dot type, bytes identical to quant_quantize_row's. */
 typedef void (*kern_quant_fn_t)(const float *x, void *dst, int64_t n);
@@ -39,5 +45,8 @@ void kern_fill_avx2(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYPE_C
                     kern_quant_fn_t quant[QTYPE_COUNT]);
 void kern_fill_avx512(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYPE_COUNT],
                       kern_quant_fn_t quant[QTYPE_COUNT]);
+
+/* Fill ptiles[wtype] for the types with packed kernels at that level. */
+void kern_fill_packed_avx512(kern_ptile_fn_t ptiles[QTYPE_COUNT]);
 
 #endif

@@ -11,7 +11,8 @@
  *
  * With KERN_VNNI, Q8_0 also has 16-row tiles (kernels_x86_q8tx.h: rows in
  * lanes for several tokens, a pair tree for one) that are the Q8_0 dot
- * kernel of that level (single rows are a 1-row tile), and so do Q4_K,
+ * kernel of that level (single rows are a 1-row tile), and so do Q5_0
+ * (kernels_x86_q5tx.h: decoded to Q8_0 values, the same sums), Q4_K,
  * Q5_K and Q6_K: see kernels_x86_ktile.h (pair-tree tiles),
  * kernels_x86_q4tx.h and kernels_x86_q6tx.h (rows in lanes, for several
  * tokens). Their float operations differ from the AVX2 level's (within
@@ -538,6 +539,8 @@ KB void k_q3_k(int64_t n, const void *w, const void *act, size_t act_stride, flo
 #if KERN_VNNI
 #include "engine/kernels/kernels_x86_ktile.h"
 #include "engine/kernels/kernels_x86_q8tx.h"
+#include "engine/kernels/kernels_x86_q5tx.h"
+#include "engine/kernels/kernels_x86_packed.h"
 #endif
 
 /* ---- exported wrappers: one switch per type fixes nt at compile time --- */
@@ -614,6 +617,8 @@ void KNAME(kern_fill_)(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYP
 #if KERN_VNNI
     tab[QTYPE_Q8_0] = KNAME(dot1_q8_0_);
     tiles[QTYPE_Q8_0] = KNAME(tile_q8_0x_);
+    tab[QTYPE_Q5_0] = KNAME(dot1_q5_0_);
+    tiles[QTYPE_Q5_0] = KNAME(tile_q5_0x_);
     tab[QTYPE_Q4_K] = KNAME(dot1_q4_k_);
     tiles[QTYPE_Q4_K] = KNAME(tile_q4_k_);
     tab[QTYPE_Q5_K] = KNAME(dot1_q5_k_);

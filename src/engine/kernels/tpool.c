@@ -79,6 +79,8 @@ struct tpool {
     atomic_int caller_sleeping; /* caller about to block / blocked on `done` (set under mu) */
     tpool_fn_t fn;
     void *arg;
+    uint64_t runs;          /* tpool_run calls with workers (caller only) */
+    uint64_t wait_ns;       /* caller's time between its share and the last worker's end */
 };
 
 typedef struct {
@@ -199,6 +201,8 @@ void tpool_run(tpool_t *pool, tpool_fn_t fn, void *arg)
 
     fn(arg, 0, pool->n);
 
+    const int64_t w0 = tpool_now_ns();
+    pool->runs++;
     int64_t t0 = 0;
     for (unsigned i = 1; atomic_load_explicit(&pool->pending, memory_order_acquire) != 0; i++) {
         TPOOL_PAUSE();
@@ -210,12 +214,21 @@ void tpool_run(tpool_t *pool, tpool_fn_t fn, void *arg)
                 break;
         }
     }
-    if (atomic_load_explicit(&pool->pending, memory_order_acquire) == 0)
-        return;
-    pthread_mutex_lock(&pool->mu);
-    atomic_store(&pool->caller_sleeping, 1); /* announce, then re-check pending (seq_cst) */
-    while (atomic_load(&pool->pending) != 0)
-        pthread_cond_wait(&pool->done, &pool->mu);
-    atomic_store(&pool->caller_sleeping, 0);
-    pthread_mutex_unlock(&pool->mu);
+    if (atomic_load_explicit(&pool->pending, memory_order_acquire) != 0) {
+        pthread_mutex_lock(&pool->mu);
+        atomic_store(&pool->caller_sleeping, 1); /* announce, then re-check pending (seq_cst) */
+        while (atomic_load(&pool->pending) != 0)
+            pthread_cond_wait(&pool->done, &pool->mu);
+        atomic_store(&pool->caller_sleeping, 0);
+        pthread_mutex_unlock(&pool->mu);
+    }
+    pool->wait_ns += (uint64_t)(tpool_now_ns() - w0);
+}
+
+void tpool_stats(tpool_t *pool, uint64_t *runs, uint64_t *wait_ns, bool reset)
+{
+    *runs = pool ? pool->runs : 0;
+    *wait_ns = pool ? pool->wait_ns : 0;
+    if (pool && reset)
+        pool->runs = pool->wait_ns = 0;
 }

@@ -16,6 +16,9 @@
 #ifndef LF_TPOOL_H
 #define LF_TPOOL_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "common/status.h"
 
 typedef struct tpool tpool_t;
@@ -36,5 +39,11 @@ int tpool_size(const tpool_t *pool);
 /* Runs fn(arg, ith, nth) for every ith on its own thread, the caller doing
  * ith = 0; returns when all are done. A NULL pool runs fn(arg, 0, 1). */
 void tpool_run(tpool_t *pool, tpool_fn_t fn, void *arg);
+
+/* Hand-off cost, for benchmarks: the tpool_run calls that used workers and
+ * the caller's total time waiting for the last worker after its own share
+ * (nanoseconds) since creation or the last reset. Call between runs, on
+ * the thread that calls tpool_run. */
+void tpool_stats(tpool_t *pool, uint64_t *runs, uint64_t *wait_ns, bool reset);
 
 #endif

@@ -99,8 +99,8 @@ ffn_t *ffn_create(const model_t *m, int32_t max_batch, lf_err_t *err)
         size_t qx = 1, qg = 1, qu = 1, qh = 1;
         for (int l = 0; l < hp->n_layer; l++) {
             const model_layer_t *L = &w->layers[l];
-            const model_tensor_t gate = {L->x_gate.type, E, FE, L->x_gate.row_bytes, NULL};
-            const model_tensor_t down = {L->x_down.type, FE, E, L->x_down.row_bytes, NULL};
+            const model_tensor_t gate = {L->x_gate.type, E, FE, L->x_gate.row_bytes, NULL, NULL};
+            const model_tensor_t down = {L->x_down.type, FE, E, L->x_down.row_bytes, NULL, NULL};
             act = max_size(act, max_size(lin_act_bytes(&gate, max_batch), lin_act_bytes(&down, max_batch)));
             act = max_size(act, lin_act_bytes(&L->router, max_batch));
             if (experts_quantized(L)) {
@@ -261,7 +261,7 @@ static void moe_route(ffn_t *f, tpool_t *pool, const model_layer_t *L, const flo
 static model_tensor_t expert_mat(const model_experts_t *x, int32_t e)
 {
     return (model_tensor_t){x->type, x->n_in, x->n_out, x->row_bytes,
-                            (const uint8_t *)x->data + (size_t)e * x->expert_bytes};
+                            (const uint8_t *)x->data + (size_t)e * x->expert_bytes, NULL};
 }
 
 static const float *expert_bias(const model_experts_t *x, int32_t e)
@@ -351,10 +351,10 @@ static void experts_quant(ffn_t *f, tpool_t *pool, const model_layer_t *L, const
     for (int32_t j = 0; j < n_exp; j++) {
         const int32_t e = f->by_count[j], i0 = f->first[e];
         f->jobs[2 * j] = (kern_mm_t){tg, (const uint8_t *)L->x_gate.data + (size_t)e * L->x_gate.expert_bytes, FE, E,
-                                     (const uint8_t *)f->qg + (size_t)i0 * rg, f->hg + (int64_t)i0 * FE};
+                                     (const uint8_t *)f->qg + (size_t)i0 * rg, f->hg + (int64_t)i0 * FE, NULL};
         f->jobs[2 * j + 1] = (kern_mm_t){tu, (const uint8_t *)L->x_up.data + (size_t)e * L->x_up.expert_bytes, FE, E,
                                          (const uint8_t *)qu + (size_t)i0 * (same ? rg : ru),
-                                         f->hu + (int64_t)i0 * FE};
+                                         f->hu + (int64_t)i0 * FE, NULL};
     }
     run_jobs(f, pool, n_exp, 2);
     for (int32_t j = 0; j < n_exp; j++) {
@@ -374,7 +374,7 @@ static void experts_quant(ffn_t *f, tpool_t *pool, const model_layer_t *L, const
     for (int32_t j = 0; j < n_exp; j++) {
         const int32_t e = f->by_count[j], i0 = f->first[e];
         f->jobs[j] = (kern_mm_t){td, (const uint8_t *)L->x_down.data + (size_t)e * L->x_down.expert_bytes, E, FE,
-                                 (const uint8_t *)f->qh + (size_t)i0 * rd, f->dn + (int64_t)i0 * E};
+                                 (const uint8_t *)f->qh + (size_t)i0 * rd, f->dn + (int64_t)i0 * E, NULL};
     }
     run_jobs(f, pool, n_exp, 1);
     for (int32_t j = 0; j < n_exp; j++) {

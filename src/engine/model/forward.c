@@ -560,6 +560,8 @@ static int32_t prompt_order_prefix(const fwd_t *f, int32_t n)
 
 int32_t fwd_max_batch(const fwd_t *f) { return f->max_batch; }
 
+tpool_t *fwd_pool(const fwd_t *f) { return f->pool; }
+
 const float *fwd_logits(const fwd_t *f, int32_t j)
 {
     if (j < 0 || j >= f->n_logits)

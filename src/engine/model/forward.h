@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "common/status.h"
+#include "engine/kernels/tpool.h"
 #include "engine/model/model.h"
 
 typedef struct {
@@ -64,6 +65,8 @@ typedef struct fwd fwd_t;
 
 fwd_t *fwd_create(const model_t *m, const fwd_opts_t *opts, lf_err_t *err);
 void fwd_free(fwd_t *f); /* accepts NULL */
+/* The compute pool (for its hand-off statistics, tpool_stats). */
+tpool_t *fwd_pool(const fwd_t *f);
 
 /* Runs the batch and appends its K/V to the cache. Returns LF_ERR_INVALID
  * for a bad token id, sequence, position or batch size; LF_ERR_CONTEXT when a

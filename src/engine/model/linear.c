@@ -30,7 +30,7 @@ void lin_run(tpool_t *pool, void *act, const model_tensor_t *W, const float *bia
             fp16_row_from_fp32(x + t * W->n_in, x16 + t * W->n_in, W->n_in);
         gx_matmul_f16(pool, W->data, W->n_out, W->n_in, x16, n_tok, order, out);
     } else {
-        kern_mm_t job = {W->type, W->data, W->n_out, W->n_in, NULL, out};
+        kern_mm_t job = {W->type, W->data, W->n_out, W->n_in, NULL, out, W->packed};
         kern_linear_multi(pool, 1, &job, x, n_tok, act);
     }
     add_bias(bias, W->n_out, n_tok, out);
@@ -46,7 +46,7 @@ void lin_run_n(tpool_t *pool, void *act, int n, const model_tensor_t *const *W, 
                 lin_run(pool, act, W[j], bias[j], x, n_tok, order, out[j]);
             return;
         }
-        jobs[i] = (kern_mm_t){W[i]->type, W[i]->data, W[i]->n_out, W[i]->n_in, NULL, out[i]};
+        jobs[i] = (kern_mm_t){W[i]->type, W[i]->data, W[i]->n_out, W[i]->n_in, NULL, out[i], W[i]->packed};
     }
     kern_linear_multi(pool, n, jobs, x, n_tok, act);
     for (int i = 0; i < n; i++)

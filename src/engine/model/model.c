@@ -13,6 +13,7 @@
 
 #include "engine/model/arch.h"
 #include "engine/model/model_hparams.h"
+#include "engine/model/weights_pack.h"
 
 struct model {
     gguf_file_t *gguf;
@@ -21,6 +22,7 @@ struct model {
     model_weights_t w;
     const arch_desc_t *arch;
     char *chat_template;
+    weights_pack_t pack;
 };
 
 typedef struct {
@@ -295,6 +297,10 @@ model_t *model_load(const char *path, lf_err_t *err)
                    vocab_n_tokens(m->vocab), m->hp.n_vocab);
         goto fail;
     }
+    if (!weights_pack(&m->w, m->hp.n_layer, &m->pack, b.err)) {
+        lf_err_prefix(b.err, "%s", path);
+        goto fail;
+    }
     gguf_str_t tmpl;
     if (gguf_get_str(m->gguf, "tokenizer.chat_template", &tmpl) && !(m->chat_template = gguf_str_dup(tmpl))) {
         lf_err_set(b.err, LF_ERR_NOMEM, "%s: out of memory", path);
@@ -313,6 +319,7 @@ void model_free(model_t *m)
     vocab_free(m->vocab);
     free(m->w.layers);
     free(m->chat_template);
+    weights_pack_free(&m->pack);
     gguf_close(m->gguf);
     free(m);
 }
@@ -322,6 +329,33 @@ const vocab_t *model_vocab(const model_t *m) { return m->vocab; }
 const gguf_file_t *model_gguf(const model_t *m) { return m->gguf; }
 const char *model_chat_template(const model_t *m) { return m->chat_template; }
 const model_weights_t *model_weights(const model_t *m) { return &m->w; }
+
+static uint64_t tensor_bytes(const model_tensor_t *t)
+{
+    return t->data ? (uint64_t)t->row_bytes * (uint64_t)t->n_out : 0;
+}
+
+uint64_t model_decode_bytes(const model_t *m)
+{
+    const model_weights_t *w = &m->w;
+    uint64_t n = tensor_bytes(&w->output) + w->tok_embd.row_bytes;
+    for (int l = 0; l < m->hp.n_layer; l++) {
+        const model_layer_t *L = &w->layers[l];
+        const model_tensor_t *ts[] = {&L->wq, &L->wk, &L->wv, &L->wqkv, &L->wo, &L->w_gate, &L->w_up, &L->w_down,
+                                      &L->router};
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+            n += tensor_bytes(ts[i]);
+        if (L->x_gate.data)
+            n += (uint64_t)m->hp.n_expert_used * (L->x_gate.expert_bytes + L->x_up.expert_bytes + L->x_down.expert_bytes);
+    }
+    return n;
+}
+
+void model_pack_info(const model_t *m, int *n_packed, size_t *bytes)
+{
+    *n_packed = m->pack.n_packed;
+    *bytes = m->pack.bytes;
+}
 
 const arch_desc_t *model_arch(const model_t *m) { return m->arch; }
 

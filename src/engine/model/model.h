@@ -68,6 +68,7 @@ typedef struct {
     int64_t n_out;
     size_t row_bytes;
     const void *data;
+    const void *packed;   /* NULL, or the decode layout of data (weights_pack.h) */
 } model_tensor_t;
 
 /* The experts of one MoE matrix: a 3-D tensor [n_expert][n_out][n_in]. */
@@ -127,6 +128,13 @@ const gguf_file_t *model_gguf(const model_t *m);
 /* tokenizer.chat_template, or NULL; NUL-terminated, owned by the model. */
 const char *model_chat_template(const model_t *m);
 const model_weights_t *model_weights(const model_t *m);
+/* Weight bytes one decode step reads for one token: every dense matrix,
+ * the output matrix, one embedding row and, for MoE, n_expert_used
+ * experts' matrices (the KV cache not included). */
+uint64_t model_decode_bytes(const model_t *m);
+/* Matrices packed for the decode kernels at load (weights_pack.h) and the
+ * bytes of the packed copies (0, 0: none). */
+void model_pack_info(const model_t *m, int *n_packed, size_t *bytes);
 /* The architecture's description (arch.h). */
 const arch_desc_t *model_arch(const model_t *m);
 /* Bytes of KV cache per token of context (all layers, K and V, F16). */

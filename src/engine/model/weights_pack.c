@@ -1,0 +1,92 @@
+/* weights_pack.c - packs the model's matrices for the decode kernels. */
+#include "engine/model/weights_pack.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "engine/kernels/kernels.h"
+
+/* The matrices to pack, as pointers into w; returns their number. */
+static int pack_list(model_weights_t *w, int n_layer, model_tensor_t **list, int cap)
+{
+    int n = 0;
+    for (int l = 0; l < n_layer; l++) {
+        model_layer_t *L = &w->layers[l];
+        model_tensor_t *ts[] = {&L->wq, &L->wk, &L->wv, &L->wqkv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+            if (ts[i]->data && n < cap)
+                list[n++] = ts[i];
+    }
+    if (w->output.data && n < cap)
+        list[n++] = &w->output;
+    return n;
+}
+
+/* Drops the whole pages of [p, p + n) of the read-only file mapping from
+ * memory (they are never read again; a read would fault them back in). */
+static void drop_pages(const void *p, size_t n)
+{
+    const uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)p + ps - 1) / ps * ps, e = ((uintptr_t)p + n) / ps * ps;
+    if (e > a)
+        madvise((void *)a, e - a, MADV_DONTNEED);
+}
+
+bool weights_pack(model_weights_t *w, int n_layer, weights_pack_t *out, lf_err_t *err)
+{
+    memset(out, 0, sizeof *out);
+    const char *env = getenv("LLM_FCGI_PACK");
+    if (env && !strcmp(env, "0"))
+        return true;
+    int cap = 8 * n_layer + 1;
+    model_tensor_t **list = malloc((size_t)cap * sizeof *list);
+    size_t *offs = malloc((size_t)cap * sizeof *offs);
+    if (!list || !offs) {
+        free(list), free(offs);
+        return lf_err_set(err, LF_ERR_NOMEM, "out of memory packing the weights"), false;
+    }
+    int n = pack_list(w, n_layer, list, cap);
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        size_t sz = kern_pack_size(list[i]->type, list[i]->n_out, list[i]->n_in);
+        offs[i] = sz ? total : SIZE_MAX;
+        total += sz;
+    }
+    if (total) {
+        void *mem = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem == MAP_FAILED) {
+            free(list), free(offs);
+            return lf_err_set(err, LF_ERR_NOMEM, "out of memory packing the weights (%zu MiB)", total >> 20), false;
+        }
+#ifdef MADV_HUGEPAGE
+        madvise(mem, total, MADV_HUGEPAGE); /* fewer TLB misses while streaming */
+#endif
+        for (int i = 0; i < n; i++) {
+            model_tensor_t *t = list[i];
+            if (offs[i] == SIZE_MAX)
+                continue;
+            void *dst = (uint8_t *)mem + offs[i];
+            kern_pack(t->type, t->data, t->n_out, t->n_in, dst);
+            t->packed = dst;
+            out->n_packed++;
+            out->orig_bytes += t->row_bytes * (size_t)t->n_out;
+            if (t->data != w->tok_embd.data) /* the embedding lookup reads those rows */
+                drop_pages(t->data, t->row_bytes * (size_t)t->n_out);
+        }
+        mprotect(mem, total, PROT_READ);
+        out->mem = mem;
+        out->bytes = total;
+    }
+    free(list), free(offs);
+    return true;
+}
+
+void weights_pack_free(weights_pack_t *p)
+{
+    if (p->mem)
+        munmap(p->mem, p->bytes);
+    memset(p, 0, sizeof *p);
+}

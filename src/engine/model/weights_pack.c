@@ -26,7 +26,7 @@ static int pack_list(model_weights_t *w, int n_layer, model_tensor_t **list, int
 }
 
 /* Drops the whole pages of [p, p + n) of the read-only file mapping from
- * memory (they are never read again; a read would fault them back in). */
+ * memory (a later read faults a page back in from the file). */
 static void drop_pages(const void *p, size_t n)
 {
     const uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -73,8 +73,9 @@ bool weights_pack(model_weights_t *w, int n_layer, weights_pack_t *out, lf_err_t
             t->packed = dst;
             out->n_packed++;
             out->orig_bytes += t->row_bytes * (size_t)t->n_out;
-            if (t->data != w->tok_embd.data) /* the embedding lookup reads those rows */
-                drop_pages(t->data, t->row_bytes * (size_t)t->n_out);
+            /* a tied output matrix is also the embedding table: the rows the
+             * lookup reads fault back in one page at a time */
+            drop_pages(t->data, t->row_bytes * (size_t)t->n_out);
         }
         mprotect(mem, total, PROT_READ);
         out->mem = mem;

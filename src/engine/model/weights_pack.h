@@ -5,11 +5,11 @@
  * has packed kernels at the running ISA level (kern_pack_size) is copied
  * once into the x16 layout (kpack.h) and its model_tensor_t.packed set;
  * the matrix products then read the copy. Values are bitwise unchanged.
- * The original pages of a packed matrix are released from memory
- * (madvise(MADV_DONTNEED) on the read-only file mapping), except the
- * token embeddings, which the embedding lookup still reads, so resident
- * memory stays about the file size: a tied output matrix costs its size
- * once more. MoE expert tensors are not packed (yet).
+ * The original pages of a packed matrix are then released from memory
+ * (madvise(MADV_DONTNEED) on the read-only file mapping), so resident
+ * memory stays about the file size; a tied output matrix is also the
+ * embedding table, whose lookup faults back only the pages of the rows it
+ * reads. MoE expert tensors are not packed (yet).
  *
  * LLM_FCGI_PACK=0 in the environment turns packing off (for comparisons).
  */

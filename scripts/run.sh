@@ -2,10 +2,14 @@
 # run.sh - the quick start: install the Debian packages, build, and run
 # llm-fcgi + nginx in the foreground on http://127.0.0.1:8080/v1.
 #
-#   scripts/run.sh -m MODEL.gguf [--port 8080] [--no-install] [-- SERVE_OPTIONS...]
-#   LLM_MODEL=MODEL.gguf scripts/run.sh
+#   scripts/run.sh [-m MODEL] [--port 8080] [--no-install] [-- SERVE_OPTIONS...]
+#   LLM_MODEL=MODEL scripts/run.sh
 #
-# Everything it writes lives in build/run/ (socket, nginx config, pid, logs,
+# MODEL is a GGUF file or a hub repository OWNER/NAME[:QUANT] (pulled with
+# `llm-fcgi pull`); without one, SmolLM2-135M-Instruct Q8_0 is pulled
+# (HuggingFaceTB/SmolLM2-135M-Instruct-GGUF:Q8_0, or $LLM_DEFAULT_MODEL).
+#
+# Everything it writes lives in build/run/ ($LLM_RUN_DIR) (socket, nginx config, pid, logs,
 # temp files): no system nginx configuration is read or changed, nginx runs
 # as the current user. Ctrl-C stops both processes. Options after `--` go to
 # `llm-fcgi serve` (e.g. -- --api-key sk-mine --parallel 8).
@@ -19,38 +23,58 @@ while [ $# -gt 0 ]; do
         -m|--model) model=$2; shift 2 ;;
         --port) port=$2; shift 2 ;;
         --no-install) install=0; shift ;;
-        -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         --) shift; break ;;
         *) echo "run.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
     esac
 done
 
-if [ -z "$model" ]; then
-    cat >&2 <<'MSG'
-run.sh: no model given. Pass -m MODEL.gguf or set LLM_MODEL.
-
-llm-fcgi serves GGUF models (llama, qwen2 architectures). A small one to
-start with is SmolLM2-135M-Instruct in Q8_0 (about 145 MB), e.g.:
-
-  mkdir -p models
-  curl -L -o models/SmolLM2-135M-Instruct-Q8_0.gguf \
-    https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF/resolve/main/smollm2-135m-instruct-q8_0.gguf
-  scripts/run.sh -m models/SmolLM2-135M-Instruct-Q8_0.gguf
-
-Any GGUF file from Hugging Face works the same way (Q8_0, Q4_K_M, F16 ...).
-MSG
-    exit 2
+# a model is a file, or a hub repository OWNER/NAME[:QUANT] that llm-fcgi
+# pulls into $LLM_MODELS_DIR (default ~/.cache/llm-fcgi); none: the default
+default_model=${LLM_DEFAULT_MODEL:-HuggingFaceTB/SmolLM2-135M-Instruct-GGUF:Q8_0}
+is_repo() {
+    case "$1" in
+        /*|./*|../*|*.gguf|*.GGUF) return 1 ;;
+    esac
+    printf '%s\n' "$1" | grep -Eq '^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*(:[A-Za-z0-9._-]+)?$'
+}
+if [ -n "$model" ] && ! is_repo "$model"; then
+    if [ ! -r "$model" ]; then
+        echo "run.sh: cannot read model file '$model'" >&2
+        exit 1
+    fi
+    model=$(cd "$(dirname "$model")" && pwd)/$(basename "$model")
 fi
-if [ ! -r "$model" ]; then
-    echo "run.sh: cannot read model file '$model'" >&2
-    exit 1
-fi
-model=$(cd "$(dirname "$model")" && pwd)/$(basename "$model")
 
 [ "$install" = 1 ] && "$top/scripts/install-deps.sh"
-"$top/scripts/build.sh" >/dev/null
+# $LLM_FCGI: an already built binary (the tests'); else build ./build
+if [ -n "${LLM_FCGI:-}" ]; then
+    bin=$LLM_FCGI
+else
+    "$top/scripts/build.sh" >/dev/null
+    bin=$top/build/llm-fcgi
+fi
 
-run=$top/build/run
+if [ -z "$model" ] || is_repo "$model"; then
+    repo=${model:-$default_model}
+    [ -z "$model" ] && echo "run.sh: no model given; fetching the default, $repo (about 145 MB)" >&2
+    if ! model=$("$bin" pull "$repo"); then
+        cat >&2 <<MSG
+
+run.sh: could not download $repo (no network, or the hub at
+${HF_ENDPOINT:-https://huggingface.co} is unreachable: see the message above).
+
+Serve a GGUF file you already have instead:
+  scripts/run.sh -m /path/to/model.gguf      (or LLM_MODEL=/path/to/model.gguf scripts/run.sh)
+Any GGUF works (Q8_0, Q4_K_M, F16 ...), e.g. SmolLM2-135M-Instruct in Q8_0 from
+https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF, fetched with
+  curl -L -o model.gguf <its download address>
+MSG
+        exit 1
+    fi
+fi
+
+run=${LLM_RUN_DIR:-$top/build/run}
 mkdir -p "$run/tmp"
 sock=$run/llm-fcgi.sock
 sed -e "s|@PREFIX@|$run|g" -e "s|@UPSTREAM@|unix:$sock|g" -e "s|@LISTEN@|127.0.0.1:$port|g" \
@@ -72,7 +96,7 @@ stop() {
 trap 'stop; exit 0' INT TERM
 trap stop EXIT
 
-"$top/build/llm-fcgi" serve -m "$model" --socket "$sock" "$@" 2>>"$run/llm-fcgi.log" &
+"$bin" serve -m "$model" --socket "$sock" "$@" 2>>"$run/llm-fcgi.log" &
 llm_pid=$!
 tail -n 0 -f "$run/llm-fcgi.log" >&2 &
 tail_pid=$!

@@ -18,7 +18,7 @@
 MODEL_FILE=${LLM_MODELS_DIR:-$TOP_SRCDIR/../shared/models}/stories260K.gguf
 need nginx node curl model binary openssl
 [ -x "${CHROMIUM:-/usr/bin/chromium}" ] || bail "chromium is not installed (apt-get install chromium)"
-[ -d "$TOP_SRCDIR/tests/e2e/node_modules/puppeteer-core" ] || bail "puppeteer-core missing (npm ci in tests/e2e)"
+e2e_pkg puppeteer-core || bail "puppeteer-core missing (npm ci in tests/e2e)"
 [ -f /usr/share/javascript/marked/marked.min.js ] || bail "libjs-marked is not installed"
 SHOTS=${SHOTS:-$PWD/tests/e2e/screenshots}
 mkdir -p "$SHOTS"

@@ -25,7 +25,28 @@ run_tap() {
     if ! grep -qE '^(not )?ok' "$E2E_TMP/sub.tap"; then ok 1 "$1 produced no results"; fi
 }
 # run_node SCRIPT: runs a node TAP producer (bounded), folds its lines in
-run_node() { TAP_TIMEOUT=${NODE_TIMEOUT:-180} run_tap node "$@"; }
+run_node() {
+    _js=$(e2e_js "$1"); shift
+    TAP_TIMEOUT=${NODE_TIMEOUT:-180} run_tap node "$_js" "$@"
+}
+
+# The node tests import npm packages from tests/e2e/node_modules (npm ci).
+# A read-only source tree without them (make distcheck: scripts/distcheck.sh)
+# names a node_modules directory in E2E_NODE_MODULES; the node tests then
+# run from a copy of tests/e2e beside a link to it.
+E2E_NM=$TOP_SRCDIR/tests/e2e/node_modules
+[ -d "$E2E_NM" ] || E2E_NM=${E2E_NODE_MODULES:-$E2E_NM}
+e2e_pkg() { [ -d "$E2E_NM/$1" ]; }
+e2e_js() { # e2e_js PATH: PATH, or its copy when the packages are elsewhere
+    case "$1" in "$TOP_SRCDIR"/tests/e2e/*) ;; *) echo "$1"; return ;; esac
+    if [ "$E2E_NM" = "$TOP_SRCDIR/tests/e2e/node_modules" ]; then echo "$1"; return; fi
+    if [ ! -d "$E2E_TMP/e2e-js" ]; then
+        mkdir -p "$E2E_TMP/e2e-js"
+        cp "$TOP_SRCDIR"/tests/e2e/*.mjs "$TOP_SRCDIR"/tests/e2e/*.json "$E2E_TMP/e2e-js/"
+        ln -s "$E2E_NM" "$E2E_TMP/e2e-js/node_modules"
+    fi
+    echo "$E2E_TMP/e2e-js/${1#"$TOP_SRCDIR"/tests/e2e/}"
+}
 # A missing prerequisite is a failure, not a skip: scripts/test.sh (and so
 # CI) installs every one of them, so a skip would only hide a broken setup.
 bail() { echo "not ok 1 - prerequisite: $1"; echo "1..1"; exit 1; }
@@ -37,7 +58,7 @@ need() {
         case $w in
             model) [ -f "$MODEL_FILE" ] || bail "fixture model $MODEL_FILE missing" ;;
             binary) [ -x "$LLM_FCGI" ] || bail "no llm-fcgi binary (LLM_FCGI=$LLM_FCGI)" ;;
-            openai) [ -d "$TOP_SRCDIR/tests/e2e/node_modules/openai" ] || bail "the openai npm package is missing (npm ci in tests/e2e)" ;;
+            openai) e2e_pkg openai || bail "the openai npm package is missing (npm ci in tests/e2e)" ;;
             fcgi_client) [ -x "$FCGI_CLIENT" ] || bail "no FastCGI test client (FCGI_CLIENT=$FCGI_CLIENT)" ;;
             *) command -v "$w" >/dev/null 2>&1 || bail "$w is not installed" ;;
         esac

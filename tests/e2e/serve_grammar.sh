@@ -10,7 +10,7 @@
 
 MODEL_FILE=${LLM_MODELS_DIR:-$TOP_SRCDIR/../shared/models}/stories260K.gguf
 need nginx node model binary openai
-[ -d "$TOP_SRCDIR/tests/e2e/node_modules/ajv-formats" ] || bail "ajv-formats missing (npm ci in tests/e2e)"
+e2e_pkg ajv-formats || bail "ajv-formats missing (npm ci in tests/e2e)"
 
 if ! start_server "$LLM_FCGI" serve -m "$MODEL_FILE" --served-model-name stories --api-key sk-g \
         --parallel 4 --threads 1 --ctx-size 1024 --chat-template "$TOP_SRCDIR/tests/e2e/tools_template.jinja" \

@@ -11,7 +11,7 @@
 
 MODEL_FILE=${LLM_MODELS_DIR:-$TOP_SRCDIR/../shared/models}/stories260K.gguf
 need nginx node curl model binary openai
-[ -d "$TOP_SRCDIR/tests/e2e/node_modules/@huggingface/inference" ] || bail "the @huggingface/inference npm package is missing (npm ci in tests/e2e)"
+e2e_pkg @huggingface/inference || bail "the @huggingface/inference npm package is missing (npm ci in tests/e2e)"
 
 if ! start_server "$LLM_FCGI" serve -m "$MODEL_FILE" --served-model-name stories --api-key sk-tgi \
         --parallel 4 --threads 1 --ctx-size 512 --batch-tokens 128; then

@@ -269,7 +269,6 @@ KB void k_lut32_tx(int64_t n, const uint8_t *w, size_t w_stride, int nr, const v
     const int64_t nb = n / 32;
     int32_t offs[16];
     k_tx_offsets(offs, w_stride, nr);
-    const __m512i bias = _mm512_set1_epi8((char)0x80);
     const __m512i lut = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)values));
     /* one token: the same blocks of the next tile's rows, into L2 */
     const size_t pf = nt == 1 ? 16 * w_stride : K_PF_DIST;
@@ -293,39 +292,11 @@ KB void k_lut32_tx(int64_t n, const uint8_t *w, size_t w_stride, int nr, const v
                 memcpy(&h1[r], p + bsize, 2);
         }
         k_tr16(v);
-        /* seeds -128 * sum(w) per row and block */
-        __m512i c0 = _mm512_setzero_si512(), c1 = _mm512_setzero_si512();
-        __m512i c2 = _mm512_setzero_si512(), c3 = _mm512_setzero_si512();
-        _Pragma("GCC unroll 4") for (int d = 0; d < 8; d += 2) {
-            c0 = _mm512_dpbusd_epi32(c0, bias, v[d]);
-            c1 = _mm512_dpbusd_epi32(c1, bias, v[d + 1]);
-            c2 = _mm512_dpbusd_epi32(c2, bias, v[8 + d]);
-            c3 = _mm512_dpbusd_epi32(c3, bias, v[9 + d]);
-        }
-        const __m512i cw0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_add_epi32(c0, c1));
-        const __m512i cw1 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_add_epi32(c2, c3));
         const __m512 dw0 = k_lut32_scales(h0, is_mx);
-        const __m512 dw1 = two ? k_lut32_scales(h1, is_mx) : _mm512_setzero_ps();
-        const __m512i *vc = v;
-        for (int t = 0; t < nt; t += 4) {
-            const void *a = (const uint8_t *)act + (size_t)t * act_stride;
-            const int ng = nt - t < 4 ? nt - t : 4;
-            if (two) {
-                switch (ng) {
-                case 1: KNAME(q8tx_g1_1_)(a, act_stride, i, vc, cw0, cw1, dw0, dw1, acc + t); break;
-                case 2: KNAME(q8tx_g2_1_)(a, act_stride, i, vc, cw0, cw1, dw0, dw1, acc + t); break;
-                case 3: KNAME(q8tx_g3_1_)(a, act_stride, i, vc, cw0, cw1, dw0, dw1, acc + t); break;
-                default: KNAME(q8tx_g4_1_)(a, act_stride, i, vc, cw0, cw1, dw0, dw1, acc + t); break;
-                }
-            } else {
-                switch (ng) {
-                case 1: KNAME(q8tx_g1_0_)(a, act_stride, i, vc, cw0, cw1, dw0, dw1, acc + t); break;
-                case 2: KNAME(q8tx_g2_0_)(a, act_stride, i, vc, cw0, cw1, dw0, dw1, acc + t); break;
-                case 3: KNAME(q8tx_g3_0_)(a, act_stride, i, vc, cw0, cw1, dw0, dw1, acc + t); break;
-                default: KNAME(q8tx_g4_0_)(a, act_stride, i, vc, cw0, cw1, dw0, dw1, acc + t); break;
-                }
-            }
-        }
+        if (two)
+            k_q8tx_blocks(v, dw0, k_lut32_scales(h1, is_mx), act, act_stride, i, nt, acc, 1);
+        else
+            k_q8tx_blocks(v, dw0, _mm512_setzero_ps(), act, act_stride, i, nt, acc, 0);
     }
     k_tx_store(acc, nr, nt, out, out_stride);
 }

@@ -120,6 +120,46 @@ K_Q4TX_GROUP(2)
 K_Q4TX_GROUP(3)
 K_Q4TX_GROUP(4)
 
+/* The 16 rows' 6-bit scales and mins of one super-block (ggml's bit
+ * manipulation, lane-wise): u0, u1, u2 hold scale bytes 0..3, 4..7, 8..11
+ * of each row. sc[k]: scale k; mp[k]: (min k, min k) as int16 pairs. */
+KB void k_q4_scales_mins(__m512i u0, __m512i u1, __m512i u2, __m512i sc[8], __m512i mp[8])
+{
+    const __m512i km1 = _mm512_set1_epi32(0x3f3f3f3f), km2 = _mm512_set1_epi32(0x0f0f0f0f);
+    const __m512i km3 = _mm512_set1_epi32(0x03030303), b255 = _mm512_set1_epi32(0xFF);
+    /* s03 = scales 0..3, s47 = scales 4..7, m03 / m47 the mins */
+    const __m512i s03 = _mm512_and_si512(u0, km1), m03 = _mm512_and_si512(u1, km1);
+    const __m512i s47 = _mm512_or_si512(_mm512_and_si512(u2, km2),
+                                        _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u0, 6), km3), 4));
+    const __m512i m47 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), km2),
+                                        _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u1, 6), km3), 4));
+    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+        sc[k] = _mm512_and_si512(_mm512_srli_epi32(s03, 8 * k), b255);
+        sc[4 + k] = _mm512_and_si512(_mm512_srli_epi32(s47, 8 * k), b255);
+        const __m512i ma = _mm512_and_si512(_mm512_srli_epi32(m03, 8 * k), b255);
+        const __m512i mb = _mm512_and_si512(_mm512_srli_epi32(m47, 8 * k), b255);
+        mp[k] = _mm512_or_si512(ma, _mm512_slli_epi32(ma, 16));
+        mp[4 + k] = _mm512_or_si512(mb, _mm512_slli_epi32(mb, 16));
+    }
+}
+
+/* Super-block i of 16 rows, all nt tokens, into acc (groups of 4 tokens
+ * by the out-of-line functions above). Shared by the original-layout and
+ * the packed Q4_K tiles. */
+KB void k_q4tx_block(const __m512i wq[2][32], const __m512i sc[8], const __m512i mp[8], __m512 dx, __m512 dmx,
+                     const void *act, size_t act_stride, int64_t i, int nt, __m512 *acc)
+{
+    for (int t = 0; t < nt; t += 4) {
+        const void *a = (const uint8_t *)act + (size_t)t * act_stride;
+        switch (nt - t < 4 ? nt - t : 4) {
+        case 1: KNAME(q4tx_g1_)(a, act_stride, i, wq, sc, mp, dx, dmx, acc + t); break;
+        case 2: KNAME(q4tx_g2_)(a, act_stride, i, wq, sc, mp, dx, dmx, acc + t); break;
+        case 3: KNAME(q4tx_g3_)(a, act_stride, i, wq, sc, mp, dx, dmx, acc + t); break;
+        default: KNAME(q4tx_g4_)(a, act_stride, i, wq, sc, mp, dx, dmx, acc + t); break;
+        }
+    }
+}
+
 /* Shared by the rows-in-lanes tiles (Q4_K, Q6_K, Q8_0): the 16 rows' byte
  * offsets (rows past nr repeat row 0: their lanes are never stored), and
  * the store of lanes r < nr of each token's accumulator to out[r + t *
@@ -144,9 +184,7 @@ static void KNAME(q4_k_tx_)(int64_t n, const uint8_t *w, size_t w_stride, int nr
     const int64_t nb = n / QK_K;
     int32_t offs[16];
     const __m512i vofs = k_tx_offsets(offs, w_stride, nr);
-    const __m512i m4 = _mm512_set1_epi8(0xF), km1 = _mm512_set1_epi32(0x3f3f3f3f);
-    const __m512i km2 = _mm512_set1_epi32(0x0f0f0f0f), km3 = _mm512_set1_epi32(0x03030303);
-    const __m512i b255 = _mm512_set1_epi32(0xFF);
+    const __m512i m4 = _mm512_set1_epi8(0xF);
     __m512 acc[KERN_NT_MAX];
     for (int t = 0; t < nt; t++)
         acc[t] = _mm512_setzero_ps();
@@ -159,21 +197,8 @@ static void KNAME(q4_k_tx_)(int64_t n, const uint8_t *w, size_t w_stride, int nr
         const __m512i u2 = _mm512_i32gather_epi32(vofs, (const void *)(base + 12), 1);
         const __m512 dx = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm));
         const __m512 dmx = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16)));
-        /* ggml's unpacking: s03 = scales 0..3, s47 = scales 4..7, m03 / m47 the mins */
-        const __m512i s03 = _mm512_and_si512(u0, km1), m03 = _mm512_and_si512(u1, km1);
-        const __m512i s47 = _mm512_or_si512(_mm512_and_si512(u2, km2),
-                                            _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u0, 6), km3), 4));
-        const __m512i m47 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), km2),
-                                            _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u1, 6), km3), 4));
         __m512i sc[8], mp[8];
-        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
-            sc[k] = _mm512_and_si512(_mm512_srli_epi32(s03, 8 * k), b255);
-            sc[4 + k] = _mm512_and_si512(_mm512_srli_epi32(s47, 8 * k), b255);
-            const __m512i ma = _mm512_and_si512(_mm512_srli_epi32(m03, 8 * k), b255);
-            const __m512i mb = _mm512_and_si512(_mm512_srli_epi32(m47, 8 * k), b255);
-            mp[k] = _mm512_or_si512(ma, _mm512_slli_epi32(ma, 16)); /* (m, m) as int16 */
-            mp[4 + k] = _mm512_or_si512(mb, _mm512_slli_epi32(mb, 16));
-        }
+        k_q4_scales_mins(u0, u1, u2, sc, mp);
         /* transposed nibbles: wq[0][d] low, wq[1][d] high nibbles of dword d */
         __m512i wq[2][32];
         _Pragma("GCC unroll 2") for (int c = 0; c < 2; c++) {
@@ -195,16 +220,7 @@ static void KNAME(q4_k_tx_)(int64_t n, const uint8_t *w, size_t w_stride, int nr
                 wq[1][16 * c + d] = _mm512_and_si512(_mm512_srli_epi16(v[d], 4), m4);
             }
         }
-        for (int t = 0; t < nt; t += 4) {
-            const void *a = (const uint8_t *)act + (size_t)t * act_stride;
-            const __m512i(*wc)[32] = (const __m512i(*)[32])wq;
-            switch (nt - t < 4 ? nt - t : 4) {
-            case 1: KNAME(q4tx_g1_)(a, act_stride, i, wc, sc, mp, dx, dmx, acc + t); break;
-            case 2: KNAME(q4tx_g2_)(a, act_stride, i, wc, sc, mp, dx, dmx, acc + t); break;
-            case 3: KNAME(q4tx_g3_)(a, act_stride, i, wc, sc, mp, dx, dmx, acc + t); break;
-            default: KNAME(q4tx_g4_)(a, act_stride, i, wc, sc, mp, dx, dmx, acc + t); break;
-            }
-        }
+        k_q4tx_block((const __m512i(*)[32])wq, sc, mp, dx, dmx, act, act_stride, i, nt, acc);
     }
     k_tx_store(acc, nr, nt, out, out_stride);
 }

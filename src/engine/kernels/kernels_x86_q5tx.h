@@ -1,7 +1,7 @@
 /* kernels_x86_q5tx.h - the Q5_0 tiles of the VNNI level: 16 weight rows
  * with the rows in the 16 lanes of a register, any token count. Included
- * by kernels_x86_body.h after kernels_x86_q8tx.h, whose per-token group
- * functions (q8tx_g*) do the sums: a Q5_0 block decoded to 32 int8 values
+ * by kernels_x86_body.h after kernels_x86_q8tx.h, whose k_q8tx_blocks does
+ * the sums: a Q5_0 block decoded to 32 int8 values
  * (nibble | high bit << 4) - 16 is a Q8_0 block with the same scale, and
  * Q5_0's activations are Q8_0. Not a public header.
  *
@@ -34,46 +34,6 @@ KB void k_q5_decode(const __m512i qs[4], __m512i qh, __m512i v[8])
     }
 }
 
-/* -128 * sum of each lane's 32 weights of one block (the seed of the
- * unsigned-activation sums), as q8_0_tx_ computes it. */
-KB __m512i k_q5_seed(const __m512i v[8])
-{
-    const __m512i bias = _mm512_set1_epi8((char)0x80);
-    __m512i c0 = _mm512_setzero_si512(), c1 = _mm512_setzero_si512();
-    _Pragma("GCC unroll 4") for (int d = 0; d < 8; d += 2) {
-        c0 = _mm512_dpbusd_epi32(c0, bias, v[d]);
-        c1 = _mm512_dpbusd_epi32(c1, bias, v[d + 1]);
-    }
-    return _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_add_epi32(c0, c1));
-}
-
-/* Blocks i and i + 1 (two) or i of the 16 rows, all nt tokens: v holds
- * both blocks' decoded dwords (v[8..15]: block i + 1). */
-KB void k_q5_pair(const __m512i v[16], __m512 dw0, __m512 dw1, const void *act, size_t act_stride, int64_t i,
-                  int nt, __m512 *acc, const int two)
-{
-    const __m512i cw0 = k_q5_seed(v), cw1 = two ? k_q5_seed(v + 8) : _mm512_setzero_si512();
-    for (int t = 0; t < nt; t += 4) {
-        const void *a = (const uint8_t *)act + (size_t)t * act_stride;
-        const int ng = nt - t < 4 ? nt - t : 4;
-        if (two) {
-            switch (ng) {
-            case 1: KNAME(q8tx_g1_1_)(a, act_stride, i, v, cw0, cw1, dw0, dw1, acc + t); break;
-            case 2: KNAME(q8tx_g2_1_)(a, act_stride, i, v, cw0, cw1, dw0, dw1, acc + t); break;
-            case 3: KNAME(q8tx_g3_1_)(a, act_stride, i, v, cw0, cw1, dw0, dw1, acc + t); break;
-            default: KNAME(q8tx_g4_1_)(a, act_stride, i, v, cw0, cw1, dw0, dw1, acc + t); break;
-            }
-        } else {
-            switch (ng) {
-            case 1: KNAME(q8tx_g1_0_)(a, act_stride, i, v, cw0, cw1, dw0, dw1, acc + t); break;
-            case 2: KNAME(q8tx_g2_0_)(a, act_stride, i, v, cw0, cw1, dw0, dw1, acc + t); break;
-            case 3: KNAME(q8tx_g3_0_)(a, act_stride, i, v, cw0, cw1, dw0, dw1, acc + t); break;
-            default: KNAME(q8tx_g4_0_)(a, act_stride, i, v, cw0, cw1, dw0, dw1, acc + t); break;
-            }
-        }
-    }
-}
-
 /* Block i of the 16 rows at w + offs[r] (original layout): decoded
  * dwords to v[0..7], the scales returned. */
 KB __m512 k_q5_gather(const uint8_t *w, __m512i vofs, int64_t i, __m512i v[8])
@@ -103,9 +63,9 @@ static void KNAME(q5_0_tx_)(int64_t n, const uint8_t *w, size_t w_stride, int nr
         const __m512 dw0 = k_q5_gather(w, vofs, i, v);
         const __m512 dw1 = two ? k_q5_gather(w, vofs, i + 1, v + 8) : _mm512_setzero_ps();
         if (two)
-            k_q5_pair(v, dw0, dw1, act, act_stride, i, nt, acc, 1);
+            k_q8tx_blocks(v, dw0, dw1, act, act_stride, i, nt, acc, 1);
         else
-            k_q5_pair(v, dw0, dw1, act, act_stride, i, nt, acc, 0);
+            k_q8tx_blocks(v, dw0, dw1, act, act_stride, i, nt, acc, 0);
     }
     k_tx_store(acc, nr, nt, out, out_stride);
 }

@@ -56,13 +56,61 @@ K_Q6TX_GROUP(2)
 K_Q6TX_GROUP(3)
 K_Q6TX_GROUP(4)
 
+/* The 16 int8 scales of the 16 rows (su[u] lane r: scale bytes 4u..4u+3
+ * of row r) as sc[16], and the pairs (sc_2k, sc_2k+1) as int16 for the -32
+ * offset. */
+KB void k_q6_scales(const __m512i su[4], __m512i sc[16], __m512i scp[8])
+{
+    const __m512i lo16 = _mm512_set1_epi32(0xFFFF);
+    _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++)
+        _Pragma("GCC unroll 4") for (int b = 0; b < 4; b++)
+            sc[4 * u + b] = _mm512_srai_epi32(_mm512_slli_epi32(su[u], 24 - 8 * b), 24);
+    _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+        scp[k] = _mm512_or_si512(_mm512_and_si512(sc[2 * k], lo16), _mm512_slli_epi32(sc[2 * k + 1], 16));
+}
+
+/* v[E]: the 6-bit values (0..63) of elements 4E..4E+3, from the rows-in-
+ * lanes ql (32 dwords) and qh (16 dwords), in ggml's order: per half h,
+ * l < 32: l, l + 32, l + 64, l + 96 from ql[l], ql[l + 32] low and high
+ * nibbles and qh[l] bits 0-1, 2-3, 4-5, 6-7. */
+KB void k_q6_assemble(const __m512i *ql, const __m512i *qh, __m512i v[64])
+{
+    const __m512i m4 = _mm512_set1_epi8(0xF), m3 = _mm512_set1_epi8(3), m30 = _mm512_set1_epi8(0x30);
+    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+        _Pragma("GCC unroll 8") for (int d = 0; d < 8; d++) {
+            const __m512i a = ql[16 * h + d], b = ql[16 * h + 8 + d], hb = qh[8 * h + d];
+            v[32 * h + d] = _mm512_or_si512(_mm512_and_si512(a, m4), _mm512_slli_epi16(_mm512_and_si512(hb, m3), 4));
+            v[32 * h + 8 + d] = _mm512_or_si512(_mm512_and_si512(b, m4),
+                                                _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hb, 2), m3), 4));
+            v[32 * h + 16 + d] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 4), m4), _mm512_and_si512(hb, m30));
+            v[32 * h + 24 + d] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(b, 4), m4),
+                                                 _mm512_and_si512(_mm512_srli_epi16(hb, 2), m30));
+        }
+    }
+}
+
+/* Block i of 16 rows, all nt tokens, into acc. Shared by the original-
+ * layout and the packed Q6_K tiles. */
+KB void k_q6tx_block(const __m512i v[64], const __m512i sc[16], const __m512i scp[8], __m512 dx, const void *act,
+                     size_t act_stride, int64_t i, int nt, __m512 *acc)
+{
+    for (int t = 0; t < nt; t += 4) {
+        const void *a = (const uint8_t *)act + (size_t)t * act_stride;
+        switch (nt - t < 4 ? nt - t : 4) {
+        case 1: KNAME(q6tx_g1_)(a, act_stride, i, v, sc, scp, dx, acc + t); break;
+        case 2: KNAME(q6tx_g2_)(a, act_stride, i, v, sc, scp, dx, acc + t); break;
+        case 3: KNAME(q6tx_g3_)(a, act_stride, i, v, sc, scp, dx, acc + t); break;
+        default: KNAME(q6tx_g4_)(a, act_stride, i, v, sc, scp, dx, acc + t); break;
+        }
+    }
+}
+
 static void KNAME(q6_k_tx_)(int64_t n, const uint8_t *w, size_t w_stride, int nr, const void *act,
                             size_t act_stride, float *out, size_t out_stride, const int nt)
 {
     const int64_t nb = n / QK_K;
     int32_t offs[16];
     const __m512i vofs = k_tx_offsets(offs, w_stride, nr);
-    const __m512i m4 = _mm512_set1_epi8(0xF), m3 = _mm512_set1_epi8(3), lo16 = _mm512_set1_epi32(0xFFFF);
     __m512 acc[KERN_NT_MAX];
     for (int t = 0; t < nt; t++)
         acc[t] = _mm512_setzero_ps();
@@ -72,14 +120,10 @@ static void KNAME(q6_k_tx_)(int64_t n, const uint8_t *w, size_t w_stride, int nr
          * and the 16 int8 scales */
         const __m512i dwd = _mm512_i32gather_epi32(vofs, (const void *)(base + 206), 1);
         const __m512 dx = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dwd, 16)));
-        __m512i sc[16], scp[8];
-        _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
-            const __m512i su = _mm512_i32gather_epi32(vofs, (const void *)(base + 192 + 4 * u), 1);
-            _Pragma("GCC unroll 4") for (int b = 0; b < 4; b++)
-                sc[4 * u + b] = _mm512_srai_epi32(_mm512_slli_epi32(su, 24 - 8 * b), 24);
-        }
-        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) /* (sc_2k, sc_2k+1) as int16 */
-            scp[k] = _mm512_or_si512(_mm512_and_si512(sc[2 * k], lo16), _mm512_slli_epi32(sc[2 * k + 1], 16));
+        __m512i su[4], sc[16], scp[8];
+        _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++)
+            su[u] = _mm512_i32gather_epi32(vofs, (const void *)(base + 192 + 4 * u), 1);
+        k_q6_scales(su, sc, scp);
         /* transposed ql (ql[d]: bytes 4d..4d+3) and qh */
         __m512i ql[32], qh[16];
         _Pragma("GCC unroll 3") for (int c = 0; c < 3; c++) {
@@ -101,32 +145,9 @@ static void KNAME(q6_k_tx_)(int64_t n, const uint8_t *w, size_t w_stride, int nr
                     qh[d] = tv[d];
             }
         }
-        /* v[E]: elements 4E..4E+3 (ggml's order: per half h, l < 32:
-         * l, l + 32, l + 64, l + 96 from ql[l], ql[l + 32] low and high
-         * nibbles and qh[l] bits 0-1, 2-3, 4-5, 6-7) */
         __m512i v[64];
-        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
-            _Pragma("GCC unroll 8") for (int d = 0; d < 8; d++) {
-                const __m512i a = ql[16 * h + d], b = ql[16 * h + 8 + d], hb = qh[8 * h + d];
-                v[32 * h + d] = _mm512_or_si512(_mm512_and_si512(a, m4),
-                                                _mm512_slli_epi16(_mm512_and_si512(hb, m3), 4));
-                v[32 * h + 8 + d] = _mm512_or_si512(_mm512_and_si512(b, m4),
-                                                    _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hb, 2), m3), 4));
-                v[32 * h + 16 + d] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 4), m4),
-                                                     _mm512_and_si512(hb, _mm512_set1_epi8(0x30)));
-                v[32 * h + 24 + d] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(b, 4), m4),
-                                                     _mm512_and_si512(_mm512_srli_epi16(hb, 2), _mm512_set1_epi8(0x30)));
-            }
-        }
-        for (int t = 0; t < nt; t += 4) {
-            const void *a = (const uint8_t *)act + (size_t)t * act_stride;
-            switch (nt - t < 4 ? nt - t : 4) {
-            case 1: KNAME(q6tx_g1_)(a, act_stride, i, v, sc, scp, dx, acc + t); break;
-            case 2: KNAME(q6tx_g2_)(a, act_stride, i, v, sc, scp, dx, acc + t); break;
-            case 3: KNAME(q6tx_g3_)(a, act_stride, i, v, sc, scp, dx, acc + t); break;
-            default: KNAME(q6tx_g4_)(a, act_stride, i, v, sc, scp, dx, acc + t); break;
-            }
-        }
+        k_q6_assemble(ql, qh, v);
+        k_q6tx_block(v, sc, scp, dx, act, act_stride, i, nt, acc);
     }
     k_tx_store(acc, nr, nt, out, out_stride);
 }

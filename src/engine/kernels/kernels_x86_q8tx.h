@@ -104,13 +104,55 @@ K_Q8TX_GROUP(2, 0)
 K_Q8TX_GROUP(3, 0)
 K_Q8TX_GROUP(4, 0)
 
+/* -128 * the sum of each lane's 32 weights of one block (v: its 8 dwords
+ * with the rows in lanes): the seed of the unsigned-activation sums. */
+KB __m512i k_q8_seed(const __m512i *v)
+{
+    const __m512i bias = _mm512_set1_epi8((char)0x80);
+    __m512i c0 = _mm512_setzero_si512(), c1 = _mm512_setzero_si512();
+    _Pragma("GCC unroll 4") for (int d = 0; d < 8; d += 2) {
+        c0 = _mm512_dpbusd_epi32(c0, bias, v[d]);
+        c1 = _mm512_dpbusd_epi32(c1, bias, v[d + 1]);
+    }
+    return _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_add_epi32(c0, c1));
+}
+
+/* Blocks i and i + 1 (two) or i of 16 rows, all nt tokens, into acc: v
+ * holds the blocks' int8 dwords with the rows in lanes (v[8..15]: block
+ * i + 1), dw0 / dw1 their scales. Shared by every rows-in-lanes tile whose
+ * weights become Q8_0-like int8 blocks (Q8_0, Q5_0, IQ4_NL, IQ4_XS, MXFP4;
+ * original or packed layout). */
+KB void k_q8tx_blocks(const __m512i *v, __m512 dw0, __m512 dw1, const void *act, size_t act_stride, int64_t i,
+                      int nt, __m512 *acc, const int two)
+{
+    const __m512i cw0 = k_q8_seed(v), cw1 = two ? k_q8_seed(v + 8) : _mm512_setzero_si512();
+    for (int t = 0; t < nt; t += 4) {
+        const void *a = (const uint8_t *)act + (size_t)t * act_stride;
+        const int ng = nt - t < 4 ? nt - t : 4;
+        if (two) {
+            switch (ng) {
+            case 1: KNAME(q8tx_g1_1_)(a, act_stride, i, v, cw0, cw1, dw0, dw1, acc + t); break;
+            case 2: KNAME(q8tx_g2_1_)(a, act_stride, i, v, cw0, cw1, dw0, dw1, acc + t); break;
+            case 3: KNAME(q8tx_g3_1_)(a, act_stride, i, v, cw0, cw1, dw0, dw1, acc + t); break;
+            default: KNAME(q8tx_g4_1_)(a, act_stride, i, v, cw0, cw1, dw0, dw1, acc + t); break;
+            }
+        } else {
+            switch (ng) {
+            case 1: KNAME(q8tx_g1_0_)(a, act_stride, i, v, cw0, cw1, dw0, dw1, acc + t); break;
+            case 2: KNAME(q8tx_g2_0_)(a, act_stride, i, v, cw0, cw1, dw0, dw1, acc + t); break;
+            case 3: KNAME(q8tx_g3_0_)(a, act_stride, i, v, cw0, cw1, dw0, dw1, acc + t); break;
+            default: KNAME(q8tx_g4_0_)(a, act_stride, i, v, cw0, cw1, dw0, dw1, acc + t); break;
+            }
+        }
+    }
+}
+
 static void KNAME(q8_0_tx_)(int64_t n, const uint8_t *w, size_t w_stride, int nr, const void *act,
                             size_t act_stride, float *out, size_t out_stride, const int nt)
 {
     const int64_t nb = n / QK8_0;
     int32_t offs[16];
     const __m512i vofs = k_tx_offsets(offs, w_stride, nr);
-    const __m512i bias = _mm512_set1_epi8((char)0x80);
     __m512 acc[KERN_NT_MAX];
     for (int t = 0; t < nt; t++)
         acc[t] = _mm512_setzero_ps();
@@ -127,38 +169,11 @@ static void KNAME(q8_0_tx_)(int64_t n, const uint8_t *w, size_t w_stride, int nr
             v[r] = k_q8_qs2((const block_q8_0 *)p, two);
         }
         k_tr16(v);
-        __m512i c0 = _mm512_setzero_si512(), c1 = _mm512_setzero_si512();
-        __m512i c2 = _mm512_setzero_si512(), c3 = _mm512_setzero_si512();
-        _Pragma("GCC unroll 4") for (int d = 0; d < 8; d += 2) {
-            c0 = _mm512_dpbusd_epi32(c0, bias, v[d]);
-            c1 = _mm512_dpbusd_epi32(c1, bias, v[d + 1]);
-            c2 = _mm512_dpbusd_epi32(c2, bias, v[8 + d]);
-            c3 = _mm512_dpbusd_epi32(c3, bias, v[9 + d]);
-        }
-        const __m512i cw0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_add_epi32(c0, c1));
-        const __m512i cw1 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_add_epi32(c2, c3));
         const __m512 dw0 = k_q8_scales(vofs, base, 0);
-        const __m512 dw1 = two ? k_q8_scales(vofs, base + 32, 1) : _mm512_setzero_ps();
-        const __m512i *vc = v;
-        for (int t = 0; t < nt; t += 4) {
-            const void *a = (const uint8_t *)act + (size_t)t * act_stride;
-            const int ng = nt - t < 4 ? nt - t : 4;
-            if (two) {
-                switch (ng) {
-                case 1: KNAME(q8tx_g1_1_)(a, act_stride, i, vc, cw0, cw1, dw0, dw1, acc + t); break;
-                case 2: KNAME(q8tx_g2_1_)(a, act_stride, i, vc, cw0, cw1, dw0, dw1, acc + t); break;
-                case 3: KNAME(q8tx_g3_1_)(a, act_stride, i, vc, cw0, cw1, dw0, dw1, acc + t); break;
-                default: KNAME(q8tx_g4_1_)(a, act_stride, i, vc, cw0, cw1, dw0, dw1, acc + t); break;
-                }
-            } else {
-                switch (ng) {
-                case 1: KNAME(q8tx_g1_0_)(a, act_stride, i, vc, cw0, cw1, dw0, dw1, acc + t); break;
-                case 2: KNAME(q8tx_g2_0_)(a, act_stride, i, vc, cw0, cw1, dw0, dw1, acc + t); break;
-                case 3: KNAME(q8tx_g3_0_)(a, act_stride, i, vc, cw0, cw1, dw0, dw1, acc + t); break;
-                default: KNAME(q8tx_g4_0_)(a, act_stride, i, vc, cw0, cw1, dw0, dw1, acc + t); break;
-                }
-            }
-        }
+        if (two)
+            k_q8tx_blocks(v, dw0, k_q8_scales(vofs, base + 32, 1), act, act_stride, i, nt, acc, 1);
+        else
+            k_q8tx_blocks(v, dw0, _mm512_setzero_ps(), act, act_stride, i, nt, acc, 0);
     }
     k_tx_store(acc, nr, nt, out, out_stride);
 }

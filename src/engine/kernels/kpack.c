@@ -3,16 +3,14 @@
 
 #include <string.h>
 
-#define KPACK_VEC 64 /* bytes: one word of each of the 16 rows */
-
 /* Bytes of one block of type t in the group, and of its original block. */
 static size_t kpack_block_bytes(qtype_t t)
 {
     switch (t) {
-    case QTYPE_Q8_0: return 8 * KPACK_VEC;  /* qs only; scales apart */
-    case QTYPE_Q5_0: return 5 * KPACK_VEC;  /* qs and qh; scales apart */
-    case QTYPE_Q4_K: return 36 * KPACK_VEC;
-    case QTYPE_Q6_K: return 53 * KPACK_VEC;
+    case QTYPE_Q8_0: return KPACK_Q8_0_VECS * KPACK_VEC; /* qs only; scales apart */
+    case QTYPE_Q5_0: return KPACK_Q5_0_VECS * KPACK_VEC; /* qs and qh; scales apart */
+    case QTYPE_Q4_K: return KPACK_Q4_K_VECS * KPACK_VEC;
+    case QTYPE_Q6_K: return KPACK_Q6_K_VECS * KPACK_VEC;
     default: return 0;
     }
 }
@@ -83,20 +81,20 @@ void kpack_pack(qtype_t t, const void *W, int64_t n_rows, int64_t k, void *dst)
             }
             switch (t) {
             case QTYPE_Q8_0: /* d at 0, qs at 2 */
-                kpack_words(gd + (size_t)i * 8 * KPACK_VEC, src, 2, 8);
-                kpack_scales(gd + (size_t)nb * 8 * KPACK_VEC + (size_t)i * 32, src, 0);
+                kpack_words(gd + (size_t)i * KPACK_Q8_0_VECS * KPACK_VEC, src, 2, 8);
+                kpack_scales(gd + (size_t)nb * KPACK_Q8_0_VECS * KPACK_VEC + (size_t)i * 32, src, 0);
                 break;
             case QTYPE_Q5_0: /* d at 0, qh at 2, qs at 6 */
-                kpack_words(gd + (size_t)i * 5 * KPACK_VEC, src, 6, 4);
-                kpack_words(gd + (size_t)i * 5 * KPACK_VEC + 4 * KPACK_VEC, src, 2, 1);
-                kpack_scales(gd + (size_t)nb * 5 * KPACK_VEC + (size_t)i * 32, src, 0);
+                kpack_words(gd + (size_t)i * KPACK_Q5_0_VECS * KPACK_VEC, src, 6, 4);
+                kpack_words(gd + (size_t)i * KPACK_Q5_0_VECS * KPACK_VEC + 4 * KPACK_VEC, src, 2, 1);
+                kpack_scales(gd + (size_t)nb * KPACK_Q5_0_VECS * KPACK_VEC + (size_t)i * 32, src, 0);
                 break;
             case QTYPE_Q4_K:
-                kpack_words(gd + (size_t)i * 36 * KPACK_VEC, src, 0, 36);
+                kpack_words(gd + (size_t)i * KPACK_Q4_K_VECS * KPACK_VEC, src, 0, KPACK_Q4_K_VECS);
                 break;
             case QTYPE_Q6_K: /* ql, qh, scales (208 bytes), then d */
-                kpack_words(gd + (size_t)i * 53 * KPACK_VEC, src, 0, 52);
-                kpack_scales(gd + (size_t)i * 53 * KPACK_VEC + 52 * KPACK_VEC, src, 208);
+                kpack_words(gd + (size_t)i * KPACK_Q6_K_VECS * KPACK_VEC, src, 0, 52);
+                kpack_scales(gd + (size_t)i * KPACK_Q6_K_VECS * KPACK_VEC + 52 * KPACK_VEC, src, 208);
                 break;
             default:
                 break;

@@ -34,8 +34,14 @@
 
 #include "engine/quant/qtype.h"
 
-/* Rows per group. */
+/* Rows per group, bytes per vector, and vectors per block of each type
+ * (Q8_0 and Q5_0: without their scales, which follow the blocks). */
 #define KPACK_ROWS 16
+#define KPACK_VEC 64
+#define KPACK_Q8_0_VECS 8
+#define KPACK_Q5_0_VECS 5
+#define KPACK_Q4_K_VECS 36
+#define KPACK_Q6_K_VECS 53
 
 /* Bytes of one group of a matrix of type t with rows of k weights, or 0 if
  * t has no packed layout (or k is not a multiple of its block size). */

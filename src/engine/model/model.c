@@ -335,16 +335,26 @@ static uint64_t tensor_bytes(const model_tensor_t *t)
     return t->data ? (uint64_t)t->row_bytes * (uint64_t)t->n_out : 0;
 }
 
+int model_layer_matrices(model_layer_t *L, model_tensor_t *out[MODEL_LAYER_MATRICES])
+{
+    model_tensor_t *all[MODEL_LAYER_MATRICES] = {&L->wq, &L->wk, &L->wv, &L->wqkv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+    int n = 0;
+    for (int i = 0; i < MODEL_LAYER_MATRICES; i++)
+        if (all[i]->data)
+            out[n++] = all[i];
+    return n;
+}
+
 uint64_t model_decode_bytes(const model_t *m)
 {
     const model_weights_t *w = &m->w;
     uint64_t n = tensor_bytes(&w->output) + w->tok_embd.row_bytes;
     for (int l = 0; l < m->hp.n_layer; l++) {
-        const model_layer_t *L = &w->layers[l];
-        const model_tensor_t *ts[] = {&L->wq, &L->wk, &L->wv, &L->wqkv, &L->wo, &L->w_gate, &L->w_up, &L->w_down,
-                                      &L->router};
-        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        model_layer_t *L = &w->layers[l];
+        model_tensor_t *ts[MODEL_LAYER_MATRICES];
+        for (int i = 0, k = model_layer_matrices(L, ts); i < k; i++)
             n += tensor_bytes(ts[i]);
+        n += tensor_bytes(&L->router);
         if (L->x_gate.data)
             n += (uint64_t)m->hp.n_expert_used * (L->x_gate.expert_bytes + L->x_up.expert_bytes + L->x_down.expert_bytes);
     }

@@ -128,6 +128,13 @@ const gguf_file_t *model_gguf(const model_t *m);
 /* tokenizer.chat_template, or NULL; NUL-terminated, owned by the model. */
 const char *model_chat_template(const model_t *m);
 const model_weights_t *model_weights(const model_t *m);
+/* The dense matrices of layer L that the forward pass multiplies, those
+ * present (q, k, v or the fused qkv, the attention output, the FFN gate,
+ * up and down; not the MoE router or experts), into out; returns their
+ * number. */
+#define MODEL_LAYER_MATRICES 8
+int model_layer_matrices(model_layer_t *L, model_tensor_t *out[MODEL_LAYER_MATRICES]);
+
 /* Weight bytes one decode step reads for one token: every dense matrix,
  * the output matrix, one embedding row and, for MoE, n_expert_used
  * experts' matrices (the KV cache not included). */

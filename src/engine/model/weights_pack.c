@@ -13,13 +13,8 @@
 static int pack_list(model_weights_t *w, int n_layer, model_tensor_t **list, int cap)
 {
     int n = 0;
-    for (int l = 0; l < n_layer; l++) {
-        model_layer_t *L = &w->layers[l];
-        model_tensor_t *ts[] = {&L->wq, &L->wk, &L->wv, &L->wqkv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
-            if (ts[i]->data && n < cap)
-                list[n++] = ts[i];
-    }
+    for (int l = 0; l < n_layer && n + MODEL_LAYER_MATRICES <= cap; l++)
+        n += model_layer_matrices(&w->layers[l], list + n);
     if (w->output.data && n < cap)
         list[n++] = &w->output;
     return n;
@@ -41,7 +36,7 @@ bool weights_pack(model_weights_t *w, int n_layer, weights_pack_t *out, lf_err_t
     const char *env = getenv("LLM_FCGI_PACK");
     if (env && !strcmp(env, "0"))
         return true;
-    int cap = 8 * n_layer + 1;
+    int cap = MODEL_LAYER_MATRICES * n_layer + 1;
     model_tensor_t **list = malloc((size_t)cap * sizeof *list);
     size_t *offs = malloc((size_t)cap * sizeof *offs);
     if (!list || !offs) {

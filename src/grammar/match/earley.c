@@ -115,6 +115,94 @@ static bool add_item(gr_matcher_t *m, size_t from, uint32_t dr, uint32_t origin)
     return true;
 }
 
+/* Sorts a[0..n) ascending (quicksort, insertion sort for short ranges). */
+static void sort_u64(uint64_t *a, size_t n)
+{
+    while (n > 16) {
+        uint64_t x = a[0], y = a[n / 2], z = a[n - 1];
+        uint64_t piv = x < y ? (y < z ? y : x < z ? z : x) : (x < z ? x : y < z ? z : y);
+        size_t i = 0, j = n - 1;
+        for (;;) {
+            while (a[i] < piv)
+                i++;
+            while (a[j] > piv)
+                j--;
+            if (i >= j)
+                break;
+            uint64_t t = a[i];
+            a[i++] = a[j];
+            a[j--] = t;
+        }
+        /* [0, j] <= piv <= [j + 1, n): recurse on the smaller part */
+        if (j + 1 < n - j - 1) {
+            sort_u64(a, j + 1);
+            a += j + 1;
+            n -= j + 1;
+        } else {
+            sort_u64(a + j + 1, n - j - 1);
+            n = j + 1;
+        }
+    }
+    for (size_t i = 1; i < n; i++) {
+        uint64_t v = a[i];
+        size_t j = i;
+        for (; j > 0 && a[j - 1] > v; j--)
+            a[j] = a[j - 1];
+        a[j] = v;
+    }
+}
+
+/* Orders the items of the closed set [from, n_items) by the symbol after
+ * their dot (then by position, so the order is deterministic). */
+static bool sort_set(gr_matcher_t *m, size_t from)
+{
+    size_t n = m->n_items - from;
+    if (n < 2)
+        return true;
+    if (n > m->cap_sort) {
+        size_t cap = m->cap_sort ? m->cap_sort : 256;
+        while (cap < n)
+            cap *= 2;
+        uint64_t *k = realloc(m->sort_keys, cap * sizeof *k);
+        if (k)
+            m->sort_keys = k;
+        gr_item_t *it = realloc(m->sort_items, cap * sizeof *it);
+        if (it)
+            m->sort_items = it;
+        if (!k || !it)
+            return mfail(m, LF_ERR_NOMEM);
+        m->cap_sort = cap;
+    }
+    const int32_t *syms = m->g->syms;
+    gr_item_t *items = m->items + from;
+    bool sorted = true;
+    for (size_t i = 0; i < n; i++) {
+        m->sort_keys[i] = (uint64_t)((uint32_t)syms[items[i].dr] ^ 0x80000000u) << 32 | i;
+        sorted = sorted && (i == 0 || m->sort_keys[i - 1] < m->sort_keys[i]);
+    }
+    if (sorted)
+        return true;
+    sort_u64(m->sort_keys, n);
+    for (size_t i = 0; i < n; i++)
+        m->sort_items[i] = items[(uint32_t)m->sort_keys[i]];
+    memcpy(items, m->sort_items, n * sizeof *items);
+    return true;
+}
+
+/* The first item of the sorted set [a, e) whose dot is before sym. */
+static size_t first_waiting(const gr_matcher_t *m, size_t a, size_t e, int32_t sym)
+{
+    const int32_t *syms = m->g->syms;
+    while (a < e) {
+        size_t mid = a + (e - a) / 2;
+        if (syms[m->items[mid].dr] < sym)
+            a = mid + 1;
+        else
+            e = mid;
+    }
+    return a;
+}
+
 /* Starts set k at the current position: returns false on OOM. */
 static bool set_begin(gr_matcher_t *m)
 {
@@ -156,10 +244,10 @@ static bool set_close(gr_matcher_t *m, gr_run_t *run, int32_t *n_run)
             if ((int32_t)it.origin == k)
                 continue; /* nullable completions were advanced at prediction */
             int32_t lhs = g->prod_lhs[g->dr_prod[it.dr]];
-            size_t a = m->set_start[it.origin], e = m->set_start[it.origin + 1];
-            for (size_t j = a; j < e; j++)
-                if (g->syms[m->items[j].dr] == lhs &&
-                    !add_item(m, from, m->items[j].dr + 1, m->items[j].origin))
+            size_t e = m->set_start[it.origin + 1];
+            for (size_t j = first_waiting(m, m->set_start[it.origin], e, lhs);
+                 j < e && g->syms[m->items[j].dr] == lhs; j++)
+                if (!add_item(m, from, m->items[j].dr + 1, m->items[j].origin))
                     return false;
         } else if (s >= 0) {
             if (m->pred_gen[s] != m->gen) {
@@ -186,6 +274,8 @@ static bool set_close(gr_matcher_t *m, gr_run_t *run, int32_t *n_run)
         m->n_sets--;
         return true;
     }
+    if (!sort_set(m, from))
+        return false;
     m->set_flags[k] = flags;
     /* narrow terminals first (stable partition of expect[]) */
     int32_t nn = 0;
@@ -253,6 +343,8 @@ void gr_matcher_free(gr_matcher_t *m)
     free(m->pred_gen);
     free(m->term_gen);
     free(m->expect);
+    free(m->sort_keys);
+    free(m->sort_items);
     free(m);
 }
 
@@ -268,8 +360,8 @@ int32_t gr_matcher_complete(gr_matcher_t *m, const gr_completion_t *c, int32_t n
         size_t a = m->set_start[c[i].origin], e = m->set_start[c[i].origin + 1];
         for (int32_t t = 0; t < ls->n_acc; t++) {
             int32_t sym = GR_SYM_TERM(ls->acc[t]);
-            for (size_t j = a; j < e; j++)
-                if (g->syms[m->items[j].dr] == sym && !add_item(m, from, m->items[j].dr + 1, m->items[j].origin))
+            for (size_t j = first_waiting(m, a, e, sym); j < e && g->syms[m->items[j].dr] == sym; j++)
+                if (!add_item(m, from, m->items[j].dr + 1, m->items[j].origin))
                     return -1;
         }
     }

@@ -15,6 +15,11 @@
  * "S' -> S .". Special tokens (GR_TERM_TOKEN) are fed as tokens, valid only
  * where the current set expects them.
  *
+ * A closed set's items are sorted by the symbol after their dot, so a
+ * completion or a scan finds the items waiting for a symbol in an origin set
+ * by binary search: its cost does not grow with the set (an object of
+ * hundreds of optional properties predicts them all at each position).
+ *
  * Memory grows with the text (sets are kept for completion); nothing is
  * allocated per byte once the arrays are large enough. Rollback:
  * gr_matcher_save / gr_matcher_restore (constant time). A matcher is used
@@ -65,6 +70,9 @@ typedef struct gr_matcher {
     uint32_t *pred_gen;      /* [n_nts]: generation stamp of predicted nts */
     uint32_t *term_gen;      /* [n_terms]: stamp of expected terminals */
     int32_t *expect;         /* [n_terms] scratch: terminals expected by a set */
+    uint64_t *sort_keys;     /* scratch of set_close's sort */
+    gr_item_t *sort_items;
+    size_t cap_sort;
 } gr_matcher_t;
 
 typedef struct {

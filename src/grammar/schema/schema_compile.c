@@ -1198,9 +1198,18 @@ static gr_ex_t *object_any_order(sc_t *c, const prop_t *props, int32_t np, gr_ex
 
 /* Larger objects: properties in the order of `properties` (each optional
  * one may be skipped), additional properties anywhere; counts for
- * min/maxProperties saturate at max (or min). F(i, k): nothing written yet,
- * next candidate property i, k properties so far; R(i, k): the same after
- * something was written (a comma comes first). */
+ * min/maxProperties saturate at max (or min). The grammar is unambiguous:
+ * additional properties written after property i - 1 belong to position i
+ * (they come before any skip), so a text has one parse. (With "skip or
+ * additional" at every position, each additional property had one parse
+ * per later position, and Earley sets grew with properties x additional
+ * ones.) Rules, k = properties written so far:
+ *   start  = addl R(0,1) | G(0,0)
+ *   G(i,k) = vals[i] R(i+1,k+1) | G(i+1,k) (i optional) | e (i = np, k >= min)
+ *   R(i,k) = "," addl R(i,k+1) | N(i,k)      something written: a comma first
+ *   N(i,k) = "," vals[i] R(i+1,k+1) | N(i+1,k) (i optional) | e (i = np, k >= min)
+ * Without counts, R(i) = ("," addl)* N(i): the repetition is left-recursive
+ * (cfg.c), so a long run of additional properties keeps the sets small. */
 static gr_ex_t *object_in_order(sc_t *c, const prop_t *props, int32_t np, gr_ex_t *const *vals, gr_ex_t *addl,
                                 int64_t minp, int64_t maxp)
 {
@@ -1211,48 +1220,58 @@ static gr_ex_t *object_in_order(sc_t *c, const prop_t *props, int32_t np, gr_ex_
         return NULL;
     }
     int32_t nc = (int32_t)cap_c + 1;
-    int32_t *F = malloc((size_t)(np + 1) * (size_t)nc * sizeof *F), *R = malloc((size_t)(np + 1) * (size_t)nc * sizeof *R);
-    if (!F || !R) {
-        free(F);
-        free(R);
+    size_t n_st = (size_t)(np + 1) * (size_t)nc;
+    int32_t *rules = malloc(3 * n_st * sizeof *rules);
+    if (!rules) {
         sc_oom(c);
         return NULL;
     }
-    for (int32_t i = 0; i <= np; i++)
-        for (int32_t k = 0; k < nc; k++) {
-            F[i * nc + k] = sc_new_rule(c);
-            R[i * nc + k] = sc_new_rule(c);
-        }
+    int32_t *G = rules, *R = rules + n_st, *N = rules + 2 * n_st;
+    for (size_t q = 0; q < 3 * n_st; q++)
+        rules[q] = sc_new_rule(c);
+    gr_ex_t *more = addl && nc == 1 ? gr_ex_rep(a, gr_ex_seq2(a, sep(c, ","), addl), 0, -1) : NULL;
     for (int32_t i = np; i >= 0 && !c->failed; i--)
         for (int32_t k = 0; k < nc; k++) {
             int32_t kn = k + 1 < nc ? k + 1 : (maxp >= 0 ? -1 : k); /* count after one more; -1: no room */
-            gr_exlist_t fa = {0}, ra = {0};
+            int32_t s = i * nc + k;
+            gr_exlist_t ga = {0}, ra = {0}, na = {0};
             if (i == np && k >= minp) {
-                gr_exlist_push(a, &fa, gr_ex_empty(a));
-                gr_exlist_push(a, &ra, gr_ex_empty(a));
+                gr_exlist_push(a, &ga, gr_ex_empty(a));
+                gr_exlist_push(a, &na, gr_ex_empty(a));
             }
             if (i < np) {
                 if (kn >= 0) {
-                    gr_exlist_push(a, &fa, gr_ex_seq2(a, vals[i], gr_ex_ref(a, R[(i + 1) * nc + kn])));
-                    gr_exlist_push(a, &ra, gr_ex_seq3(a, sep(c, ","), vals[i], gr_ex_ref(a, R[(i + 1) * nc + kn])));
+                    gr_exlist_push(a, &ga, gr_ex_seq2(a, vals[i], gr_ex_ref(a, R[(i + 1) * nc + kn])));
+                    gr_exlist_push(a, &na, gr_ex_seq3(a, sep(c, ","), vals[i], gr_ex_ref(a, R[(i + 1) * nc + kn])));
                 }
                 if (!props[i].required) {
-                    gr_exlist_push(a, &fa, gr_ex_ref(a, F[(i + 1) * nc + k]));
-                    gr_exlist_push(a, &ra, gr_ex_ref(a, R[(i + 1) * nc + k]));
+                    gr_exlist_push(a, &ga, gr_ex_ref(a, G[s + nc]));
+                    gr_exlist_push(a, &na, gr_ex_ref(a, N[s + nc]));
                 }
             }
-            if (addl && kn >= 0) {
-                gr_exlist_push(a, &fa, gr_ex_seq2(a, addl, gr_ex_ref(a, R[i * nc + kn])));
-                gr_exlist_push(a, &ra, gr_ex_seq3(a, sep(c, ","), addl, gr_ex_ref(a, R[i * nc + kn])));
+            if (more) {
+                gr_exlist_push(a, &ra, gr_ex_seq2(a, more, gr_ex_ref(a, N[s])));
+            } else {
+                if (addl && kn >= 0)
+                    gr_exlist_push(a, &ra, gr_ex_seq3(a, sep(c, ","), addl, gr_ex_ref(a, R[i * nc + kn])));
+                gr_exlist_push(a, &ra, gr_ex_ref(a, N[s]));
             }
-            c->R->v[F[i * nc + k]] = fa.fail ? NULL : gr_ex_alt(a, fa.v, fa.n);
-            c->R->v[R[i * nc + k]] = ra.fail ? NULL : gr_ex_alt(a, ra.v, ra.n);
-            if (!c->R->v[F[i * nc + k]] || !c->R->v[R[i * nc + k]])
-                sc_oom(c);
+            int32_t ids[3] = {G[s], R[s], N[s]};
+            gr_exlist_t *ls[3] = {&ga, &ra, &na};
+            for (int q = 0; q < 3; q++)
+                if (!(c->R->v[ids[q]] = ls[q]->fail ? NULL : gr_ex_alt(a, ls[q]->v, ls[q]->n)))
+                    sc_oom(c);
         }
-    gr_ex_t *r = c->failed ? NULL : gr_ex_ref(a, F[0]);
-    free(F);
-    free(R);
+    gr_ex_t *r = NULL;
+    if (!c->failed) {
+        int32_t k1 = nc > 1 ? 1 : 0;
+        r = gr_ex_ref(a, G[0]);
+        if (addl && (nc > 1 || maxp < 0))
+            r = gr_ex_alt2(a, gr_ex_seq2(a, addl, gr_ex_ref(a, R[k1])), r);
+        if (!r)
+            sc_oom(c);
+    }
+    free(rules);
     return r;
 }
 

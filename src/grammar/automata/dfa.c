@@ -9,6 +9,7 @@
  * start state, content hash. Equal languages give equal tables.
  */
 #include "grammar/automata/dfa.h"
+#include "grammar/core/scratch.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,9 @@
 #include <pthread.h>
 
 static gr_dfa_t *dfa_build(const gr_ex_t *e, bool counted, const gr_limits_t *lim, lf_err_t *err);
+
+/* scratch slots (scratch.h): hopcroft, finalize, determinize */
+enum { SL_HOP = 0, SL_FIN = 13, SL_DET = 23 };
 
 #define DFA_DEFAULT_MAX 200000
 
@@ -165,16 +169,19 @@ static bool hopcroft(const raw_t *r, const int32_t *live, bool tags, int32_t *bl
                      lf_err_t *err)
 {
     int32_t n = r->n, nc = r->ncls, N = n + 1, D = n;
-    int32_t *inv_start = calloc((size_t)nc * (size_t)N + 1, sizeof *inv_start);
-    int32_t *inv = malloc(((size_t)N * (size_t)nc + 1) * sizeof *inv);
-    int32_t *elems = malloc((size_t)N * sizeof *elems), *pos = malloc((size_t)N * sizeof *pos);
-    int32_t *blk = malloc((size_t)N * sizeof *blk), *bstart = malloc(((size_t)N + 1) * sizeof *bstart);
-    int32_t *bend = malloc(((size_t)N + 1) * sizeof *bend), *mcount = calloc((size_t)N + 1, sizeof *mcount);
-    int32_t *touched = malloc(((size_t)N + 1) * sizeof *touched), *copy = malloc((size_t)N * sizeof *copy);
-    int32_t *wl = malloc(((size_t)N * (size_t)nc + 1) * 2 * sizeof *wl);
-    uint8_t *inw = calloc((size_t)N * (size_t)nc + 1, 1);
+    size_t NC = (size_t)N * (size_t)nc + 1, I = sizeof(int32_t);
+    int32_t *inv_start = gr_scratch_zero(SL_HOP, NC * I);
+    int32_t *inv = gr_scratch(SL_HOP + 1, NC * I);
+    int32_t *elems = gr_scratch(SL_HOP + 2, (size_t)N * I), *pos = gr_scratch(SL_HOP + 3, (size_t)N * I);
+    int32_t *blk = gr_scratch(SL_HOP + 4, (size_t)N * I), *bstart = gr_scratch(SL_HOP + 5, ((size_t)N + 1) * I);
+    int32_t *bend = gr_scratch(SL_HOP + 6, ((size_t)N + 1) * I), *mcount = gr_scratch_zero(SL_HOP + 7, ((size_t)N + 1) * I);
+    int32_t *touched = gr_scratch(SL_HOP + 8, ((size_t)N + 1) * I), *copy = gr_scratch(SL_HOP + 9, (size_t)N * I);
+    int32_t *wl = gr_scratch(SL_HOP + 10, NC * 2 * I);
+    uint8_t *inw = gr_scratch_zero(SL_HOP + 11, NC);
+    int32_t *fill = gr_scratch(SL_HOP + 12, NC * I);
     bool ok = false;
-    if (!inv_start || !inv || !elems || !pos || !blk || !bstart || !bend || !mcount || !touched || !copy || !wl || !inw) {
+    if (!inv_start || !inv || !elems || !pos || !blk || !bstart || !bend || !mcount || !touched || !copy || !wl || !inw ||
+        !fill) {
         lf_err_set(err, LF_ERR_NOMEM, "out of memory minimizing an automaton");
         goto done;
     }
@@ -188,22 +195,14 @@ static bool hopcroft(const raw_t *r, const int32_t *live, bool tags, int32_t *bl
     }
     for (size_t i = 1; i <= (size_t)nc * N; i++)
         inv_start[i] += inv_start[i - 1];
-    {
-        int32_t *fill = malloc(((size_t)nc * (size_t)N + 1) * sizeof *fill);
-        if (!fill) {
-            lf_err_set(err, LF_ERR_NOMEM, "out of memory minimizing an automaton");
-            goto done;
+    memcpy(fill, inv_start, NC * sizeof *fill);
+    for (int32_t s = 0; s < N; s++) {
+        if (s < n && !live[s])
+            continue;
+        for (int32_t k = 0; k < nc; k++) {
+            size_t key = (size_t)k * N + TGT(s, k);
+            inv[fill[key]++] = s;
         }
-        memcpy(fill, inv_start, ((size_t)nc * (size_t)N + 1) * sizeof *fill);
-        for (int32_t s = 0; s < N; s++) {
-            if (s < n && !live[s])
-                continue;
-            for (int32_t k = 0; k < nc; k++) {
-                size_t key = (size_t)k * N + TGT(s, k);
-                inv[fill[key]++] = s;
-            }
-        }
-        free(fill);
     }
     /* initial blocks: key = accept + 2 * tag for live states, D alone */
     int32_t nblocks = 0, m = 0;
@@ -313,18 +312,6 @@ static bool hopcroft(const raw_t *r, const int32_t *live, bool tags, int32_t *bl
     (void)dblk;
     ok = true;
 done:
-    free(inv_start);
-    free(inv);
-    free(elems);
-    free(pos);
-    free(blk);
-    free(bstart);
-    free(bend);
-    free(mcount);
-    free(touched);
-    free(copy);
-    free(wl);
-    free(inw);
     return ok;
 }
 
@@ -332,20 +319,17 @@ done:
 static gr_dfa_t *finalize(raw_t *r, bool keep_tags, const gr_limits_t *lim, lf_err_t *err)
 {
     int32_t n = r->n, nc = r->ncls;
+    size_t N1 = ((size_t)n + 1) * sizeof(int32_t), E1 = ((size_t)n * (size_t)nc + 1) * sizeof(int32_t);
     gr_dfa_t *d = calloc(1, sizeof *d);
-    int32_t *live = calloc((size_t)n + 1, sizeof *live);
-    int32_t *block = malloc(((size_t)n + 1) * sizeof *block);
-    int32_t *nblock = malloc(((size_t)n + 1) * sizeof *nblock);
-    int32_t *queue = malloc(((size_t)n + 1) * sizeof *queue);
-    int32_t *newid = malloc(((size_t)n + 1) * sizeof *newid);
-    uint64_t *sig = malloc(((size_t)n + 1) * sizeof *sig);
+    int32_t *live = gr_scratch_zero(SL_FIN, N1);
+    int32_t *block = gr_scratch(SL_FIN + 1, N1);
+    int32_t *queue = gr_scratch(SL_FIN + 2, N1);
+    int32_t *newid = gr_scratch(SL_FIN + 3, N1);
     /* reverse edges for liveness */
-    int32_t *rfirst = malloc(((size_t)n + 1) * sizeof *rfirst);
-    int32_t *rnext = malloc(((size_t)n * (size_t)nc + 1) * sizeof *rnext);
-    int32_t *rfrom = malloc(((size_t)n * (size_t)nc + 1) * sizeof *rfrom);
-    idmap_t map = {0};
-    bool ok = d && live && block && nblock && queue && newid && sig && rfirst && rnext && rfrom &&
-              idmap_init(&map, (size_t)n + 16);
+    int32_t *rfirst = gr_scratch(SL_FIN + 4, N1);
+    int32_t *rnext = gr_scratch(SL_FIN + 5, E1);
+    int32_t *rfrom = gr_scratch(SL_FIN + 6, E1);
+    bool ok = d && live && block && queue && newid && rfirst && rnext && rfrom;
     if (!ok) {
         lf_err_set(err, LF_ERR_NOMEM, "out of memory minimizing an automaton");
         goto fail;
@@ -392,7 +376,7 @@ static gr_dfa_t *finalize(raw_t *r, bool keep_tags, const gr_limits_t *lim, lf_e
     if (!hopcroft(r, live, keep_tags && r->has_tag, block, &nb, lim, err))
         goto fail;
     /* raw classes in order of their first byte (canonical iteration order) */
-    int32_t *rep = malloc((size_t)nb * sizeof *rep);
+    int32_t *rep = gr_scratch(SL_FIN + 7, ((size_t)nb + 1) * sizeof *rep);
     int cls_order[256], ncls_raw = 0;
     {
         bool seen[256] = {false};
@@ -429,19 +413,15 @@ static gr_dfa_t *finalize(raw_t *r, bool keep_tags, const gr_limits_t *lim, lf_e
     }
     int32_t ns = qt;
     if (ns > dfa_max(lim)) {
-        free(rep);
         lf_err_set(err, LF_ERR_UNSUPPORTED, "grammar too large: the limit of %lld states per automaton was hit",
                    (long long)dfa_max(lim));
         goto fail;
     }
     /* byte classes: raw classes with identical columns merge */
     {
-        int32_t *col = malloc((size_t)ns * (size_t)nc * sizeof *col);
-        uint64_t *ch = malloc((size_t)nc * sizeof *ch);
+        int32_t *col = gr_scratch(SL_FIN + 8, ((size_t)ns * (size_t)nc + 1) * sizeof *col);
+        uint64_t *ch = gr_scratch(SL_FIN + 9, ((size_t)nc + 1) * sizeof *ch);
         if (!col || !ch) {
-            free(col);
-            free(ch);
-            free(rep);
             lf_err_set(err, LF_ERR_NOMEM, "out of memory minimizing an automaton");
             goto fail;
         }
@@ -479,9 +459,6 @@ static gr_dfa_t *finalize(raw_t *r, bool keep_tags, const gr_limits_t *lim, lf_e
         d->accept = malloc((size_t)ns);
         d->tag = keep_tags && r->has_tag ? malloc((size_t)ns) : NULL;
         if (!d->next || !d->accept || (keep_tags && r->has_tag && !d->tag)) {
-            free(col);
-            free(ch);
-            free(rep);
             lf_err_set(err, LF_ERR_NOMEM, "out of memory minimizing an automaton");
             goto fail;
         }
@@ -493,10 +470,7 @@ static gr_dfa_t *finalize(raw_t *r, bool keep_tags, const gr_limits_t *lim, lf_e
             for (int m = 0; m < ncls; m++)
                 d->next[(size_t)i * ncls + m] = col[(size_t)first_raw[m] * ns + i];
         }
-        free(col);
-        free(ch);
     }
-    free(rep);
 done_ok: {
         uint64_t h1 = mix(0xA5A5, (uint64_t)d->n_states), h2 = mix(0x5A5A, (uint64_t)d->n_classes);
         for (int by = 0; by < 256; by++) {
@@ -515,29 +489,9 @@ done_ok: {
         d->h1 = h1;
         d->h2 = h2;
     }
-    free(live);
-    free(block);
-    free(nblock);
-    free(queue);
-    free(newid);
-    free(sig);
-    free(rfirst);
-    free(rnext);
-    free(rfrom);
-    idmap_free(&map);
     return d;
 fail:
     gr_dfa_free(d);
-    free(live);
-    free(block);
-    free(nblock);
-    free(queue);
-    free(newid);
-    free(sig);
-    free(rfirst);
-    free(rnext);
-    free(rfrom);
-    idmap_free(&map);
     return NULL;
 }
 
@@ -655,8 +609,8 @@ static gr_dfa_t *determinize(const gr_nfa_t *nfa, bool keep_tags, const gr_limit
     raw_t r = {0};
     sets_t S = {0};
     int32_t nn = nfa->n;
-    int32_t *buf = malloc(((size_t)nn + 1) * sizeof *buf);
-    uint32_t *stamp = calloc((size_t)nn + 1, sizeof *stamp);
+    int32_t *buf = gr_scratch(SL_DET, ((size_t)nn + 1) * sizeof *buf);
+    uint32_t *stamp = gr_scratch_zero(SL_DET + 1, ((size_t)nn + 1) * sizeof *stamp);
     int32_t *cstart = NULL, *ccount = NULL, *cbuf = NULL;
     gr_dfa_t *out = NULL;
     uint32_t mark = 0;
@@ -678,8 +632,8 @@ static gr_dfa_t *determinize(const gr_nfa_t *nfa, bool keep_tags, const gr_limit
     }
     r.ncls = ++ncls;
     r.has_tag = keep_tags;
-    cstart = malloc((size_t)ncls * sizeof *cstart);
-    ccount = malloc((size_t)ncls * sizeof *ccount);
+    cstart = gr_scratch(SL_DET + 2, (size_t)ncls * sizeof *cstart);
+    ccount = gr_scratch(SL_DET + 3, (size_t)ncls * sizeof *ccount);
     if (!cstart || !ccount)
         goto oom;
     buf[0] = nfa->start;
@@ -688,7 +642,7 @@ static gr_dfa_t *determinize(const gr_nfa_t *nfa, bool keep_tags, const gr_limit
     if (sets_get(&S, buf, n0, &fresh) < 0)
         goto oom;
     size_t cbcap = 1024;
-    cbuf = malloc(cbcap * sizeof *cbuf);
+    cbuf = gr_scratch(SL_DET + 4, cbcap * sizeof *cbuf);
     if (!cbuf)
         goto oom;
     for (int32_t id = 0; id < S.n; id++) {
@@ -727,10 +681,8 @@ static gr_dfa_t *determinize(const gr_nfa_t *nfa, bool keep_tags, const gr_limit
         if (need > cbcap) {
             while (cbcap < need)
                 cbcap *= 2;
-            int32_t *nb = realloc(cbuf, cbcap * sizeof *nb);
-            if (!nb)
-                goto oom;
-            cbuf = nb;
+            if (!(cbuf = gr_scratch(SL_DET + 4, cbcap * sizeof *cbuf)))
+                goto oom; /* (its content is rebuilt below) */
         }
         for (int32_t i = 0; i < sn; i++) {
             int32_t s = set[i];
@@ -777,11 +729,6 @@ done:
     free(S.off);
     free(S.len);
     idmap_free(&S.map);
-    free(buf);
-    free(stamp);
-    free(cstart);
-    free(ccount);
-    free(cbuf);
     return out;
 }
 
@@ -919,6 +866,7 @@ gr_dfa_t *gr_dfa_from_expr(const gr_ex_t *e, bool counted, const gr_limits_t *li
     if (hit)
         return hit;
     gr_dfa_t *d = dfa_build(e, counted, lim, err);
+    gr_scratch_trim();
     if (d)
         dcache_put(h1, h2, counted, d);
     return d;
@@ -1035,6 +983,7 @@ static gr_dfa_t *product(const gr_dfa_t *a, const gr_dfa_t *b, int op, const gr_
     r.n = np;
     r.start = 0;
     out = finalize(&r, r.has_tag, lim, err);
+    gr_scratch_trim();
     goto done;
 oom:
     lf_err_set(err, LF_ERR_NOMEM, "out of memory building an automaton");
@@ -1107,6 +1056,7 @@ gr_dfa_t *gr_dfa_nonempty(const gr_dfa_t *a, const gr_limits_t *lim, lf_err_t *e
     r.n = n + 1;
     r.start = n;
     gr_dfa_t *d = finalize(&r, r.has_tag, lim, err);
+    gr_scratch_trim();
     raw_free(&r);
     return d;
 }
@@ -1129,6 +1079,7 @@ gr_dfa_t *gr_dfa_from_table(int32_t n_states, const int32_t *next, const uint8_t
     r.n = n_states;
     r.start = start;
     gr_dfa_t *d = finalize(&r, false, lim, err);
+    gr_scratch_trim();
     raw_free(&r);
     return d;
 }

@@ -316,7 +316,7 @@ done:
 }
 
 /* Moore minimization + class recomputation + BFS numbering. */
-static gr_dfa_t *finalize(raw_t *r, bool keep_tags, const gr_limits_t *lim, lf_err_t *err)
+static gr_dfa_t *finalize(raw_t *r, bool keep_tags, bool minimize, const gr_limits_t *lim, lf_err_t *err)
 {
     int32_t n = r->n, nc = r->ncls;
     size_t N1 = ((size_t)n + 1) * sizeof(int32_t), E1 = ((size_t)n * (size_t)nc + 1) * sizeof(int32_t);
@@ -371,10 +371,15 @@ static gr_dfa_t *finalize(raw_t *r, bool keep_tags, const gr_limits_t *lim, lf_e
             if (*t >= 0 && !live[*t])
                 *t = -1;
         }
-    /* Hopcroft refinement; dead states get block -1 */
+    /* Hopcroft refinement (or every live state its own block); dead states
+     * get block -1 */
     int32_t nb = 0;
-    if (!hopcroft(r, live, keep_tags && r->has_tag, block, &nb, lim, err))
+    if (!minimize) {
+        for (int32_t s = 0; s < n; s++)
+            block[s] = live[s] ? nb++ : -1;
+    } else if (!hopcroft(r, live, keep_tags && r->has_tag, block, &nb, lim, err)) {
         goto fail;
+    }
     /* raw classes in order of their first byte (canonical iteration order) */
     int32_t *rep = gr_scratch(SL_FIN + 7, ((size_t)nb + 1) * sizeof *rep);
     int cls_order[256], ncls_raw = 0;
@@ -426,12 +431,13 @@ static gr_dfa_t *finalize(raw_t *r, bool keep_tags, const gr_limits_t *lim, lf_e
             goto fail;
         }
         for (int32_t k = 0; k < nc; k++) {
+            /* a cheap bucket hash (columns that match are then compared) */
             uint64_t h = 0x51ED;
             for (int32_t i = 0; i < ns; i++) {
                 int32_t t = r->next[(size_t)rep[queue[i]] * nc + k];
                 int32_t v = t >= 0 ? newid[block[t]] : -1;
                 col[(size_t)k * ns + i] = v;
-                h = mix(h, (uint64_t)(uint32_t)v);
+                h += ((uint64_t)(uint32_t)v + 0x9E37u) * (0xFF51AFD7ED558CCDull ^ ((uint64_t)i << 17));
             }
             ch[k] = h;
         }
@@ -717,7 +723,7 @@ static gr_dfa_t *determinize(const gr_nfa_t *nfa, bool keep_tags, const gr_limit
     }
     r.n = S.n;
     r.start = 0;
-    out = finalize(&r, keep_tags, lim, err);
+    out = finalize(&r, keep_tags, true, lim, err);
     goto done;
 oom:
     lf_err_set(err, LF_ERR_NOMEM, "out of memory building an automaton");
@@ -858,6 +864,116 @@ static void dcache_put(uint64_t h1, uint64_t h2, bool counted, const gr_dfa_t *d
     pthread_mutex_unlock(&dcache_mu);
 }
 
+/* The concatenation p[0] p[1] ... p[n-1] glued without subset
+ * construction: each piece keeps its states, and where a piece may end,
+ * its accepting states also take the start transitions of the next piece
+ * (and of the ones after it, while the pieces in between may be empty).
+ * That is deterministic as long as no such state has two ways on one byte
+ * (then where a piece ends is never in doubt); returns false when that does
+ * not hold. On success (or OOM: *out NULL, err set) returns true. The
+ * result is trimmed and canonically numbered but not minimized. */
+static bool glue(gr_dfa_t *const *p, int np, const gr_limits_t *lim, lf_err_t *err, gr_dfa_t **out)
+{
+    *out = NULL;
+    int32_t total = 0;
+    bool empty = false;
+    for (int i = 0; i < np; i++) {
+        if (p[i]->tag)
+            return false;
+        empty = empty || p[i]->n_states == 0;
+        total += p[i]->n_states;
+    }
+    if (empty) {
+        if ((*out = calloc(1, sizeof **out)))
+            (*out)->n_classes = 1;
+        else
+            lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+        return true;
+    }
+    /* combined byte classes: bytes alike in every piece */
+    raw_t r = {0};
+    uint8_t rep[256];
+    int ncls = 0;
+    for (int by = 0; by < 256; by++) {
+        int c = -1;
+        for (int k = 0; k < ncls && c < 0; k++) {
+            int i = 0;
+            while (i < np && p[i]->cls[rep[k]] == p[i]->cls[by])
+                i++;
+            if (i == np)
+                c = k;
+        }
+        if (c < 0) {
+            rep[ncls] = (uint8_t)by;
+            c = ncls++;
+        }
+        r.cls[by] = (uint8_t)c;
+    }
+    r.ncls = ncls;
+    if (!raw_grow(&r, total)) {
+        raw_free(&r);
+        lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+        return true;
+    }
+    int32_t off = 0;
+    for (int i = 0; i < np; i++) {
+        const gr_dfa_t *x = p[i];
+        /* the pieces an end of x may continue into: i + 1 .. last */
+        int last = i + 1;
+        while (last < np && gr_dfa_nullable(p[last]))
+            last++;
+        int32_t next_off = off + x->n_states;
+        for (int32_t s = 0; s < x->n_states; s++) {
+            bool acc = x->accept[s];
+            for (int c = 0; c < ncls; c++) {
+                int32_t t = gr_dfa_step(x, s, rep[c]);
+                int32_t to = t >= 0 ? off + t : -1;
+                for (int j = i + 1, jo = next_off; acc && j <= last && j < np; jo += p[j]->n_states, j++) {
+                    int32_t u = gr_dfa_step(p[j], 0, rep[c]);
+                    if (u < 0)
+                        continue;
+                    if (to >= 0) { /* two ways on this byte */
+                        raw_free(&r);
+                        return false;
+                    }
+                    to = jo + u;
+                }
+                r.next[(size_t)(off + s) * ncls + c] = to;
+            }
+            r.accept[off + s] = acc && last >= np;
+            r.tag[off + s] = GR_TAG_OUT;
+        }
+        off = next_off;
+    }
+    r.n = total;
+    r.start = 0;
+    *out = finalize(&r, false, false, lim, err);
+    raw_free(&r);
+    return true;
+}
+
+/* A sequence whose pieces glue (above): each piece's automaton comes from
+ * the cache or is built on its own. NULL with *fallback when they do not
+ * glue. */
+static gr_dfa_t *seq_glued(const gr_ex_t *e, const gr_limits_t *lim, lf_err_t *err, bool *fallback)
+{
+    enum { MAX_PIECES = 16 };
+    *fallback = e->n > MAX_PIECES;
+    if (*fallback)
+        return NULL;
+    gr_dfa_t *p[MAX_PIECES];
+    uint32_t n = 0;
+    for (; n < e->n; n++)
+        if (!(p[n] = gr_dfa_from_expr(e->kids[n], false, lim, err)))
+            break;
+    gr_dfa_t *d = NULL;
+    if (n == e->n && !glue(p, (int)n, lim, err, &d))
+        *fallback = true;
+    for (uint32_t i = 0; i < n; i++)
+        gr_dfa_free(p[i]);
+    return d;
+}
+
 gr_dfa_t *gr_dfa_from_expr(const gr_ex_t *e, bool counted, const gr_limits_t *lim, lf_err_t *err)
 {
     uint64_t h1, h2;
@@ -865,7 +981,12 @@ gr_dfa_t *gr_dfa_from_expr(const gr_ex_t *e, bool counted, const gr_limits_t *li
     gr_dfa_t *hit = dcache_get(h1, h2, counted);
     if (hit)
         return hit;
-    gr_dfa_t *d = dfa_build(e, counted, lim, err);
+    bool fallback = true;
+    gr_dfa_t *d = NULL;
+    if (e->kind == GR_EX_SEQ && e->n >= 2)
+        d = seq_glued(e, lim, err, &fallback);
+    if (fallback)
+        d = dfa_build(e, counted, lim, err);
     gr_scratch_trim();
     if (d)
         dcache_put(h1, h2, counted, d);
@@ -982,7 +1103,7 @@ static gr_dfa_t *product(const gr_dfa_t *a, const gr_dfa_t *b, int op, const gr_
 #undef PUSH
     r.n = np;
     r.start = 0;
-    out = finalize(&r, r.has_tag, lim, err);
+    out = finalize(&r, r.has_tag, true, lim, err);
     gr_scratch_trim();
     goto done;
 oom:
@@ -1055,7 +1176,7 @@ gr_dfa_t *gr_dfa_nonempty(const gr_dfa_t *a, const gr_limits_t *lim, lf_err_t *e
         r.tag[s] = a->tag ? a->tag[s < n ? s : 0] : GR_TAG_OUT;
     r.n = n + 1;
     r.start = n;
-    gr_dfa_t *d = finalize(&r, r.has_tag, lim, err);
+    gr_dfa_t *d = finalize(&r, r.has_tag, true, lim, err);
     gr_scratch_trim();
     raw_free(&r);
     return d;
@@ -1078,7 +1199,7 @@ gr_dfa_t *gr_dfa_from_table(int32_t n_states, const int32_t *next, const uint8_t
     memset(r.tag, 0, (size_t)n_states);
     r.n = n_states;
     r.start = start;
-    gr_dfa_t *d = finalize(&r, false, lim, err);
+    gr_dfa_t *d = finalize(&r, false, true, lim, err);
     gr_scratch_trim();
     raw_free(&r);
     return d;

@@ -1,11 +1,15 @@
 /* dfa.h - deterministic byte automata: the terminals of every grammar.
  *
- * A gr_dfa_t is minimal, trimmed and canonically numbered: state 0 is the
- * start, every state can still reach an accepting state (transitions that
- * could not are -1, "dead"), states are numbered in breadth-first order of
- * the byte classes. Two DFAs with the same language therefore have equal
- * tables, and (h1, h2) is a content hash usable as a cache key. The empty
- * language has n_states == 0.
+ * A gr_dfa_t is trimmed and canonically numbered: state 0 is the start,
+ * every state can still reach an accepting state (transitions that could
+ * not are -1, "dead"), states are numbered in breadth-first order of the
+ * byte classes. It is minimal too, except the DFA of a sequence whose
+ * pieces join without ambiguity (a key with its quotes, comma, colon and
+ * whitespace: gr_dfa_from_expr glues the pieces' automata instead of
+ * determinizing and minimizing again), which may keep equivalent states.
+ * Equal tables mean equal languages, not the converse; (h1, h2) is a
+ * content hash of the table, usable as a cache key. The empty language has
+ * n_states == 0.
  *
  * Bytes map to classes (cls[256]) of equivalent bytes; next[s * n_classes +
  * c] is the successor. tag[] (NULL when unused) marks, for JSON-string

@@ -142,6 +142,19 @@ int main(void)
         {"(a)\\1", GR_REGEX_FULL, "aa", -1},              /* backreference: refused */
         {"\\bx", GR_REGEX_FULL, "x", -1},                 /* word boundary: refused */
         {"[z-a]", GR_REGEX_FULL, "a", -1},                /* bad range */
+        /* sequences: glued from their pieces' automata when where each piece
+         * ends is never in doubt, determinized as a whole otherwise */
+        {"a*a", GR_REGEX_FULL, "aaa", 1},                 /* a* may go on with a: not glued */
+        {"a*a", GR_REGEX_FULL, "", 0},
+        {"[a-c]+b", GR_REGEX_FULL, "abcb", 1},
+        {"[a-c]+b", GR_REGEX_FULL, "abc", 0},
+        {"(ab)?(ab)?c", GR_REGEX_FULL, "ababc", 1},       /* nullable pieces in a row */
+        {"(ab)?(ab)?c", GR_REGEX_FULL, "c", 1},
+        {"(ab)?(ab)?c", GR_REGEX_FULL, "abababc", 0},
+        {"x?y?z?", GR_REGEX_FULL, "xz", 1},
+        {"x?y?z?", GR_REGEX_FULL, "zx", 0},
+        {"\"k\"[ ]{0,3}:[ ]?", GR_REGEX_FULL, "\"k\"  : ", 1},
+        {"\"k\"[ ]{0,3}:[ ]?", GR_REGEX_FULL, "\"k\"    :", 0},
     };
     for (size_t i = 0; i < sizeof regex / sizeof *regex; i++) {
         int got = check_regex(regex[i].re, regex[i].mode, regex[i].text);

@@ -783,8 +783,8 @@ static void ex_hash(gr_ex_t *e, uint64_t *a, uint64_t *b)
         }
         break;
     case GR_EX_DFA:
-        h1 = mix(mix(mix(h1, e->dfa->h1), e->dfa_counted), (uint64_t)e->min * 3 + (uint64_t)e->max);
-        h2 = mix(mix(h2, e->dfa->h2), e->dfa_nullable);
+        h1 = mix(mix(mix(mix(h1, e->dfa->h1), e->dfa_counted), (uint64_t)e->min), (uint64_t)e->max);
+        h2 = mix(mix(mix(mix(h2, e->dfa->h2), e->dfa_nullable), (uint64_t)e->max + 11u), (uint64_t)e->min + 13u);
         break;
     default:
         h1 = mix(h1, (uint64_t)e->ref * 17u + (uint64_t)e->token);

@@ -249,7 +249,11 @@ static int cmp_ent(const void *a, const void *b)
 static gr_ex_t *compile_flat(sc_t *c, conj_t *l);
 static gr_ex_t *compile_list(sc_t *c, conj_t *l, int depth);
 
-/* Rule for a conjunction (memoized on the sorted entry list). */
+/* Rule for a conjunction, memoized on its entries as a set (sorted by
+ * address). The list itself keeps its document order, which the output
+ * follows (the order of an object's properties): sorting the list in place
+ * made that order, and so which instances pass, depend on where the heap
+ * put the schema's nodes. */
 static gr_ex_t *conj_rule(sc_t *c, conj_t *l, int depth)
 {
     if (c->failed)
@@ -260,9 +264,11 @@ static gr_ex_t *conj_rule(sc_t *c, conj_t *l, int depth)
         int32_t r = any_rule(c);
         return r < 0 ? NULL : gr_ex_ref(c->a, r);
     }
-    qsort(l->v, (size_t)l->n, sizeof *l->v, cmp_ent);
+    sc_ent_t key[SC_MAX_CONJ];
+    memcpy(key, l->v, (size_t)l->n * sizeof *key);
+    qsort(key, (size_t)l->n, sizeof *key, cmp_ent);
     for (int32_t i = 0; i < c->n_memo; i++)
-        if (c->memo[i].n == l->n && !memcmp(c->memo[i].ents, l->v, (size_t)l->n * sizeof *l->v))
+        if (c->memo[i].n == l->n && !memcmp(c->memo[i].ents, key, (size_t)l->n * sizeof *key))
             return gr_ex_ref(c->a, c->memo[i].rule);
     if (++c->n_nodes > SC_MAX_NODES) {
         sc_fail(c, LF_ERR_UNSUPPORTED, "schema too complex: more than %d distinct subschemas to compile",
@@ -291,7 +297,7 @@ static gr_ex_t *conj_rule(sc_t *c, conj_t *l, int depth)
         sc_oom(c);
         return NULL;
     }
-    memcpy(copy, l->v, (size_t)l->n * sizeof *copy);
+    memcpy(copy, key, (size_t)l->n * sizeof *copy);
     c->memo[c->n_memo++] = (sc_memo_t){copy, l->n, r};
     conj_t work = *l;
     gr_ex_t *body = compile_list(c, &work, depth);

@@ -265,6 +265,9 @@ int main(void)
         {"{\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"string\",\"maxLength\":1}]}", "7", 1},
         {"{\"allOf\":[{\"properties\":{\"a\":{\"type\":\"integer\"}}},{\"properties\":{\"a\":{\"minimum\":3}}}]}", "{\"a\":2}", 0},
         {"{\"allOf\":[{\"properties\":{\"a\":{\"type\":\"integer\"}}},{\"properties\":{\"a\":{\"minimum\":3}}}]}", "{\"a\":3}", 1},
+        /* an object of more than 7 properties takes them in the order of allOf
+         * (here b's, then a's), wherever the parser put the definitions */
+        {"{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"allOf\":[{\"$ref\":\"#/definitions/b\"},{\"$ref\":\"#/definitions/a\"}],\"definitions\":{\"a\":{\"properties\":{\"a1\":{},\"a2\":{},\"a3\":{},\"a4\":{}}},\"b\":{\"properties\":{\"b1\":{},\"b2\":{},\"b3\":{},\"b4\":{}}}}}", "{\"b1\":1,\"b4\":1,\"a1\":1,\"a3\":1}", 1},
         {"{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"string\"}]}", "\"s\"", 1},
         {"{\"oneOf\":[{\"required\":[\"a\"]},{\"required\":[\"b\"]}],\"type\":\"object\"}", "{\"a\":1,\"b\":2}", 0},
         {"{\"oneOf\":[{\"required\":[\"a\"]},{\"required\":[\"b\"]}],\"type\":\"object\"}", "{\"b\":2}", 1},

@@ -21,8 +21,8 @@
 
 static gr_dfa_t *dfa_build(const gr_ex_t *e, bool counted, const gr_limits_t *lim, lf_err_t *err);
 
-/* scratch slots (scratch.h): hopcroft, finalize, determinize */
-enum { SL_HOP = 0, SL_FIN = 13, SL_DET = 23 };
+/* scratch slots (scratch.h): hopcroft, finalize, determinize, glue */
+enum { SL_HOP = 0, SL_FIN = 13, SL_DET = 23, SL_GLUE = 28 };
 
 #define DFA_DEFAULT_MAX 200000
 
@@ -47,6 +47,8 @@ void gr_dfa_free(gr_dfa_t *d)
 {
     if (!d)
         return;
+    if (__atomic_fetch_sub(&d->extra_refs, 1, __ATOMIC_ACQ_REL) > 0)
+        return;
     free(d->next);
     free(d->accept);
     free(d->tag);
@@ -54,6 +56,43 @@ void gr_dfa_free(gr_dfa_t *d)
 }
 
 /* ---- raw tables and finalize ---------------------------------------- */
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    h *= 0xFF51AFD7ED558CCDull;
+    return h ^ (h >> 33);
+}
+
+/* d->h1, d->h2 from the classes, the table, the accepting states and the
+ * tags. Four independent lanes per hash, so the multiplies overlap. */
+static void content_hash(gr_dfa_t *d)
+{
+    uint64_t a[4] = {mix(0xA5A5, (uint64_t)d->n_states), mix(0x5A5A, (uint64_t)d->n_classes), 0x1234, 0x4321};
+    uint64_t b[4] = {mix(0x5A5A, (uint64_t)d->n_classes), mix(0xA5A5, (uint64_t)d->n_states), 0x8765, 0x5678};
+    for (int by = 0; by < 256; by += 4)
+        for (int l = 0; l < 4; l++) {
+            a[l] = mix(a[l], d->cls[by + l]);
+            b[l] = mix(b[l], (uint64_t)d->cls[by + l] * 31u + 7u);
+        }
+    int64_t nt = (int64_t)d->n_states * d->n_classes, i = 0;
+    for (; i + 4 <= nt; i += 4)
+        for (int l = 0; l < 4; l++) {
+            a[l] = mix(a[l], (uint64_t)(uint32_t)d->next[i + l]);
+            b[l] = mix(b[l], (uint64_t)(uint32_t)d->next[i + l] ^ 0xDEADBEEFu);
+        }
+    for (; i < nt; i++) {
+        a[0] = mix(a[0], (uint64_t)(uint32_t)d->next[i]);
+        b[0] = mix(b[0], (uint64_t)(uint32_t)d->next[i] ^ 0xDEADBEEFu);
+    }
+    for (int32_t s = 0; s < d->n_states; s++) {
+        uint64_t v = d->accept[s] | (d->tag ? (uint64_t)d->tag[s] << 1 : 0);
+        a[s & 3] = mix(a[s & 3], v);
+        b[s & 3] = mix(b[s & 3], v + 3);
+    }
+    d->h1 = mix(mix(mix(a[0], a[1]), a[2]), a[3]);
+    d->h2 = mix(mix(mix(b[0], b[1]), b[2]), b[3]);
+}
 
 typedef struct {
     int32_t n, cap, ncls;
@@ -93,12 +132,6 @@ static void raw_free(raw_t *r)
     free(r->tag);
 }
 
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-    h *= 0xFF51AFD7ED558CCDull;
-    return h ^ (h >> 33);
-}
 
 /* Hash table of int32 ids keyed by caller-computed hashes. */
 typedef struct {
@@ -477,24 +510,8 @@ static gr_dfa_t *finalize(raw_t *r, bool keep_tags, bool minimize, const gr_limi
                 d->next[(size_t)i * ncls + m] = col[(size_t)first_raw[m] * ns + i];
         }
     }
-done_ok: {
-        uint64_t h1 = mix(0xA5A5, (uint64_t)d->n_states), h2 = mix(0x5A5A, (uint64_t)d->n_classes);
-        for (int by = 0; by < 256; by++) {
-            h1 = mix(h1, d->cls[by]);
-            h2 = mix(h2, (uint64_t)d->cls[by] * 31u + 7u);
-        }
-        for (int64_t i = 0; i < (int64_t)d->n_states * d->n_classes; i++) {
-            h1 = mix(h1, (uint64_t)(uint32_t)d->next[i]);
-            h2 = mix(h2, (uint64_t)(uint32_t)d->next[i] ^ 0xDEADBEEFu);
-        }
-        for (int32_t i = 0; i < d->n_states; i++) {
-            uint64_t v = d->accept[i] | (d->tag ? (uint64_t)d->tag[i] << 1 : 0);
-            h1 = mix(h1, v);
-            h2 = mix(h2, v + 3);
-        }
-        d->h1 = h1;
-        d->h2 = h2;
-    }
+done_ok:
+    content_hash(d);
     return d;
 fail:
     gr_dfa_free(d);
@@ -868,21 +885,25 @@ static void dcache_put(uint64_t h1, uint64_t h2, bool counted, const gr_dfa_t *d
  * construction: each piece keeps its states, and where a piece may end,
  * its accepting states also take the start transitions of the next piece
  * (and of the ones after it, while the pieces in between may be empty).
- * That is deterministic as long as no such state has two ways on one byte
- * (then where a piece ends is never in doubt); returns false when that does
- * not hold. On success (or OOM: *out NULL, err set) returns true. The
- * result is trimmed and canonically numbered but not minimized. */
+ * That is deterministic as long as no reachable state has two ways on one
+ * byte (then where a piece ends is never in doubt); returns false when that
+ * does not hold. On success (or OOM / a limit: *out NULL, err set) returns
+ * true. One breadth-first pass numbers the reachable states canonically
+ * (classes in order of their first byte) and fills the table; the result is
+ * trimmed (every piece is) but neither minimized nor class-merged. */
 static bool glue(gr_dfa_t *const *p, int np, const gr_limits_t *lim, lf_err_t *err, gr_dfa_t **out)
 {
     *out = NULL;
-    int32_t total = 0;
+    int32_t total = 0, off[17];
     bool empty = false;
     for (int i = 0; i < np; i++) {
         if (p[i]->tag)
             return false;
         empty = empty || p[i]->n_states == 0;
+        off[i] = total;
         total += p[i]->n_states;
     }
+    off[np] = total;
     if (empty) {
         if ((*out = calloc(1, sizeof **out)))
             (*out)->n_classes = 1;
@@ -890,66 +911,116 @@ static bool glue(gr_dfa_t *const *p, int np, const gr_limits_t *lim, lf_err_t *e
             lf_err_set(err, LF_ERR_NOMEM, "out of memory");
         return true;
     }
-    /* combined byte classes: bytes alike in every piece */
-    raw_t r = {0};
-    uint8_t rep[256];
-    int ncls = 0;
-    for (int by = 0; by < 256; by++) {
-        int c = -1;
-        for (int k = 0; k < ncls && c < 0; k++) {
-            int i = 0;
-            while (i < np && p[i]->cls[rep[k]] == p[i]->cls[by])
-                i++;
-            if (i == np)
-                c = k;
+    /* combined byte classes (bytes alike in every piece), refined piece by
+     * piece, then numbered in order of their first byte */
+    uint8_t cls[256], rep[256];
+    int ncls = p[0]->n_classes;
+    memcpy(cls, p[0]->cls, 256);
+    for (int i = 1; i < np; i++) {
+        int16_t pair[256 * 16];
+        int pc = p[i]->n_classes;
+        if ((int64_t)ncls * pc > (int64_t)(sizeof pair / sizeof *pair))
+            return false;
+        memset(pair, 0xff, (size_t)ncls * (size_t)pc * sizeof *pair);
+        int n2 = 0;
+        for (int by = 0; by < 256; by++) {
+            int16_t *q = &pair[cls[by] * pc + p[i]->cls[by]];
+            if (*q < 0)
+                *q = (int16_t)n2++;
+            cls[by] = (uint8_t)*q;
         }
-        if (c < 0) {
-            rep[ncls] = (uint8_t)by;
-            c = ncls++;
-        }
-        r.cls[by] = (uint8_t)c;
+        ncls = n2;
     }
-    r.ncls = ncls;
-    if (!raw_grow(&r, total)) {
-        raw_free(&r);
-        lf_err_set(err, LF_ERR_NOMEM, "out of memory");
-        return true;
-    }
-    int32_t off = 0;
-    for (int i = 0; i < np; i++) {
-        const gr_dfa_t *x = p[i];
-        /* the pieces an end of x may continue into: i + 1 .. last */
-        int last = i + 1;
-        while (last < np && gr_dfa_nullable(p[last]))
-            last++;
-        int32_t next_off = off + x->n_states;
-        for (int32_t s = 0; s < x->n_states; s++) {
-            bool acc = x->accept[s];
-            for (int c = 0; c < ncls; c++) {
-                int32_t t = gr_dfa_step(x, s, rep[c]);
-                int32_t to = t >= 0 ? off + t : -1;
-                for (int j = i + 1, jo = next_off; acc && j <= last && j < np; jo += p[j]->n_states, j++) {
-                    int32_t u = gr_dfa_step(p[j], 0, rep[c]);
-                    if (u < 0)
-                        continue;
-                    if (to >= 0) { /* two ways on this byte */
-                        raw_free(&r);
-                        return false;
-                    }
-                    to = jo + u;
-                }
-                r.next[(size_t)(off + s) * ncls + c] = to;
+    {
+        int16_t order[256];
+        memset(order, 0xff, sizeof order);
+        int n2 = 0;
+        for (int by = 0; by < 256; by++) {
+            if (order[cls[by]] < 0) {
+                order[cls[by]] = (int16_t)n2;
+                rep[n2++] = (uint8_t)by;
             }
-            r.accept[off + s] = acc && last >= np;
-            r.tag[off + s] = GR_TAG_OUT;
+            cls[by] = (uint8_t)order[cls[by]];
         }
-        off = next_off;
     }
-    r.n = total;
-    r.start = 0;
-    *out = finalize(&r, false, false, lim, err);
-    raw_free(&r);
-    return true;
+    /* the pieces an end of piece i may continue into: i + 1 .. last[i] */
+    int last[16];
+    bool ends[16]; /* piece i may end the whole (the pieces after it are nullable) */
+    for (int i = 0; i < np; i++) {
+        int l = i + 1;
+        while (l < np && gr_dfa_nullable(p[l]))
+            l++;
+        last[i] = l < np ? l : np - 1;
+        ends[i] = l >= np;
+    }
+    int32_t *newid = gr_scratch(SL_GLUE, ((size_t)total + 1) * sizeof *newid);
+    int32_t *queue = gr_scratch(SL_GLUE + 1, ((size_t)total + 1) * sizeof *queue);
+    int32_t *next = malloc(((size_t)total * (size_t)ncls + 1) * sizeof *next);
+    uint8_t *accept = malloc((size_t)total + 1);
+    gr_dfa_t *d = calloc(1, sizeof *d);
+    bool ok = false;
+    if (!newid || !queue || !next || !accept || !d) {
+        lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+        ok = true;
+        goto out;
+    }
+    for (int32_t g = 0; g < total; g++)
+        newid[g] = -1;
+    int32_t qh = 0, qt = 0;
+    newid[0] = qt;
+    queue[qt++] = 0;
+    while (qh < qt) {
+        int32_t g = queue[qh], at = qh++;
+        int i = 0;
+        while (g >= off[i + 1])
+            i++;
+        const gr_dfa_t *x = p[i];
+        int32_t s = g - off[i];
+        bool acc = x->accept[s];
+        int32_t *row = next + (size_t)at * ncls;
+        for (int c = 0; c < ncls; c++) {
+            int32_t t = gr_dfa_step(x, s, rep[c]);
+            int32_t to = t >= 0 ? off[i] + t : -1;
+            for (int j = i + 1; acc && j <= last[i]; j++) {
+                int32_t u = gr_dfa_step(p[j], 0, rep[c]);
+                if (u < 0)
+                    continue;
+                if (to >= 0) /* two ways on this byte */
+                    goto out;
+                to = off[j] + u;
+            }
+            if (to >= 0) {
+                if (newid[to] < 0) {
+                    newid[to] = qt;
+                    queue[qt++] = to;
+                }
+                to = newid[to];
+            }
+            row[c] = to;
+        }
+        accept[at] = acc && ends[i];
+    }
+    ok = true;
+    if (qt > dfa_max(lim)) {
+        lf_err_set(err, LF_ERR_UNSUPPORTED, "grammar too large: the limit of %lld states per automaton was hit",
+                   (long long)dfa_max(lim));
+        goto out;
+    }
+    d->n_states = qt;
+    d->n_classes = ncls;
+    memcpy(d->cls, cls, 256);
+    d->next = next;
+    d->accept = accept;
+    next = NULL;
+    accept = NULL;
+    content_hash(d);
+    *out = d;
+    d = NULL;
+out:
+    free(next);
+    free(accept);
+    gr_dfa_free(d);
+    return ok;
 }
 
 /* A sequence whose pieces glue (above): each piece's automaton comes from
@@ -1130,27 +1201,8 @@ gr_dfa_t *gr_dfa_subtract(const gr_dfa_t *a, const gr_dfa_t *b, const gr_limits_
 
 gr_dfa_t *gr_dfa_copy(const gr_dfa_t *a)
 {
-    gr_dfa_t *d = calloc(1, sizeof *d);
-    if (!d)
-        return NULL;
-    *d = *a;
-    d->next = NULL;
-    d->accept = NULL;
-    d->tag = NULL;
-    size_t nt = (size_t)a->n_states * (size_t)a->n_classes;
-    d->next = malloc(nt * sizeof *d->next + 1);
-    d->accept = malloc((size_t)a->n_states + 1);
-    d->tag = a->tag ? malloc((size_t)a->n_states + 1) : NULL;
-    if (!d->next || !d->accept || (a->tag && !d->tag)) {
-        gr_dfa_free(d);
-        return NULL;
-    }
-    if (nt)
-        memcpy(d->next, a->next, nt * sizeof *d->next);
-    if (a->n_states)
-        memcpy(d->accept, a->accept, (size_t)a->n_states);
-    if (a->tag && a->n_states)
-        memcpy(d->tag, a->tag, (size_t)a->n_states);
+    gr_dfa_t *d = (gr_dfa_t *)a;
+    __atomic_add_fetch(&d->extra_refs, 1, __ATOMIC_RELAXED);
     return d;
 }
 
@@ -1229,60 +1281,44 @@ bool gr_dfa_matches(const gr_dfa_t *d, const void *p, size_t n)
     return s >= 0 && d->accept[s];
 }
 
-bool gr_dfa_finite(const gr_dfa_t *d, int64_t *longest)
+/* Strings of the language from state s, or -1 past GR_DFA_NARROW_MAX or on
+ * a cycle. memo[s]: 0 not seen, -1 on the current path, else count + 1. */
+static int32_t count_upto(const gr_dfa_t *d, int32_t s, int32_t *memo, const int *class_size)
 {
-    /* trimmed: the language is infinite iff the graph has a cycle */
-    int32_t n = d->n_states;
-    if (n == 0) {
-        if (longest)
-            *longest = -1;
-        return true;
+    if (memo[s] != 0)
+        return memo[s] > 0 ? memo[s] - 1 : -1;
+    memo[s] = -1;
+    int64_t v = d->accept[s];
+    for (int32_t c = 0; c < d->n_classes; c++) {
+        int32_t t = d->next[(size_t)s * d->n_classes + c];
+        if (t < 0)
+            continue;
+        int32_t k = count_upto(d, t, memo, class_size);
+        if (k < 0)
+            return -1;
+        v += (int64_t)class_size[c] * k;
+        if (v > GR_DFA_NARROW_MAX)
+            return -1;
     }
-    int32_t *indeg = calloc((size_t)n, sizeof *indeg), *order = malloc((size_t)n * sizeof *order);
-    int64_t *dist = calloc((size_t)n, sizeof *dist);
-    bool fin = false;
-    if (indeg && order && dist) {
-        for (int32_t s = 0; s < n; s++)
-            for (int32_t c = 0; c < d->n_classes; c++) {
-                int32_t t = d->next[(size_t)s * d->n_classes + c];
-                if (t >= 0)
-                    indeg[t]++;
-            }
-        int32_t qh = 0, qt = 0;
-        for (int32_t s = 0; s < n; s++)
-            if (!indeg[s])
-                order[qt++] = s;
-        while (qh < qt) {
-            int32_t s = order[qh++];
-            for (int32_t c = 0; c < d->n_classes; c++) {
-                int32_t t = d->next[(size_t)s * d->n_classes + c];
-                if (t >= 0 && --indeg[t] == 0)
-                    order[qt++] = t;
-            }
-        }
-        fin = qt == n;
-        if (fin && longest) {
-            int64_t best = 0;
-            for (int32_t i = 0; i < n; i++)
-                dist[i] = -1;
-            dist[0] = 0;
-            for (int32_t i = 0; i < n; i++) {
-                int32_t s = order[i];
-                if (dist[s] < 0)
-                    continue;
-                if (d->accept[s] && dist[s] > best)
-                    best = dist[s];
-                for (int32_t c = 0; c < d->n_classes; c++) {
-                    int32_t t = d->next[(size_t)s * d->n_classes + c];
-                    if (t >= 0 && dist[s] + 1 > dist[t])
-                        dist[t] = dist[s] + 1;
-                }
-            }
-            *longest = best;
-        }
+    memo[s] = (int32_t)v + 1;
+    return (int32_t)v;
+}
+
+bool gr_dfa_narrow(const gr_dfa_t *d)
+{
+    enum { MAX_STATES = 2048 };
+    int8_t known = __atomic_load_n(&d->narrow, __ATOMIC_RELAXED);
+    if (known)
+        return known == 1;
+    bool narrow = d->n_states == 0;
+    if (d->n_states > 0 && d->n_states <= MAX_STATES) {
+        int class_size[256] = {0};
+        for (int by = 0; by < 256; by++)
+            class_size[d->cls[by]]++;
+        int32_t memo[MAX_STATES];
+        memset(memo, 0, (size_t)d->n_states * sizeof *memo);
+        narrow = count_upto(d, 0, memo, class_size) >= 0;
     }
-    free(indeg);
-    free(order);
-    free(dist);
-    return fin;
+    __atomic_store_n(&((gr_dfa_t *)d)->narrow, (int8_t)(narrow ? 1 : 2), __ATOMIC_RELAXED);
+    return narrow;
 }

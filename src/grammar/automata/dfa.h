@@ -42,6 +42,8 @@ typedef struct gr_dfa {
     uint8_t *accept;    /* [n_states] */
     uint8_t *tag;       /* [n_states] or NULL */
     uint64_t h1, h2;    /* content hash */
+    int32_t extra_refs; /* owners beyond the first (gr_dfa_copy / gr_dfa_free) */
+    int8_t narrow;      /* cached gr_dfa_narrow: 0 not yet known, 1 yes, 2 no */
 } gr_dfa_t;
 
 /* Compile-time limits; a zero field means the default. */
@@ -60,11 +62,14 @@ gr_dfa_t *gr_dfa_intersect(const gr_dfa_t *a, const gr_dfa_t *b, const gr_limits
 gr_dfa_t *gr_dfa_subtract(const gr_dfa_t *a, const gr_dfa_t *b, const gr_limits_t *lim, lf_err_t *err);
 /* The language without the empty string. */
 gr_dfa_t *gr_dfa_nonempty(const gr_dfa_t *a, const gr_limits_t *lim, lf_err_t *err);
+/* Another owner of the same immutable automaton (a reference count, no copy:
+ * thread-safe, O(1)); each owner calls gr_dfa_free once. */
 gr_dfa_t *gr_dfa_copy(const gr_dfa_t *a);
 /* A DFA from a full table: next[s * 256 + b] (-1 dead), accept[s], start
  * state; minimized and canonicalized like every other. */
 gr_dfa_t *gr_dfa_from_table(int32_t n_states, const int32_t *next, const uint8_t *accept, int32_t start,
                             const gr_limits_t *lim, lf_err_t *err);
+/* Drops one owner; the last frees the automaton. */
 void gr_dfa_free(gr_dfa_t *d);
 
 bool gr_dfa_equal(const gr_dfa_t *a, const gr_dfa_t *b);
@@ -78,8 +83,11 @@ static inline int32_t gr_dfa_step(const gr_dfa_t *d, int32_t s, uint8_t b)
 }
 /* Whether the DFA accepts the whole byte string. */
 bool gr_dfa_matches(const gr_dfa_t *d, const void *p, size_t n);
-/* Whether the language is finite, and if so its longest string (bytes). */
-bool gr_dfa_finite(const gr_dfa_t *d, int64_t *longest);
+/* Whether the language is small and finite: at most GR_DFA_NARROW_MAX
+ * strings (literals, punctuation, short enums). Computed once per automaton
+ * and kept in it; stops counting at the first cycle or past the bound. */
+#define GR_DFA_NARROW_MAX 256
+bool gr_dfa_narrow(const gr_dfa_t *d);
 
 /* Nanoseconds on CLOCK_MONOTONIC (for deadlines and timings). */
 int64_t gr_now_ns(void);

@@ -277,39 +277,6 @@ static bool counted_live(gr_term_t *t)
     return true;
 }
 
-/* A small finite language: acyclic and at most 256 strings. Such
- * terminals are cheap to lex on their own. */
-static double count_strings(const gr_dfa_t *d, int32_t s, double *memo, const int *class_size, int depth)
-{
-    if (memo[s] >= 0)
-        return memo[s];
-    double v = d->accept[s] ? 1 : 0;
-    for (int32_t k = 0; k < d->n_classes && v <= 1e9 && depth < 100000; k++) {
-        int32_t t = d->next[(size_t)s * d->n_classes + k];
-        if (t >= 0)
-            v += class_size[k] * count_strings(d, t, memo, class_size, depth + 1);
-    }
-    return memo[s] = v > 1e9 ? 1e9 : v;
-}
-
-static bool dfa_narrow(const gr_dfa_t *d)
-{
-    int64_t longest = 0;
-    if (d->n_states > 2048 || !gr_dfa_finite(d, &longest) || longest > 4096)
-        return false;
-    int class_size[256] = {0};
-    for (int by = 0; by < 256; by++)
-        class_size[d->cls[by]]++;
-    double *memo = malloc((size_t)d->n_states * sizeof *memo);
-    if (!memo)
-        return false;
-    for (int32_t s = 0; s < d->n_states; s++)
-        memo[s] = -1;
-    bool narrow = count_strings(d, 0, memo, class_size, 0) <= 256;
-    free(memo);
-    return narrow;
-}
-
 /* Terminal for a regular expression. Returns the symbol to use: a terminal,
  * a nonterminal N ::= e | T' for a nullable language, SYM_EPS for the
  * empty string alone, SYM_DEAD for the empty language. */
@@ -375,7 +342,7 @@ static int32_t regular_symbol(bld_t *b, gr_ex_t *x)
         }
     }
     if (t.kind == GR_TERM_DFA)
-        t.narrow = dfa_narrow(d);
+        t.narrow = gr_dfa_narrow(d);
     int32_t id = intern_term(b, &t);
     if (id < 0)
         return SYM_DEAD;

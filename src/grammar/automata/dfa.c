@@ -1023,6 +1023,75 @@ out:
     return ok;
 }
 
+/* A literal or an alternation of literals (an enum): its trie is already
+ * deterministic, so only Hopcroft (suffixes the trie repeats) and the
+ * canonical numbering remain. NULL with *fallback when e is not of that
+ * form or too large for this path. */
+static gr_dfa_t *literals_dfa(const gr_ex_t *e, const gr_limits_t *lim, lf_err_t *err, bool *fallback)
+{
+    *fallback = true;
+    const gr_ex_t *const *lits = (const gr_ex_t *const *)&e;
+    uint32_t n = 1;
+    if (e->kind == GR_EX_ALT) {
+        lits = (const gr_ex_t *const *)e->kids;
+        n = e->n;
+    }
+    int64_t total = 1;
+    for (uint32_t k = 0; k < n; k++) {
+        if (lits[k]->kind != GR_EX_BYTES && lits[k]->kind != GR_EX_EMPTY)
+            return NULL;
+        total += lits[k]->kind == GR_EX_BYTES ? lits[k]->n : 0;
+    }
+    if (total > 100000)
+        return NULL;
+    *fallback = false;
+    /* one class per byte that occurs, one for every other byte */
+    raw_t r = {0};
+    bool seen[256] = {false};
+    for (uint32_t k = 0; k < n; k++)
+        for (uint32_t i = 0; lits[k]->kind == GR_EX_BYTES && i < lits[k]->n; i++)
+            seen[lits[k]->bytes[i]] = true;
+    int ncls = 1;
+    for (int by = 0; by < 256; by++)
+        r.cls[by] = seen[by] ? (uint8_t)ncls++ : 0;
+    if (ncls > 256) { /* every byte occurs: class 0 is never used, reuse it */
+        for (int by = 0; by < 256; by++)
+            r.cls[by]--;
+        ncls = 256;
+    }
+    r.ncls = ncls;
+    if (!raw_grow(&r, (int32_t)total)) {
+        raw_free(&r);
+        lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    r.n = 1;
+    for (int c = 0; c < ncls; c++)
+        r.next[c] = -1;
+    r.accept[0] = 0;
+    r.tag[0] = GR_TAG_OUT;
+    for (uint32_t k = 0; k < n; k++) {
+        int32_t st = 0;
+        for (uint32_t i = 0; lits[k]->kind == GR_EX_BYTES && i < lits[k]->n; i++) {
+            int32_t *to = &r.next[(size_t)st * ncls + r.cls[lits[k]->bytes[i]]];
+            if (*to < 0) {
+                int32_t ns = r.n++;
+                for (int c = 0; c < ncls; c++)
+                    r.next[(size_t)ns * ncls + c] = -1;
+                r.accept[ns] = 0;
+                r.tag[ns] = GR_TAG_OUT;
+                *to = ns;
+            }
+            st = *to;
+        }
+        r.accept[st] = 1;
+    }
+    r.start = 0;
+    gr_dfa_t *d = finalize(&r, false, n > 1, lim, err);
+    raw_free(&r);
+    return d;
+}
+
 /* A sequence whose pieces glue (above): each piece's automaton comes from
  * the cache or is built on its own. NULL with *fallback when they do not
  * glue. */
@@ -1047,6 +1116,8 @@ static gr_dfa_t *seq_glued(const gr_ex_t *e, const gr_limits_t *lim, lf_err_t *e
 
 gr_dfa_t *gr_dfa_from_expr(const gr_ex_t *e, bool counted, const gr_limits_t *lim, lf_err_t *err)
 {
+    if (e->kind == GR_EX_DFA && !e->dfa_counted && !e->dfa->tag) /* already built */
+        return gr_dfa_copy(e->dfa);
     uint64_t h1, h2;
     ex_hash((gr_ex_t *)e, &h1, &h2);
     gr_dfa_t *hit = dcache_get(h1, h2, counted);
@@ -1056,6 +1127,8 @@ gr_dfa_t *gr_dfa_from_expr(const gr_ex_t *e, bool counted, const gr_limits_t *li
     gr_dfa_t *d = NULL;
     if (e->kind == GR_EX_SEQ && e->n >= 2)
         d = seq_glued(e, lim, err, &fallback);
+    else if (e->kind == GR_EX_BYTES || e->kind == GR_EX_ALT)
+        d = literals_dfa(e, lim, err, &fallback);
     if (fallback)
         d = dfa_build(e, counted, lim, err);
     gr_scratch_trim();

@@ -86,6 +86,59 @@ int main(void)
         gr_arena_free(&a);
     }
 
+    /* JSON strings of literal code points (an object's known property
+     * names): the trie path when each code point has one spelling, the
+     * general path otherwise ('/' may be "\/", a control character
+     * "\u00XX" in either case); the same table either way */
+    {
+        static const char *names[][4] = {
+            {"name", "id", "type", NULL},
+            {"", "caf\xc3\xa9", "\xf0\x9f\x98\x80", NULL}, /* empty, 2- and 4-byte UTF-8 */
+            {"a/b", "x", NULL},                            /* '/': two spellings */
+            {"tab\there", NULL},                           /* control character */
+            {"q\"uote", "back\\slash", NULL},
+        };
+        for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+            gr_arena_t a;
+            gr_arena_init(&a, 0);
+            gr_ex_t *f[4], *s[4];
+            int n = 0;
+            for (; names[i][n]; n++) {
+                gr_exlist_t cps = {0};
+                for (const unsigned char *p = (const unsigned char *)names[i][n]; *p;) {
+                    uint32_t cp = *p;
+                    int len = cp < 0x80 ? 1 : cp < 0xE0 ? 2 : cp < 0xF0 ? 3 : 4;
+                    if (len > 1) {
+                        cp &= len == 2 ? 0x1F : len == 3 ? 0x0F : 0x07;
+                        for (int k = 1; k < len; k++)
+                            cp = cp << 6 | (p[k] & 0x3F);
+                    }
+                    gr_exlist_push(&a, &cps, gr_ex_range(&a, cp, cp));
+                    p += len;
+                }
+                gr_ex_t *content = cps.n ? gr_ex_seq(&a, cps.v, cps.n) : gr_ex_empty(&a);
+                f[n] = gr_ex_jstr(&a, content, 0, -1);
+                s[n] = gr_ex_rep(&a, f[n], 1, 1);
+            }
+            lf_err_t e = {0};
+            gr_dfa_t *x = gr_dfa_from_expr(n == 1 ? f[0] : gr_ex_alt(&a, f, (size_t)n), false, NULL, &e);
+            gr_dfa_t *y = gr_dfa_from_expr(gr_ex_alt(&a, s, (size_t)n), false, NULL, &e);
+            tap_ok(x && y && gr_dfa_equal(x, y), "JSON string names set %zu: same minimal table on both paths", i);
+            gr_dfa_free(x);
+            gr_dfa_free(y);
+            gr_arena_free(&a);
+        }
+        gr_arena_t a;
+        gr_arena_init(&a, 0);
+        lf_err_t e = {0};
+        gr_dfa_t *d = gr_dfa_from_expr(gr_ex_jstr(&a, gr_ex_seq2(&a, gr_ex_range(&a, 'a', 'a'), gr_ex_range(&a, '/', '/')), 0, -1),
+                                       false, NULL, &e);
+        tap_ok(d && gr_dfa_matches(d, "\"a/\"", 4) && gr_dfa_matches(d, "\"a\\/\"", 5) && !gr_dfa_matches(d, "\"a\"", 3),
+               "a name with '/' accepts both spellings");
+        gr_dfa_free(d);
+        gr_arena_free(&a);
+    }
+
     /* glued sequences and prebuilt pieces: the language of the whole,
      * compared with the same sequence determinized as one (a REP {1,1}
      * around it is not a sequence, so it takes the general path) */

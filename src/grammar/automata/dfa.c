@@ -1023,10 +1023,73 @@ out:
     return ok;
 }
 
-/* A literal or an alternation of literals (an enum): its trie is already
- * deterministic, so only Hopcroft (suffixes the trie repeats) and the
- * canonical numbering remain. NULL with *fallback when e is not of that
- * form or too large for this path. */
+/* Appends the only spelling of a code point inside a JSON string (what
+ * the NFA's json_chars accepts) when it has one: printable, not '"', '\\'
+ * or '/' (which may also be written escaped), not a surrogate. */
+static bool single_spelling(uint32_t cp, uint8_t *out, int *len)
+{
+    if (cp < 0x20 || cp == '"' || cp == '\\' || cp == '/' || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+        return false;
+    if (cp < 0x80) {
+        out[(*len)++] = (uint8_t)cp;
+    } else if (cp < 0x800) {
+        out[(*len)++] = (uint8_t)(0xC0 | cp >> 6);
+        out[(*len)++] = (uint8_t)(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        out[(*len)++] = (uint8_t)(0xE0 | cp >> 12);
+        out[(*len)++] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+        out[(*len)++] = (uint8_t)(0x80 | (cp & 0x3F));
+    } else {
+        out[(*len)++] = (uint8_t)(0xF0 | cp >> 18);
+        out[(*len)++] = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
+        out[(*len)++] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+        out[(*len)++] = (uint8_t)(0x80 | (cp & 0x3F));
+    }
+    return true;
+}
+
+enum { LIT_MAX = 4096 };
+
+/* The byte string x stands for when its language is one string: literal
+ * bytes, the empty string, or a JSON string of literal code points that
+ * have a single spelling each. Writes it to out[LIT_MAX]; -1 otherwise. */
+static int literal_of(const gr_ex_t *x, uint8_t *out)
+{
+    if (x->kind == GR_EX_EMPTY)
+        return 0;
+    if (x->kind == GR_EX_BYTES) {
+        if (x->n > LIT_MAX)
+            return -1;
+        memcpy(out, x->bytes, x->n);
+        return (int)x->n;
+    }
+    if (x->kind != GR_EX_JSTR || !x->kid || x->min > 0 || x->max >= 0)
+        return -1;
+    const gr_ex_t *const *cps = (const gr_ex_t *const *)&x->kid;
+    uint32_t n = 1;
+    if (x->kid->kind == GR_EX_SEQ) {
+        cps = (const gr_ex_t *const *)x->kid->kids;
+        n = x->kid->n;
+    } else if (x->kid->kind == GR_EX_EMPTY) {
+        n = 0;
+    }
+    if ((int64_t)n * 4 + 2 > LIT_MAX)
+        return -1;
+    int len = 0;
+    out[len++] = '"';
+    for (uint32_t i = 0; i < n; i++)
+        if (cps[i]->kind != GR_EX_CHARS || cps[i]->cs.n != 1 || cps[i]->cs.r[0].lo != cps[i]->cs.r[0].hi ||
+            !single_spelling(cps[i]->cs.r[0].lo, out, &len))
+            return -1;
+    out[len++] = '"';
+    return len;
+}
+
+/* A literal or an alternation of literals (an enum, the known property
+ * names of an object): their trie is already deterministic, so only
+ * Hopcroft (suffixes the trie repeats) and the canonical numbering remain.
+ * NULL with *fallback when e is not of that form or too large for this
+ * path. */
 static gr_dfa_t *literals_dfa(const gr_ex_t *e, const gr_limits_t *lim, lf_err_t *err, bool *fallback)
 {
     *fallback = true;
@@ -1036,29 +1099,32 @@ static gr_dfa_t *literals_dfa(const gr_ex_t *e, const gr_limits_t *lim, lf_err_t
         lits = (const gr_ex_t *const *)e->kids;
         n = e->n;
     }
+    if (n > 4096)
+        return NULL;
+    uint8_t buf[LIT_MAX];
     int64_t total = 1;
+    bool seen[256] = {false};
     for (uint32_t k = 0; k < n; k++) {
-        if (lits[k]->kind != GR_EX_BYTES && lits[k]->kind != GR_EX_EMPTY)
+        int len = literal_of(lits[k], buf);
+        if (len < 0)
             return NULL;
-        total += lits[k]->kind == GR_EX_BYTES ? lits[k]->n : 0;
+        total += len;
+        for (int i = 0; i < len; i++)
+            seen[buf[i]] = true;
     }
     if (total > 100000)
         return NULL;
     *fallback = false;
-    /* one class per byte that occurs, one for every other byte */
+    /* one class per byte that occurs, one more for the others if any */
     raw_t r = {0};
-    bool seen[256] = {false};
-    for (uint32_t k = 0; k < n; k++)
-        for (uint32_t i = 0; lits[k]->kind == GR_EX_BYTES && i < lits[k]->n; i++)
-            seen[lits[k]->bytes[i]] = true;
-    int ncls = 1;
+    int ncls = 0;
+    bool others = false;
+    for (int by = 0; by < 256; by++)
+        others = others || !seen[by];
+    if (others)
+        ncls = 1;
     for (int by = 0; by < 256; by++)
         r.cls[by] = seen[by] ? (uint8_t)ncls++ : 0;
-    if (ncls > 256) { /* every byte occurs: class 0 is never used, reuse it */
-        for (int by = 0; by < 256; by++)
-            r.cls[by]--;
-        ncls = 256;
-    }
     r.ncls = ncls;
     if (!raw_grow(&r, (int32_t)total)) {
         raw_free(&r);
@@ -1071,9 +1137,10 @@ static gr_dfa_t *literals_dfa(const gr_ex_t *e, const gr_limits_t *lim, lf_err_t
     r.accept[0] = 0;
     r.tag[0] = GR_TAG_OUT;
     for (uint32_t k = 0; k < n; k++) {
+        int len = literal_of(lits[k], buf);
         int32_t st = 0;
-        for (uint32_t i = 0; lits[k]->kind == GR_EX_BYTES && i < lits[k]->n; i++) {
-            int32_t *to = &r.next[(size_t)st * ncls + r.cls[lits[k]->bytes[i]]];
+        for (int i = 0; i < len; i++) {
+            int32_t *to = &r.next[(size_t)st * ncls + r.cls[buf[i]]];
             if (*to < 0) {
                 int32_t ns = r.n++;
                 for (int c = 0; c < ncls; c++)
@@ -1127,7 +1194,7 @@ gr_dfa_t *gr_dfa_from_expr(const gr_ex_t *e, bool counted, const gr_limits_t *li
     gr_dfa_t *d = NULL;
     if (e->kind == GR_EX_SEQ && e->n >= 2)
         d = seq_glued(e, lim, err, &fallback);
-    else if (e->kind == GR_EX_BYTES || e->kind == GR_EX_ALT)
+    else if (e->kind == GR_EX_BYTES || e->kind == GR_EX_ALT || (e->kind == GR_EX_JSTR && !counted))
         d = literals_dfa(e, lim, err, &fallback);
     if (fallback)
         d = dfa_build(e, counted, lim, err);

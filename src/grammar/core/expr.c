@@ -2,6 +2,7 @@
 #include "grammar/core/expr.h"
 
 #include "grammar/automata/dfa.h"
+#include "grammar/core/scratch.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,8 @@ struct gr_arena_block {
     max_align_t data[];
 };
 
-#define GR_ARENA_BLOCK (64 * 1024)
+/* data bytes of a pooled block (scratch.h) */
+#define GR_ARENA_BLOCK (GR_SCRATCH_BLOCK - sizeof(gr_arena_block_t))
 
 void gr_arena_init(gr_arena_t *a, size_t budget)
 {
@@ -25,7 +27,10 @@ void gr_arena_free(gr_arena_t *a)
     gr_arena_block_t *b = a->head;
     while (b) {
         gr_arena_block_t *n = b->next;
-        free(b);
+        if (b->size == GR_ARENA_BLOCK)
+            gr_scratch_block_put(b);
+        else
+            free(b);
         b = n;
     }
     a->head = NULL;
@@ -42,7 +47,7 @@ void *gr_arena_alloc(gr_arena_t *a, size_t n)
     gr_arena_block_t *b = a->head;
     if (!b || b->size - b->used < n) {
         size_t size = n > GR_ARENA_BLOCK ? n : GR_ARENA_BLOCK;
-        b = malloc(sizeof *b + size);
+        b = size == GR_ARENA_BLOCK ? gr_scratch_block_get() : malloc(sizeof *b + size);
         if (!b) {
             a->oom = true;
             return NULL;

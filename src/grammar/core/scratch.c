@@ -8,6 +8,8 @@
 typedef struct {
     void *p[GR_SCRATCH_SLOTS];
     size_t cap[GR_SCRATCH_SLOTS];
+    void *pool[GR_SCRATCH_POOL];
+    int n_pool;
 } scratch_t;
 
 static pthread_key_t key;
@@ -19,6 +21,8 @@ static void scratch_free(void *v)
     scratch_t *s = v;
     for (int i = 0; i < GR_SCRATCH_SLOTS; i++)
         free(s->p[i]);
+    for (int i = 0; i < s->n_pool; i++)
+        free(s->pool[i]);
     free(s);
 }
 
@@ -79,4 +83,23 @@ void gr_scratch_trim(void)
             s->p[i] = NULL;
             s->cap[i] = 0;
         }
+}
+
+void *gr_scratch_block_get(void)
+{
+    scratch_t *s = get();
+    if (s && s->n_pool > 0)
+        return s->pool[--s->n_pool];
+    return malloc(GR_SCRATCH_BLOCK);
+}
+
+void gr_scratch_block_put(void *block)
+{
+    if (!block)
+        return;
+    scratch_t *s = get();
+    if (s && s->n_pool < GR_SCRATCH_POOL)
+        s->pool[s->n_pool++] = block;
+    else
+        free(block);
 }

@@ -5,15 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK_BITS 10
-#define CHUNK (1 << CHUNK_BITS)
-#define N_CHUNKS (GR_LEXER_MAX_STATES / CHUNK)
-
 struct gr_lexer {
+    gr_lexer_chunks_t c;    /* first: gr_lexer_state() reads it */
     const gr_cfg_t *g;
     uint64_t serial;
     pthread_mutex_t mu;
-    gr_lstate_t *chunks[N_CHUNKS];
     int32_t n;
     int32_t *slot;          /* hash table of ids */
     uint64_t *slot_h;
@@ -58,17 +54,12 @@ void gr_lexer_free(gr_lexer_t *lx)
         free(s->pairs);
         free(s->acc);
     }
-    for (int c = 0; c < N_CHUNKS && lx->chunks[c]; c++)
-        free(lx->chunks[c]);
+    for (int c = 0; c < GR_LEXER_N_CHUNKS && lx->c.chunk[c]; c++)
+        free(lx->c.chunk[c]);
     free(lx->slot);
     free(lx->slot_h);
     pthread_mutex_destroy(&lx->mu);
     free(lx);
-}
-
-gr_lstate_t *gr_lexer_state(gr_lexer_t *lx, int32_t id)
-{
-    return &lx->chunks[id >> CHUNK_BITS][id & (CHUNK - 1)];
 }
 
 int32_t gr_lexer_count(const gr_lexer_t *lx)
@@ -137,9 +128,10 @@ static int32_t intern(gr_lexer_t *lx, const gr_lpair_t *p, int32_t n)
     if (lx->n >= GR_LEXER_MAX_STATES)
         return GR_LEXER_FULL;
     int32_t id = lx->n;
-    if (!lx->chunks[id >> CHUNK_BITS]) {
-        lx->chunks[id >> CHUNK_BITS] = malloc(CHUNK * sizeof(gr_lstate_t));
-        if (!lx->chunks[id >> CHUNK_BITS])
+    int c = id >> GR_LEXER_CHUNK_BITS;
+    if (!lx->c.chunk[c]) {
+        lx->c.chunk[c] = malloc(((size_t)1 << GR_LEXER_CHUNK_BITS) * sizeof(gr_lstate_t));
+        if (!lx->c.chunk[c])
             return GR_LEXER_FULL;
     }
     gr_lstate_t *s = gr_lexer_state(lx, id);

@@ -18,6 +18,12 @@
  * one (atomic loads). States are never moved or freed before the lexer.
  * Limits: GR_LEXER_MAX_STATES per grammar; beyond it a transition reports
  * GR_LEXER_FULL and the caller fails the request.
+ *
+ * Storage: states live in chunks of 64 (about 68 KB, below malloc's mmap
+ * threshold, so the pages of a freed grammar's chunks serve the next one
+ * without faulting in fresh ones), and a state is found from its id
+ * without a call (gr_lexer_state is inline: the mask's trie walk steps
+ * through it for every byte).
  */
 #ifndef LF_GR_LEXER_H
 #define LF_GR_LEXER_H
@@ -46,12 +52,25 @@ typedef struct {
 
 typedef struct gr_lexer gr_lexer_t;
 
+#define GR_LEXER_CHUNK_BITS 6
+#define GR_LEXER_N_CHUNKS (GR_LEXER_MAX_STATES >> GR_LEXER_CHUNK_BITS)
+
+/* The first member of every gr_lexer: chunk c holds the states
+ * c * 64 .. c * 64 + 63. */
+typedef struct {
+    gr_lstate_t *chunk[GR_LEXER_N_CHUNKS];
+} gr_lexer_chunks_t;
+
+static inline gr_lstate_t *gr_lexer_state(gr_lexer_t *lx, int32_t id)
+{
+    return &((gr_lexer_chunks_t *)lx)->chunk[id >> GR_LEXER_CHUNK_BITS][id & ((1 << GR_LEXER_CHUNK_BITS) - 1)];
+}
+
 gr_lexer_t *gr_lexer_create(const gr_cfg_t *g);
 void gr_lexer_free(gr_lexer_t *lx);
 /* The state where terms[0..n) (byte terminals) all start; GR_LEXER_DEAD when
  * n == 0, GR_LEXER_FULL at the state limit. */
 int32_t gr_lexer_start(gr_lexer_t *lx, const int32_t *terms, int32_t n);
-gr_lstate_t *gr_lexer_state(gr_lexer_t *lx, int32_t id);
 /* Computes (and caches) a transition. */
 int32_t gr_lexer_next_slow(gr_lexer_t *lx, int32_t id, uint8_t b);
 static inline int32_t gr_lexer_next(gr_lexer_t *lx, int32_t id, uint8_t b)

@@ -316,74 +316,124 @@ static int utf8_next(int u, uint8_t b)
     return -1;
 }
 
-enum { UNI_DIVERGE = 0, UNI_NEXT, UNI_DEAD };
 
-/* Whether every string-safe code point takes L to the same place without
- * any intermediate accepting state: UNI_NEXT (*out = that state), UNI_DEAD
- * (all of them die), UNI_DIVERGE otherwise. */
-static int uniform_step_x(gr_lexer_t *lx, int32_t L, int32_t *out, bool *full, bool skip_ascii);
-
-static int uniform_step(gr_lexer_t *lx, int32_t L, int32_t *out, bool *full)
+/* Where every string-safe code point (only the non-ASCII ones when
+ * skip_ascii) takes DFA state st: that state when it is the same for all
+ * and no byte inside a code point reaches an accepting state; -1 when they
+ * all die; -2 otherwise. A search over (UTF-8 state, DFA state) pairs: table
+ * reads only, nothing is interned. */
+static int32_t dfa_uniform(const gr_dfa_t *d, int32_t st, bool skip_ascii)
 {
-    return uniform_step_x(lx, L, out, full, false);
-}
-
-static int uniform_step_x(gr_lexer_t *lx, int32_t L, int32_t *out, bool *full, bool skip_ascii)
-{
-    /* DFS over (utf8 state, lexer state) pairs; small bound */
     enum { MAXP = 512 };
     int pu[MAXP];
-    int32_t pl[MAXP];
+    int32_t ps[MAXP];
     int np = 0, top = 0;
-    int32_t result = -2; /* -2 unset, -1 dead */
+    int32_t result = -3; /* -3 unset */
     pu[np] = 0;
-    pl[np++] = L;
+    ps[np++] = st;
     while (top < np) {
         int u = pu[top];
-        int32_t l = pl[top++];
+        int32_t q = ps[top++];
         for (int b = 0; b < 256; b++) {
             int u2 = utf8_next(u, (uint8_t)b);
             if (u2 < 0 || (skip_ascii && u == 0 && b < 0x80))
                 continue;
-            int32_t l2 = gr_lexer_next(lx, l, (uint8_t)b);
-            if (l2 == GR_LEXER_FULL) {
-                *full = true;
-                return UNI_DIVERGE;
-            }
-            if (l2 < 0) {
-                /* this code point (all of its completions) dies */
-                if (result == -2)
-                    result = -1;
-                else if (result != -1)
-                    return UNI_DIVERGE;
+            int32_t q2 = gr_dfa_step(d, q, (uint8_t)b);
+            if (q2 < 0 || u2 == 0) { /* a code point ends (or dies) here */
+                int32_t r = q2 < 0 ? -1 : q2;
+                if (result == -3)
+                    result = r;
+                else if (result != r)
+                    return -2;
                 continue;
             }
-            if (gr_lexer_state(lx, l2)->n_acc > 0)
-                return UNI_DIVERGE;
-            if (u2 == 0) {
-                if (result == -2)
-                    result = l2;
-                else if (result != l2)
-                    return UNI_DIVERGE;
-                continue;
-            }
+            if (d->accept[q2])
+                return -2;
             bool seen = false;
             for (int k = 0; k < np && !seen; k++)
-                seen = pu[k] == u2 && pl[k] == l2;
+                seen = pu[k] == u2 && ps[k] == q2;
             if (!seen) {
                 if (np == MAXP)
-                    return UNI_DIVERGE;
+                    return -2;
                 pu[np] = u2;
-                pl[np++] = l2;
+                ps[np++] = q2;
             }
         }
     }
-    if (result == -1)
-        return UNI_DEAD;
-    if (result < 0)
+    return result == -3 ? -1 : result;
+}
+
+/* The same for terminal state q of t (gr_term_step's states: a counted
+ * string adds one code point to its count), with -2 also when the state
+ * reached accepts (the terminal may end there: not "the same place"). */
+static int32_t term_uniform(const gr_term_t *t, int32_t q, bool skip_ascii)
+{
+    const gr_dfa_t *d = t->dfa;
+    if (t->kind == GR_TERM_DFA) {
+        int32_t r = dfa_uniform(d, q, skip_ascii);
+        return r >= 0 && d->accept[r] ? -2 : r;
+    }
+    if (t->kind != GR_TERM_COUNTED)
+        return -1;
+    int32_t ns = d->n_states, s = q % ns, c = q / ns;
+    int32_t r = dfa_uniform(d, s, skip_ascii);
+    if (r < 0)
+        return r;
+    if (d->tag[s] != GR_TAG_OUT && d->tag[r] == GR_TAG_BOUND) {
+        if (c < t->cap)
+            c++;
+        else if (t->max >= 0)
+            return -1;
+    }
+    int32_t q2 = c * ns + r;
+    if (!t->live[q2])
+        return -1;
+    return gr_term_accepting(t, q2) ? -2 : q2;
+}
+
+enum { UNI_DIVERGE = 0, UNI_NEXT, UNI_DEAD };
+
+/* Whether every string-safe code point (the non-ASCII ones when skip_ascii)
+ * takes L to the same place without any intermediate accepting state:
+ * UNI_NEXT (*out = that state), UNI_DEAD (all of them die), UNI_DIVERGE
+ * otherwise. Decided pair by pair (a lexer state is one state per
+ * terminal, so the whole is uniform exactly when every pair is); only the
+ * result is interned. */
+static int uniform_step_x(gr_lexer_t *lx, int32_t L, int32_t *out, bool *full, bool skip_ascii)
+{
+    const gr_cfg_t *g = gr_lexer_cfg(lx);
+    const gr_lstate_t *ls = gr_lexer_state(lx, L);
+    gr_lpair_t buf[64], *p = ls->n_pairs <= 64 ? buf : malloc((size_t)ls->n_pairs * sizeof *p);
+    if (!p)
         return UNI_DIVERGE;
-    *out = result;
-    return UNI_NEXT;
+    int32_t k = 0;
+    int r = UNI_NEXT;
+    for (int32_t i = 0; i < ls->n_pairs && r == UNI_NEXT; i++) {
+        int32_t q2 = term_uniform(&g->terms[ls->pairs[i].term], ls->pairs[i].state, skip_ascii);
+        if (q2 == -2)
+            r = UNI_DIVERGE;
+        else if (q2 >= 0)
+            p[k++] = (gr_lpair_t){ls->pairs[i].term, q2};
+    }
+    if (r == UNI_NEXT && k == 0)
+        r = UNI_DEAD;
+    if (r == UNI_NEXT) {
+        int32_t n = gr_lexer_intern(lx, p, k);
+        if (n == GR_LEXER_FULL) {
+            *full = true;
+            r = UNI_DIVERGE;
+        } else {
+            *out = n;
+        }
+    }
+    if (p != buf)
+        free(p);
+    return r;
+}
+
+static int uniform_step(gr_lexer_t *lx, int32_t L, int32_t *out, bool *full)
+{
+    return uniform_step_x(lx, L, out, full, false);
 }
 
 /* How many string-safe code points L absorbs uniformly: returns k (capped

@@ -195,6 +195,14 @@ int32_t gr_lexer_start(gr_lexer_t *lx, const int32_t *terms, int32_t n)
     return id;
 }
 
+int32_t gr_lexer_intern(gr_lexer_t *lx, const gr_lpair_t *p, int32_t n)
+{
+    pthread_mutex_lock(&lx->mu);
+    int32_t id = intern(lx, p, n);
+    pthread_mutex_unlock(&lx->mu);
+    return id;
+}
+
 int32_t gr_lexer_next_slow(gr_lexer_t *lx, int32_t id, uint8_t b)
 {
     gr_lstate_t *s = gr_lexer_state(lx, id);

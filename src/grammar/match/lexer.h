@@ -71,6 +71,9 @@ void gr_lexer_free(gr_lexer_t *lx);
 /* The state where terms[0..n) (byte terminals) all start; GR_LEXER_DEAD when
  * n == 0, GR_LEXER_FULL at the state limit. */
 int32_t gr_lexer_start(gr_lexer_t *lx, const int32_t *terms, int32_t n);
+/* The state of the pairs p[0..n) (sorted by terminal, one per terminal,
+ * every one alive); GR_LEXER_DEAD when n == 0, GR_LEXER_FULL at the limit. */
+int32_t gr_lexer_intern(gr_lexer_t *lx, const gr_lpair_t *p, int32_t n);
 /* Computes (and caches) a transition. */
 int32_t gr_lexer_next_slow(gr_lexer_t *lx, int32_t id, uint8_t b);
 static inline int32_t gr_lexer_next(gr_lexer_t *lx, int32_t id, uint8_t b)

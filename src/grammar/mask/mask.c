@@ -363,6 +363,30 @@ static int32_t dfa_uniform(const gr_dfa_t *d, int32_t st, bool skip_ascii)
     return result == -3 ? -1 : result;
 }
 
+/* dfa_uniform through a per-thread memo keyed by the automaton's content
+ * hash (a counted string asks the same state at every count). */
+static int32_t dfa_uniform_memo(const gr_dfa_t *d, int32_t st, bool skip_ascii)
+{
+    enum { SLOTS = 256 };
+    static __thread struct {
+        uint64_t h1, h2;
+        int32_t st, result;
+        bool skip, used;
+    } memo[SLOTS];
+    uint64_t h = d->h1 ^ ((uint64_t)(uint32_t)st * 0x9E3779B97F4A7C15ull) ^ (skip_ascii ? 0x5555 : 0);
+    size_t j = (size_t)(h ^ (h >> 29)) % SLOTS;
+    if (memo[j].used && memo[j].h1 == d->h1 && memo[j].h2 == d->h2 && memo[j].st == st && memo[j].skip == skip_ascii)
+        return memo[j].result;
+    int32_t r = dfa_uniform(d, st, skip_ascii);
+    memo[j].h1 = d->h1;
+    memo[j].h2 = d->h2;
+    memo[j].st = st;
+    memo[j].skip = skip_ascii;
+    memo[j].result = r;
+    memo[j].used = true;
+    return r;
+}
+
 /* The same for terminal state q of t (gr_term_step's states: a counted
  * string adds one code point to its count), with -2 also when the state
  * reached accepts (the terminal may end there: not "the same place"). */
@@ -370,13 +394,13 @@ static int32_t term_uniform(const gr_term_t *t, int32_t q, bool skip_ascii)
 {
     const gr_dfa_t *d = t->dfa;
     if (t->kind == GR_TERM_DFA) {
-        int32_t r = dfa_uniform(d, q, skip_ascii);
+        int32_t r = dfa_uniform_memo(d, q, skip_ascii);
         return r >= 0 && d->accept[r] ? -2 : r;
     }
     if (t->kind != GR_TERM_COUNTED)
         return -1;
     int32_t ns = d->n_states, s = q % ns, c = q / ns;
-    int32_t r = dfa_uniform(d, s, skip_ascii);
+    int32_t r = dfa_uniform_memo(d, s, skip_ascii);
     if (r < 0)
         return r;
     if (d->tag[s] != GR_TAG_OUT && d->tag[r] == GR_TAG_BOUND) {
@@ -399,24 +423,31 @@ enum { UNI_DIVERGE = 0, UNI_NEXT, UNI_DEAD };
  * otherwise. Decided pair by pair (a lexer state is one state per
  * terminal, so the whole is uniform exactly when every pair is); only the
  * result is interned. */
-static int uniform_step_x(gr_lexer_t *lx, int32_t L, int32_t *out, bool *full, bool skip_ascii)
+/* The uniform step of the pairs in[0..n) into out[] (*n_out of them, in
+ * the same order): UNI_NEXT, UNI_DEAD or UNI_DIVERGE as above. */
+static int pairs_uniform(const gr_cfg_t *g, const gr_lpair_t *in, int32_t n, gr_lpair_t *out, int32_t *n_out,
+                         bool skip_ascii)
 {
-    const gr_cfg_t *g = gr_lexer_cfg(lx);
+    int32_t k = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t q2 = term_uniform(&g->terms[in[i].term], in[i].state, skip_ascii);
+        if (q2 == -2)
+            return UNI_DIVERGE;
+        if (q2 >= 0)
+            out[k++] = (gr_lpair_t){in[i].term, q2};
+    }
+    *n_out = k;
+    return k ? UNI_NEXT : UNI_DEAD;
+}
+
+static int uniform_step(gr_lexer_t *lx, int32_t L, int32_t *out, bool *full, bool skip_ascii)
+{
     const gr_lstate_t *ls = gr_lexer_state(lx, L);
     gr_lpair_t buf[64], *p = ls->n_pairs <= 64 ? buf : malloc((size_t)ls->n_pairs * sizeof *p);
     if (!p)
         return UNI_DIVERGE;
     int32_t k = 0;
-    int r = UNI_NEXT;
-    for (int32_t i = 0; i < ls->n_pairs && r == UNI_NEXT; i++) {
-        int32_t q2 = term_uniform(&g->terms[ls->pairs[i].term], ls->pairs[i].state, skip_ascii);
-        if (q2 == -2)
-            r = UNI_DIVERGE;
-        else if (q2 >= 0)
-            p[k++] = (gr_lpair_t){ls->pairs[i].term, q2};
-    }
-    if (r == UNI_NEXT && k == 0)
-        r = UNI_DEAD;
+    int r = pairs_uniform(gr_lexer_cfg(lx), ls->pairs, ls->n_pairs, p, &k, skip_ascii);
     if (r == UNI_NEXT) {
         int32_t n = gr_lexer_intern(lx, p, k);
         if (n == GR_LEXER_FULL) {
@@ -431,11 +462,6 @@ static int uniform_step_x(gr_lexer_t *lx, int32_t L, int32_t *out, bool *full, b
     return r;
 }
 
-static int uniform_step(gr_lexer_t *lx, int32_t L, int32_t *out, bool *full)
-{
-    return uniform_step_x(lx, L, out, full, false);
-}
-
 /* How many string-safe code points L absorbs uniformly: returns k (capped
  * at the slice's longest token) and *tail: 1 when longer slice tokens are
  * all rejected or all accepted as decided (*accept_longer), 0 when they
@@ -443,32 +469,54 @@ static int uniform_step(gr_lexer_t *lx, int32_t L, int32_t *out, bool *full)
 static int32_t slice_chain(const gr_vindex_t *vi, gr_lexer_t *lx, int32_t L, bool *decided, bool *accept_longer,
                            bool *full)
 {
-    int32_t seen[64];
-    int32_t n_seen = 0, k = 0, cur = L;
+    /* the chain runs on pair lists (nothing interned); the last SEEN lists
+     * are kept to find a cycle */
+    enum { SEEN = 64 };
+    const gr_lstate_t *ls = gr_lexer_state(lx, L);
+    int32_t n = ls->n_pairs, k = 0, n_seen = 0;
+    gr_lpair_t *mem = malloc((size_t)(SEEN + 1) * (size_t)(n > 0 ? n : 1) * sizeof *mem);
+    int32_t len[SEEN];
     *decided = false;
     *accept_longer = false;
+    (void)full;
+    if (!mem)
+        return 0;
+    gr_lpair_t *cur = mem + (size_t)SEEN * (size_t)n; /* scratch for the next list */
+    memcpy(mem, ls->pairs, (size_t)n * sizeof *mem);
+    len[0] = n;
+    n_seen = 1;
+    int32_t last = 0; /* index of the current list in mem */
     while (k < vi->slice_max_cp) {
-        int32_t nx;
-        int r = uniform_step(lx, cur, &nx, full);
+        int32_t m = 0;
+        int r = pairs_uniform(gr_lexer_cfg(lx), mem + (size_t)last * n, len[last], cur, &m, false);
         if (r == UNI_DIVERGE)
-            return k;
+            break;
         if (r == UNI_DEAD) {
             *decided = true;
-            return k;
+            break;
         }
-        for (int32_t i = 0; i < n_seen; i++)
-            if (seen[i] == nx) { /* a cycle: every longer slice token too */
-                *decided = true;
-                *accept_longer = true;
-                return vi->slice_max_cp;
-            }
-        if (n_seen < 64)
-            seen[n_seen++] = nx;
-        cur = nx;
+        bool cycle = false;
+        for (int32_t i = 0; i < n_seen && !cycle; i++)
+            cycle = len[i] == m && !memcmp(mem + (size_t)i * n, cur, (size_t)m * sizeof *cur);
+        if (cycle) { /* every longer slice token too */
+            *decided = true;
+            *accept_longer = true;
+            k = vi->slice_max_cp;
+            break;
+        }
+        /* keep it (the oldest slot is reused once SEEN lists are kept: a
+         * cycle longer than that is then found a lap later, or never,
+         * which is only slower) */
+        last = n_seen < SEEN ? n_seen++ : (last + 1) % SEEN;
+        memcpy(mem + (size_t)last * n, cur, (size_t)m * sizeof *cur);
+        len[last] = m;
         k++;
     }
-    *decided = true;
-    *accept_longer = true;
+    if (k >= vi->slice_max_cp) {
+        *decided = true;
+        *accept_longer = true;
+    }
+    free(mem);
     return k;
 }
 
@@ -481,7 +529,7 @@ static int32_t slice_chain(const gr_vindex_t *vi, gr_lexer_t *lx, int32_t L, boo
 static bool slice_except(const gr_vindex_t *vi, gr_lexer_t *lx, int32_t L, uint32_t *acc, bool *exc, bool *full)
 {
     int32_t N;
-    if (uniform_step_x(lx, L, &N, full, true) != UNI_NEXT)
+    if (uniform_step(lx, L, &N, full, true) != UNI_NEXT)
         return false;
     int n_exc = 0;
     for (int b = 0x20; b < 0x80; b++) {

@@ -966,6 +966,30 @@ static bool glue(gr_dfa_t *const *p, int np, const gr_limits_t *lim, lf_err_t *e
     }
     for (int32_t g = 0; g < total; g++)
         newid[g] = -1;
+    /* per piece: its class of each combined class, and where an end of it
+     * goes on each class (the start transitions of the pieces it may
+     * continue into; two of them on one class: not gluable) */
+    uint8_t *pcls = gr_scratch(SL_GLUE + 2, (size_t)np * (size_t)ncls);
+    int32_t *cont = gr_scratch(SL_GLUE + 3, (size_t)np * (size_t)ncls * sizeof *cont);
+    if (!pcls || !cont) {
+        lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+        ok = true;
+        goto out;
+    }
+    for (int i = 0; i < np; i++)
+        for (int c = 0; c < ncls; c++) {
+            pcls[(size_t)i * ncls + c] = p[i]->cls[rep[c]];
+            int32_t to = -1;
+            for (int j = i + 1; j <= last[i]; j++) {
+                int32_t u = gr_dfa_step(p[j], 0, rep[c]);
+                if (u < 0)
+                    continue;
+                if (to >= 0)
+                    goto out;
+                to = off[j] + u;
+            }
+            cont[(size_t)i * ncls + c] = to;
+        }
     int32_t qh = 0, qt = 0;
     newid[0] = qt;
     queue[qt++] = 0;
@@ -978,16 +1002,15 @@ static bool glue(gr_dfa_t *const *p, int np, const gr_limits_t *lim, lf_err_t *e
         int32_t s = g - off[i];
         bool acc = x->accept[s];
         int32_t *row = next + (size_t)at * ncls;
+        const int32_t *xrow = x->next + (size_t)s * x->n_classes, *crow = cont + (size_t)i * ncls;
+        const uint8_t *pc = pcls + (size_t)i * ncls;
         for (int c = 0; c < ncls; c++) {
-            int32_t t = gr_dfa_step(x, s, rep[c]);
+            int32_t t = xrow[pc[c]];
             int32_t to = t >= 0 ? off[i] + t : -1;
-            for (int j = i + 1; acc && j <= last[i]; j++) {
-                int32_t u = gr_dfa_step(p[j], 0, rep[c]);
-                if (u < 0)
-                    continue;
+            if (acc && crow[c] >= 0) {
                 if (to >= 0) /* two ways on this byte */
                     goto out;
-                to = off[j] + u;
+                to = crow[c];
             }
             if (to >= 0) {
                 if (newid[to] < 0) {

@@ -70,25 +70,31 @@ static void content_hash(gr_dfa_t *d)
 {
     uint64_t a[4] = {mix(0xA5A5, (uint64_t)d->n_states), mix(0x5A5A, (uint64_t)d->n_classes), 0x1234, 0x4321};
     uint64_t b[4] = {mix(0x5A5A, (uint64_t)d->n_classes), mix(0xA5A5, (uint64_t)d->n_states), 0x8765, 0x5678};
-    for (int by = 0; by < 256; by += 4)
+    for (int by = 0; by < 256; by += 32) /* eight classes per mix */
         for (int l = 0; l < 4; l++) {
-            a[l] = mix(a[l], d->cls[by + l]);
-            b[l] = mix(b[l], (uint64_t)d->cls[by + l] * 31u + 7u);
+            uint64_t v;
+            memcpy(&v, d->cls + by + 8 * l, 8);
+            a[l] = mix(a[l], v);
+            b[l] = mix(b[l], v * 31u + 7u);
         }
     int64_t nt = (int64_t)d->n_states * d->n_classes, i = 0;
-    for (; i + 4 <= nt; i += 4)
+    const uint32_t *t = (const uint32_t *)d->next;
+    for (; i + 8 <= nt; i += 8) /* two entries per mix */
         for (int l = 0; l < 4; l++) {
-            a[l] = mix(a[l], (uint64_t)(uint32_t)d->next[i + l]);
-            b[l] = mix(b[l], (uint64_t)(uint32_t)d->next[i + l] ^ 0xDEADBEEFu);
+            uint64_t v = t[i + 2 * l] | (uint64_t)t[i + 2 * l + 1] << 32;
+            a[l] = mix(a[l], v);
+            b[l] = mix(b[l], v ^ 0xDEADBEEFDEADBEEFull);
         }
     for (; i < nt; i++) {
-        a[0] = mix(a[0], (uint64_t)(uint32_t)d->next[i]);
-        b[0] = mix(b[0], (uint64_t)(uint32_t)d->next[i] ^ 0xDEADBEEFu);
+        a[0] = mix(a[0], t[i]);
+        b[0] = mix(b[0], (uint64_t)t[i] ^ 0xDEADBEEFu);
     }
-    for (int32_t s = 0; s < d->n_states; s++) {
-        uint64_t v = d->accept[s] | (d->tag ? (uint64_t)d->tag[s] << 1 : 0);
-        a[s & 3] = mix(a[s & 3], v);
-        b[s & 3] = mix(b[s & 3], v + 3);
+    for (int32_t s = 0; s < d->n_states; s += 8) { /* eight states per mix */
+        uint64_t v = 0;
+        for (int32_t k = 0; k < 8 && s + k < d->n_states; k++)
+            v |= (uint64_t)(d->accept[s + k] | (d->tag ? d->tag[s + k] << 1 : 0)) << (8 * k);
+        a[(s >> 3) & 3] = mix(a[(s >> 3) & 3], v);
+        b[(s >> 3) & 3] = mix(b[(s >> 3) & 3], v + 3);
     }
     d->h1 = mix(mix(mix(a[0], a[1]), a[2]), a[3]);
     d->h2 = mix(mix(mix(b[0], b[1]), b[2]), b[3]);

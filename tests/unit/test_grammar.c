@@ -12,8 +12,10 @@
 #include "grammar/schema/schema.h"
 #include "tap.h"
 
-/* 1: accepted, 0: rejected, -1: the constraint does not compile */
-static int run(gr_arena_t *a, gr_rules_t *R, int32_t start, const char *text)
+/* 1: accepted, 0: rejected, -1: the constraint does not compile. With
+ * prefix_only, 1 when every byte was accepted (the text can still be
+ * completed), whether or not it is complete. */
+static int run_x(gr_arena_t *a, gr_rules_t *R, int32_t start, const char *text, bool prefix_only)
 {
     lf_err_t e = {0};
     gr_cfg_t *g = gr_cfg_build(R->v, R->n, start, NULL, &e);
@@ -21,12 +23,17 @@ static int run(gr_arena_t *a, gr_rules_t *R, int32_t start, const char *text)
         return -1;
     gr_lexer_t *lx = gr_lexer_create(g);
     gr_matcher_t *m = gr_matcher_create(g, lx);
-    int ok = gr_matcher_feed_bytes(m, (const uint8_t *)text, strlen(text)) && gr_matcher_accepting(m);
+    int ok = gr_matcher_feed_bytes(m, (const uint8_t *)text, strlen(text)) && (prefix_only || gr_matcher_accepting(m));
     gr_matcher_free(m);
     gr_lexer_free(lx);
     gr_cfg_free(g);
     (void)a;
     return ok;
+}
+
+static int run(gr_arena_t *a, gr_rules_t *R, int32_t start, const char *text)
+{
+    return run_x(a, R, start, text, false);
 }
 
 static int check_regex(const char *re, int mode, const char *text)
@@ -65,7 +72,7 @@ static int check_gbnf(const char *src, const char *text)
     return r;
 }
 
-static int check_schema(const char *schema, const char *text, bool strict)
+static int check_schema_x(const char *schema, const char *text, bool strict, bool prefix_only)
 {
     gr_arena_t a;
     gr_arena_init(&a, 0);
@@ -78,12 +85,17 @@ static int check_schema(const char *schema, const char *text, bool strict)
     if (s && gr_schema_compile(s, &so, &a, &R, &v, &e) == LF_OK) {
         int32_t st = gr_rules_add(&R);
         R.v[st] = v;
-        r = run(&a, &R, st, text);
+        r = run_x(&a, &R, st, text, prefix_only);
     }
     json_object_put(s);
     gr_rules_free(&R);
     gr_arena_free(&a);
     return r;
+}
+
+static int check_schema(const char *schema, const char *text, bool strict)
+{
+    return check_schema_x(schema, text, strict, false);
 }
 
 typedef struct {
@@ -290,6 +302,48 @@ int main(void)
     for (size_t i = 0; i < sizeof schema / sizeof *schema; i++) {
         int got = check_schema(schema[i].a, schema[i].text, true);
         tap_ok(got == schema[i].want, "schema %s on %s: %d (want %d)", schema[i].a, esc(schema[i].text), got, schema[i].want);
+    }
+    /* long length bounds: the counted terminal's liveness table takes a
+     * shortcut over runs of equal levels, which must not cross minLength
+     * nor merge levels that alternate (only even lengths of (ab)+) */
+    static const struct {
+        const char *schema, *unit;
+        int len, want;
+        bool closed; /* false: the text without its closing quote */
+        bool prefix; /* true: only whether the text can still be completed */
+    } counted[] = {
+        {"{\"type\":\"string\",\"pattern\":\"^a*$\",\"minLength\":50,\"maxLength\":100}", "a", 49, 0, false, false},
+        {"{\"type\":\"string\",\"pattern\":\"^a*$\",\"minLength\":50,\"maxLength\":100}", "a", 50, 1, false, false},
+        {"{\"type\":\"string\",\"pattern\":\"^a*$\",\"minLength\":50,\"maxLength\":100}", "a", 100, 1, false, false},
+        {"{\"type\":\"string\",\"pattern\":\"^a*$\",\"minLength\":50,\"maxLength\":100}", "a", 101, 0, false, false},
+        {"{\"type\":\"string\",\"pattern\":\"^(ab)+$\",\"minLength\":41,\"maxLength\":60}", "ab", 20, 0, false, false},
+        {"{\"type\":\"string\",\"pattern\":\"^(ab)+$\",\"minLength\":41,\"maxLength\":60}", "ab", 21, 1, false, false},
+        {"{\"type\":\"string\",\"pattern\":\"^(ab)+$\",\"minLength\":41,\"maxLength\":60}", "ab", 30, 1, false, false},
+        {"{\"type\":\"string\",\"pattern\":\"^(ab)+$\",\"minLength\":41,\"maxLength\":60}", "ab", 31, 0, false, false},
+        {"{\"type\":\"string\",\"minLength\":300}", "\xc3\xa9", 299, 0, false, false},
+        {"{\"type\":\"string\",\"minLength\":300}", "\xc3\xa9", 300, 1, false, false},
+        {"{\"type\":\"string\",\"minLength\":300}", "\xc3\xa9", 900, 1, false, false},
+        /* the closing quote is refused as soon as it would close too short
+         * a string, not only at the end */
+        {"{\"type\":\"string\",\"pattern\":\"^a*$\",\"minLength\":50,\"maxLength\":100}", "a", 49, 0, true, true},
+        {"{\"type\":\"string\",\"pattern\":\"^a*$\",\"minLength\":50,\"maxLength\":100}", "a", 49, 1, false, true},
+        {"{\"type\":\"string\",\"minLength\":300}", "\xc3\xa9", 299, 0, true, true},
+        {"{\"type\":\"string\",\"pattern\":\"^(ab)+$\",\"minLength\":41,\"maxLength\":60}", "ab", 20, 0, true, true},
+    };
+    for (size_t i = 0; i < sizeof counted / sizeof *counted; i++) {
+        char text[4096];
+        size_t w = 0, ul = strlen(counted[i].unit);
+        text[w++] = '"';
+        for (int k = 0; k < counted[i].len; k++, w += ul)
+            memcpy(text + w, counted[i].unit, ul);
+        bool as_prefix = counted[i].prefix;
+        if (!as_prefix || counted[i].closed)
+            text[w++] = '"';
+        text[w] = '\0';
+        int got = check_schema_x(counted[i].schema, text, true, as_prefix);
+        tap_ok(got == counted[i].want, "schema %s on %d x \"%s\"%s: %d (want %d)", counted[i].schema, counted[i].len,
+               counted[i].unit, as_prefix ? (counted[i].closed ? " as a prefix" : " unclosed, as a prefix") : "", got,
+               counted[i].want);
     }
     /* strict false: unenforceable keywords are ignored (best effort) */
     tap_ok(check_schema("{\"type\":\"array\",\"uniqueItems\":true}", "[1,1]", false) == 1, "strict false: uniqueItems relaxed");

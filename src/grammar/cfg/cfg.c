@@ -248,6 +248,17 @@ static bool counted_live(gr_term_t *t)
     for (int32_t c = cap; c >= 0; c--) {
         uint8_t *L = live + (size_t)c * ns;
         const uint8_t *up = c < cap ? live + (size_t)(c + 1) * ns : NULL;
+        /* Level c is a function of level c + 1 that is the same for every c
+         * with min <= c < cap, and for every c < min: once two levels of
+         * one such run are equal, every lower level of the run is too. */
+        if (c + 2 <= cap - 1 && (c >= t->min) == (c + 1 >= t->min) && (c + 1 >= t->min) == (c + 2 >= t->min) &&
+            !memcmp(up, up + ns, (size_t)ns)) {
+            int32_t lo = c >= t->min ? t->min : 0;
+            for (; c >= lo; c--)
+                memcpy(live + (size_t)c * ns, up, (size_t)ns);
+            c++; /* the loop's c-- moves on to lo - 1 */
+            continue;
+        }
         for (int32_t s = 0; s < ns; s++)
             L[s] = d->accept[s] && c >= t->min;
         bool changed = true;

@@ -126,6 +126,7 @@ function requestBody(o, prompt, id) {
     else b.prompt = prompt;
     if (o.temperature > 0) b.seed = (o.seed + id) % 2147483647;
     if (o.ignoreEos) b.ignore_eos = true;
+    if (o.extra) Object.assign(b, o.extra);
     return b;
 }
 
@@ -344,7 +345,7 @@ async function main() {
         config: {
             endpoint: o.endpoint, concurrency: o.concurrency, requests: o.requests || 'auto: max(16, 4*C)',
             max_tokens: o.maxTokens, prompt_tokens: o.promptTokens, shared_prefix: o.sharedPrefix,
-            temperature: o.temperature, ignore_eos: o.ignoreEos, warmup: o.warmup, seed: o.seed,
+            temperature: o.temperature, ignore_eos: o.ignoreEos, extra: o.extra, warmup: o.warmup, seed: o.seed,
             timeout_s: o.timeout, level_timeout_s: o.levelTimeout,
             prompt_words: { shared: spec.sharedWords, unique: spec.uniqueWords, tokens_per_word: Math.round(tpw * 1000) / 1000, calibrated },
         },

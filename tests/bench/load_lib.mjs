@@ -25,6 +25,7 @@ export const DEFAULTS = Object.freeze({
     warmup: 1,
     seed: 1,
     ignoreEos: false,
+    extra: null, // object merged into every request body (--extra)
     keepAlive: true,
     calibrate: true,
     timeout: 120, // seconds per request
@@ -66,6 +67,9 @@ streaming clients, for each C of a list, and writes results.json + plot.svg.
                         (exercises prefix caching; default 0 = all prompts distinct)
   --temperature T       default 0 (greedy)
   --ignore-eos          send ignore_eos: true (vLLM / llama-server extension)
+  --extra JSON          a JSON object merged into every request body, e.g.
+                        '{"response_format":{"type":"json_object"}}' to
+                        measure constrained decoding against unconstrained
   --no-calibrate        do not use POST /tokenize to size the prompt
   --no-keepalive        a new connection for every request (for servers that
                         close kept-alive connections, e.g. llama-server)
@@ -140,6 +144,15 @@ export function parseArgs(argv, env = {}) {
             case '--shared-prefix': o.sharedPrefix = intArg(a, val(), 0, LIMITS.promptTokens); break;
             case '--temperature': o.temperature = numArg(a, val(), 0, 2); break;
             case '--ignore-eos': o.ignoreEos = true; break;
+            case '--extra': {
+                const v = val();
+                let x;
+                try { x = JSON.parse(v); } catch { throw new UsageError(`--extra: not JSON: '${v}'`); }
+                if (!x || typeof x !== 'object' || Array.isArray(x)) throw new UsageError('--extra: a JSON object is required');
+                for (const k of ['stream', 'stream_options', 'prompt', 'messages'])
+                    if (k in x) throw new UsageError(`--extra: '${k}' is set by the tool`);
+                o.extra = x; break;
+            }
             case '--no-calibrate': o.calibrate = false; break;
             case '--no-keepalive': o.keepAlive = false; break;
             case '--warmup': o.warmup = intArg(a, val(), 0, LIMITS.warmup); break;

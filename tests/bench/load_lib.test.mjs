@@ -32,6 +32,10 @@ for (const [addr, want] of [
     ok(parseArgs([], { LLM_API_KEY: 'sk-env' }).apiKey === 'sk-env', 'LLM_API_KEY env sets the key');
     ok(parseArgs(['--api-key', 'sk-a'], { LLM_API_KEY: 'sk-env' }).apiKey === 'sk-a', 'flag wins over env');
     ok(parseArgs(['--help']).help === true, '--help');
+    ok(JSON.stringify(parseArgs(['--extra', '{"response_format":{"type":"json_object"}}']).extra) ===
+        '{"response_format":{"type":"json_object"}}', '--extra: an object merged into the body');
+    for (const bad of ['[1]', 'nope', '{"stream":false}', 'null'])
+        ok(throwsUsage(() => parseArgs(["--extra", bad])), `--extra ${bad} refused`);
 }
 for (const [argv, field, want] of [
     [['--concurrency', '1,3, 5'], 'concurrency', [1, 3, 5]],

@@ -272,3 +272,44 @@ if (SUITE === 'scripted') {
        'the reasoning stays free, the content validates', c);
   });
 }
+
+// SUITE=format: stories260K with --tool-call-parser FORMAT (FORMAT in the
+// environment): a forced call written in that format's layout must come
+// back through its parser as tool_calls with valid arguments, streamed or not.
+if (SUITE === 'format') {
+  const FORMAT = process.env.FORMAT;
+  const city = { type: 'function', function: { name: 'get_weather', strict: true,
+    parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 10 }, unit: { enum: ['C', 'F'] } },
+      required: ['city', 'unit'], additionalProperties: false } } };
+  const zone = { type: 'function', function: { name: 'get_time',
+    parameters: { type: 'object', properties: { zone: { type: 'integer', minimum: -12, maximum: 14 } }, required: ['zone'],
+      additionalProperties: false } } };
+  const argsValid = (call, tool) => validJson(call.function.arguments, tool.function.parameters);
+
+  await check(`${FORMAT}: tool_choice named`, async () => {
+    const r = await client.chat.completions.create({ model: MODEL, messages: msgs, max_tokens: 200, tools: [city, zone],
+      tool_choice: { type: 'function', function: { name: 'get_time' } }, parallel_tool_calls: false, seed: 3, temperature: 1 });
+    const c = r.choices[0];
+    const call = c.message.tool_calls && c.message.tool_calls[0];
+    ok(c.finish_reason === 'tool_calls' && c.message.tool_calls.length === 1 && call.function.name === 'get_time' &&
+       argsValid(call, zone).ok && !c.message.content, `${FORMAT}: named: one get_time call, valid arguments, no content`, c);
+  });
+
+  await check(`${FORMAT}: tool_choice required, streamed`, async () => {
+    const s = await client.chat.completions.create({ model: MODEL, messages: msgs, max_tokens: 200, tools: [city],
+      tool_choice: 'required', parallel_tool_calls: false, stream: true, seed: 5, temperature: 1 });
+    let args = '', name = null, finish = null, content = '';
+    for await (const ch of s) {
+      const c = ch.choices[0];
+      if (!c) continue;
+      content += c.delta.content || '';
+      for (const tc of c.delta.tool_calls || []) {
+        if (tc.function && tc.function.name) name = tc.function.name;
+        if (tc.function && tc.function.arguments) args += tc.function.arguments;
+      }
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+    ok(finish === 'tool_calls' && name === 'get_weather' && validJson(args, city.function.parameters).ok && !content.trim(),
+       `${FORMAT}: required streamed: valid arguments, no content`, { name, args, finish, content });
+  });
+}

@@ -1,36 +1,123 @@
 /* toolcall_layout.c - the call layout of each tool-call format (see
- * toolcall_layout.h). The texts are the canonical forms the parsers in
- * toolcall.c read and the chat templates show the model. */
+ * toolcall_layout.h): three rows by hand, the others composed once from the
+ * formats' descriptions (the canonical texts the parsers read and the chat
+ * templates show the model). */
 #include "chat/parse/toolcall_layout.h"
 
-#include <stddef.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
 
-static const struct {
-    toolcall_format_t fmt;
-    toolcall_force_layout_t l;
-} layouts[] = {
-    /* <tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call> */
-    {TOOLCALL_FORMAT_HERMES,
-     {.open_text = "", .call_marker = "<tool_call>", .call_prefix = "\n{\"name\": \"",
-      .name_suffix = "\", \"arguments\": ", .call_suffix = "}\n", .call_end_marker = "</tool_call>",
-      .call_sep = "\n", .close_text = "", .auto_trigger = "<tool_call>"}},
-    /* {"name": "f", "parameters": {...}} (Llama 3.1 JSON tool calls) */
-    {TOOLCALL_FORMAT_LLAMA3_JSON,
-     {.open_text = "", .call_prefix = "{\"name\": \"", .name_suffix = "\", \"parameters\": ", .call_suffix = "}",
-      .call_sep = "; ", .close_text = "", .auto_trigger = "<|python_tag|>"}},
-    /* [TOOL_CALLS][{"name": "f", "arguments": {...}}, ...] */
-    {TOOLCALL_FORMAT_MISTRAL,
-     {.open_marker = "[TOOL_CALLS]", .open_text = "[", .call_prefix = "{\"name\": \"",
-      .name_suffix = "\", \"arguments\": ", .call_suffix = "}", .call_sep = ", ", .close_text = "]",
-      .auto_trigger = "[TOOL_CALLS]"}},
-};
+static toolcall_force_layout_t layouts[TOOLCALL_FORMAT_COUNT];
+static bool have[TOOLCALL_FORMAT_COUNT];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-bool toolcall_force_layout(toolcall_format_t fmt, toolcall_force_layout_t *out)
+/* composed pieces live here (a few hundred bytes per format) */
+static char pool[16384];
+static size_t pool_used;
+
+static const char *cat(const char *a, const char *b, const char *c)
 {
-    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
-        if (layouts[i].fmt == fmt) {
-            *out = layouts[i].l;
-            return true;
-        }
-    return false;
+    char tmp[512];
+    int n = snprintf(tmp, sizeof tmp, "%s%s%s", a ? a : "", b ? b : "", c ? c : "");
+    if (n < 0 || (size_t)n >= sizeof tmp || pool_used + (size_t)n + 1 > sizeof pool)
+        return NULL;
+    char *p = pool + pool_used;
+    memcpy(p, tmp, (size_t)n + 1);
+    pool_used += (size_t)n + 1;
+    return p;
+}
+
+/* The piece's leading control token when it starts with one (the trigger
+ * of "auto" mode), else NULL. */
+static const char *leading_marker(const toolcall_format_desc_t *d, const char *piece)
+{
+    for (const char *const *t = d->tokens; piece && t && *t; t++)
+        if (!strncmp(piece, *t, strlen(*t)))
+            return *t;
+    return NULL;
+}
+
+static bool derive(const toolcall_format_desc_t *d, toolcall_force_layout_t *L)
+{
+    /* variants the layout cannot say: call ids or per-call indices in the
+     * header, Gemma's object syntax, a name opened by the prompt */
+    if (d->id_close || d->string_delim || d->prompt_opens || d->format == TOOLCALL_FORMAT_KIMI_K2)
+        return false;
+    L->open = d->section_open ? d->section_open : "";
+    L->close = d->section_close ? d->section_close : "";
+    L->call_sep = d->call_sep ? d->call_sep : "";
+    L->markers = d->tokens;
+    const char *name_key = d->name_key ? d->name_key : "name";
+    const char *args_key = d->args_key ? d->args_key : "arguments";
+    switch (d->layout) {
+    case TOOLCALL_LAYOUT_JSON_OBJECT: /* {"name": "N", "arguments": {...}} */
+        L->call_prefix = cat(d->call_open, "{\"", cat(name_key, "\": \"", NULL));
+        L->name_suffix = cat("\", \"", args_key, "\": ");
+        L->call_suffix = cat("}", d->call_close, NULL);
+        break;
+    case TOOLCALL_LAYOUT_JSON_NAMED: /* {"N": {...}} */
+        L->call_prefix = cat(d->call_open, "{\"", NULL);
+        L->name_suffix = "\": ";
+        L->call_suffix = cat("}", d->call_close, NULL);
+        break;
+    case TOOLCALL_LAYOUT_NAME_JSON: /* name_prefix N name_close [args_open] {...} [args_close] */
+        if (!d->name_close)
+            return false;
+        L->call_prefix = cat(d->call_open, d->name_prefix, NULL);
+        L->name_suffix = cat(d->name_close, d->args_open, NULL);
+        L->call_suffix = cat(d->args_close, d->call_close, NULL);
+        break;
+    default:
+        return false;
+    }
+    const char *first = d->section_open ? d->section_open : d->call_open;
+    L->auto_trigger = leading_marker(d, first);
+    return L->call_prefix && L->name_suffix && L->call_suffix;
+}
+
+static void build(void)
+{
+    for (int f = 1; f < TOOLCALL_FORMAT_COUNT; f++) {
+        const toolcall_format_desc_t *d = toolcall_format_desc((toolcall_format_t)f);
+        if (d)
+            have[f] = derive(d, &layouts[f]);
+    }
+    /* by hand: the texts these models are trained on, which their
+     * descriptions leave to the parser's leniency */
+    /* <tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call> */
+    layouts[TOOLCALL_FORMAT_HERMES] = (toolcall_force_layout_t){
+        .open = "", .close = "", .call_prefix = "<tool_call>\n{\"name\": \"", .name_suffix = "\", \"arguments\": ",
+        .call_suffix = "}\n</tool_call>", .call_sep = "\n", .auto_trigger = "<tool_call>",
+        .markers = toolcall_format_desc(TOOLCALL_FORMAT_HERMES)->tokens};
+    /* {"name": "f", "parameters": {...}} (Llama 3.1 JSON tool calls) */
+    layouts[TOOLCALL_FORMAT_LLAMA3_JSON] = (toolcall_force_layout_t){
+        .open = "", .close = "", .call_prefix = "{\"name\": \"", .name_suffix = "\", \"parameters\": ",
+        .call_suffix = "}", .call_sep = "; ", .auto_trigger = "<|python_tag|>",
+        .markers = toolcall_format_desc(TOOLCALL_FORMAT_LLAMA3_JSON)->tokens};
+    /* [TOOL_CALLS][{"name": "f", "arguments": {...}}, ...] */
+    layouts[TOOLCALL_FORMAT_MISTRAL] = (toolcall_force_layout_t){
+        .open = "[TOOL_CALLS][", .close = "]", .call_prefix = "{\"name\": \"", .name_suffix = "\", \"arguments\": ",
+        .call_suffix = "}", .call_sep = ", ", .auto_trigger = "[TOOL_CALLS]",
+        .markers = toolcall_format_desc(TOOLCALL_FORMAT_MISTRAL)->tokens};
+    have[TOOLCALL_FORMAT_HERMES] = have[TOOLCALL_FORMAT_LLAMA3_JSON] = have[TOOLCALL_FORMAT_MISTRAL] = true;
+}
+
+const toolcall_force_layout_t *toolcall_force_layout(toolcall_format_t fmt)
+{
+    pthread_once(&once, build);
+    return (unsigned)fmt < TOOLCALL_FORMAT_COUNT && have[fmt] ? &layouts[fmt] : NULL;
+}
+
+static bool word_char(unsigned char ch)
+{
+    return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_' ||
+           ch == '-' || ch == '.' || ch == '=' || ch == '`' || ch >= 0x80;
+}
+
+bool toolcall_layout_space_free(const char *piece, size_t i, size_t j, bool word_left, bool word_right)
+{
+    bool left = i == 0 ? word_left : word_char((unsigned char)piece[i - 1]);
+    bool right = piece[j] == '\0' ? word_right : word_char((unsigned char)piece[j]);
+    return !left && !right;
 }

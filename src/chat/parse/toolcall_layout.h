@@ -3,20 +3,32 @@
  * "required" or a named function) or to constrain the arguments of calls
  * the model starts on its own ("auto" with strict functions).
  *
- * A format writes (pieces left NULL are absent):
- *   [open_marker] open_text  CALL (call_sep CALL)*  close_text
- *   CALL = [call_marker] call_prefix NAME name_suffix ARGUMENTS call_suffix [call_end_marker]
+ * A format writes
+ *   open CALL (call_sep CALL)* close
+ *   CALL = call_prefix NAME name_suffix ARGUMENTS call_suffix
  * NAME is the function name as JSON string content, ARGUMENTS the JSON
- * object of the function's parameters. Markers are the format's markup
- * that vocabularies often have as single (special) tokens: the engine
- * accepts the token or its text. auto_trigger is the marker whose
- * appearance starts the calls in "auto" mode (NULL: the format has no
+ * object of the function's parameters. The pieces may contain the format's
+ * control tokens (markers[], e.g. "<tool_call>"): the grammar accepts such
+ * a marker as the special token or as its text. auto_trigger is the text
+ * whose appearance starts the calls in "auto" mode (NULL: the format has no
  * unambiguous start, so "auto" cannot constrain it).
  *
- * Adding a format: add a row to the table in toolcall_layout.c whose text
- * matches what its parser (toolcall.c) reads and what the model's chat
- * template shows. Formats without a row cannot force calls (the server
- * answers 400 for tool_choice "required"/named then).
+ * Spaces and newlines of the pieces: a run between two non-word characters
+ * (JSON punctuation, markup) is free, the grammar takes 0 to 2 of them in
+ * any mix, so `<tool_call>{"name":` and `<tool_call>\n{"name": ` are both
+ * calls; a run next to a word (deepseek's "NAME\n```json", gigachat's
+ * "function call") is written as it is, because it is the format's syntax
+ * (toolcall_layout_space_free).
+ *
+ * The layouts come from the formats' descriptions (toolcall.h) for the
+ * families whose arguments are one JSON object: JSON_OBJECT, JSON_NAMED and
+ * NAME_JSON (except the variants with call ids, per-call indices, Gemma's
+ * object syntax or a name opened by the prompt), plus the hermes,
+ * llama3_json and mistral rows written by hand. Formats without a layout
+ * (the NAME_PARAMS / XML, pythonic and harmony families) cannot force calls:
+ * the server answers 400 for tool_choice "required" / named then.
+ *
+ * The returned layout is static and immutable (thread-safe).
  */
 #ifndef LF_TOOLCALL_LAYOUT_H
 #define LF_TOOLCALL_LAYOUT_H
@@ -26,13 +38,20 @@
 #include "chat/parse/toolcall.h"
 
 typedef struct {
-    const char *open_marker, *open_text;
-    const char *call_marker, *call_prefix, *name_suffix, *call_suffix, *call_end_marker;
-    const char *call_sep, *close_text;
+    const char *open, *close;
+    const char *call_prefix, *name_suffix, *call_suffix;
+    const char *call_sep;
     const char *auto_trigger;
+    const char *const *markers; /* NULL-terminated */
 } toolcall_force_layout_t;
 
-/* The layout of fmt; false when the format has none. */
-bool toolcall_force_layout(toolcall_format_t fmt, toolcall_force_layout_t *out);
+/* The layout of fmt; NULL when the format has none. */
+const toolcall_force_layout_t *toolcall_force_layout(toolcall_format_t fmt);
+
+/* Whether the run of spaces / newlines piece[i..j) is free (above).
+ * word_left / word_right: the piece's neighbour at that edge is a word
+ * (the function name: name_suffix starts after it, call_prefix ends
+ * before it). */
+bool toolcall_layout_space_free(const char *piece, size_t i, size_t j, bool word_left, bool word_right);
 
 #endif

@@ -150,25 +150,49 @@ static gr_ex_t *schema_value(cb_t *c, json_object *schema, bool strict, bool com
     return v;
 }
 
-/* Layout text: its spaces and newlines are optional (at most two), so both
- * `<tool_call>{"name": ...` and `<tool_call>\n{"name":...` are calls. */
-static gr_ex_t *layout_text(cb_t *c, const char *s)
+/* Layout text: its free runs of spaces and newlines take 0 to 2 of them
+ * (toolcall_layout.h), the others are written as they are; the format's
+ * markers in it are accepted as their special token or text. word_left /
+ * word_right: the function name is next to that edge. */
+static gr_ex_t *layout_text(cb_t *c, const char *s, const char *const *markers, bool word_left, bool word_right)
 {
+    const char *s0 = s;
     gr_arena_t *a = &c->a;
     gr_exlist_t l = {0};
     gr_range_t r[2] = {{'\n', '\n'}, {' ', ' '}};
     gr_cset_t cs = {r, 2, 2};
     while (s && *s) {
-        size_t n = strcspn(s, " \n");
-        if (n) {
-            gr_exlist_push(a, &l, gr_ex_bytes(a, s, n));
-            s += n;
+        const char *mk = NULL;
+        for (const char *const *m = markers; m && *m && !mk; m++)
+            if (**m && !strncmp(s, *m, strlen(*m)))
+                mk = *m;
+        if (mk) {
+            gr_exlist_push(a, &l, marker(c, mk));
+            s += strlen(mk);
+            continue;
         }
         size_t w = strspn(s, " \n");
         if (w) {
-            gr_exlist_push(a, &l, gr_ex_rep(a, gr_ex_chars(a, &cs), 0, 2));
+            size_t i = (size_t)(s - s0);
+            if (toolcall_layout_space_free(s0, i, i + w, word_left, word_right))
+                gr_exlist_push(a, &l, gr_ex_rep(a, gr_ex_chars(a, &cs), 0, 2));
+            else
+                gr_exlist_push(a, &l, gr_ex_bytes(a, s, w));
             s += w;
+            continue;
         }
+        /* text up to the next space, newline or marker */
+        size_t n = 1;
+        while (s[n] && s[n] != ' ' && s[n] != '\n') {
+            bool at_marker = false;
+            for (const char *const *m = markers; m && *m && !at_marker; m++)
+                at_marker = **m && !strncmp(s + n, *m, strlen(*m));
+            if (at_marker)
+                break;
+            n++;
+        }
+        gr_exlist_push(a, &l, gr_ex_bytes(a, s, n));
+        s += n;
     }
     return l.fail ? NULL : gr_ex_seq(a, l.v, l.n);
 }
@@ -178,6 +202,7 @@ static gr_ex_t *calls_expr(cb_t *c, const toolcall_force_layout_t *L, json_objec
                            http_req_t *r)
 {
     gr_arena_t *a = &c->a;
+    const char *const *mk = L->markers;
     gr_exlist_t alts = {0};
     for (size_t i = 0; i < n && !c->failed; i++) {
         json_object *fn = jget(funcs[i], "function"), *params = jget(fn, "parameters"), *strict = jget(fn, "strict");
@@ -196,18 +221,18 @@ static gr_ex_t *calls_expr(cb_t *c, const toolcall_force_layout_t *L, json_objec
         const char *q = to_json(name);
         size_t ql = strlen(q);
         gr_ex_t *nm = gr_ex_bytes(a, q + 1, ql >= 2 ? ql - 2 : 0);
-        gr_ex_t *parts[] = {L->call_marker ? marker(c, L->call_marker) : gr_ex_empty(a), layout_text(c, L->call_prefix),
-                            nm, layout_text(c, L->name_suffix), args, layout_text(c, L->call_suffix),
-                            L->call_end_marker ? marker(c, L->call_end_marker) : gr_ex_empty(a)};
-        gr_exlist_push(a, &alts, gr_ex_seq(a, parts, 7));
+        gr_ex_t *parts[] = {layout_text(c, L->call_prefix, mk, false, true), nm,
+                            layout_text(c, L->name_suffix, mk, true, false), args,
+                            layout_text(c, L->call_suffix, mk, false, false)};
+        gr_exlist_push(a, &alts, gr_ex_seq(a, parts, 5));
     }
     if (c->failed)
         return NULL;
     gr_ex_t *call = alts.fail ? NULL : gr_ex_alt(a, alts.v, alts.n);
-    gr_ex_t *more = parallel ? gr_ex_rep(a, gr_ex_seq2(a, layout_text(c, L->call_sep), call), 0, -1) : gr_ex_empty(a);
-    gr_ex_t *parts[] = {L->open_marker ? marker(c, L->open_marker) : gr_ex_empty(a), layout_text(c, L->open_text), call,
-                        more, layout_text(c, L->close_text)};
-    return gr_ex_seq(a, parts, 5);
+    gr_ex_t *more = parallel ? gr_ex_rep(a, gr_ex_seq2(a, layout_text(c, L->call_sep, mk, false, false), call), 0, -1)
+                             : gr_ex_empty(a);
+    gr_ex_t *parts[] = {layout_text(c, L->open, mk, false, false), call, more, layout_text(c, L->close, mk, false, false)};
+    return gr_ex_seq(a, parts, 4);
 }
 
 /* ---- entry ---------------------------------------------------------------------- */
@@ -317,9 +342,8 @@ int api_constraint_build(srv_t *s, http_req_t *r, const req_gen_t *gen, const ch
         *out = api_constraint_compile(s, k, &e);
         return *out ? 0 : reply_compile_error(r, k, &e);
     }
-    toolcall_force_layout_t L = {0};
-    if ((forced || auto_calls) && (!toolcall_force_layout(oc ? oc->tools : TOOLCALL_FORMAT_NONE, &L) ||
-                                   (auto_calls && !forced && !L.auto_trigger))) {
+    const toolcall_force_layout_t *L = toolcall_force_layout(oc ? oc->tools : TOOLCALL_FORMAT_NONE);
+    if ((forced || auto_calls) && (!L || (auto_calls && !forced && !L->auto_trigger))) {
         if (forced) {
             http_reply_error(r, 400, "this server's tool-call format cannot force a call (tool_choice)", "tool_choice",
                              NULL, NULL);
@@ -388,10 +412,10 @@ int api_constraint_build(srv_t *s, http_req_t *r, const req_gen_t *gen, const ch
     gr_ex_t *value = k->kind != REQ_CONSTRAINT_NONE ? constraint_expr(c, k, r) : NULL;
     if (!c->failed) {
         if (forced) {
-            body = calls_expr(c, &L, funcs, n_use, x->parallel_tool_calls, r);
+            body = calls_expr(c, L, funcs, n_use, x->parallel_tool_calls, r);
         } else if (auto_calls) {
-            gr_ex_t *calls = calls_expr(c, &L, funcs, n_use, x->parallel_tool_calls, r);
-            gr_ex_t *text_or_calls = gr_ex_seq2(a, text_without(c, L.auto_trigger),
+            gr_ex_t *calls = calls_expr(c, L, funcs, n_use, x->parallel_tool_calls, r);
+            gr_ex_t *text_or_calls = gr_ex_seq2(a, text_without(c, L->auto_trigger),
                                                 gr_ex_opt(a, gr_ex_seq2(a, calls, short_ws(c))));
             body = value ? gr_ex_alt2(a, value, calls) : text_or_calls;
         } else {

@@ -1,0 +1,93 @@
+/* test_toolcall_layout.c - the forced-call layouts (toolcall_layout.h)
+ * agree with the parsers: for every format with a layout, one call and two
+ * calls written in it (as a forced grammar makes the model write them, and
+ * with the optional spaces and newlines dropped) parse back into exactly
+ * those calls with no content; the formats without one are the families
+ * whose arguments are not one JSON object; the "auto" trigger is a marker
+ * and starts the layout. */
+#include <stdio.h>
+#include <string.h>
+
+#include "chat/parse/toolcall.h"
+#include "chat/parse/toolcall_layout.h"
+#include "tap.h"
+
+/* open CALL [sep CALL] close; compact: the free runs of spaces and
+ * newlines (toolcall_layout_space_free) dropped */
+static void compose(const toolcall_force_layout_t *L, bool two, bool compact, char *out, size_t cap)
+{
+    const char *pieces[] = {L->open,     L->call_prefix, "get_weather", L->name_suffix, "{\"city\": \"Paris\"}",
+                            L->call_suffix, two ? L->call_sep : "", two ? L->call_prefix : "", two ? "get_time" : "",
+                            two ? L->name_suffix : "", two ? "{}" : "", two ? L->call_suffix : "", L->close};
+    size_t w = 0;
+    for (size_t i = 0; i < sizeof pieces / sizeof *pieces; i++) {
+        bool layout = i != 2 && i != 4 && i != 8 && i != 10; /* names and arguments stay */
+        bool word_left = i == 3 || i == 9, word_right = i == 1 || i == 7; /* next to a name */
+        const char *p = pieces[i] ? pieces[i] : "";
+        for (size_t k = 0; p[k] && w + 1 < cap;) {
+            size_t run = compact && layout ? strspn(p + k, " \n") : 0;
+            if (run && toolcall_layout_space_free(p, k, k + run, word_left, word_right)) {
+                k += run;
+                continue;
+            }
+            size_t n = run ? run : 1;
+            for (size_t q = 0; q < n && w + 1 < cap; q++)
+                out[w++] = p[k + q];
+            k += n;
+        }
+    }
+    out[w] = '\0';
+}
+
+int main(void)
+{
+    int n_layouts = 0;
+    for (int f = 1; f < TOOLCALL_FORMAT_COUNT; f++) {
+        toolcall_format_t fmt = (toolcall_format_t)f;
+        const toolcall_format_desc_t *d = toolcall_format_desc(fmt);
+        const toolcall_force_layout_t *L = toolcall_force_layout(fmt);
+        if (!d)
+            continue;
+        bool json_args = d->layout == TOOLCALL_LAYOUT_JSON_OBJECT || d->layout == TOOLCALL_LAYOUT_JSON_NAMED ||
+                         d->layout == TOOLCALL_LAYOUT_NAME_JSON;
+        if (!L) {
+            /* only the families the layout cannot say, and the variants it names */
+            tap_ok(!json_args || d->id_close || d->string_delim || d->prompt_opens || fmt == TOOLCALL_FORMAT_KIMI_K2,
+                   "%s: no layout (arguments not one JSON object, or a variant with ids / indices / its own syntax)",
+                   d->name);
+            continue;
+        }
+        n_layouts++;
+        for (int v = 0; v < 4; v++) {
+            bool two = v & 1, compact = v & 2;
+            char text[1024];
+            compose(L, two, compact, text, sizeof text);
+            toolcall_config_t cfg = {fmt, NULL, NULL, 7, NULL};
+            toolcall_t *p = toolcall_parse(&cfg, text, strlen(text), NULL);
+            toolcall_call_t a, b;
+            bool ok = p && toolcall_count(p) == (two ? 2 : 1) && toolcall_get(p, 0, &a) &&
+                      !strcmp(a.name, "get_weather") && !strcmp(a.arguments, "{\"city\":\"Paris\"}") && a.complete &&
+                      (!two || (toolcall_get(p, 1, &b) && !strcmp(b.name, "get_time") && !strcmp(b.arguments, "{}"))) &&
+                      !toolcall_content(p, NULL);
+            if (!tap_ok(ok, "%s: %s call%s%s parse back", d->name, two ? "two" : "one", two ? "s" : "",
+                        compact ? " (compact)" : ""))
+                tap_diag("text: %s -> %d calls, content %s", text, p ? (int)toolcall_count(p) : -1,
+                         p && toolcall_content(p, NULL) ? toolcall_content(p, NULL) : "(none)");
+            toolcall_free(p);
+        }
+        if (L->auto_trigger) {
+            bool is_marker = toolcall_format_is_marker(fmt, L->auto_trigger);
+            char first[1024];
+            compose(L, false, false, first, sizeof first);
+            tap_ok(is_marker && !strncmp(first, L->auto_trigger, strlen(L->auto_trigger)) ==
+                                    (fmt != TOOLCALL_FORMAT_LLAMA3_JSON),
+                   "%s: the auto trigger %s is a marker%s", d->name, L->auto_trigger,
+                   fmt == TOOLCALL_FORMAT_LLAMA3_JSON ? " (llama3_json: <|python_tag|> precedes the calls)"
+                                                      : " and opens the calls");
+        }
+    }
+    tap_ok(n_layouts >= 14, "layouts for %d formats", n_layouts);
+    tap_ok(!toolcall_force_layout(TOOLCALL_FORMAT_NONE) && !toolcall_force_layout(TOOLCALL_FORMAT_COUNT),
+           "none for none or out of range");
+    return tap_done();
+}

@@ -7,6 +7,7 @@
 
 struct gr_lexer {
     gr_lexer_chunks_t c;    /* first: gr_lexer_state() reads it */
+    int32_t n_chunks;       /* chunk[0 .. n_chunks) are allocated */
     const gr_cfg_t *g;
     uint64_t serial;
     pthread_mutex_t mu;
@@ -25,9 +26,12 @@ static uint64_t mix(uint64_t h, uint64_t v)
 
 gr_lexer_t *gr_lexer_create(const gr_cfg_t *g)
 {
-    gr_lexer_t *lx = calloc(1, sizeof *lx);
+    /* the chunk table need not be cleared: chunks are made in order and
+     * only chunk[0 .. n_chunks) is ever read */
+    gr_lexer_t *lx = malloc(sizeof *lx);
     if (!lx)
         return NULL;
+    memset((char *)lx + sizeof lx->c, 0, sizeof *lx - sizeof lx->c);
     static uint64_t next_serial;
     lx->g = g;
     lx->serial = __atomic_add_fetch(&next_serial, 1, __ATOMIC_RELAXED);
@@ -54,7 +58,7 @@ void gr_lexer_free(gr_lexer_t *lx)
         free(s->pairs);
         free(s->acc);
     }
-    for (int c = 0; c < GR_LEXER_N_CHUNKS && lx->c.chunk[c]; c++)
+    for (int32_t c = 0; c < lx->n_chunks; c++)
         free(lx->c.chunk[c]);
     free(lx->slot);
     free(lx->slot_h);
@@ -128,11 +132,13 @@ static int32_t intern(gr_lexer_t *lx, const gr_lpair_t *p, int32_t n)
     if (lx->n >= GR_LEXER_MAX_STATES)
         return GR_LEXER_FULL;
     int32_t id = lx->n;
-    int c = id >> GR_LEXER_CHUNK_BITS;
-    if (!lx->c.chunk[c]) {
-        lx->c.chunk[c] = malloc(((size_t)1 << GR_LEXER_CHUNK_BITS) * sizeof(gr_lstate_t));
-        if (!lx->c.chunk[c])
+    int32_t c = id >> GR_LEXER_CHUNK_BITS;
+    if (c == lx->n_chunks) {
+        gr_lstate_t *chunk = malloc(((size_t)1 << GR_LEXER_CHUNK_BITS) * sizeof(gr_lstate_t));
+        if (!chunk)
             return GR_LEXER_FULL;
+        lx->c.chunk[c] = chunk;
+        lx->n_chunks++;
     }
     gr_lstate_t *s = gr_lexer_state(lx, id);
     memset(s, 0, sizeof *s);

@@ -278,8 +278,10 @@ if (SUITE === 'scripted') {
 // back through its parser as tool_calls with valid arguments, streamed or not.
 if (SUITE === 'format') {
   const FORMAT = process.env.FORMAT;
+  const XML = process.env.XML === '1'; // parameters written as elements (qwen3_coder, glm45, ...)
   const city = { type: 'function', function: { name: 'get_weather', strict: true,
-    parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 10 }, unit: { enum: ['C', 'F'] } },
+    parameters: { type: 'object', properties: { city: XML ? { type: 'string', enum: ['Paris', 'Oslo', 'New York'] }
+      : { type: 'string', maxLength: 10 }, unit: { enum: ['C', 'F'] }, days: { type: 'integer', minimum: 1, maximum: 7 } },
       required: ['city', 'unit'], additionalProperties: false } } };
   const zone = { type: 'function', function: { name: 'get_time',
     parameters: { type: 'object', properties: { zone: { type: 'integer', minimum: -12, maximum: 14 } }, required: ['zone'],
@@ -312,4 +314,35 @@ if (SUITE === 'format') {
     ok(finish === 'tool_calls' && name === 'get_weather' && validJson(args, city.function.parameters).ok && !content.trim(),
        `${FORMAT}: required streamed: valid arguments, no content`, { name, args, finish, content });
   });
+
+  if (XML) {
+    // (free text values are any text up to the closing tag: a story model
+    // never writes the tag, so that case is left to test_toolcall_layout)
+    await check(`${FORMAT}: raw and typed parameters`, async () => {
+      const note = { type: 'function', function: { name: 'save_note', strict: true, parameters: { type: 'object',
+        properties: { title: { enum: ['todo', 'idea'] }, tags: { type: 'array', items: { type: 'string', maxLength: 5 }, maxItems: 2 },
+          pinned: { type: 'boolean' }, score: { type: 'number', minimum: 0, maximum: 1 } },
+        required: ['title', 'tags', 'pinned'], additionalProperties: false } } };
+      const r = await client.chat.completions.create({ model: MODEL, messages: msgs, max_tokens: 300, tools: [note],
+        tool_choice: 'required', parallel_tool_calls: false, seed: 9, temperature: 1 });
+      const c = r.choices[0];
+      const call = c.message.tool_calls && c.message.tool_calls[0];
+      ok(c.finish_reason === 'tool_calls' && call && call.function.name === 'save_note' &&
+         validJson(call.function.arguments, note.function.parameters).ok,
+         `${FORMAT}: a raw enum, a JSON array, a boolean and a number come back as valid arguments`, c);
+    });
+    await check(`${FORMAT}: a string length bound on a raw parameter`, async () => {
+      const tool = (strict) => ({ type: 'function', function: { name: 'f', strict,
+        parameters: { type: 'object', properties: { s: { type: 'string', maxLength: 4 } }, required: ['s'] } } });
+      const r = await post('/v1/chat/completions', { model: MODEL, messages: msgs, max_tokens: 40, tools: [tool(true)],
+        tool_choice: 'required' });
+      ok(r.status === 400 && /maxLength/.test(r.json.error.message) && /properties\.s/.test(r.json.error.param || ''),
+         `${FORMAT}: strict: 400 naming maxLength and the parameter`, r.json);
+      const r2 = await post('/v1/chat/completions', { model: MODEL, messages: msgs, max_tokens: 40, tools: [tool(false)],
+        tool_choice: 'required', parallel_tool_calls: false });
+      const c2 = r2.json.choices && r2.json.choices[0];
+      ok(r2.status === 200 && c2 && c2.message.tool_calls && c2.message.tool_calls[0].function.name === 'f',
+         `${FORMAT}: not strict: the call is forced, the bound left to the model`, r2.json);
+    });
+  }
 }

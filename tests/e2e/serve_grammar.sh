@@ -5,8 +5,9 @@
 # validated by ajv + ajv-formats:
 #  1. stories260K with the hermes tools template, no reasoning parser;
 #  2. the scripted fixture model (reasoning + tool-call scripts);
-#  3. stories260K with other tool-call parsers (one per layout family):
-#     forced calls in that format come back through its parser.
+#  3. stories260K with other tool-call parsers (JSON-object, named-JSON,
+#     name+JSON and XML-parameter layouts): forced calls in that format
+#     come back through its parser.
 # Emits TAP.
 . "$(dirname "$0")/lib.sh"
 
@@ -18,11 +19,12 @@ if ! start_server "$LLM_FCGI" serve -m "$MODEL_FILE" --served-model-name stories
         --parallel 4 --threads 1 --ctx-size 1024 --chat-template "$TOP_SRCDIR/tests/e2e/tools_template.jinja" \
         --reasoning-parser none; then
     ok 1 "llm-fcgi starts (stories260K)"
-    for fmt in granite deepseek_v31 apertus gigachat31 deepseek_v3; do
+    for fmt in granite deepseek_v31 apertus gigachat31 deepseek_v3 qwen3_coder glm45 minimax_m2; do
+    case $fmt in qwen3_coder|glm45|minimax_m2) xml=1 ;; *) xml=0 ;; esac
     MODEL_FILE=${LLM_MODELS_DIR:-$TOP_SRCDIR/../shared/models}/stories260K.gguf
     if start_server "$LLM_FCGI" serve -m "$MODEL_FILE" --served-model-name stories --threads 1 --ctx-size 1024 \
             --chat-template "$TOP_SRCDIR/tests/e2e/tools_template.jinja" --reasoning-parser none --tool-call-parser "$fmt"; then
-        BASE=$BASE MODEL=stories SUITE=format FORMAT=$fmt run_node "$TOP_SRCDIR/tests/e2e/grammar.test.mjs"
+        BASE=$BASE MODEL=stories SUITE=format FORMAT=$fmt XML=$xml run_node "$TOP_SRCDIR/tests/e2e/grammar.test.mjs"
         stop_server
     else
         ok 1 "llm-fcgi starts (stories260K, --tool-call-parser $fmt)"
@@ -44,11 +46,12 @@ if start_server "$LLM_FCGI" serve -m "$MODEL_FILE" --served-model-name scripted 
 else
     ok 1 "llm-fcgi starts (scripted)"
 fi
-for fmt in granite deepseek_v31 apertus gigachat31 deepseek_v3; do
+for fmt in granite deepseek_v31 apertus gigachat31 deepseek_v3 qwen3_coder glm45 minimax_m2; do
+    case $fmt in qwen3_coder|glm45|minimax_m2) xml=1 ;; *) xml=0 ;; esac
     MODEL_FILE=${LLM_MODELS_DIR:-$TOP_SRCDIR/../shared/models}/stories260K.gguf
     if start_server "$LLM_FCGI" serve -m "$MODEL_FILE" --served-model-name stories --threads 1 --ctx-size 1024 \
             --chat-template "$TOP_SRCDIR/tests/e2e/tools_template.jinja" --reasoning-parser none --tool-call-parser "$fmt"; then
-        BASE=$BASE MODEL=stories SUITE=format FORMAT=$fmt run_node "$TOP_SRCDIR/tests/e2e/grammar.test.mjs"
+        BASE=$BASE MODEL=stories SUITE=format FORMAT=$fmt XML=$xml run_node "$TOP_SRCDIR/tests/e2e/grammar.test.mjs"
         stop_server
     else
         ok 1 "llm-fcgi starts (stories260K, --tool-call-parser $fmt)"

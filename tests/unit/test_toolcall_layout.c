@@ -2,9 +2,9 @@
  * agree with the parsers: for every format with a layout, one call and two
  * calls written in it (as a forced grammar makes the model write them, and
  * with the optional spaces and newlines dropped) parse back into exactly
- * those calls with no content; the formats without one are the families
- * whose arguments are not one JSON object; the "auto" trigger is a marker
- * and starts the layout. */
+ * those calls with no content; the formats without one are pythonic,
+ * harmony and the variants the layout cannot say; the "auto" trigger is a
+ * marker and starts the layout. */
 #include <stdio.h>
 #include <string.h>
 
@@ -13,12 +13,18 @@
 #include "tap.h"
 
 /* open CALL [sep CALL] close; compact: the free runs of spaces and
- * newlines (toolcall_layout_space_free) dropped */
+ * newlines (toolcall_layout_space_free) dropped. The arguments: JSON, or
+ * in the XML-style layouts the parameter element (a raw string value). */
 static void compose(const toolcall_force_layout_t *L, bool two, bool compact, char *out, size_t cap)
 {
-    const char *pieces[] = {L->open,     L->call_prefix, "get_weather", L->name_suffix, "{\"city\": \"Paris\"}",
+    char city[256];
+    if (L->param_open)
+        snprintf(city, sizeof city, "%scity%sParis%s", L->param_open, L->param_mid, L->param_close);
+    else
+        snprintf(city, sizeof city, "{\"city\": \"Paris\"}");
+    const char *pieces[] = {L->open,     L->call_prefix, "get_weather", L->name_suffix, city,
                             L->call_suffix, two ? L->call_sep : "", two ? L->call_prefix : "", two ? "get_time" : "",
-                            two ? L->name_suffix : "", two ? "{}" : "", two ? L->call_suffix : "", L->close};
+                            two ? L->name_suffix : "", two && !L->param_open ? "{}" : "", two ? L->call_suffix : "", L->close};
     size_t w = 0;
     for (size_t i = 0; i < sizeof pieces / sizeof *pieces; i++) {
         bool layout = i != 2 && i != 4 && i != 8 && i != 10; /* names and arguments stay */
@@ -48,12 +54,13 @@ int main(void)
         const toolcall_force_layout_t *L = toolcall_force_layout(fmt);
         if (!d)
             continue;
-        bool json_args = d->layout == TOOLCALL_LAYOUT_JSON_OBJECT || d->layout == TOOLCALL_LAYOUT_JSON_NAMED ||
-                         d->layout == TOOLCALL_LAYOUT_NAME_JSON;
+        bool sayable = d->layout == TOOLCALL_LAYOUT_JSON_OBJECT || d->layout == TOOLCALL_LAYOUT_JSON_NAMED ||
+                       d->layout == TOOLCALL_LAYOUT_NAME_JSON || d->layout == TOOLCALL_LAYOUT_NAME_PARAMS;
         if (!L) {
             /* only the families the layout cannot say, and the variants it names */
-            tap_ok(!json_args || d->id_close || d->string_delim || d->prompt_opens || fmt == TOOLCALL_FORMAT_KIMI_K2,
-                   "%s: no layout (arguments not one JSON object, or a variant with ids / indices / its own syntax)",
+            tap_ok(!sayable || d->id_close || d->string_delim || d->prompt_opens || fmt == TOOLCALL_FORMAT_KIMI_K2 ||
+                       d->name_attr || d->value_attr || !d->value_close,
+                   "%s: no layout (pythonic, harmony, or a variant with ids / indices / typed values / its own syntax)",
                    d->name);
             continue;
         }
@@ -86,7 +93,7 @@ int main(void)
                                                       : " and opens the calls");
         }
     }
-    tap_ok(n_layouts >= 14, "layouts for %d formats", n_layouts);
+    tap_ok(n_layouts >= 20, "layouts for %d formats", n_layouts);
     tap_ok(!toolcall_force_layout(TOOLCALL_FORMAT_NONE) && !toolcall_force_layout(TOOLCALL_FORMAT_COUNT),
            "none for none or out of range");
     return tap_done();

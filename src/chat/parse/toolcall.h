@@ -455,4 +455,11 @@ toolcall_format_t toolcall_format_detect(const char *tmpl, size_t len);
 lf_code_t toolcall_format_from_name(const char *name, toolcall_format_t *fmt, lf_err_t *err);
 const char *toolcall_format_name(toolcall_format_t fmt);
 
+/* Whether the XML-style formats' parameter of this schema is read as a
+ * raw string (its text, one newline at each end dropped, becomes a JSON
+ * string) rather than a typed value: string types, enums, or no type (NULL
+ * schema included). The grammar of forced calls writes such a value as
+ * raw text, any other as JSON (toolcall_layout.h). */
+bool toolcall_param_raw_string(const struct json_object *schema);
+
 #endif

@@ -41,8 +41,11 @@ static const char *leading_marker(const toolcall_format_desc_t *d, const char *p
 static bool derive(const toolcall_format_desc_t *d, toolcall_force_layout_t *L)
 {
     /* variants the layout cannot say: call ids or per-call indices in the
-     * header, Gemma's object syntax, a name opened by the prompt */
-    if (d->id_close || d->string_delim || d->prompt_opens || d->format == TOOLCALL_FORMAT_KIMI_K2)
+     * header, Gemma's object syntax, a name opened by the prompt, typed
+     * value attributes, element values */
+    if (d->id_close || d->string_delim || d->prompt_opens || d->format == TOOLCALL_FORMAT_KIMI_K2 || d->name_attr ||
+        d->name_end || d->value_attr || d->key_end || d->item_tag ||
+        (d->layout == TOOLCALL_LAYOUT_NAME_PARAMS && (!d->key_open || !d->value_close || d->args_open)))
         return false;
     L->open = d->section_open ? d->section_open : "";
     L->close = d->section_close ? d->section_close : "";
@@ -60,6 +63,19 @@ static bool derive(const toolcall_format_desc_t *d, toolcall_force_layout_t *L)
         L->call_prefix = cat(d->call_open, "{\"", NULL);
         L->name_suffix = "\": ";
         L->call_suffix = cat("}", d->call_close, NULL);
+        break;
+    case TOOLCALL_LAYOUT_NAME_PARAMS: /* call_open N name_close, then key_open K key_close [value_open] V value_close */
+        L->open = d->section_open ? cat(d->section_open, "\n", NULL) : "";
+        L->close = d->section_close ? cat("\n", d->section_close, NULL) : "";
+        L->call_sep = d->call_sep ? d->call_sep : "\n";
+        L->call_prefix = cat(d->call_open, d->name_prefix, NULL);
+        /* glm45 has no name_close: the name ends at the newline */
+        L->name_suffix = d->name_close ? cat(d->name_close, "\n", NULL) : "\n";
+        L->call_suffix = cat("\n", d->call_close, NULL);
+        L->param_open = d->key_open;
+        L->param_mid = d->value_open ? cat(d->key_close, "\n", d->value_open) : d->key_close;
+        L->param_close = d->value_close;
+        L->param_sep = "\n";
         break;
     case TOOLCALL_LAYOUT_NAME_JSON: /* name_prefix N name_close [args_open] {...} [args_close] */
         if (!d->name_close)

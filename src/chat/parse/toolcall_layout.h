@@ -7,7 +7,11 @@
  *   open CALL (call_sep CALL)* close
  *   CALL = call_prefix NAME name_suffix ARGUMENTS call_suffix
  * NAME is the function name as JSON string content, ARGUMENTS the JSON
- * object of the function's parameters. The pieces may contain the format's
+ * object of the function's parameters, or, in the XML-style formats
+ * (param_open set), one element per parameter:
+ *   param_open KEY param_mid VALUE param_close, param_sep between them,
+ * VALUE raw text when the parser reads the parameter as a raw string
+ * (toolcall_param_raw_string), a JSON value otherwise. The pieces may contain the format's
  * control tokens (markers[], e.g. "<tool_call>"): the grammar accepts such
  * a marker as the special token or as its text. auto_trigger is the text
  * whose appearance starts the calls in "auto" mode (NULL: the format has no
@@ -21,12 +25,12 @@
  * (toolcall_layout_space_free).
  *
  * The layouts come from the formats' descriptions (toolcall.h) for the
- * families whose arguments are one JSON object: JSON_OBJECT, JSON_NAMED and
- * NAME_JSON (except the variants with call ids, per-call indices, Gemma's
- * object syntax or a name opened by the prompt), plus the hermes,
- * llama3_json and mistral rows written by hand. Formats without a layout
- * (the NAME_PARAMS / XML, pythonic and harmony families) cannot force calls:
- * the server answers 400 for tool_choice "required" / named then.
+ * families JSON_OBJECT, JSON_NAMED, NAME_JSON and NAME_PARAMS (except the
+ * variants with call ids, per-call indices, Gemma's object syntax, a name
+ * opened by the prompt, typed value attributes or element values), plus the
+ * hermes, llama3_json and mistral rows written by hand. Formats without a
+ * layout (pythonic, harmony and those variants) cannot force calls: the
+ * server answers 400 for tool_choice "required" / named then.
  *
  * The returned layout is static and immutable (thread-safe).
  */
@@ -43,6 +47,7 @@ typedef struct {
     const char *call_sep;
     const char *auto_trigger;
     const char *const *markers; /* NULL-terminated */
+    const char *param_open, *param_mid, *param_close, *param_sep; /* XML-style; NULL: JSON arguments */
 } toolcall_force_layout_t;
 
 /* The layout of fmt; NULL when the format has none. */

@@ -359,6 +359,19 @@ bool tc_pyliteral_json(toolcall_t *tc, buf_t *out, const char *s, size_t n)
 
 /* ---- typing ------------------------------------------------------------- */
 
+static bool raw_string_type(json_object *schema, const char *t)
+{
+    return !schema || starts(t, "str") || !strcmp(t, "text") || starts(t, "varchar") || starts(t, "char") ||
+           !strcmp(t, "enum") || (!t[0] && !member(schema, "anyOf") && !member(schema, "oneOf"));
+}
+
+bool toolcall_param_raw_string(const struct json_object *schema)
+{
+    char t[32];
+    schema_type((json_object *)schema, t, sizeof t);
+    return raw_string_type((json_object *)schema, t);
+}
+
 /* Types a raw value by its schema (see tc_param_json). */
 static void value_typed(toolcall_t *tc, buf_t *out, json_object *schema, const char *raw, size_t n)
 {
@@ -373,8 +386,7 @@ static void value_typed(toolcall_t *tc, buf_t *out, json_object *schema, const c
     }
     char t[32];
     schema_type(schema, t, sizeof t);
-    if (!schema || starts(t, "str") || !strcmp(t, "text") || starts(t, "varchar") || starts(t, "char") ||
-        !strcmp(t, "enum") || (!t[0] && !member(schema, "anyOf") && !member(schema, "oneOf"))) {
+    if (raw_string_type(schema, t)) {
         tc_json_string(tc, out, raw, n);
         return;
     }

@@ -197,6 +197,102 @@ static gr_ex_t *layout_text(cb_t *c, const char *s, const char *const *markers, 
     return l.fail ? NULL : gr_ex_seq(a, l.v, l.n);
 }
 
+/* Refuses (400 naming the tool's parameters) a keyword that the XML-style
+ * layout cannot honour under strict; false when it replied. */
+static bool params_keyword_ok(cb_t *c, json_object *schema, const char *const *refused, bool strict, const char *param,
+                              const char *where, http_req_t *r)
+{
+    for (const char *const *k = refused; strict && *k; k++)
+        if (jget(schema, *k)) {
+            char msg[400];
+            snprintf(msg, sizeof msg,
+                     "%s: '%s' %s cannot be enforced when the tool-call format writes each parameter as an element "
+                     "(set \"strict\": false on the function to allow it unenforced)",
+                     param, *k, where);
+            http_reply_error(r, 400, msg, param, "unsupported_parameter", NULL);
+            c->failed = true;
+            return false;
+        }
+    return true;
+}
+
+/* The value of one parameter in the XML-style formats: raw text when the
+ * parser reads the parameter as a raw string (an enum as its literals,
+ * else any text without the closing markup; one newline at each end is
+ * the markup's, as the parser drops it), else a JSON value of its schema. */
+static gr_ex_t *param_value(cb_t *c, const toolcall_force_layout_t *L, json_object *ps, bool strict, const char *param,
+                            http_req_t *r)
+{
+    gr_arena_t *a = &c->a;
+    if (!toolcall_param_raw_string(ps)) {
+        gr_schema_opts_t so = {0};
+        gr_ex_t *ws = gr_schema_ws(a, &so);
+        gr_ex_t *v = schema_value(c, ps, strict, false, param, r);
+        return v ? gr_ex_seq3(a, ws, v, ws) : NULL;
+    }
+    static const char *const refused[] = {"pattern", "format", "minLength", "maxLength", "not", NULL};
+    if (!params_keyword_ok(c, ps, refused, strict, param, "on a raw string parameter", r))
+        return NULL;
+    gr_ex_t *nl = gr_ex_opt(a, gr_ex_str(a, "\n"));
+    json_object *en = jget(ps, "enum"), *cst = jget(ps, "const");
+    gr_ex_t *body = NULL;
+    if (cst || (en && json_object_is_type(en, json_type_array))) {
+        gr_exlist_t l = {0};
+        size_t n = cst ? 1 : json_object_array_length(en);
+        for (size_t i = 0; i < n; i++) {
+            json_object *v = cst ? cst : json_object_array_get_idx(en, i);
+            if (json_object_is_type(v, json_type_string))
+                gr_exlist_push(a, &l, gr_ex_bytes(a, json_object_get_string(v), (size_t)json_object_get_string_len(v)));
+        }
+        if (l.n == 0) {
+            http_reply_error(r, 400, "a raw string parameter's enum has no string value", param, NULL, NULL);
+            c->failed = true;
+            return NULL;
+        }
+        body = l.fail ? NULL : gr_ex_alt(a, l.v, l.n);
+    } else {
+        body = text_without(c, L->param_close);
+    }
+    return body ? gr_ex_seq3(a, nl, body, nl) : NULL;
+}
+
+/* ARGUMENTS in the XML-style formats: one element per property of the
+ * function's object schema, in the schema's order, the required ones
+ * always, the others optional. */
+static gr_ex_t *params_expr(cb_t *c, const toolcall_force_layout_t *L, json_object *params, bool strict,
+                            const char *param, http_req_t *r)
+{
+    gr_arena_t *a = &c->a;
+    static const char *const refused[] = {"patternProperties", "allOf", "anyOf", "oneOf", "$ref", "minProperties",
+                                          "maxProperties", "dependentRequired", "if", "not", NULL};
+    if (!params_keyword_ok(c, params, refused, strict, param, "at the top of the parameters", r))
+        return NULL;
+    json_object *props = jget(params, "properties"), *req = jget(params, "required");
+    gr_exlist_t l = {0};
+    bool first = true;
+    if (!props || !json_object_is_type(props, json_type_object))
+        return gr_ex_empty(a); /* no parameters */
+    json_object_object_foreach(props, key, ps)
+    {
+        bool required = false;
+        for (size_t i = 0; req && json_object_is_type(req, json_type_array) && i < json_object_array_length(req); i++)
+            required = required || !strcmp(json_object_get_string(json_object_array_get_idx(req, i)), key);
+        char pp[160];
+        snprintf(pp, sizeof pp, "%s.properties.%s", param, key);
+        gr_ex_t *v = param_value(c, L, ps, strict, pp, r);
+        if (!v)
+            return NULL;
+        const char *const *mk = L->markers;
+        gr_ex_t *parts[] = {first ? gr_ex_empty(a) : layout_text(c, L->param_sep, mk, false, false),
+                            layout_text(c, L->param_open, mk, false, true), gr_ex_str(a, key),
+                            layout_text(c, L->param_mid, mk, true, false), v, layout_text(c, L->param_close, mk, false, false)};
+        gr_ex_t *elem = gr_ex_seq(a, parts, 6);
+        gr_exlist_push(a, &l, required ? elem : gr_ex_opt(a, elem));
+        first = false;
+    }
+    return l.fail ? NULL : gr_ex_seq(a, l.v, l.n);
+}
+
 /* The forced / allowed calls; funcs: the tools to offer (objects). */
 static gr_ex_t *calls_expr(cb_t *c, const toolcall_force_layout_t *L, json_object **funcs, size_t n, bool parallel,
                            http_req_t *r)
@@ -213,7 +309,7 @@ static gr_ex_t *calls_expr(cb_t *c, const toolcall_force_layout_t *L, json_objec
         char param[80];
         snprintf(param, sizeof param, "tools[%zu].function.parameters", i);
         bool st = strict && json_object_is_type(strict, json_type_boolean) && json_object_get_boolean(strict);
-        gr_ex_t *args = schema_value(c, params, st, false, param, r);
+        gr_ex_t *args = L->param_open ? params_expr(c, L, params, st, param, r) : schema_value(c, params, st, false, param, r);
         json_object_put(def);
         if (!args)
             return NULL;

@@ -289,7 +289,7 @@ if (SUITE === 'format') {
   const argsValid = (call, tool) => validJson(call.function.arguments, tool.function.parameters);
 
   await check(`${FORMAT}: tool_choice named`, async () => {
-    const r = await client.chat.completions.create({ model: MODEL, messages: msgs, max_tokens: 200, tools: [city, zone],
+    const r = await client.chat.completions.create({ model: MODEL, messages: msgs, max_tokens: 600, tools: [city, zone],
       tool_choice: { type: 'function', function: { name: 'get_time' } }, parallel_tool_calls: false, seed: 3, temperature: 1 });
     const c = r.choices[0];
     const call = c.message.tool_calls && c.message.tool_calls[0];
@@ -298,7 +298,7 @@ if (SUITE === 'format') {
   });
 
   await check(`${FORMAT}: tool_choice required, streamed`, async () => {
-    const s = await client.chat.completions.create({ model: MODEL, messages: msgs, max_tokens: 200, tools: [city],
+    const s = await client.chat.completions.create({ model: MODEL, messages: msgs, max_tokens: 600, tools: [city],
       tool_choice: 'required', parallel_tool_calls: false, stream: true, seed: 5, temperature: 1 });
     let args = '', name = null, finish = null, content = '';
     for await (const ch of s) {
@@ -323,7 +323,7 @@ if (SUITE === 'format') {
         properties: { title: { enum: ['todo', 'idea'] }, tags: { type: 'array', items: { type: 'string', maxLength: 5 }, maxItems: 2 },
           pinned: { type: 'boolean' }, score: { type: 'number', minimum: 0, maximum: 1 } },
         required: ['title', 'tags', 'pinned'], additionalProperties: false } } };
-      const r = await client.chat.completions.create({ model: MODEL, messages: msgs, max_tokens: 300, tools: [note],
+      const r = await client.chat.completions.create({ model: MODEL, messages: msgs, max_tokens: 600, tools: [note],
         tool_choice: 'required', parallel_tool_calls: false, seed: 9, temperature: 1 });
       const c = r.choices[0];
       const call = c.message.tool_calls && c.message.tool_calls[0];
@@ -338,7 +338,7 @@ if (SUITE === 'format') {
         tool_choice: 'required' });
       ok(r.status === 400 && /maxLength/.test(r.json.error.message) && /properties\.s/.test(r.json.error.param || ''),
          `${FORMAT}: strict: 400 naming maxLength and the parameter`, r.json);
-      const r2 = await post('/v1/chat/completions', { model: MODEL, messages: msgs, max_tokens: 40, tools: [tool(false)],
+      const r2 = await post('/v1/chat/completions', { model: MODEL, messages: msgs, max_tokens: 300, tools: [tool(false)],
         tool_choice: 'required', parallel_tool_calls: false });
       const c2 = r2.json.choices && r2.json.choices[0];
       ok(r2.status === 200 && c2 && c2.message.tool_calls && c2.message.tool_calls[0].function.name === 'f',

@@ -5,6 +5,7 @@
  * those calls with no content; the formats without one are pythonic,
  * harmony and the variants the layout cannot say; the "auto" trigger is a
  * marker and starts the layout. */
+#include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,11 +18,12 @@
  * in the XML-style layouts the parameter element (a raw string value). */
 static void compose(const toolcall_force_layout_t *L, bool two, bool compact, char *out, size_t cap)
 {
-    char city[256];
-    if (L->param_open)
-        snprintf(city, sizeof city, "%scity%sParis%s", L->param_open, L->param_mid, L->param_close);
+    char city[512];
+    if (L->param_open) /* a raw string and a typed value */
+        snprintf(city, sizeof city, "%scity%sParis%s%s%sdays%s3%s", L->param_open, L->param_mid_raw, L->param_close,
+                 L->param_sep, L->param_open, L->param_mid_json, L->param_close);
     else
-        snprintf(city, sizeof city, "{\"city\": \"Paris\"}");
+        snprintf(city, sizeof city, "{\"city\": \"Paris\", \"days\": 3}");
     const char *pieces[] = {L->open,     L->call_prefix, "get_weather", L->name_suffix, city,
                             L->call_suffix, two ? L->call_sep : "", two ? L->call_prefix : "", two ? "get_time" : "",
                             two ? L->name_suffix : "", two && !L->param_open ? "{}" : "", two ? L->call_suffix : "", L->close};
@@ -45,8 +47,15 @@ static void compose(const toolcall_force_layout_t *L, bool two, bool compact, ch
     out[w] = '\0';
 }
 
+/* The request's tools: the XML-style parsers type a value by its schema. */
+static const char tools_json[] =
+    "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": {\"type\": \"object\","
+    " \"properties\": {\"city\": {\"type\": \"string\"}, \"days\": {\"type\": \"integer\"}}}}},"
+    " {\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"parameters\": {\"type\": \"object\"}}}]";
+
 int main(void)
 {
+    json_object *tools = json_tokener_parse(tools_json);
     int n_layouts = 0;
     for (int f = 1; f < TOOLCALL_FORMAT_COUNT; f++) {
         toolcall_format_t fmt = (toolcall_format_t)f;
@@ -59,7 +68,7 @@ int main(void)
         if (!L) {
             /* only the families the layout cannot say, and the variants it names */
             tap_ok(!sayable || d->id_close || d->string_delim || d->prompt_opens || fmt == TOOLCALL_FORMAT_KIMI_K2 ||
-                       d->name_attr || d->value_attr || !d->value_close,
+                       d->name_attr || (d->value_attr && !d->value_attr_json) || !d->value_close,
                    "%s: no layout (pythonic, harmony, or a variant with ids / indices / typed values / its own syntax)",
                    d->name);
             continue;
@@ -69,11 +78,11 @@ int main(void)
             bool two = v & 1, compact = v & 2;
             char text[1024];
             compose(L, two, compact, text, sizeof text);
-            toolcall_config_t cfg = {fmt, NULL, NULL, 7, NULL};
+            toolcall_config_t cfg = {fmt, NULL, NULL, 7, tools};
             toolcall_t *p = toolcall_parse(&cfg, text, strlen(text), NULL);
             toolcall_call_t a, b;
             bool ok = p && toolcall_count(p) == (two ? 2 : 1) && toolcall_get(p, 0, &a) &&
-                      !strcmp(a.name, "get_weather") && !strcmp(a.arguments, "{\"city\":\"Paris\"}") && a.complete &&
+                      !strcmp(a.name, "get_weather") && !strcmp(a.arguments, "{\"city\":\"Paris\",\"days\":3}") && a.complete &&
                       (!two || (toolcall_get(p, 1, &b) && !strcmp(b.name, "get_time") && !strcmp(b.arguments, "{}"))) &&
                       !toolcall_content(p, NULL);
             if (!tap_ok(ok, "%s: %s call%s%s parse back", d->name, two ? "two" : "one", two ? "s" : "",
@@ -96,5 +105,6 @@ int main(void)
     tap_ok(n_layouts >= 20, "layouts for %d formats", n_layouts);
     tap_ok(!toolcall_force_layout(TOOLCALL_FORMAT_NONE) && !toolcall_force_layout(TOOLCALL_FORMAT_COUNT),
            "none for none or out of range");
+    json_object_put(tools);
     return tap_done();
 }

@@ -44,7 +44,7 @@ static bool derive(const toolcall_format_desc_t *d, toolcall_force_layout_t *L)
      * header, Gemma's object syntax, a name opened by the prompt, typed
      * value attributes, element values */
     if (d->id_close || d->string_delim || d->prompt_opens || d->format == TOOLCALL_FORMAT_KIMI_K2 || d->name_attr ||
-        d->name_end || d->value_attr || d->key_end || d->item_tag ||
+        d->name_end || (d->value_attr && (!d->value_attr_string || !d->value_attr_json)) || d->item_tag ||
         (d->layout == TOOLCALL_LAYOUT_NAME_PARAMS && (!d->key_open || !d->value_close || d->args_open)))
         return false;
     L->open = d->section_open ? d->section_open : "";
@@ -73,8 +73,19 @@ static bool derive(const toolcall_format_desc_t *d, toolcall_force_layout_t *L)
         L->name_suffix = d->name_close ? cat(d->name_close, "\n", NULL) : "\n";
         L->call_suffix = cat("\n", d->call_close, NULL);
         L->param_open = d->key_open;
-        L->param_mid = d->value_open ? cat(d->key_close, "\n", d->value_open) : d->key_close;
+        if (d->value_attr) { /* key_close value_attr FLAG" key_end: DSML's string="true" / "false" */
+            L->param_mid_raw = cat(d->key_close, d->value_attr, cat(d->value_attr_string, "\"", d->key_end));
+            L->param_mid_json = cat(d->key_close, d->value_attr, cat(d->value_attr_json, "\"", d->key_end));
+        } else {
+            L->param_mid_raw = cat(d->key_close, d->key_end, NULL);
+            L->param_mid_json = L->param_mid_raw;
+        }
+        if (d->value_open) {
+            L->param_mid_raw = cat(L->param_mid_raw, "\n", d->value_open);
+            L->param_mid_json = cat(L->param_mid_json, "\n", d->value_open);
+        }
         L->param_close = d->value_close;
+        L->raw_newlines = !d->value_attr; /* typed by the schema, the newlines trimmed (toolcall_params.c) */
         L->param_sep = "\n";
         break;
     case TOOLCALL_LAYOUT_NAME_JSON: /* name_prefix N name_close [args_open] {...} [args_close] */

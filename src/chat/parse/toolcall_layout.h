@@ -11,7 +11,9 @@
  * (param_open set), one element per parameter:
  *   param_open KEY param_mid VALUE param_close, param_sep between them,
  * VALUE raw text when the parser reads the parameter as a raw string
- * (toolcall_param_raw_string), a JSON value otherwise. The pieces may contain the format's
+ * (toolcall_param_raw_string), a JSON value otherwise; param_mid is
+ * param_mid_raw or param_mid_json accordingly (they differ where the format
+ * types the value with an attribute: DeepSeek's string="true|false"). The pieces may contain the format's
  * control tokens (markers[], e.g. "<tool_call>"): the grammar accepts such
  * a marker as the special token or as its text. auto_trigger is the text
  * whose appearance starts the calls in "auto" mode (NULL: the format has no
@@ -27,7 +29,8 @@
  * The layouts come from the formats' descriptions (toolcall.h) for the
  * families JSON_OBJECT, JSON_NAMED, NAME_JSON and NAME_PARAMS (except the
  * variants with call ids, per-call indices, Gemma's object syntax, a name
- * opened by the prompt, typed value attributes or element values), plus the
+ * opened by the prompt, a value type attribute other than a raw/JSON flag,
+ * or element values), plus the
  * hermes, llama3_json and mistral rows written by hand. Formats without a
  * layout (pythonic, harmony and those variants) cannot force calls: the
  * server answers 400 for tool_choice "required" / named then.
@@ -47,7 +50,10 @@ typedef struct {
     const char *call_sep;
     const char *auto_trigger;
     const char *const *markers; /* NULL-terminated */
-    const char *param_open, *param_mid, *param_close, *param_sep; /* XML-style; NULL: JSON arguments */
+    /* XML-style parameters; param_open NULL: JSON arguments */
+    const char *param_open, *param_mid_raw, *param_mid_json, *param_close, *param_sep;
+    bool raw_newlines; /* one newline at each end of a raw value is markup (the
+                        * parser drops it); false: the value is taken as it is */
 } toolcall_force_layout_t;
 
 /* The layout of fmt; NULL when the format has none. */

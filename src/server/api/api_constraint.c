@@ -218,8 +218,9 @@ static bool params_keyword_ok(cb_t *c, json_object *schema, const char *const *r
 
 /* The value of one parameter in the XML-style formats: raw text when the
  * parser reads the parameter as a raw string (an enum as its literals,
- * else any text without the closing markup; one newline at each end is
- * the markup's, as the parser drops it), else a JSON value of its schema. */
+ * else any text without the closing markup; one newline at each end may be
+ * the markup's where the parser drops it), else a JSON value of its
+ * schema. */
 static gr_ex_t *param_value(cb_t *c, const toolcall_force_layout_t *L, json_object *ps, bool strict, const char *param,
                             http_req_t *r)
 {
@@ -233,7 +234,7 @@ static gr_ex_t *param_value(cb_t *c, const toolcall_force_layout_t *L, json_obje
     static const char *const refused[] = {"pattern", "format", "minLength", "maxLength", "not", NULL};
     if (!params_keyword_ok(c, ps, refused, strict, param, "on a raw string parameter", r))
         return NULL;
-    gr_ex_t *nl = gr_ex_opt(a, gr_ex_str(a, "\n"));
+    gr_ex_t *nl = L->raw_newlines ? gr_ex_opt(a, gr_ex_str(a, "\n")) : gr_ex_empty(a);
     json_object *en = jget(ps, "enum"), *cst = jget(ps, "const");
     gr_ex_t *body = NULL;
     if (cst || (en && json_object_is_type(en, json_type_array))) {
@@ -285,7 +286,8 @@ static gr_ex_t *params_expr(cb_t *c, const toolcall_force_layout_t *L, json_obje
         const char *const *mk = L->markers;
         gr_ex_t *parts[] = {first ? gr_ex_empty(a) : layout_text(c, L->param_sep, mk, false, false),
                             layout_text(c, L->param_open, mk, false, true), gr_ex_str(a, key),
-                            layout_text(c, L->param_mid, mk, true, false), v, layout_text(c, L->param_close, mk, false, false)};
+                            layout_text(c, toolcall_param_raw_string(ps) ? L->param_mid_raw : L->param_mid_json, mk, true, false),
+                            v, layout_text(c, L->param_close, mk, false, false)};
         gr_ex_t *elem = gr_ex_seq(a, parts, 6);
         gr_exlist_push(a, &l, required ? elem : gr_ex_opt(a, elem));
         first = false;

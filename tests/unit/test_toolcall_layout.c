@@ -14,9 +14,17 @@
 #include "tap.h"
 
 /* open CALL [sep CALL] close; compact: the free runs of spaces and
- * newlines (toolcall_layout_space_free) dropped. The arguments: JSON, or
- * in the XML-style layouts the parameter element (a raw string value). */
+ * newlines (toolcall_layout_space_free) dropped; spacious: a newline and a
+ * space in every gap between pieces (toolcall_layout_gap). The arguments:
+ * JSON, or in the XML-style layouts the parameter elements (a raw string
+ * and a typed value). */
+static void compose_x(const toolcall_force_layout_t *L, bool two, bool compact, bool spacious, char *out, size_t cap);
 static void compose(const toolcall_force_layout_t *L, bool two, bool compact, char *out, size_t cap)
+{
+    compose_x(L, two, compact, false, out, cap);
+}
+
+static void compose_x(const toolcall_force_layout_t *L, bool two, bool compact, bool spacious, char *out, size_t cap)
 {
     char city[512];
     if (L->param_open) /* a raw string and a typed value */
@@ -27,12 +35,26 @@ static void compose(const toolcall_force_layout_t *L, bool two, bool compact, ch
     const char *pieces[] = {L->open,     L->call_prefix, "get_weather", L->name_suffix, city,
                             L->call_suffix, two ? L->call_sep : "", two ? L->call_prefix : "", two ? "get_time" : "",
                             two ? L->name_suffix : "", two && !L->param_open ? "{}" : "", two ? L->call_suffix : "", L->close};
+    const char *args_end = L->param_open ? L->param_close : "}";
+    const char *end = L->call_suffix && *L->call_suffix ? L->call_suffix : args_end;
     size_t w = 0;
     for (size_t i = 0; i < sizeof pieces / sizeof *pieces; i++) {
+        /* the gap before piece i */
+        const char *left = i == 1 ? L->open : i == 5 ? args_end : i == 6 ? end : i == 7 ? (*L->call_sep ? L->call_sep : end)
+                         : i == 11 ? args_end : i == 12 ? end : NULL;
+        if (spacious && left && (pieces[i] && *pieces[i]) && toolcall_layout_gap(left, pieces[i]) && w + 2 < cap) {
+            out[w++] = '\n';
+            out[w++] = ' ';
+        }
         bool layout = i != 2 && i != 4 && i != 8 && i != 10; /* names and arguments stay */
         bool word_left = i == 3 || i == 9, word_right = i == 1 || i == 7; /* next to a name */
         const char *p = pieces[i] ? pieces[i] : "";
         for (size_t k = 0; p[k] && w + 1 < cap;) {
+            if (p[k] == TOOLCALL_LAYOUT_NUMBER[0]) { /* call numbers: 0, 1 */
+                out[w++] = i < 6 ? '0' : '1';
+                k++;
+                continue;
+            }
             size_t run = compact && layout ? strspn(p + k, " \n") : 0;
             if (run && toolcall_layout_space_free(p, k, k + run, word_left, word_right)) {
                 k += run;
@@ -64,20 +86,21 @@ int main(void)
         if (!d)
             continue;
         bool sayable = d->layout == TOOLCALL_LAYOUT_JSON_OBJECT || d->layout == TOOLCALL_LAYOUT_JSON_NAMED ||
-                       d->layout == TOOLCALL_LAYOUT_NAME_JSON || d->layout == TOOLCALL_LAYOUT_NAME_PARAMS;
+                       d->layout == TOOLCALL_LAYOUT_NAME_JSON || d->layout == TOOLCALL_LAYOUT_NAME_PARAMS ||
+                       d->layout == TOOLCALL_LAYOUT_HARMONY;
         if (!L) {
             /* only the families the layout cannot say, and the variants it names */
-            tap_ok(!sayable || d->id_close || d->string_delim || d->prompt_opens || fmt == TOOLCALL_FORMAT_KIMI_K2 ||
-                       d->name_attr || (d->value_attr && !d->value_attr_json) || !d->value_close,
-                   "%s: no layout (pythonic, harmony, or a variant with ids / indices / typed values / its own syntax)",
+            tap_ok(!sayable || d->id_close || d->string_delim || d->prompt_opens || d->name_attr ||
+                       (d->value_attr && !d->value_attr_json) || !d->value_close,
+                   "%s: no layout (pythonic, or a variant with ids / indices / typed values / its own syntax)",
                    d->name);
             continue;
         }
         n_layouts++;
-        for (int v = 0; v < 4; v++) {
-            bool two = v & 1, compact = v & 2;
+        for (int v = 0; v < 6; v++) {
+            bool two = v & 1, compact = (v & 2) != 0, spacious = (v & 4) != 0;
             char text[1024];
-            compose(L, two, compact, text, sizeof text);
+            compose_x(L, two, compact, spacious, text, sizeof text);
             toolcall_config_t cfg = {fmt, NULL, NULL, 7, tools};
             toolcall_t *p = toolcall_parse(&cfg, text, strlen(text), NULL);
             toolcall_call_t a, b;
@@ -86,7 +109,7 @@ int main(void)
                       (!two || (toolcall_get(p, 1, &b) && !strcmp(b.name, "get_time") && !strcmp(b.arguments, "{}"))) &&
                       !toolcall_content(p, NULL);
             if (!tap_ok(ok, "%s: %s call%s%s parse back", d->name, two ? "two" : "one", two ? "s" : "",
-                        compact ? " (compact)" : ""))
+                        compact ? " (compact)" : spacious ? " (spacious)" : ""))
                 tap_diag("text: %s -> %d calls, content %s", text, p ? (int)toolcall_count(p) : -1,
                          p && toolcall_content(p, NULL) ? toolcall_content(p, NULL) : "(none)");
             toolcall_free(p);
@@ -102,7 +125,7 @@ int main(void)
                                                       : " and opens the calls");
         }
     }
-    tap_ok(n_layouts >= 20, "layouts for %d formats", n_layouts);
+    tap_ok(n_layouts >= 26, "layouts for %d formats", n_layouts);
     tap_ok(!toolcall_force_layout(TOOLCALL_FORMAT_NONE) && !toolcall_force_layout(TOOLCALL_FORMAT_COUNT),
            "none for none or out of range");
     json_object_put(tools);

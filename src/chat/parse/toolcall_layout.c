@@ -43,7 +43,7 @@ static bool derive(const toolcall_format_desc_t *d, toolcall_force_layout_t *L)
     /* variants the layout cannot say: call ids or per-call indices in the
      * header, Gemma's object syntax, a name opened by the prompt, typed
      * value attributes, element values */
-    if (d->id_close || d->string_delim || d->prompt_opens || d->format == TOOLCALL_FORMAT_KIMI_K2 || d->name_attr ||
+    if (d->id_close || d->string_delim || d->prompt_opens || d->name_attr ||
         d->name_end || (d->value_attr && (!d->value_attr_string || !d->value_attr_json)) || d->item_tag ||
         (d->layout == TOOLCALL_LAYOUT_NAME_PARAMS && (!d->key_open || !d->value_close || d->args_open)))
         return false;
@@ -88,11 +88,27 @@ static bool derive(const toolcall_format_desc_t *d, toolcall_force_layout_t *L)
         L->raw_newlines = !d->value_attr; /* typed by the schema, the newlines trimmed (toolcall_params.c) */
         L->param_sep = "\n";
         break;
+    case TOOLCALL_LAYOUT_HARMONY: { /* gpt-oss: a commentary message to functions.N, its body the arguments */
+        /* the prompt ends with <|start|>assistant: a call opens with the
+         * channel; another message (a second call) with <|start|>assistant */
+        const char *open = d->call_open, *start = "<|start|>assistant";
+        if (open && !strncmp(open, start, strlen(start)))
+            open += strlen(start);
+        L->open = L->close = "";
+        L->call_sep = start;
+        L->call_prefix = cat(open, d->name_prefix, NULL);
+        L->name_suffix = d->name_close;
+        L->call_suffix = d->call_close;
+        L->markers = d->tokens;
+        return L->call_prefix && L->name_suffix && L->call_suffix; /* no auto trigger: content is a message too */
+    }
     case TOOLCALL_LAYOUT_NAME_JSON: /* name_prefix N name_close [args_open] {...} [args_close] */
         if (!d->name_close)
             return false;
         L->call_prefix = cat(d->call_open, d->name_prefix, NULL);
-        L->name_suffix = cat(d->name_close, d->args_open, NULL);
+        /* kimi_k2's header is functions.NAME:INDEX */
+        L->name_suffix = d->format == TOOLCALL_FORMAT_KIMI_K2 ? cat(":" TOOLCALL_LAYOUT_NUMBER, d->name_close, d->args_open)
+                                                              : cat(d->name_close, d->args_open, NULL);
         L->call_suffix = cat(d->args_close, d->call_close, NULL);
         break;
     default:
@@ -122,12 +138,13 @@ static void build(void)
         .open = "", .close = "", .call_prefix = "{\"name\": \"", .name_suffix = "\", \"parameters\": ",
         .call_suffix = "}", .call_sep = "; ", .auto_trigger = "<|python_tag|>",
         .markers = toolcall_format_desc(TOOLCALL_FORMAT_LLAMA3_JSON)->tokens};
-    /* [TOOL_CALLS][{"name": "f", "arguments": {...}}, ...] */
-    layouts[TOOLCALL_FORMAT_MISTRAL] = (toolcall_force_layout_t){
-        .open = "[TOOL_CALLS][", .close = "]", .call_prefix = "{\"name\": \"", .name_suffix = "\", \"arguments\": ",
-        .call_suffix = "}", .call_sep = ", ", .auto_trigger = "[TOOL_CALLS]",
-        .markers = toolcall_format_desc(TOOLCALL_FORMAT_MISTRAL)->tokens};
-    have[TOOLCALL_FORMAT_HERMES] = have[TOOLCALL_FORMAT_LLAMA3_JSON] = have[TOOLCALL_FORMAT_MISTRAL] = true;
+    /* <|START_ACTION|>[{"tool_call_id": "0", "tool_name": "f", "parameters": {...}}, ...]<|END_ACTION|> */
+    layouts[TOOLCALL_FORMAT_COHERE] = (toolcall_force_layout_t){
+        .open = "<|START_ACTION|>[", .close = "]<|END_ACTION|>",
+        .call_prefix = "{\"tool_call_id\": \"" TOOLCALL_LAYOUT_NUMBER "\", \"tool_name\": \"",
+        .name_suffix = "\", \"parameters\": ", .call_suffix = "}", .call_sep = ",", .auto_trigger = "<|START_ACTION|>",
+        .markers = toolcall_format_desc(TOOLCALL_FORMAT_COHERE)->tokens};
+    have[TOOLCALL_FORMAT_HERMES] = have[TOOLCALL_FORMAT_LLAMA3_JSON] = have[TOOLCALL_FORMAT_COHERE] = true;
 }
 
 const toolcall_force_layout_t *toolcall_force_layout(toolcall_format_t fmt)
@@ -147,4 +164,11 @@ bool toolcall_layout_space_free(const char *piece, size_t i, size_t j, bool word
     bool left = i == 0 ? word_left : word_char((unsigned char)piece[i - 1]);
     bool right = piece[j] == '\0' ? word_right : word_char((unsigned char)piece[j]);
     return !left && !right;
+}
+
+bool toolcall_layout_gap(const char *left, const char *right)
+{
+    if (!left || !*left || !right || !*right)
+        return false;
+    return !word_char((unsigned char)left[strlen(left) - 1]) && !word_char((unsigned char)right[0]);
 }

@@ -20,20 +20,23 @@
  * unambiguous start, so "auto" cannot constrain it).
  *
  * Spaces and newlines of the pieces: a run between two non-word characters
- * (JSON punctuation, markup) is free, the grammar takes 0 to 2 of them in
- * any mix, so `<tool_call>{"name":` and `<tool_call>\n{"name": ` are both
- * calls; a run next to a word (deepseek's "NAME\n```json", gigachat's
- * "function call") is written as it is, because it is the format's syntax
- * (toolcall_layout_space_free).
+ * (JSON punctuation, markup) is free, the grammar takes 0 to
+ * TOOLCALL_LAYOUT_FREE_MAX of them in any mix, so `<tool_call>{"name":` and
+ * `<tool_call>\n{"name": ` are both calls; a run next to a word (deepseek's
+ * "NAME\n```json", gigachat's "function call") is written as it is,
+ * because it is the format's syntax (toolcall_layout_space_free).
+ *
+ * TOOLCALL_LAYOUT_NUMBER in a piece stands for a call number (one or more
+ * digits): Cohere's "tool_call_id", Kimi K2's functions.NAME:INDEX.
  *
  * The layouts come from the formats' descriptions (toolcall.h) for the
- * families JSON_OBJECT, JSON_NAMED, NAME_JSON and NAME_PARAMS (except the
+ * families JSON_OBJECT, JSON_NAMED, NAME_JSON, NAME_PARAMS and HARMONY (except the
  * variants with call ids, per-call indices, Gemma's object syntax, a name
  * opened by the prompt, a value type attribute other than a raw/JSON flag,
- * or element values), plus the
- * hermes, llama3_json and mistral rows written by hand. Formats without a
- * layout (pythonic, harmony and those variants) cannot force calls: the
- * server answers 400 for tool_choice "required" / named then.
+ * or element values), plus the hermes, llama3_json and cohere_command3 rows
+ * written by hand (the newlines their templates show, Cohere's call ids). Formats without a layout (pythonic
+ * and those variants) cannot force calls: the server answers 400 for
+ * tool_choice "required" / named then.
  *
  * The returned layout is static and immutable (thread-safe).
  */
@@ -43,6 +46,9 @@
 #include <stdbool.h>
 
 #include "chat/parse/toolcall.h"
+
+#define TOOLCALL_LAYOUT_FREE_MAX 8
+#define TOOLCALL_LAYOUT_NUMBER "\x01"
 
 typedef struct {
     const char *open, *close;
@@ -64,5 +70,12 @@ const toolcall_force_layout_t *toolcall_force_layout(toolcall_format_t fmt);
  * (the function name: name_suffix starts after it, call_prefix ends
  * before it). */
 bool toolcall_layout_space_free(const char *piece, size_t i, size_t j, bool word_left, bool word_right);
+
+/* Whether a free run of spaces / newlines may also come between two
+ * adjacent pieces (the last character of left, the first of right, both
+ * non-word): between the calls and their separator, after the opening
+ * text, before the closing text, and between the arguments and call_suffix
+ * (the JSON formats' `}, {` and `}\n</tool_call>`). Empty pieces: false. */
+bool toolcall_layout_gap(const char *left, const char *right);
 
 #endif

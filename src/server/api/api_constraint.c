@@ -98,13 +98,17 @@ static gr_ex_t *marker(cb_t *c, const char *text)
     return lit;
 }
 
-/* Any text (valid UTF-8) that does not contain `needle`. */
-static gr_ex_t *text_without(cb_t *c, const char *needle)
+/* Any text (valid UTF-8) that contains none of needles[0..n). */
+static gr_ex_t *text_without_any(cb_t *c, const char *const *needles, size_t n)
 {
+    gr_exlist_t l = {0};
     gr_ex_t *any = gr_ex_rep(&c->a, gr_ex_range(&c->a, 0, GR_CP_MAX), 0, -1);
-    gr_ex_t *bad = gr_ex_seq3(&c->a, any, gr_ex_str(&c->a, needle), any);
+    for (size_t i = 0; i < n; i++)
+        if (needles[i] && *needles[i])
+            gr_exlist_push(&c->a, &l, gr_ex_str(&c->a, needles[i]));
+    gr_ex_t *bad = l.n ? gr_ex_seq3(&c->a, any, gr_ex_alt(&c->a, l.v, l.n), any) : gr_ex_none(&c->a);
     gr_dfa_t *all = any ? gr_dfa_from_expr(any, false, &c->lim, &c->err) : NULL;
-    gr_dfa_t *with = bad ? gr_dfa_from_expr(bad, false, &c->lim, &c->err) : NULL;
+    gr_dfa_t *with = bad && !l.fail ? gr_dfa_from_expr(bad, false, &c->lim, &c->err) : NULL;
     gr_dfa_t *d = all && with ? gr_dfa_subtract(all, with, &c->lim, &c->err) : NULL;
     gr_dfa_free(all);
     gr_dfa_free(with);
@@ -113,6 +117,24 @@ static gr_ex_t *text_without(cb_t *c, const char *needle)
         return NULL;
     }
     return gr_ex_dfa(&c->a, d, gr_dfa_nullable(d));
+}
+
+static gr_ex_t *text_without(cb_t *c, const char *needle)
+{
+    return text_without_any(c, &needle, 1);
+}
+
+static gr_ex_t *layout_text(cb_t *c, const char *s, const char *const *markers, bool word_left, bool word_right);
+
+/* One of the markup texts[0..) (NULL-terminated): the control tokens
+ * tokens[] inside them as the token or its text (K3's "<|open|>think<|sep|>"
+ * is three tokens), a text without tokens as its own token or text. */
+static gr_ex_t *any_marker(cb_t *c, const char *const *texts, const char *const *tokens)
+{
+    gr_exlist_t l = {0};
+    for (const char *const *t = texts; t && *t; t++)
+        gr_exlist_push(&c->a, &l, tokens && tokens[0] ? layout_text(c, *t, tokens, false, false) : marker(c, *t));
+    return l.fail || !l.n ? NULL : gr_ex_alt(&c->a, l.v, l.n);
 }
 
 static gr_ex_t *short_ws(cb_t *c)
@@ -124,14 +146,63 @@ static gr_ex_t *short_ws(cb_t *c)
     return gr_ex_rep(&c->a, gr_ex_chars(&c->a, &cs), 0, 4);
 }
 
-static gr_ex_t *reasoning_prefix(cb_t *c, const chat_out_cfg_t *oc)
+/* The reasoning before the constrained part, free text in the format's own
+ * markup (reasoning.h): a marker format's block up to one of its close
+ * markers, optional unless the prompt opened it (and absent when the
+ * prompt did not switch it on, for the toggle formats); gpt-oss's
+ * analysis messages before the final or commentary message. NULL with a
+ * reply for a format the grammar cannot follow (Muse Glimmer's messages). */
+static gr_ex_t *reasoning_prefix(cb_t *c, const chat_out_cfg_t *oc, http_req_t *r)
 {
+    gr_arena_t *a = &c->a;
     if (!oc || oc->reasoning == REASONING_MODE_NONE)
-        return gr_ex_empty(&c->a);
-    gr_ex_t *block = gr_ex_seq3(&c->a, text_without(c, "</think>"), marker(c, "</think>"), short_ws(c));
+        return gr_ex_empty(a);
+    if (oc->reasoning == REASONING_MODE_GPT_OSS) {
+        /* [<|channel|>analysis<|message|> ... <|end|><|start|>assistant]... */
+        gr_ex_t *parts[] = {marker(c, "<|channel|>"), gr_ex_str(a, "analysis"), marker(c, "<|message|>"),
+                            text_without(c, "<|end|>"), marker(c, "<|end|>"), marker(c, "<|start|>"),
+                            gr_ex_str(a, "assistant")};
+        return gr_ex_rep(a, gr_ex_seq(a, parts, 7), 0, -1);
+    }
+    const char *generic_open[2] = {oc->reasoning_open, NULL}, *generic_close[2] = {oc->reasoning_close, NULL};
+    const char *const *open = generic_open, *const *close = generic_close, *const *tokens = NULL;
+    const char *label = NULL;
+    reasoning_start_t start = REASONING_START_CONTENT;
+    const reasoning_format_t *rf = reasoning_format(oc->reasoning);
+    if (rf) {
+        open = rf->open;
+        close = rf->close;
+        label = rf->open_label;
+        start = rf->start;
+        tokens = rf->tokens;
+    }
+    if (start == REASONING_START_HARMONY || !close || !close[0] || !open || !open[0]) {
+        http_reply_error(r, 400, "structured output and forced tool calls are not supported with this reasoning parser",
+                         "reasoning_parser", "unsupported_parameter", NULL);
+        c->failed = true;
+        return NULL;
+    }
+    if (start == REASONING_START_TOGGLE && !oc->starts_in_reasoning)
+        return gr_ex_empty(a); /* the thinking switch is off: no block */
+    size_t n_close = 0;
+    while (close[n_close])
+        n_close++;
+    gr_ex_t *block = gr_ex_seq3(a, text_without_any(c, close, n_close), any_marker(c, close, tokens), short_ws(c));
     if (oc->starts_in_reasoning)
         return block;
-    return gr_ex_opt(&c->a, gr_ex_seq2(&c->a, marker(c, "<think>"), block));
+    gr_ex_t *opener = any_marker(c, open, tokens);
+    if (label && opener)
+        opener = gr_ex_seq2(a, opener, gr_ex_opt(a, gr_ex_str(a, label)));
+    return gr_ex_opt(a, gr_ex_seq2(a, opener, block));
+}
+
+/* What opens the constrained answer after the reasoning: gpt-oss writes
+ * it as the final channel's message. */
+static gr_ex_t *answer_header(cb_t *c, const chat_out_cfg_t *oc)
+{
+    if (oc && oc->reasoning == REASONING_MODE_GPT_OSS)
+        return gr_ex_seq3(&c->a, marker(c, "<|channel|>"), gr_ex_str(&c->a, "final"), marker(c, "<|message|>"));
+    return gr_ex_empty(&c->a);
 }
 
 static gr_ex_t *schema_value(cb_t *c, json_object *schema, bool strict, bool compact, const char *param,
@@ -171,11 +242,16 @@ static gr_ex_t *layout_text(cb_t *c, const char *s, const char *const *markers, 
             s += strlen(mk);
             continue;
         }
+        if (*s == TOOLCALL_LAYOUT_NUMBER[0]) { /* a call number */
+            gr_exlist_push(a, &l, gr_ex_rep(a, gr_ex_range(a, '0', '9'), 1, 4));
+            s++;
+            continue;
+        }
         size_t w = strspn(s, " \n");
         if (w) {
             size_t i = (size_t)(s - s0);
             if (toolcall_layout_space_free(s0, i, i + w, word_left, word_right))
-                gr_exlist_push(a, &l, gr_ex_rep(a, gr_ex_chars(a, &cs), 0, 2));
+                gr_exlist_push(a, &l, gr_ex_rep(a, gr_ex_chars(a, &cs), 0, TOOLCALL_LAYOUT_FREE_MAX));
             else
                 gr_exlist_push(a, &l, gr_ex_bytes(a, s, w));
             s += w;
@@ -183,7 +259,7 @@ static gr_ex_t *layout_text(cb_t *c, const char *s, const char *const *markers, 
         }
         /* text up to the next space, newline or marker */
         size_t n = 1;
-        while (s[n] && s[n] != ' ' && s[n] != '\n') {
+        while (s[n] && s[n] != ' ' && s[n] != '\n' && s[n] != TOOLCALL_LAYOUT_NUMBER[0]) {
             bool at_marker = false;
             for (const char *const *m = markers; m && *m && !at_marker; m++)
                 at_marker = **m && !strncmp(s + n, *m, strlen(*m));
@@ -295,6 +371,17 @@ static gr_ex_t *params_expr(cb_t *c, const toolcall_force_layout_t *L, json_obje
     return l.fail ? NULL : gr_ex_seq(a, l.v, l.n);
 }
 
+/* A free run of spaces / newlines between two layout pieces where the
+ * layout allows one (toolcall_layout_gap), else nothing. */
+static gr_ex_t *gap(cb_t *c, const char *left, const char *right)
+{
+    if (!toolcall_layout_gap(left, right))
+        return gr_ex_empty(&c->a);
+    gr_range_t r[2] = {{'\n', '\n'}, {' ', ' '}};
+    gr_cset_t cs = {r, 2, 2};
+    return gr_ex_rep(&c->a, gr_ex_chars(&c->a, &cs), 0, TOOLCALL_LAYOUT_FREE_MAX);
+}
+
 /* The forced / allowed calls; funcs: the tools to offer (objects). */
 static gr_ex_t *calls_expr(cb_t *c, const toolcall_force_layout_t *L, json_object **funcs, size_t n, bool parallel,
                            http_req_t *r)
@@ -321,16 +408,22 @@ static gr_ex_t *calls_expr(cb_t *c, const toolcall_force_layout_t *L, json_objec
         gr_ex_t *nm = gr_ex_bytes(a, q + 1, ql >= 2 ? ql - 2 : 0);
         gr_ex_t *parts[] = {layout_text(c, L->call_prefix, mk, false, true), nm,
                             layout_text(c, L->name_suffix, mk, true, false), args,
+                            gap(c, L->param_open ? L->param_close : "}", L->call_suffix),
                             layout_text(c, L->call_suffix, mk, false, false)};
-        gr_exlist_push(a, &alts, gr_ex_seq(a, parts, 5));
+        gr_exlist_push(a, &alts, gr_ex_seq(a, parts, 6));
     }
     if (c->failed)
         return NULL;
     gr_ex_t *call = alts.fail ? NULL : gr_ex_alt(a, alts.v, alts.n);
-    gr_ex_t *more = parallel ? gr_ex_rep(a, gr_ex_seq2(a, layout_text(c, L->call_sep, mk, false, false), call), 0, -1)
-                             : gr_ex_empty(a);
-    gr_ex_t *parts[] = {layout_text(c, L->open, mk, false, false), call, more, layout_text(c, L->close, mk, false, false)};
-    return gr_ex_seq(a, parts, 4);
+    /* a call's last text: call_suffix, or the arguments' end when it is empty */
+    const char *end = L->call_suffix && *L->call_suffix ? L->call_suffix : L->param_open ? L->param_close : "}";
+    gr_ex_t *sep = *L->call_sep ? gr_ex_seq3(a, gap(c, end, L->call_sep), layout_text(c, L->call_sep, mk, false, false),
+                                             gap(c, L->call_sep, L->call_prefix))
+                                : gap(c, end, L->call_prefix);
+    gr_ex_t *more = parallel ? gr_ex_rep(a, gr_ex_seq2(a, sep, call), 0, -1) : gr_ex_empty(a);
+    gr_ex_t *parts[] = {layout_text(c, L->open, mk, false, false), gap(c, L->open, L->call_prefix), call, more,
+                        gap(c, end, L->close), layout_text(c, L->close, mk, false, false)};
+    return gr_ex_seq(a, parts, 6);
 }
 
 /* ---- entry ---------------------------------------------------------------------- */
@@ -505,12 +598,15 @@ int api_constraint_build(srv_t *s, http_req_t *r, const req_gen_t *gen, const ch
     gr_arena_init(&c->a, (size_t)256 << 20);
     c->lim.deadline_ns = gr_now_ns() + 5000LL * 1000000LL;
     gr_arena_t *a = &c->a;
-    gr_ex_t *prefix = reasoning_prefix(c, oc);
+    gr_ex_t *prefix = reasoning_prefix(c, oc, r);
     gr_ex_t *body = NULL;
-    gr_ex_t *value = k->kind != REQ_CONSTRAINT_NONE ? constraint_expr(c, k, r) : NULL;
+    gr_ex_t *value = k->kind != REQ_CONSTRAINT_NONE && !c->failed ? constraint_expr(c, k, r) : NULL;
+    if (value)
+        value = gr_ex_seq2(a, answer_header(c, oc), value);
     if (!c->failed) {
-        if (forced) {
-            body = calls_expr(c, L, funcs, n_use, x->parallel_tool_calls, r);
+        if (forced) { /* the calls, after a little whitespace */
+            gr_ex_t *calls = calls_expr(c, L, funcs, n_use, x->parallel_tool_calls, r);
+            body = calls ? gr_ex_seq2(a, short_ws(c), calls) : NULL;
         } else if (auto_calls) {
             gr_ex_t *calls = calls_expr(c, L, funcs, n_use, x->parallel_tool_calls, r);
             gr_ex_t *text_or_calls = gr_ex_seq2(a, text_without(c, L->auto_trigger),

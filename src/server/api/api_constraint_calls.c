@@ -1,0 +1,212 @@
+/* api_constraint_calls.c - tool calls in a format's layout (see
+ * api_constraint_parts.h and chat/parse/toolcall_layout.h): the layout's
+ * texts with their free spaces, markers and call numbers, the arguments as
+ * a JSON value of the function's parameters or, in the XML-style formats,
+ * one element per parameter. */
+#include "server/api/api_constraint_parts.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "grammar/schema/schema.h"
+
+gr_ex_t *cb_layout_text(cb_t *c, const char *s, const char *const *markers, bool word_left, bool word_right)
+{
+    const char *s0 = s;
+    gr_arena_t *a = &c->a;
+    gr_exlist_t l = {0};
+    gr_range_t r[2] = {{'\n', '\n'}, {' ', ' '}};
+    gr_cset_t cs = {r, 2, 2};
+    while (s && *s) {
+        const char *mk = NULL;
+        for (const char *const *m = markers; m && *m && !mk; m++)
+            if (**m && !strncmp(s, *m, strlen(*m)))
+                mk = *m;
+        if (mk) {
+            gr_exlist_push(a, &l, cb_marker(c, mk));
+            s += strlen(mk);
+            continue;
+        }
+        if (*s == TOOLCALL_LAYOUT_NUMBER[0]) { /* a call number */
+            gr_exlist_push(a, &l, gr_ex_rep(a, gr_ex_range(a, '0', '9'), 1, 4));
+            s++;
+            continue;
+        }
+        size_t w = strspn(s, " \n");
+        if (w) {
+            size_t i = (size_t)(s - s0);
+            if (toolcall_layout_space_free(s0, i, i + w, word_left, word_right))
+                gr_exlist_push(a, &l, gr_ex_rep(a, gr_ex_chars(a, &cs), 0, TOOLCALL_LAYOUT_FREE_MAX));
+            else
+                gr_exlist_push(a, &l, gr_ex_bytes(a, s, w));
+            s += w;
+            continue;
+        }
+        /* text up to the next space, newline or marker */
+        size_t n = 1;
+        while (s[n] && s[n] != ' ' && s[n] != '\n' && s[n] != TOOLCALL_LAYOUT_NUMBER[0]) {
+            bool at_marker = false;
+            for (const char *const *m = markers; m && *m && !at_marker; m++)
+                at_marker = **m && !strncmp(s + n, *m, strlen(*m));
+            if (at_marker)
+                break;
+            n++;
+        }
+        gr_exlist_push(a, &l, gr_ex_bytes(a, s, n));
+        s += n;
+    }
+    return l.fail ? NULL : gr_ex_seq(a, l.v, l.n);
+}
+
+/* Refuses (400 naming the tool's parameters) a keyword that the XML-style
+ * layout cannot honour under strict; false when it replied. */
+static bool params_keyword_ok(cb_t *c, json_object *schema, const char *const *refused, bool strict, const char *param,
+                              const char *where, http_req_t *r)
+{
+    for (const char *const *k = refused; strict && *k; k++)
+        if (cb_jget(schema, *k)) {
+            char msg[400];
+            snprintf(msg, sizeof msg,
+                     "%s: '%s' %s cannot be enforced when the tool-call format writes each parameter as an element "
+                     "(set \"strict\": false on the function to allow it unenforced)",
+                     param, *k, where);
+            http_reply_error(r, 400, msg, param, "unsupported_parameter", NULL);
+            c->failed = true;
+            return false;
+        }
+    return true;
+}
+
+/* The value of one parameter in the XML-style formats: raw text when the
+ * parser reads the parameter as a raw string (an enum as its literals,
+ * else any text without the closing markup; one newline at each end may be
+ * the markup's where the parser drops it), else a JSON value of its
+ * schema. */
+static gr_ex_t *param_value(cb_t *c, const toolcall_force_layout_t *L, json_object *ps, bool strict, const char *param,
+                            http_req_t *r)
+{
+    gr_arena_t *a = &c->a;
+    if (!toolcall_param_raw_string(ps)) {
+        gr_schema_opts_t so = {0};
+        gr_ex_t *ws = gr_schema_ws(a, &so);
+        gr_ex_t *v = cb_schema_value(c, ps, strict, false, param, r);
+        return v ? gr_ex_seq3(a, ws, v, ws) : NULL;
+    }
+    static const char *const refused[] = {"pattern", "format", "minLength", "maxLength", "not", NULL};
+    if (!params_keyword_ok(c, ps, refused, strict, param, "on a raw string parameter", r))
+        return NULL;
+    gr_ex_t *nl = L->raw_newlines ? gr_ex_opt(a, gr_ex_str(a, "\n")) : gr_ex_empty(a);
+    json_object *en = cb_jget(ps, "enum"), *cst = cb_jget(ps, "const");
+    gr_ex_t *body = NULL;
+    if (cst || (en && json_object_is_type(en, json_type_array))) {
+        gr_exlist_t l = {0};
+        size_t n = cst ? 1 : json_object_array_length(en);
+        for (size_t i = 0; i < n; i++) {
+            json_object *v = cst ? cst : json_object_array_get_idx(en, i);
+            if (json_object_is_type(v, json_type_string))
+                gr_exlist_push(a, &l, gr_ex_bytes(a, json_object_get_string(v), (size_t)json_object_get_string_len(v)));
+        }
+        if (l.n == 0) {
+            http_reply_error(r, 400, "a raw string parameter's enum has no string value", param, NULL, NULL);
+            c->failed = true;
+            return NULL;
+        }
+        body = l.fail ? NULL : gr_ex_alt(a, l.v, l.n);
+    } else {
+        body = cb_text_without(c, L->param_close);
+    }
+    return body ? gr_ex_seq3(a, nl, body, nl) : NULL;
+}
+
+/* ARGUMENTS in the XML-style formats: one element per property of the
+ * function's object schema, in the schema's order, the required ones
+ * always, the others optional. */
+static gr_ex_t *params_expr(cb_t *c, const toolcall_force_layout_t *L, json_object *params, bool strict,
+                            const char *param, http_req_t *r)
+{
+    gr_arena_t *a = &c->a;
+    static const char *const refused[] = {"patternProperties", "allOf", "anyOf", "oneOf", "$ref", "minProperties",
+                                          "maxProperties", "dependentRequired", "if", "not", NULL};
+    if (!params_keyword_ok(c, params, refused, strict, param, "at the top of the parameters", r))
+        return NULL;
+    json_object *props = cb_jget(params, "properties"), *req = cb_jget(params, "required");
+    gr_exlist_t l = {0};
+    bool first = true;
+    if (!props || !json_object_is_type(props, json_type_object))
+        return gr_ex_empty(a); /* no parameters */
+    json_object_object_foreach(props, key, ps)
+    {
+        bool required = false;
+        for (size_t i = 0; req && json_object_is_type(req, json_type_array) && i < json_object_array_length(req); i++)
+            required = required || !strcmp(json_object_get_string(json_object_array_get_idx(req, i)), key);
+        char pp[160];
+        snprintf(pp, sizeof pp, "%s.properties.%s", param, key);
+        gr_ex_t *v = param_value(c, L, ps, strict, pp, r);
+        if (!v)
+            return NULL;
+        const char *const *mk = L->markers;
+        gr_ex_t *parts[] = {first ? gr_ex_empty(a) : cb_layout_text(c, L->param_sep, mk, false, false),
+                            cb_layout_text(c, L->param_open, mk, false, true), gr_ex_str(a, key),
+                            cb_layout_text(c, toolcall_param_raw_string(ps) ? L->param_mid_raw : L->param_mid_json, mk, true, false),
+                            v, cb_layout_text(c, L->param_close, mk, false, false)};
+        gr_ex_t *elem = gr_ex_seq(a, parts, 6);
+        gr_exlist_push(a, &l, required ? elem : gr_ex_opt(a, elem));
+        first = false;
+    }
+    return l.fail ? NULL : gr_ex_seq(a, l.v, l.n);
+}
+
+/* A free run of spaces / newlines between two layout pieces where the
+ * layout allows one (toolcall_layout_gap), else nothing. */
+static gr_ex_t *gap(cb_t *c, const char *left, const char *right)
+{
+    if (!toolcall_layout_gap(left, right))
+        return gr_ex_empty(&c->a);
+    gr_range_t r[2] = {{'\n', '\n'}, {' ', ' '}};
+    gr_cset_t cs = {r, 2, 2};
+    return gr_ex_rep(&c->a, gr_ex_chars(&c->a, &cs), 0, TOOLCALL_LAYOUT_FREE_MAX);
+}
+
+/* The forced / allowed calls; funcs: the tools to offer (objects). */
+gr_ex_t *cb_calls_expr(cb_t *c, const toolcall_force_layout_t *L, json_object **funcs, size_t n, bool parallel,
+                           http_req_t *r)
+{
+    gr_arena_t *a = &c->a;
+    const char *const *mk = L->markers;
+    gr_exlist_t alts = {0};
+    for (size_t i = 0; i < n && !c->failed; i++) {
+        json_object *fn = cb_jget(funcs[i], "function"), *params = cb_jget(fn, "parameters"), *strict = cb_jget(fn, "strict");
+        json_object *name = cb_jget(fn, "name");
+        json_object *def = NULL;
+        if (!params)
+            params = def = json_tokener_parse("{\"type\":\"object\"}");
+        char param[80];
+        snprintf(param, sizeof param, "tools[%zu].function.parameters", i);
+        bool st = strict && json_object_is_type(strict, json_type_boolean) && json_object_get_boolean(strict);
+        gr_ex_t *args = L->param_open ? params_expr(c, L, params, st, param, r) : cb_schema_value(c, params, st, false, param, r);
+        json_object_put(def);
+        if (!args)
+            return NULL;
+        /* the name as JSON string content */
+        const char *q = cb_to_json(name);
+        size_t ql = strlen(q);
+        gr_ex_t *nm = gr_ex_bytes(a, q + 1, ql >= 2 ? ql - 2 : 0);
+        gr_ex_t *parts[] = {cb_layout_text(c, L->call_prefix, mk, false, true), nm,
+                            cb_layout_text(c, L->name_suffix, mk, true, false), args,
+                            gap(c, L->param_open ? L->param_close : "}", L->call_suffix),
+                            cb_layout_text(c, L->call_suffix, mk, false, false)};
+        gr_exlist_push(a, &alts, gr_ex_seq(a, parts, 6));
+    }
+    if (c->failed)
+        return NULL;
+    gr_ex_t *call = alts.fail ? NULL : gr_ex_alt(a, alts.v, alts.n);
+    /* a call's last text: call_suffix, or the arguments' end when it is empty */
+    const char *end = L->call_suffix && *L->call_suffix ? L->call_suffix : L->param_open ? L->param_close : "}";
+    gr_ex_t *sep = *L->call_sep ? gr_ex_seq3(a, gap(c, end, L->call_sep), cb_layout_text(c, L->call_sep, mk, false, false),
+                                             gap(c, L->call_sep, L->call_prefix))
+                                : gap(c, end, L->call_prefix);
+    gr_ex_t *more = parallel ? gr_ex_rep(a, gr_ex_seq2(a, sep, call), 0, -1) : gr_ex_empty(a);
+    gr_ex_t *parts[] = {cb_layout_text(c, L->open, mk, false, false), gap(c, L->open, L->call_prefix), call, more,
+                        gap(c, end, L->close), cb_layout_text(c, L->close, mk, false, false)};
+    return gr_ex_seq(a, parts, 6);
+}

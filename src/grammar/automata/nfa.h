@@ -1,5 +1,5 @@
 /* nfa.h - Thompson NFAs over bytes, built from regular expressions of the
- * IR (expr.h). Internal to the automata folder: dfa.c determinizes them.
+ * IR (expr.h). Internal to the automata folder: dfa_build.c determinizes them.
  *
  * Code point sets become UTF-8 byte sequences (only valid UTF-8: no
  * surrogates, no overlongs); inside JSON string content they become the

@@ -75,8 +75,8 @@ typedef struct gr_ex {
     bool dfa_counted;         /* DFA: a whole JSON string terminal whose
                                  code points are counted (min..max) */
     uint8_t memo;             /* cfg.c: cached analysis bits (0: not yet) */
-    bool hashed;              /* dfa.c: h1/h2 computed */
-    uint64_t h1, h2;          /* dfa.c: structural hash (DFA cache key) */
+    bool hashed;              /* dfa_build.c: h1/h2 computed */
+    uint64_t h1, h2;          /* dfa_build.c: structural hash (DFA cache key) */
 } gr_ex_t;
 
 gr_ex_t *gr_ex_none(gr_arena_t *a);

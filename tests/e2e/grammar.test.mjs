@@ -331,18 +331,22 @@ if (SUITE === 'format') {
          validJson(call.function.arguments, note.function.parameters).ok,
          `${FORMAT}: a raw enum, a JSON array, a boolean and a number come back as valid arguments`, c);
     });
-    await check(`${FORMAT}: a string length bound on a raw parameter`, async () => {
-      const tool = (strict) => ({ type: 'function', function: { name: 'f', strict,
-        parameters: { type: 'object', properties: { s: { type: 'string', maxLength: 4 } }, required: ['s'] } } });
-      const r = await post('/v1/chat/completions', { model: MODEL, messages: msgs, max_tokens: 40, tools: [tool(true)],
+    await check(`${FORMAT}: raw parameters with a length bound, a pattern and a format`, async () => {
+      const tool = { type: 'function', function: { name: 'f', strict: true, parameters: { type: 'object',
+        properties: { s: { type: 'string', maxLength: 4 }, p: { type: 'string', pattern: '^[a-z]{2,5}$' },
+          d: { type: 'string', format: 'date' } }, required: ['s', 'p', 'd'], additionalProperties: false } } };
+      const r = await client.chat.completions.create({ model: MODEL, messages: msgs, max_tokens: 600, tools: [tool],
+        tool_choice: 'required', parallel_tool_calls: false, seed: 11, temperature: 1 });
+      const c = r.choices[0];
+      const call = c.message.tool_calls && c.message.tool_calls[0];
+      ok(c.finish_reason === 'tool_calls' && call && validJson(call.function.arguments, tool.function.parameters).ok,
+         `${FORMAT}: the raw values keep maxLength, pattern and format (ajv)`, c);
+      const bad = { type: 'function', function: { name: 'g', strict: true,
+        parameters: { type: 'object', properties: { s: { type: 'string', not: { const: 'x' } } }, required: ['s'] } } };
+      const r2 = await post('/v1/chat/completions', { model: MODEL, messages: msgs, max_tokens: 40, tools: [bad],
         tool_choice: 'required' });
-      ok(r.status === 400 && /maxLength/.test(r.json.error.message) && /properties\.s/.test(r.json.error.param || ''),
-         `${FORMAT}: strict: 400 naming maxLength and the parameter`, r.json);
-      const r2 = await post('/v1/chat/completions', { model: MODEL, messages: msgs, max_tokens: 300, tools: [tool(false)],
-        tool_choice: 'required', parallel_tool_calls: false });
-      const c2 = r2.json.choices && r2.json.choices[0];
-      ok(r2.status === 200 && c2 && c2.message.tool_calls && c2.message.tool_calls[0].function.name === 'f',
-         `${FORMAT}: not strict: the call is forced, the bound left to the model`, r2.json);
+      ok(r2.status === 400 && /'not'/.test(r2.json.error.message) && /properties\.s/.test(r2.json.error.param || ''),
+         `${FORMAT}: strict: 'not' on a raw parameter is a 400 naming it`, r2.json);
     });
   }
 }

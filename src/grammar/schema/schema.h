@@ -58,4 +58,9 @@ lf_code_t gr_schema_compile(const struct json_object *schema, const gr_schema_op
 /* Optional bounded whitespace as the schema compiler writes it. */
 gr_ex_t *gr_schema_ws(gr_arena_t *a, const gr_schema_opts_t *opts);
 
+/* The regular expression (ECMAScript subset, whole string) of a `format`
+ * the compiler enforces (date-time, date, time, email, uuid, ipv4, ipv6,
+ * uri, hostname); NULL for the others (annotations). */
+const char *gr_schema_format_regex(const char *name);
+
 #endif

@@ -69,6 +69,11 @@ bool sc_format_known(const char *name)
     return format_re(name) != NULL;
 }
 
+const char *gr_schema_format_regex(const char *name)
+{
+    return name ? format_re(name) : NULL;
+}
+
 /* Code point expression of a constraint (pattern: search semantics). */
 static gr_ex_t *constraint_expr(sc_t *c, gr_arena_t *a, const char *re, bool pattern)
 {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "grammar/regex/regex.h"
 #include "grammar/schema/schema.h"
 
 gr_ex_t *cb_layout_text(cb_t *c, const char *s, const char *const *markers, bool word_left, bool word_right)
@@ -77,11 +78,112 @@ static bool params_keyword_ok(cb_t *c, json_object *schema, const char *const *r
     return true;
 }
 
+/* DFA helpers of raw_value: NULL (and c->failed) on a failure. */
+static gr_dfa_t *dfa_of(cb_t *c, gr_ex_t *e)
+{
+    gr_dfa_t *d = e ? gr_dfa_from_expr(e, false, &c->lim, &c->err) : NULL;
+    if (!d)
+        c->failed = true;
+    return d;
+}
+
+static gr_dfa_t *dfa_op(cb_t *c, gr_dfa_t *a, gr_dfa_t *b, bool subtract)
+{
+    gr_dfa_t *d = a && b ? (subtract ? gr_dfa_subtract(a, b, &c->lim, &c->err) : gr_dfa_intersect(a, b, &c->lim, &c->err))
+                         : NULL;
+    gr_dfa_free(a);
+    gr_dfa_free(b);
+    if (!d)
+        c->failed = true;
+    return d;
+}
+
+/* An expression piece holding d (kept with the rules). */
+static gr_ex_t *dfa_piece(cb_t *c, gr_dfa_t *d)
+{
+    if (!d || !gr_rules_keep_dfa(&c->R, d)) {
+        c->failed = true;
+        return NULL;
+    }
+    return gr_ex_dfa(&c->a, d, gr_dfa_nullable(d));
+}
+
+/* A raw string parameter: the language X of the values the parser must
+ * produce (any text without the closing markup, its enum, pattern, format
+ * and length), then the texts T the parser turns into a value of X. Where
+ * the parser drops one newline at each end (raw_newlines), T is
+ *   "\n" X "\n" | "\n" X' | X" "\n" | X"'
+ * with X' the values not ending with a newline, X" those not starting with
+ * one, X"' neither: exactly the ways the parser's stripping reads back a
+ * value of X, so no text can strip to a value outside it. */
+static gr_ex_t *raw_value(cb_t *c, const toolcall_force_layout_t *L, json_object *ps, const char *param, http_req_t *r)
+{
+    gr_arena_t *a = &c->a;
+    gr_ex_t *any = gr_ex_rep(a, gr_ex_range(a, 0, GR_CP_MAX), 0, -1);
+    gr_dfa_t *x = dfa_op(c, dfa_of(c, any), dfa_of(c, gr_ex_seq3(a, any, gr_ex_str(a, L->param_close), any)), true);
+    json_object *en = cb_jget(ps, "enum"), *cst = cb_jget(ps, "const");
+    if (cst || (en && json_object_is_type(en, json_type_array))) {
+        gr_exlist_t l = {0};
+        size_t n = cst ? 1 : json_object_array_length(en);
+        for (size_t i = 0; i < n; i++) {
+            json_object *v = cst ? cst : json_object_array_get_idx(en, i);
+            if (json_object_is_type(v, json_type_string))
+                gr_exlist_push(a, &l, gr_ex_bytes(a, json_object_get_string(v), (size_t)json_object_get_string_len(v)));
+        }
+        if (l.n == 0) {
+            gr_dfa_free(x);
+            http_reply_error(r, 400, "a raw string parameter's enum has no string value", param, NULL, NULL);
+            c->failed = true;
+            return NULL;
+        }
+        x = dfa_op(c, x, dfa_of(c, l.fail ? NULL : gr_ex_alt(a, l.v, l.n)), false);
+    }
+    json_object *pat = cb_jget(ps, "pattern"), *fmt = cb_jget(ps, "format");
+    const char *res[2] = {pat && json_object_is_type(pat, json_type_string) ? json_object_get_string(pat) : NULL,
+                          fmt && json_object_is_type(fmt, json_type_string)
+                              ? gr_schema_format_regex(json_object_get_string(fmt)) : NULL};
+    for (int k = 0; k < 2 && x; k++) {
+        if (!res[k])
+            continue;
+        lf_err_t e = {0};
+        gr_ex_t *re = gr_regex_parse(a, res[k], strlen(res[k]), k == 0 ? GR_REGEX_SEARCH : GR_REGEX_FULL, &e);
+        if (!re) {
+            gr_dfa_free(x);
+            char msg[600];
+            snprintf(msg, sizeof msg, "%s: 'pattern': %.400s", param, e.msg);
+            http_reply_error(r, 400, msg, param, e.code == LF_ERR_UNSUPPORTED ? "unsupported_parameter" : NULL, NULL);
+            c->failed = true;
+            return NULL;
+        }
+        x = dfa_op(c, x, dfa_of(c, re), false);
+    }
+    json_object *mn = cb_jget(ps, "minLength"), *mx = cb_jget(ps, "maxLength");
+    if (x && (mn || mx)) {
+        int64_t lo = mn ? json_object_get_int64(mn) : 0, hi = mx ? json_object_get_int64(mx) : -1;
+        x = dfa_op(c, x, dfa_of(c, gr_ex_rep(a, gr_ex_range(a, 0, GR_CP_MAX), lo < 0 ? 0 : lo, hi)), false);
+    }
+    if (!x)
+        return NULL;
+    if (x->n_states == 0) {
+        gr_dfa_free(x);
+        http_reply_error(r, 400, "no raw text satisfies this string parameter's schema", param, NULL, NULL);
+        c->failed = true;
+        return NULL;
+    }
+    if (!L->raw_newlines)
+        return dfa_piece(c, x);
+    gr_ex_t *nl = gr_ex_str(a, "\n");
+    gr_dfa_t *x_ns = dfa_op(c, gr_dfa_copy(x), dfa_of(c, gr_ex_seq2(a, nl, any)), true);  /* X" */
+    gr_dfa_t *x_ne = dfa_op(c, gr_dfa_copy(x), dfa_of(c, gr_ex_seq2(a, any, nl)), true);  /* X' */
+    gr_dfa_t *x_n = dfa_op(c, gr_dfa_copy(x_ns), dfa_of(c, gr_ex_seq2(a, any, nl)), true); /* X"' */
+    gr_ex_t *alts[] = {gr_ex_seq3(a, nl, dfa_piece(c, x), nl), gr_ex_seq2(a, nl, dfa_piece(c, x_ne)),
+                       gr_ex_seq2(a, dfa_piece(c, x_ns), nl), dfa_piece(c, x_n)};
+    return c->failed ? NULL : gr_ex_alt(a, alts, 4);
+}
+
 /* The value of one parameter in the XML-style formats: raw text when the
- * parser reads the parameter as a raw string (an enum as its literals,
- * else any text without the closing markup; one newline at each end may be
- * the markup's where the parser drops it), else a JSON value of its
- * schema. */
+ * parser reads the parameter as a raw string (raw_value), else a JSON
+ * value of its schema. */
 static gr_ex_t *param_value(cb_t *c, const toolcall_force_layout_t *L, json_object *ps, bool strict, const char *param,
                             http_req_t *r)
 {
@@ -92,30 +194,10 @@ static gr_ex_t *param_value(cb_t *c, const toolcall_force_layout_t *L, json_obje
         gr_ex_t *v = cb_schema_value(c, ps, strict, false, param, r);
         return v ? gr_ex_seq3(a, ws, v, ws) : NULL;
     }
-    static const char *const refused[] = {"pattern", "format", "minLength", "maxLength", "not", NULL};
+    static const char *const refused[] = {"not", NULL};
     if (!params_keyword_ok(c, ps, refused, strict, param, "on a raw string parameter", r))
         return NULL;
-    gr_ex_t *nl = L->raw_newlines ? gr_ex_opt(a, gr_ex_str(a, "\n")) : gr_ex_empty(a);
-    json_object *en = cb_jget(ps, "enum"), *cst = cb_jget(ps, "const");
-    gr_ex_t *body = NULL;
-    if (cst || (en && json_object_is_type(en, json_type_array))) {
-        gr_exlist_t l = {0};
-        size_t n = cst ? 1 : json_object_array_length(en);
-        for (size_t i = 0; i < n; i++) {
-            json_object *v = cst ? cst : json_object_array_get_idx(en, i);
-            if (json_object_is_type(v, json_type_string))
-                gr_exlist_push(a, &l, gr_ex_bytes(a, json_object_get_string(v), (size_t)json_object_get_string_len(v)));
-        }
-        if (l.n == 0) {
-            http_reply_error(r, 400, "a raw string parameter's enum has no string value", param, NULL, NULL);
-            c->failed = true;
-            return NULL;
-        }
-        body = l.fail ? NULL : gr_ex_alt(a, l.v, l.n);
-    } else {
-        body = cb_text_without(c, L->param_close);
-    }
-    return body ? gr_ex_seq3(a, nl, body, nl) : NULL;
+    return raw_value(c, L, ps, param, r);
 }
 
 /* ARGUMENTS in the XML-style formats: one element per property of the

@@ -2,9 +2,9 @@
  * agree with the parsers: for every format with a layout, one call and two
  * calls written in it (as a forced grammar makes the model write them, and
  * with the optional spaces and newlines dropped) parse back into exactly
- * those calls with no content; the formats without one are pythonic,
- * harmony and the variants the layout cannot say; the "auto" trigger is a
- * marker and starts the layout. */
+ * those calls with no content; the formats without one are the variants
+ * the layout cannot say; the "auto" trigger is a marker and starts the
+ * layout. */
 #include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,9 +27,10 @@ static void compose(const toolcall_force_layout_t *L, bool two, bool compact, ch
 static void compose_x(const toolcall_force_layout_t *L, bool two, bool compact, bool spacious, char *out, size_t cap)
 {
     char city[512];
-    if (L->param_open) /* a raw string and a typed value */
-        snprintf(city, sizeof city, "%scity%sParis%s%s%sdays%s3%s", L->param_open, L->param_mid_raw, L->param_close,
-                 L->param_sep, L->param_open, L->param_mid_json, L->param_close);
+    if (L->param_open) /* a raw string (a literal in pythonic) and a typed value */
+        snprintf(city, sizeof city, "%scity%s%s%s%s%sdays%s3%s", L->param_open, L->param_mid_raw,
+                 L->json_values ? "\"Paris\"" : "Paris", L->param_close, L->param_sep, L->param_open, L->param_mid_json,
+                 L->param_close);
     else
         snprintf(city, sizeof city, "{\"city\": \"Paris\", \"days\": 3}");
     const char *pieces[] = {L->open,     L->call_prefix, "get_weather", L->name_suffix, city,
@@ -87,12 +88,12 @@ int main(void)
             continue;
         bool sayable = d->layout == TOOLCALL_LAYOUT_JSON_OBJECT || d->layout == TOOLCALL_LAYOUT_JSON_NAMED ||
                        d->layout == TOOLCALL_LAYOUT_NAME_JSON || d->layout == TOOLCALL_LAYOUT_NAME_PARAMS ||
-                       d->layout == TOOLCALL_LAYOUT_HARMONY;
+                       d->layout == TOOLCALL_LAYOUT_HARMONY || d->layout == TOOLCALL_LAYOUT_PYTHONIC;
         if (!L) {
             /* only the families the layout cannot say, and the variants it names */
             tap_ok(!sayable || d->id_close || d->string_delim || d->prompt_opens || d->name_attr ||
                        (d->value_attr && !d->value_attr_json) || !d->value_close,
-                   "%s: no layout (pythonic, or a variant with ids / indices / typed values / its own syntax)",
+                   "%s: no layout (a variant with ids / indices / typed values / its own syntax)",
                    d->name);
             continue;
         }
@@ -125,7 +126,7 @@ int main(void)
                                                       : " and opens the calls");
         }
     }
-    tap_ok(n_layouts >= 26, "layouts for %d formats", n_layouts);
+    tap_ok(n_layouts >= 27, "layouts for %d formats", n_layouts);
     tap_ok(!toolcall_force_layout(TOOLCALL_FORMAT_NONE) && !toolcall_force_layout(TOOLCALL_FORMAT_COUNT),
            "none for none or out of range");
     json_object_put(tools);

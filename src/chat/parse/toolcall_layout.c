@@ -88,6 +88,16 @@ static bool derive(const toolcall_format_desc_t *d, toolcall_force_layout_t *L)
         L->raw_newlines = !d->value_attr; /* typed by the schema, the newlines trimmed (toolcall_params.c) */
         L->param_sep = "\n";
         break;
+    case TOOLCALL_LAYOUT_PYTHONIC: /* [N(K=V, ...), ...]: every value a Python (or JSON) literal */
+        L->call_prefix = "";
+        L->name_suffix = d->name_close;
+        L->call_suffix = d->call_close;
+        L->param_open = "";
+        L->param_mid_raw = L->param_mid_json = d->key_close;
+        L->param_close = "";
+        L->param_sep = ", ";
+        L->json_values = true;
+        break;
     case TOOLCALL_LAYOUT_HARMONY: { /* gpt-oss: a commentary message to functions.N, its body the arguments */
         /* the prompt ends with <|start|>assistant: a call opens with the
          * channel; another message (a second call) with <|start|>assistant */

@@ -11,7 +11,8 @@
  * (param_open set), one element per parameter:
  *   param_open KEY param_mid VALUE param_close, param_sep between them,
  * VALUE raw text when the parser reads the parameter as a raw string
- * (toolcall_param_raw_string), a JSON value otherwise; param_mid is
+ * (toolcall_param_raw_string) and the format has raw values, a JSON value
+ * otherwise (pythonic: key=value, every value a literal); param_mid is
  * param_mid_raw or param_mid_json accordingly (they differ where the format
  * types the value with an attribute: DeepSeek's string="true|false"). The pieces may contain the format's
  * control tokens (markers[], e.g. "<tool_call>"): the grammar accepts such
@@ -30,13 +31,13 @@
  * digits): Cohere's "tool_call_id", Kimi K2's functions.NAME:INDEX.
  *
  * The layouts come from the formats' descriptions (toolcall.h) for the
- * families JSON_OBJECT, JSON_NAMED, NAME_JSON, NAME_PARAMS and HARMONY (except the
+ * families JSON_OBJECT, JSON_NAMED, NAME_JSON, NAME_PARAMS, PYTHONIC and HARMONY (except the
  * variants with call ids, per-call indices, Gemma's object syntax, a name
  * opened by the prompt, a value type attribute other than a raw/JSON flag,
  * or element values), plus the hermes, llama3_json and cohere_command3 rows
- * written by hand (the newlines their templates show, Cohere's call ids). Formats without a layout (pythonic
- * and those variants) cannot force calls: the server answers 400 for
- * tool_choice "required" / named then.
+ * written by hand (the newlines their templates show, Cohere's call ids).
+ * Formats without a layout (those variants) cannot force calls: the server
+ * answers 400 for tool_choice "required" / named then.
  *
  * The returned layout is static and immutable (thread-safe).
  */
@@ -60,6 +61,8 @@ typedef struct {
     const char *param_open, *param_mid_raw, *param_mid_json, *param_close, *param_sep;
     bool raw_newlines; /* one newline at each end of a raw value is markup (the
                         * parser drops it); false: the value is taken as it is */
+    bool json_values;  /* every value a literal (pythonic: the parser reads
+                        * Python literals, JSON ones included), none raw */
 } toolcall_force_layout_t;
 
 /* The layout of fmt; NULL when the format has none. */

@@ -237,7 +237,8 @@ static bool py_string(py_t *p, buf_t *out)
             put_utf8(p->tc, &raw, cp);
             continue;
         }
-        const char *from = "nrtbf0\\'\"\n", *to = "\n\r\t\b\f\0\\'\"";
+        /* JSON's "\/" is a slash too (models write JSON strings in calls) */
+        const char *from = "nrtbf0\\'\"\n/", *to = "\n\r\t\b\f\0\\'\"\n/";
         const char *k = strchr(from, e);
         if (!k || !e) { /* unknown escapes keep the backslash, as Python */
             buf_addc(p->tc, &raw, '\\');

@@ -188,7 +188,7 @@ static gr_ex_t *param_value(cb_t *c, const toolcall_force_layout_t *L, json_obje
                             http_req_t *r)
 {
     gr_arena_t *a = &c->a;
-    if (!toolcall_param_raw_string(ps)) {
+    if (L->json_values || !toolcall_param_raw_string(ps)) {
         gr_schema_opts_t so = {0};
         gr_ex_t *ws = gr_schema_ws(a, &so);
         gr_ex_t *v = cb_schema_value(c, ps, strict, false, param, r);

@@ -56,6 +56,13 @@ static void compose_x(const toolcall_force_layout_t *L, bool two, bool compact, 
                 k++;
                 continue;
             }
+            if (p[k] == TOOLCALL_LAYOUT_ID[0]) { /* call ids */
+                const char *id = i < 6 ? "a1b2c3d4e5" : "f6g7h8i9j0";
+                for (; *id && w + 1 < cap; id++)
+                    out[w++] = *id;
+                k++;
+                continue;
+            }
             size_t run = compact && layout ? strspn(p + k, " \n") : 0;
             if (run && toolcall_layout_space_free(p, k, k + run, word_left, word_right)) {
                 k += run;
@@ -91,7 +98,7 @@ int main(void)
                        d->layout == TOOLCALL_LAYOUT_HARMONY || d->layout == TOOLCALL_LAYOUT_PYTHONIC;
         if (!L) {
             /* only the families the layout cannot say, and the variants it names */
-            tap_ok(!sayable || d->id_close || d->string_delim || d->prompt_opens || d->name_attr ||
+            tap_ok(!sayable || d->string_delim || d->name_attr ||
                        (d->value_attr && !d->value_attr_json) || !d->value_close,
                    "%s: no layout (a variant with ids / indices / typed values / its own syntax)",
                    d->name);
@@ -126,7 +133,7 @@ int main(void)
                                                       : " and opens the calls");
         }
     }
-    tap_ok(n_layouts >= 27, "layouts for %d formats", n_layouts);
+    tap_ok(n_layouts >= 29, "layouts for %d formats", n_layouts);
     tap_ok(!toolcall_force_layout(TOOLCALL_FORMAT_NONE) && !toolcall_force_layout(TOOLCALL_FORMAT_COUNT),
            "none for none or out of range");
     json_object_put(tools);

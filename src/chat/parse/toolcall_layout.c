@@ -43,7 +43,7 @@ static bool derive(const toolcall_format_desc_t *d, toolcall_force_layout_t *L)
     /* variants the layout cannot say: call ids or per-call indices in the
      * header, Gemma's object syntax, a name opened by the prompt, typed
      * value attributes, element values */
-    if (d->id_close || d->string_delim || d->prompt_opens || d->name_attr ||
+    if (d->string_delim || d->name_attr ||
         d->name_end || (d->value_attr && (!d->value_attr_string || !d->value_attr_json)) || d->item_tag ||
         (d->layout == TOOLCALL_LAYOUT_NAME_PARAMS && (!d->key_open || !d->value_close || d->args_open)))
         return false;
@@ -115,7 +115,13 @@ static bool derive(const toolcall_format_desc_t *d, toolcall_force_layout_t *L)
     case TOOLCALL_LAYOUT_NAME_JSON: /* name_prefix N name_close [args_open] {...} [args_close] */
         if (!d->name_close)
             return false;
-        L->call_prefix = cat(d->call_open, d->name_prefix, NULL);
+        L->call_prefix = d->id_close ? cat(d->call_open, TOOLCALL_LAYOUT_ID, cat(d->id_close, d->name_prefix, NULL))
+                                     : cat(d->call_open, d->name_prefix, NULL);
+        if (d->prompt_opens) { /* the prompt ends with call_open: the first call starts at once */
+            L->call_prefix = d->name_prefix ? d->name_prefix : "";
+            L->call_sep = d->call_open;
+            L->at_once = true;
+        }
         /* kimi_k2's header is functions.NAME:INDEX */
         L->name_suffix = d->format == TOOLCALL_FORMAT_KIMI_K2 ? cat(":" TOOLCALL_LAYOUT_NUMBER, d->name_close, d->args_open)
                                                               : cat(d->name_close, d->args_open, NULL);
@@ -125,7 +131,7 @@ static bool derive(const toolcall_format_desc_t *d, toolcall_force_layout_t *L)
         return false;
     }
     const char *first = d->section_open ? d->section_open : d->call_open;
-    L->auto_trigger = leading_marker(d, first);
+    L->auto_trigger = d->prompt_opens ? NULL : leading_marker(d, first);
     return L->call_prefix && L->name_suffix && L->call_suffix;
 }
 

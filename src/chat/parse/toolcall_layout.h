@@ -28,13 +28,14 @@
  * because it is the format's syntax (toolcall_layout_space_free).
  *
  * TOOLCALL_LAYOUT_NUMBER in a piece stands for a call number (one or more
- * digits): Cohere's "tool_call_id", Kimi K2's functions.NAME:INDEX.
+ * digits): Cohere's "tool_call_id", Kimi K2's functions.NAME:INDEX;
+ * TOOLCALL_LAYOUT_ID for a call id the model makes up (1 to 32 of
+ * [A-Za-z0-9_-]): Solar Open's header.
  *
  * The layouts come from the formats' descriptions (toolcall.h) for the
  * families JSON_OBJECT, JSON_NAMED, NAME_JSON, NAME_PARAMS, PYTHONIC and HARMONY (except the
- * variants with call ids, per-call indices, Gemma's object syntax, a name
- * opened by the prompt, a value type attribute other than a raw/JSON flag,
- * or element values), plus the hermes, llama3_json and cohere_command3 rows
+ * variants with per-call index attributes, Gemma's object syntax, a value
+ * type attribute other than a raw/JSON flag, or element values), plus the hermes, llama3_json and cohere_command3 rows
  * written by hand (the newlines their templates show, Cohere's call ids).
  * Formats without a layout (those variants) cannot force calls: the server
  * answers 400 for tool_choice "required" / named then.
@@ -50,6 +51,7 @@
 
 #define TOOLCALL_LAYOUT_FREE_MAX 8
 #define TOOLCALL_LAYOUT_NUMBER "\x01"
+#define TOOLCALL_LAYOUT_ID "\x02"
 
 typedef struct {
     const char *open, *close;
@@ -63,6 +65,8 @@ typedef struct {
                         * parser drops it); false: the value is taken as it is */
     bool json_values;  /* every value a literal (pythonic: the parser reads
                         * Python literals, JSON ones included), none raw */
+    bool at_once;      /* the output starts with the first call, no leading
+                        * whitespace (functionary_v32: the prompt opened it) */
 } toolcall_force_layout_t;
 
 /* The layout of fmt; NULL when the format has none. */

@@ -239,7 +239,7 @@ int api_constraint_build(srv_t *s, http_req_t *r, const req_gen_t *gen, const ch
     if (!c->failed) {
         if (forced) { /* the calls, after a little whitespace */
             gr_ex_t *calls = cb_calls_expr(c, L, funcs, n_use, x->parallel_tool_calls, r);
-            body = calls ? gr_ex_seq2(a, cb_short_ws(c), calls) : NULL;
+            body = calls ? gr_ex_seq2(a, L->at_once ? gr_ex_empty(a) : cb_short_ws(c), calls) : NULL;
         } else if (auto_calls) {
             gr_ex_t *calls = cb_calls_expr(c, L, funcs, n_use, x->parallel_tool_calls, r);
             gr_ex_t *text_or_calls = gr_ex_seq2(a, cb_text_without(c, L->auto_trigger),

@@ -33,6 +33,14 @@ gr_ex_t *cb_layout_text(cb_t *c, const char *s, const char *const *markers, bool
             s++;
             continue;
         }
+        if (*s == TOOLCALL_LAYOUT_ID[0]) { /* a call id the model makes up */
+            gr_range_t ir[4] = {{'-', '-'}, {'0', '9'}, {'A', 'Z'}, {'_', '_'}};
+            gr_range_t ir2[5] = {ir[0], ir[1], ir[2], ir[3], {'a', 'z'}};
+            gr_cset_t ics = {ir2, 5, 5};
+            gr_exlist_push(a, &l, gr_ex_rep(a, gr_ex_chars(a, &ics), 1, 32));
+            s++;
+            continue;
+        }
         size_t w = strspn(s, " \n");
         if (w) {
             size_t i = (size_t)(s - s0);
@@ -45,7 +53,7 @@ gr_ex_t *cb_layout_text(cb_t *c, const char *s, const char *const *markers, bool
         }
         /* text up to the next space, newline or marker */
         size_t n = 1;
-        while (s[n] && s[n] != ' ' && s[n] != '\n' && s[n] != TOOLCALL_LAYOUT_NUMBER[0]) {
+        while (s[n] && s[n] != ' ' && s[n] != '\n' && s[n] != TOOLCALL_LAYOUT_NUMBER[0] && s[n] != TOOLCALL_LAYOUT_ID[0]) {
             bool at_marker = false;
             for (const char *const *m = markers; m && *m && !at_marker; m++)
                 at_marker = **m && !strncmp(s + n, *m, strlen(*m));

@@ -76,6 +76,22 @@ gr_cfg_t *gr_cfg_build(gr_ex_t *const *rules, int32_t n_rules, int32_t start, co
                        lf_err_t *err);
 void gr_cfg_free(gr_cfg_t *g);
 
+/* A counted terminal's state (s, count c) moving to automaton state s2: a
+ * move from the content into a BOUND state completes one code point
+ * (counted up to cap; past max the string dies). -1 when dead. */
+static inline int32_t gr_term_counted_move(const gr_term_t *t, int32_t s, int32_t c, int32_t s2)
+{
+    const gr_dfa_t *d = t->dfa;
+    if (d->tag[s] != GR_TAG_OUT && d->tag[s2] == GR_TAG_BOUND) {
+        if (c < t->cap)
+            c++;
+        else if (t->max >= 0)
+            return -1;
+    }
+    int32_t q2 = c * d->n_states + s2;
+    return t->live[q2] ? q2 : -1;
+}
+
 /* Terminal stepping: state 0 is the start; -1 is dead. */
 static inline int32_t gr_term_step(const gr_term_t *t, int32_t q, uint8_t b)
 {
@@ -84,18 +100,9 @@ static inline int32_t gr_term_step(const gr_term_t *t, int32_t q, uint8_t b)
         return gr_dfa_step(d, q, b);
     if (t->kind != GR_TERM_COUNTED)
         return -1;
-    int32_t ns = d->n_states, s = q % ns, c = q / ns;
+    int32_t ns = d->n_states, s = q % ns;
     int32_t s2 = gr_dfa_step(d, s, b);
-    if (s2 < 0)
-        return -1;
-    if (d->tag[s] != GR_TAG_OUT && d->tag[s2] == GR_TAG_BOUND) {
-        if (c < t->cap)
-            c++;
-        else if (t->max >= 0)
-            return -1;
-    }
-    int32_t q2 = c * ns + s2;
-    return t->live[q2] ? q2 : -1;
+    return s2 < 0 ? -1 : gr_term_counted_move(t, s, q / ns, s2);
 }
 
 static inline bool gr_term_accepting(const gr_term_t *t, int32_t q)

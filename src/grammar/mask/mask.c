@@ -316,7 +316,6 @@ static int utf8_next(int u, uint8_t b)
     return -1;
 }
 
-
 /* Where every string-safe code point (only the non-ASCII ones when
  * skip_ascii) takes DFA state st: that state when it is the same for all
  * and no byte inside a code point reaches an accepting state; -1 when they
@@ -399,32 +398,20 @@ static int32_t term_uniform(const gr_term_t *t, int32_t q, bool skip_ascii)
     }
     if (t->kind != GR_TERM_COUNTED)
         return -1;
-    int32_t ns = d->n_states, s = q % ns, c = q / ns;
+    int32_t ns = d->n_states, s = q % ns;
     int32_t r = dfa_uniform_memo(d, s, skip_ascii);
     if (r < 0)
         return r;
-    if (d->tag[s] != GR_TAG_OUT && d->tag[r] == GR_TAG_BOUND) {
-        if (c < t->cap)
-            c++;
-        else if (t->max >= 0)
-            return -1;
-    }
-    int32_t q2 = c * ns + r;
-    if (!t->live[q2])
-        return -1;
-    return gr_term_accepting(t, q2) ? -2 : q2;
+    int32_t q2 = gr_term_counted_move(t, s, q / ns, r);
+    return q2 >= 0 && gr_term_accepting(t, q2) ? -2 : q2;
 }
 
 enum { UNI_DIVERGE = 0, UNI_NEXT, UNI_DEAD };
 
-/* Whether every string-safe code point (the non-ASCII ones when skip_ascii)
- * takes L to the same place without any intermediate accepting state:
- * UNI_NEXT (*out = that state), UNI_DEAD (all of them die), UNI_DIVERGE
- * otherwise. Decided pair by pair (a lexer state is one state per
- * terminal, so the whole is uniform exactly when every pair is); only the
- * result is interned. */
 /* The uniform step of the pairs in[0..n) into out[] (*n_out of them, in
- * the same order): UNI_NEXT, UNI_DEAD or UNI_DIVERGE as above. */
+ * the same order): UNI_NEXT, UNI_DEAD or UNI_DIVERGE as uniform_step's.
+ * Decided pair by pair: a lexer state is one state per terminal, so the
+ * whole is uniform exactly when every pair is. */
 static int pairs_uniform(const gr_cfg_t *g, const gr_lpair_t *in, int32_t n, gr_lpair_t *out, int32_t *n_out,
                          bool skip_ascii)
 {
@@ -440,6 +427,10 @@ static int pairs_uniform(const gr_cfg_t *g, const gr_lpair_t *in, int32_t n, gr_
     return k ? UNI_NEXT : UNI_DEAD;
 }
 
+/* Whether every string-safe code point (the non-ASCII ones when skip_ascii)
+ * takes L to the same place without any intermediate accepting state:
+ * UNI_NEXT (*out = that state), UNI_DEAD (all of them die), UNI_DIVERGE
+ * otherwise; only the result is interned. */
 static int uniform_step(gr_lexer_t *lx, int32_t L, int32_t *out, bool *full, bool skip_ascii)
 {
     const gr_lstate_t *ls = gr_lexer_state(lx, L);
@@ -466,8 +457,7 @@ static int uniform_step(gr_lexer_t *lx, int32_t L, int32_t *out, bool *full, boo
  * at the slice's longest token) and *tail: 1 when longer slice tokens are
  * all rejected or all accepted as decided (*accept_longer), 0 when they
  * need a walk. */
-static int32_t slice_chain(const gr_vindex_t *vi, gr_lexer_t *lx, int32_t L, bool *decided, bool *accept_longer,
-                           bool *full)
+static int32_t slice_chain(const gr_vindex_t *vi, gr_lexer_t *lx, int32_t L, bool *decided, bool *accept_longer)
 {
     /* the chain runs on pair lists (nothing interned); the last SEEN lists
      * are kept to find a cycle */
@@ -478,7 +468,6 @@ static int32_t slice_chain(const gr_vindex_t *vi, gr_lexer_t *lx, int32_t L, boo
     int32_t len[SEEN];
     *decided = false;
     *accept_longer = false;
-    (void)full;
     if (!mem)
         return 0;
     gr_lpair_t *cur = mem + (size_t)SEEN * (size_t)n; /* scratch for the next list */
@@ -549,8 +538,8 @@ static bool slice_except(const gr_vindex_t *vi, gr_lexer_t *lx, int32_t L, uint3
     if (gr_lexer_state(lx, N)->n_acc > 0)
         return false;
     bool decided, accept_longer;
-    int32_t k = slice_chain(vi, lx, N, &decided, &accept_longer, full);
-    if (!decided || *full)
+    int32_t k = slice_chain(vi, lx, N, &decided, &accept_longer);
+    if (!decided)
         return false;
     /* slice tokens of at most k + 1 code points whose first byte is no exception */
     int32_t kk = k + 1 < vi->slice_max_cp ? k + 1 : vi->slice_max_cp;
@@ -581,15 +570,15 @@ static entry_t *entry_compute(const gr_vindex_t *vi, gr_lexer_t *lx, int32_t L, 
     }
     s->n_exits = 0;
     bool decided = false, accept_longer = false, full = false;
-    int32_t k = vi->slice_max_cp > 0 ? slice_chain(vi, lx, L, &decided, &accept_longer, &full) : 0;
+    int32_t k = vi->slice_max_cp > 0 ? slice_chain(vi, lx, L, &decided, &accept_longer) : 0;
     bool exc[256] = {false};
-    if (decided && !full) {
+    if (decided) {
         if (k > 0)
             memcpy(e->acc, vi->slice_upto[k < vi->slice_max_cp ? k : vi->slice_max_cp],
                    (size_t)vi->n_words * sizeof *e->acc);
         (void)accept_longer; /* k is already the longest slice token then */
         walk_single(&vi->rest, false, lx, L, s, e->acc, vi, NULL);
-    } else if (!full && slice_except(vi, lx, L, e->acc, exc, &full)) {
+    } else if (slice_except(vi, lx, L, e->acc, exc, &full)) {
         /* all but a few first bytes behave alike: walk only those subtrees
          * and the tokens outside the slice */
         bool others[256];

@@ -16,8 +16,6 @@ gr_ex_t *cb_layout_text(cb_t *c, const char *s, const char *const *markers, bool
     const char *s0 = s;
     gr_arena_t *a = &c->a;
     gr_exlist_t l = {0};
-    gr_range_t r[2] = {{'\n', '\n'}, {' ', ' '}};
-    gr_cset_t cs = {r, 2, 2};
     while (s && *s) {
         const char *mk = NULL;
         for (const char *const *m = markers; m && *m && !mk; m++)
@@ -34,9 +32,8 @@ gr_ex_t *cb_layout_text(cb_t *c, const char *s, const char *const *markers, bool
             continue;
         }
         if (*s == TOOLCALL_LAYOUT_ID[0]) { /* a call id the model makes up */
-            gr_range_t ir[4] = {{'-', '-'}, {'0', '9'}, {'A', 'Z'}, {'_', '_'}};
-            gr_range_t ir2[5] = {ir[0], ir[1], ir[2], ir[3], {'a', 'z'}};
-            gr_cset_t ics = {ir2, 5, 5};
+            gr_range_t ir[5] = {{'-', '-'}, {'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
+            gr_cset_t ics = {ir, 5, 5};
             gr_exlist_push(a, &l, gr_ex_rep(a, gr_ex_chars(a, &ics), 1, 32));
             s++;
             continue;
@@ -45,7 +42,7 @@ gr_ex_t *cb_layout_text(cb_t *c, const char *s, const char *const *markers, bool
         if (w) {
             size_t i = (size_t)(s - s0);
             if (toolcall_layout_space_free(s0, i, i + w, word_left, word_right))
-                gr_exlist_push(a, &l, gr_ex_rep(a, gr_ex_chars(a, &cs), 0, TOOLCALL_LAYOUT_FREE_MAX));
+                gr_exlist_push(a, &l, cb_ws_run(c, TOOLCALL_LAYOUT_FREE_MAX));
             else
                 gr_exlist_push(a, &l, gr_ex_bytes(a, s, w));
             s += w;
@@ -128,7 +125,7 @@ static gr_ex_t *raw_value(cb_t *c, const toolcall_force_layout_t *L, json_object
 {
     gr_arena_t *a = &c->a;
     gr_ex_t *any = gr_ex_rep(a, gr_ex_range(a, 0, GR_CP_MAX), 0, -1);
-    gr_dfa_t *x = dfa_op(c, dfa_of(c, any), dfa_of(c, gr_ex_seq3(a, any, gr_ex_str(a, L->param_close), any)), true);
+    gr_dfa_t *x = cb_dfa_without_any(c, &L->param_close, 1);
     json_object *en = cb_jget(ps, "enum"), *cst = cb_jget(ps, "const");
     if (cst || (en && json_object_is_type(en, json_type_array))) {
         gr_exlist_t l = {0};
@@ -250,11 +247,7 @@ static gr_ex_t *params_expr(cb_t *c, const toolcall_force_layout_t *L, json_obje
  * layout allows one (toolcall_layout_gap), else nothing. */
 static gr_ex_t *gap(cb_t *c, const char *left, const char *right)
 {
-    if (!toolcall_layout_gap(left, right))
-        return gr_ex_empty(&c->a);
-    gr_range_t r[2] = {{'\n', '\n'}, {' ', ' '}};
-    gr_cset_t cs = {r, 2, 2};
-    return gr_ex_rep(&c->a, gr_ex_chars(&c->a, &cs), 0, TOOLCALL_LAYOUT_FREE_MAX);
+    return toolcall_layout_gap(left, right) ? cb_ws_run(c, TOOLCALL_LAYOUT_FREE_MAX) : gr_ex_empty(&c->a);
 }
 
 /* The forced / allowed calls; funcs: the tools to offer (objects). */

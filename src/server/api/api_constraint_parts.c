@@ -36,7 +36,7 @@ gr_ex_t *cb_marker(cb_t *c, const char *text)
 }
 
 /* Any text (valid UTF-8) that contains none of needles[0..n). */
-gr_ex_t *cb_text_without_any(cb_t *c, const char *const *needles, size_t n)
+gr_dfa_t *cb_dfa_without_any(cb_t *c, const char *const *needles, size_t n)
 {
     gr_exlist_t l = {0};
     gr_ex_t *any = gr_ex_rep(&c->a, gr_ex_range(&c->a, 0, GR_CP_MAX), 0, -1);
@@ -49,6 +49,14 @@ gr_ex_t *cb_text_without_any(cb_t *c, const char *const *needles, size_t n)
     gr_dfa_t *d = all && with ? gr_dfa_subtract(all, with, &c->lim, &c->err) : NULL;
     gr_dfa_free(all);
     gr_dfa_free(with);
+    if (!d)
+        c->failed = true;
+    return d;
+}
+
+gr_ex_t *cb_text_without_any(cb_t *c, const char *const *needles, size_t n)
+{
+    gr_dfa_t *d = cb_dfa_without_any(c, needles, n);
     if (!d || !gr_rules_keep_dfa(&c->R, d)) {
         c->failed = true;
         return NULL;
@@ -72,13 +80,16 @@ gr_ex_t *cb_any_marker(cb_t *c, const char *const *texts, const char *const *tok
     return l.fail || !l.n ? NULL : gr_ex_alt(&c->a, l.v, l.n);
 }
 
+gr_ex_t *cb_ws_run(cb_t *c, int max)
+{
+    gr_range_t r[2] = {{'\n', '\n'}, {' ', ' '}};
+    gr_cset_t cs = {r, 2, 2};
+    return gr_ex_rep(&c->a, gr_ex_chars(&c->a, &cs), 0, max);
+}
+
 gr_ex_t *cb_short_ws(cb_t *c)
 {
-    gr_cset_t cs;
-    gr_range_t r[2] = {{'\n', '\n'}, {' ', ' '}};
-    cs.r = r;
-    cs.n = cs.cap = 2;
-    return gr_ex_rep(&c->a, gr_ex_chars(&c->a, &cs), 0, 4);
+    return cb_ws_run(c, 4);
 }
 
 /* The reasoning before the constrained part, free text in the format's own

@@ -37,12 +37,16 @@ json_object *cb_jget(json_object *o, const char *k); /* NULL for absent or null 
 
 /* A format marker: its special token when the vocabulary has one, or its text. */
 gr_ex_t *cb_marker(cb_t *c, const char *text);
-/* Any text (valid UTF-8) containing none of needles[0..n) / not needle. */
+/* Any text (valid UTF-8) containing none of needles[0..n) / not needle:
+ * the automaton (NULL + c->failed on a failure), or a piece holding it. */
+gr_dfa_t *cb_dfa_without_any(cb_t *c, const char *const *needles, size_t n);
 gr_ex_t *cb_text_without_any(cb_t *c, const char *const *needles, size_t n);
 gr_ex_t *cb_text_without(cb_t *c, const char *needle);
 /* One of the markup texts[0..) (NULL-terminated), the control tokens
  * tokens[] inside them as the token or its text. */
 gr_ex_t *cb_any_marker(cb_t *c, const char *const *texts, const char *const *tokens);
+/* 0 to max spaces and newlines in any mix. */
+gr_ex_t *cb_ws_run(cb_t *c, int max);
 /* Up to 4 spaces and newlines. */
 gr_ex_t *cb_short_ws(cb_t *c);
 /* The free reasoning block before the constrained part, in the format's

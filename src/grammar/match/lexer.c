@@ -177,6 +177,14 @@ static int cmp_pair(const void *a, const void *b)
     return x->term != y->term ? (x->term > y->term) - (x->term < y->term) : (x->state > y->state) - (x->state < y->state);
 }
 
+int32_t gr_lexer_intern(gr_lexer_t *lx, const gr_lpair_t *p, int32_t n)
+{
+    pthread_mutex_lock(&lx->mu);
+    int32_t id = intern(lx, p, n);
+    pthread_mutex_unlock(&lx->mu);
+    return id;
+}
+
 int32_t gr_lexer_start(gr_lexer_t *lx, const int32_t *terms, int32_t n)
 {
     if (n <= 0)
@@ -193,19 +201,9 @@ int32_t gr_lexer_start(gr_lexer_t *lx, const int32_t *terms, int32_t n)
     for (int32_t i = 0; i < k; i++)
         if (w == 0 || p[w - 1].term != p[i].term)
             p[w++] = p[i];
-    pthread_mutex_lock(&lx->mu);
-    int32_t id = intern(lx, p, w);
-    pthread_mutex_unlock(&lx->mu);
+    int32_t id = gr_lexer_intern(lx, p, w);
     if (p != buf)
         free(p);
-    return id;
-}
-
-int32_t gr_lexer_intern(gr_lexer_t *lx, const gr_lpair_t *p, int32_t n)
-{
-    pthread_mutex_lock(&lx->mu);
-    int32_t id = intern(lx, p, n);
-    pthread_mutex_unlock(&lx->mu);
     return id;
 }
 

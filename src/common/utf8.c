@@ -4,6 +4,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+size_t utf8_encode(uint32_t c, unsigned char *o)
+{
+    if (c < 0x80) {
+        o[0] = (unsigned char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        o[0] = (unsigned char)(0xC0 | (c >> 6));
+        o[1] = (unsigned char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        o[0] = (unsigned char)(0xE0 | (c >> 12));
+        o[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+        o[2] = (unsigned char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    o[0] = (unsigned char)(0xF0 | (c >> 18));
+    o[1] = (unsigned char)(0x80 | ((c >> 12) & 0x3F));
+    o[2] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+    o[3] = (unsigned char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
 int utf8_char_len(const unsigned char *s, size_t n)
 {
     unsigned char c = s[0];

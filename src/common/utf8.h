@@ -12,6 +12,12 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+/* Writes code point c (<= U+10FFFF) to o[0..4) as UTF-8 (surrogates are
+ * encoded as they are: callers that must not write them check first);
+ * returns the length, 1..4. */
+size_t utf8_encode(uint32_t c, unsigned char *o);
 
 /* Length (1..4) of the valid character at s[0..n), 0 when s is a valid
  * but incomplete start of one, -1 when s[0] cannot start a valid

@@ -1,5 +1,5 @@
-/* test_utf8 - strict UTF-8 validation, cuts at character boundaries and
- * repair with U+FFFD, table-driven. */
+/* test_utf8 - encoding, strict UTF-8 validation, cuts at character
+ * boundaries and repair with U+FFFD, table-driven. */
 #include <string.h>
 
 #include "common/utf8.h"
@@ -111,8 +111,26 @@ static void test_trim_partial(void)
                cases[i].name);
 }
 
+static void test_encode(void)
+{
+    static const struct {
+        uint32_t c;
+        const char *want;
+    } cases[] = {
+        {0, "\x00"}, {'A', "A"}, {0x7F, "\x7f"}, {0x80, "\xc2\x80"}, {0xE9, "\xc3\xa9"}, {0x7FF, "\xdf\xbf"},
+        {0x800, "\xe0\xa0\x80"}, {0x20AC, "\xe2\x82\xac"}, {0xFFFD, FFFD}, {0xFFFF, "\xef\xbf\xbf"},
+        {0x10000, "\xf0\x90\x80\x80"}, {0x1F600, "\xf0\x9f\x98\x80"}, {0x10FFFF, "\xf4\x8f\xbf\xbf"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        unsigned char o[4];
+        size_t n = utf8_encode(cases[i].c, o), want = cases[i].c ? strlen(cases[i].want) : 1;
+        tap_ok(n == want && !memcmp(o, cases[i].want, n), "utf8_encode U+%04X: %zu bytes", (unsigned)cases[i].c, n);
+    }
+}
+
 int main(void)
 {
+    test_encode();
     test_valid_repair();
     test_clip();
     test_trim_partial();

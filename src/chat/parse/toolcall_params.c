@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <strings.h>
 
+#include "common/utf8.h"
+
 #define PY_MAX_DEPTH 64
 
 void tc_json_string(toolcall_t *tc, buf_t *out, const char *s, size_t n)
@@ -181,18 +183,8 @@ static void py_ws(py_t *p)
 
 static void put_utf8(toolcall_t *tc, buf_t *out, uint32_t cp)
 {
-    char u[4];
-    size_t n;
-    if (cp < 0x80) { u[0] = (char)cp; n = 1; }
-    else if (cp < 0x800) { u[0] = (char)(0xC0 | cp >> 6); u[1] = (char)(0x80 | (cp & 0x3F)); n = 2; }
-    else if (cp < 0x10000) {
-        u[0] = (char)(0xE0 | cp >> 12); u[1] = (char)(0x80 | ((cp >> 6) & 0x3F)); u[2] = (char)(0x80 | (cp & 0x3F));
-        n = 3;
-    } else {
-        u[0] = (char)(0xF0 | cp >> 18); u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-        u[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); u[3] = (char)(0x80 | (cp & 0x3F)); n = 4;
-    }
-    buf_add(tc, out, u, n);
+    unsigned char u[4];
+    buf_add(tc, out, (const char *)u, utf8_encode(cp, u));
 }
 
 static bool hexval(const char *s, size_t n, uint32_t *v)

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
+
 static uint32_t decode(const char *s, size_t n, size_t *len)
 {
     const unsigned char *u = (const unsigned char *)s;
@@ -21,19 +23,6 @@ static uint32_t decode(const char *s, size_t n, size_t *len)
     for (size_t i = 1; i < l; i++)
         c = (c << 6) | (u[i] & 0x3F);
     return c;
-}
-
-static size_t encode(char *o, uint32_t c)
-{
-    if (c < 0x80) { o[0] = (char)c; return 1; }
-    if (c < 0x800) { o[0] = (char)(0xC0 | (c >> 6)); o[1] = (char)(0x80 | (c & 0x3F)); return 2; }
-    if (c < 0x10000) {
-        o[0] = (char)(0xE0 | (c >> 12)); o[1] = (char)(0x80 | ((c >> 6) & 0x3F)); o[2] = (char)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | (c >> 18)); o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((c >> 6) & 0x3F)); o[3] = (char)(0x80 | (c & 0x3F));
-    return 4;
 }
 
 /* Latin Extended-A pairs: upper is even in these ranges, odd in the others. */
@@ -123,7 +112,7 @@ jv_t *jinja_str_case(jctx_t *c, jv_t *s, int mode)
             out[o++] = 'S';
             out[o++] = 'S';
         } else
-            o += encode(out + o, up ? to_upper(ch) : to_lower(ch));
+            o += utf8_encode(up ? to_upper(ch) : to_lower(ch), (unsigned char *)out + o);
         if (mode == 4) {
             size_t sl;
             prev = ch == '-' || ch == '(' || ch == '{' || ch == '[' || ch == '<' ||

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
+
 typedef struct {
     jarena_t *a;
     jtoks_t *out;
@@ -66,19 +68,6 @@ static int hexval(char c)
     return -1;
 }
 
-static size_t put_utf8(char *o, uint32_t c)
-{
-    if (c < 0x80) { o[0] = (char)c; return 1; }
-    if (c < 0x800) { o[0] = (char)(0xC0 | (c >> 6)); o[1] = (char)(0x80 | (c & 0x3F)); return 2; }
-    if (c < 0x10000) {
-        o[0] = (char)(0xE0 | (c >> 12)); o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (c & 0x3F)); return 3;
-    }
-    o[0] = (char)(0xF0 | (c >> 18)); o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((c >> 6) & 0x3F)); o[3] = (char)(0x80 | (c & 0x3F));
-    return 4;
-}
-
 /* A quoted string starting at s[0] (the quote); Python unicode-escape rules. */
 static bool lex_string(lexer_t *L, const char *s, size_t n, size_t *used)
 {
@@ -122,7 +111,7 @@ static bool lex_string(lexer_t *L, const char *s, size_t n, size_t *used)
             if (c > 0x10FFFF)
                 return fail(L, "bad escape in string literal");
             i += (size_t)nd;
-            on += put_utf8(o + on, c);
+            on += utf8_encode(c, (unsigned char *)o + on);
             break;
         }
         default:
@@ -130,7 +119,7 @@ static bool lex_string(lexer_t *L, const char *s, size_t n, size_t *used)
                 uint32_t c = (uint32_t)(e - '0');
                 for (int k = 0; k < 2 && i < n && s[i] >= '0' && s[i] <= '7'; k++)
                     c = c * 8 + (uint32_t)(s[i++] - '0');
-                on += put_utf8(o + on, c);
+                on += utf8_encode(c, (unsigned char *)o + on);
             } else {
                 o[on++] = '\\';
                 o[on++] = e;

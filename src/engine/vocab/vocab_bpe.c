@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
+
 /* ---- pre-tokenizers ------------------------------------------------------ */
 
 #define RE_GPT2 "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"
@@ -255,30 +257,6 @@ uint32_t vocab_utf8_decode(const unsigned char *s, size_t n, size_t *i)
     }
     *i = o + 1;
     return 0xFFFD;
-}
-
-size_t vocab_utf8_encode(uint32_t c, unsigned char *o)
-{
-    if (c < 0x80) {
-        o[0] = (unsigned char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        o[0] = (unsigned char)(0xC0 | (c >> 6));
-        o[1] = (unsigned char)(0x80 | (c & 0x3F));
-        return 2;
-    }
-    if (c < 0x10000) {
-        o[0] = (unsigned char)(0xE0 | (c >> 12));
-        o[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
-        o[2] = (unsigned char)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    o[0] = (unsigned char)(0xF0 | (c >> 18));
-    o[1] = (unsigned char)(0x80 | ((c >> 12) & 0x3F));
-    o[2] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
-    o[3] = (unsigned char)(0x80 | (c & 0x3F));
-    return 4;
 }
 
 /* ---- per-call state ------------------------------------------------------------ */
@@ -559,7 +537,7 @@ void vocab_bpe_tokenize(const vocab_t *v, const char *text, size_t len, vocab_ou
         st.t_off[nc] = tn;
         st.s_off[nc] = sn;
         unsigned char buf[4];
-        size_t bl = vocab_utf8_encode(c, buf);
+        size_t bl = utf8_encode(c, buf);
         memcpy(st.t + tn, buf, bl);
         tn += bl;
         uint32_t sc = c;
@@ -567,7 +545,7 @@ void vocab_bpe_tokenize(const vocab_t *v, const char *text, size_t len, vocab_ou
             sc = 0xFFFD; /* keep the regex subject valid UTF-8 */
         else if (c > 0x7F && unicode_is_space(c))
             sc = 0x0B;
-        bl = vocab_utf8_encode(sc, buf);
+        bl = utf8_encode(sc, buf);
         for (size_t k = 0; k < bl; k++)
             st.s2c[sn + k] = nc;
         memcpy(st.s + sn, buf, bl);

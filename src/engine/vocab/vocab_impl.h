@@ -129,8 +129,6 @@ void vocab_bpe_tokenize(const vocab_t *v, const char *text, size_t len, vocab_ou
 /* llama.cpp's lenient UTF-8 decoding (overlongs and surrogates pass, a bad
  * byte gives U+FFFD and advances by one); *i advances past the character. */
 uint32_t vocab_utf8_decode(const unsigned char *s, size_t n, size_t *i);
-/* Encodes c (<= 0x10FFFF) into o[0..4); returns the length. */
-size_t vocab_utf8_encode(uint32_t c, unsigned char *o);
 /* GPT-2 byte-level mapping: the byte a unicode code point stands for, or -1. */
 int vocab_bpe_cpt_to_byte(uint32_t cpt);
 

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
+
 #include "engine/vocab/unicode_tables.h"
 
 static bool is_chinese_char(uint32_t c)
@@ -74,7 +76,7 @@ void vocab_wpm_tokenize(const vocab_t *v, const char *text, size_t len, vocab_ou
         if (v->wpm_strip_accents && unicode_is_mark(c))
             continue;
         unsigned char buf[4];
-        size_t bl = vocab_utf8_encode(v->wpm_lowercase ? unicode_to_lower(c) : c, buf);
+        size_t bl = utf8_encode(v->wpm_lowercase ? unicode_to_lower(c) : c, buf);
         if (unicode_is_punct(c) || (c < 0x7F && unicode_is_symbol(c)) || is_chinese_char(c)) {
             if (wn > 3)
                 wpm_word(v, word, wn, out);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "grammar/automata/nfa.h"
 
 static gr_dfa_t *dfa_build(const gr_ex_t *e, bool counted, const gr_limits_t *lim, lf_err_t *err);
@@ -537,21 +538,7 @@ static bool single_spelling(uint32_t cp, uint8_t *out, int *len)
 {
     if (cp < 0x20 || cp == '"' || cp == '\\' || cp == '/' || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
         return false;
-    if (cp < 0x80) {
-        out[(*len)++] = (uint8_t)cp;
-    } else if (cp < 0x800) {
-        out[(*len)++] = (uint8_t)(0xC0 | cp >> 6);
-        out[(*len)++] = (uint8_t)(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out[(*len)++] = (uint8_t)(0xE0 | cp >> 12);
-        out[(*len)++] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
-        out[(*len)++] = (uint8_t)(0x80 | (cp & 0x3F));
-    } else {
-        out[(*len)++] = (uint8_t)(0xF0 | cp >> 18);
-        out[(*len)++] = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
-        out[(*len)++] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
-        out[(*len)++] = (uint8_t)(0x80 | (cp & 0x3F));
-    }
+    *len += (int)utf8_encode(cp, out + *len);
     return true;
 }
 

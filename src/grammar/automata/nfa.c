@@ -1,6 +1,8 @@
 /* nfa.c - regular expressions of the IR to byte NFAs (see nfa.h). */
 #include "grammar/automata/nfa.h"
 
+#include "common/utf8.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,30 +74,6 @@ static void eps(gr_nfa_t *n, int32_t from, int32_t to)
 
 /* ---- UTF-8 ---------------------------------------------------------- */
 
-static int utf8_encode(uint32_t c, uint8_t *o)
-{
-    if (c < 0x80) {
-        o[0] = (uint8_t)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        o[0] = (uint8_t)(0xC0 | (c >> 6));
-        o[1] = (uint8_t)(0x80 | (c & 0x3F));
-        return 2;
-    }
-    if (c < 0x10000) {
-        o[0] = (uint8_t)(0xE0 | (c >> 12));
-        o[1] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-        o[2] = (uint8_t)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    o[0] = (uint8_t)(0xF0 | (c >> 18));
-    o[1] = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
-    o[2] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-    o[3] = (uint8_t)(0x80 | (c & 0x3F));
-    return 4;
-}
-
 /* Byte-range sequence from `from` to `to`; intermediate states get `inner`. */
 static void add_seq(gr_nfa_t *n, int32_t from, int32_t to, const uint8_t *lo, const uint8_t *hi, int len,
                     uint8_t inner)
@@ -115,7 +93,7 @@ static void utf8_split(gr_nfa_t *n, int32_t from, int32_t to, uint32_t lo, uint3
     if (n->failed)
         return;
     uint8_t a[4], b[4];
-    int la = utf8_encode(lo, a), lb = utf8_encode(hi, b);
+    int la = (int)utf8_encode(lo, a), lb = (int)utf8_encode(hi, b);
     if (la != lb) {
         uint32_t cut = la == 1 ? 0x7F : la == 2 ? 0x7FF : 0xFFFF;
         utf8_split(n, from, to, lo, cut, inner);

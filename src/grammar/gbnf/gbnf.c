@@ -1,6 +1,8 @@
 /* gbnf.c - GBNF text -> expression rules (see gbnf.h). */
 #include "grammar/gbnf/gbnf.h"
 
+#include "common/utf8.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,30 +163,6 @@ static bool read_char(gp_t *p, uint32_t *out)
     return true;
 }
 
-static size_t utf8_put(uint32_t c, char *o)
-{
-    if (c < 0x80) {
-        o[0] = (char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        o[0] = (char)(0xC0 | (c >> 6));
-        o[1] = (char)(0x80 | (c & 0x3F));
-        return 2;
-    }
-    if (c < 0x10000) {
-        o[0] = (char)(0xE0 | (c >> 12));
-        o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | (c >> 18));
-    o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-    o[3] = (char)(0x80 | (c & 0x3F));
-    return 4;
-}
-
 static gr_ex_t *parse_alts(gp_t *p, bool nested);
 
 static gr_ex_t *parse_token_ref(gp_t *p)
@@ -276,7 +254,7 @@ static gr_ex_t *parse_item(gp_t *p, bool nested)
                 }
                 buf = nb;
             }
-            n += utf8_put(cp, buf + n);
+            n += utf8_encode(cp, (unsigned char *)buf + n);
         }
         p->i++;
         e = gr_ex_bytes(p->a, buf ? buf : "", n);

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/utf8.h"
+
 static const struct {
     const char *name, *code;
 } cat_names[] = {
@@ -48,22 +50,7 @@ static bool build(const char *code, gr_cset_t *out)
         bool in = false;
         if (c <= GR_CP_MAX && !(c >= 0xD800 && c <= 0xDFFF)) {
             unsigned char s[4];
-            size_t sl = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
-            if (sl == 1) {
-                s[0] = (unsigned char)c;
-            } else if (sl == 2) {
-                s[0] = (unsigned char)(0xC0 | (c >> 6));
-                s[1] = (unsigned char)(0x80 | (c & 0x3F));
-            } else if (sl == 3) {
-                s[0] = (unsigned char)(0xE0 | (c >> 12));
-                s[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
-                s[2] = (unsigned char)(0x80 | (c & 0x3F));
-            } else {
-                s[0] = (unsigned char)(0xF0 | (c >> 18));
-                s[1] = (unsigned char)(0x80 | ((c >> 12) & 0x3F));
-                s[2] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
-                s[3] = (unsigned char)(0x80 | (c & 0x3F));
-            }
+            size_t sl = utf8_encode(c, s);
             in = pcre2_match(re, s, sl, 0, PCRE2_NO_UTF_CHECK, md, NULL) >= 0;
         }
         if (in && run == UINT32_MAX)

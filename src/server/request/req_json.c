@@ -72,30 +72,6 @@ static int hex4(const char *p)
     return v;
 }
 
-static size_t put_cp(char *out, unsigned cp)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | cp >> 6);
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | cp >> 12);
-        out[1] = (char)(0x80 | (cp >> 6 & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | cp >> 18);
-    out[1] = (char)(0x80 | (cp >> 12 & 0x3F));
-    out[2] = (char)(0x80 | (cp >> 6 & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* Skips a string; with key != NULL decodes it as json-c does (a lone
  * surrogate becomes U+FFFD, \u0000 ends the C string). false when it does
  * not fit in cap. */
@@ -121,7 +97,9 @@ static bool scan_string(scan_t *c, char *key, size_t cap)
                         c->i += 6;
                     }
                 }
-                k = cp < 0 ? 0 : cp >= 0xD800 && cp <= 0xDFFF ? put_cp(buf, 0xFFFD) : put_cp(buf, (unsigned)cp);
+                if (cp >= 0xD800 && cp <= 0xDFFF)
+                    cp = 0xFFFD; /* a lone surrogate */
+                k = cp < 0 ? 0 : utf8_encode((uint32_t)cp, (unsigned char *)buf);
             } else {
                 const char *from = "bfnrt", *to = "\b\f\n\r\t";
                 const char *p = strchr(from, esc);

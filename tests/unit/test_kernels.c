@@ -270,7 +270,7 @@ static void test_multi(kern_isa_t isa, tpool_t *pool2)
             ref[i] = malloc(sizeof(float) * (size_t)(rows * T));
             o1[i] = malloc(sizeof(float) * (size_t)(rows * T));
             o2[i] = malloc(sizeof(float) * (size_t)(rows * T));
-            jobs[i] = (kern_mm_t){c->t, W[i], rows, k, NULL, NULL};
+            jobs[i] = (kern_mm_t){c->t, W[i], rows, k, NULL, NULL, NULL};
         }
         void *act = malloc(amax);
         for (int i = 0; i < n; i++) {
@@ -303,10 +303,13 @@ static void test_multi(kern_isa_t isa, tpool_t *pool2)
     }
 }
 
-/* Packed weights (kpack.h): where the level has packed kernels, every
- * (row, token) value from the packed copy equals the original rows'
- * bitwise, for partial groups, odd block counts, 1..40 tokens, 1 and 2
- * threads, and several jobs whose concatenated rows straddle groups. */
+/* Packed weights (kpack.h), at every level that has packed kernels: the
+ * values from the packed copy are batch invariant (each token alone gives
+ * the batch's bits) and equal with 1 and 2 threads; they are bitwise the
+ * VNNI level's tiles on the original rows (at the AVX2 level too, when the
+ * CPU also has that level to compare with), and at every level within the
+ * tolerance of the scalar reference. Partial groups, odd block counts,
+ * 1..40 tokens, and several jobs whose concatenated rows straddle groups. */
 static const struct {
     qtype_t t;
     int64_t rows, k, n_tok;
@@ -315,7 +318,8 @@ static const struct {
     {QTYPE_Q8_0, 33, 160, 9},  {QTYPE_Q8_0, 64, 512, 40}, {QTYPE_Q4_K, 16, 256, 1},  {QTYPE_Q4_K, 5, 512, 1},
     {QTYPE_Q4_K, 37, 768, 2},  {QTYPE_Q4_K, 48, 256, 33}, {QTYPE_Q6_K, 16, 256, 1},  {QTYPE_Q6_K, 21, 512, 1},
     {QTYPE_Q6_K, 40, 768, 7},  {QTYPE_Q6_K, 17, 256, 12}, {QTYPE_Q5_0, 16, 64, 1},  {QTYPE_Q5_0, 19, 96, 1},
-    {QTYPE_Q5_0, 40, 576, 5},  {QTYPE_Q5_0, 3, 32, 33},
+    {QTYPE_Q5_0, 40, 576, 5},  {QTYPE_Q5_0, 3, 32, 33},   {QTYPE_Q5_K, 16, 256, 1},  {QTYPE_Q5_K, 9, 512, 1},
+    {QTYPE_Q5_K, 37, 768, 3},  {QTYPE_Q5_K, 20, 256, 17},
 };
 
 static void *packed_copy(qtype_t t, const void *W, int64_t rows, int64_t k)
@@ -330,6 +334,25 @@ static void *packed_copy(qtype_t t, const void *W, int64_t rows, int64_t k)
     return p;
 }
 
+/* Whether out (rows x T, token-major) is within the tolerance of the
+ * scalar reference. */
+static int packed_near_ref(qtype_t t, const uint8_t *W, int64_t rows, int64_t k, const uint8_t *act, int64_t T,
+                           const float *out)
+{
+    size_t rs = qtype_row_size(t, k), ars = kern_act_size(t, k, 1);
+    float *tw = malloc(sizeof(float) * (size_t)k), *ta = malloc(sizeof(float) * (size_t)k);
+    int ok = 1;
+    for (int64_t tt = 0; tt < T; tt++)
+        for (int64_t r = 0; r < rows; r++) {
+            float ref = quant_vec_dot_ref(t, k, W + (size_t)r * rs, act + (size_t)tt * ars);
+            double scale = abs_dot(t, k, W + (size_t)r * rs, act + (size_t)tt * ars, tw, ta);
+            if (!(fabs((double)out[tt * rows + r] - ref) <= 1e-5 * scale + 1e-6))
+                ok = 0;
+        }
+    free(tw), free(ta);
+    return ok;
+}
+
 static void test_packed(kern_isa_t isa, tpool_t *pool2)
 {
     for (size_t ci = 0; ci < sizeof packed_cases / sizeof packed_cases[0]; ci++) {
@@ -338,30 +361,46 @@ static void test_packed(kern_isa_t isa, tpool_t *pool2)
         uint8_t *W = malloc(qtype_row_size(t, k) * (size_t)rows);
         fill_weights(wcase(t), W, rows, k);
         void *Wp = packed_copy(t, W, rows, k);
-        if (isa < KERN_ISA_AVX512) {
+        if (isa < KERN_ISA_AVX2) {
             tap_ok(!Wp, "%s has no packed %s kernels", kern_isa_name(isa), qtype_name(t));
             free(W);
             continue;
         }
         float *x = malloc(sizeof(float) * (size_t)(k * T));
         fill_floats(x, k * T);
-        void *act = malloc(kern_act_size(t, k, T));
-        float *ref = malloc(sizeof(float) * (size_t)(rows * T)), *o1 = malloc(sizeof(float) * (size_t)(rows * T));
-        float *o2 = malloc(sizeof(float) * (size_t)(rows * T));
+        const size_t ars = kern_act_size(t, k, 1);
+        uint8_t *act = malloc(kern_act_size(t, k, T));
+        const size_t sz = sizeof(float) * (size_t)(rows * T);
+        float *ref = malloc(sz), *o1 = malloc(sz), *o2 = malloc(sz), *one = malloc(sizeof(float) * (size_t)rows);
         kern_quantize_act(t, x, k, T, act);
-        kern_matmul(NULL, t, W, rows, k, act, T, ref);
+        /* the VNNI level's original rows, where the CPU has it */
+        int have_vnni = kern_isa_max() >= KERN_ISA_AVX512;
+        if (have_vnni) {
+            kern_isa_set(KERN_ISA_AVX512);
+            kern_matmul(NULL, t, W, rows, k, act, T, ref);
+            kern_isa_set(isa);
+        }
         kern_mm_t job = {t, W, rows, k, NULL, o1, Wp};
         kern_linear_multi(NULL, 1, &job, x, T, act);
         job.out = o2;
         kern_linear_multi(pool2, 1, &job, x, T, act);
-        size_t sz = sizeof(float) * (size_t)(rows * T);
-        tap_ok(Wp && !memcmp(ref, o1, sz) && !memcmp(ref, o2, sz),
-               "%s packed %s %lld x %lld, %lld tokens: bitwise the original rows, 1 and 2 threads", kern_isa_name(isa),
-               qtype_name(t), (long long)rows, (long long)k, (long long)T);
-        free(W), free(Wp), free(x), free(act), free(ref), free(o1), free(o2);
+        int inv = !memcmp(o1, o2, sz);
+        for (int64_t tt = 0; tt < T && inv; tt++) {
+            kern_mm_t j1 = {t, W, rows, k, NULL, one, Wp};
+            kern_linear_multi(tt % 2 ? pool2 : NULL, 1, &j1, x + tt * k, 1, act + (size_t)tt * ars);
+            inv = !memcmp(one, o1 + tt * rows, sizeof(float) * (size_t)rows);
+        }
+        tap_ok(Wp && inv, "%s packed %s %lld x %lld, %lld tokens: batch invariant, 1 and 2 threads",
+               kern_isa_name(isa), qtype_name(t), (long long)rows, (long long)k, (long long)T);
+        tap_ok(packed_near_ref(t, W, rows, k, act, T, o1), "%s packed %s %lld x %lld, %lld tokens: near the reference",
+               kern_isa_name(isa), qtype_name(t), (long long)rows, (long long)k, (long long)T);
+        if (have_vnni)
+            tap_ok(!memcmp(ref, o1, sz), "%s packed %s %lld x %lld, %lld tokens: bitwise the VNNI level's original rows",
+                   kern_isa_name(isa), qtype_name(t), (long long)rows, (long long)k, (long long)T);
+        free(W), free(Wp), free(x), free(act), free(ref), free(o1), free(o2), free(one);
     }
     /* q, k, v of a Q4_K_M layer with 37 + 13 + 13 rows (groups straddle
-     * the jobs), the last one not packed */
+     * the jobs), the last one not packed: each job as it gives alone */
     const qtype_t ts[3] = {QTYPE_Q4_K, QTYPE_Q8_0, QTYPE_Q6_K};
     const int64_t rs[3] = {37, 13, 45}, k = 512;
     for (int T = 1; T <= 5; T += 4) {
@@ -378,8 +417,8 @@ static void test_packed(kern_isa_t isa, tpool_t *pool2)
             P[i] = i < 2 ? packed_copy(ts[i], W[i], rs[i], k) : NULL;
             ref[i] = malloc(sizeof(float) * (size_t)(rs[i] * T));
             out[i] = malloc(sizeof(float) * (size_t)(rs[i] * T));
-            kern_quantize_act(ts[i], x, k, T, act);
-            kern_matmul(NULL, ts[i], W[i], rs[i], k, act, T, ref[i]);
+            kern_mm_t alone = {ts[i], W[i], rs[i], k, NULL, ref[i], P[i]};
+            kern_linear_multi(NULL, 1, &alone, x, T, act);
             jobs[i] = (kern_mm_t){ts[i], W[i], rs[i], k, NULL, out[i], P[i]};
         }
         kern_linear_multi(pool2, 3, jobs, x, T, act);

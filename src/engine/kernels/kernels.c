@@ -164,8 +164,10 @@ static void kern_build(kern_isa_t isa)
     kern_ptile_fn_t ptiles[QTYPE_COUNT] = {0};
     kern_fill_scalar(tab);
 #if defined(__x86_64__) || defined(__i386__)
-    if (isa >= KERN_ISA_AVX2)
+    if (isa >= KERN_ISA_AVX2) {
         kern_fill_avx2(tab, tiles, quant);
+        kern_fill_packed_avx2(ptiles);
+    }
     if (isa >= KERN_ISA_AVX512) {
         kern_fill_avx512(tab, tiles, quant);
         kern_fill_packed_avx512(ptiles);
@@ -194,7 +196,8 @@ static void kern_init(void)
                  kern_isa_name(kern_level_max));
     else
         snprintf(kern_reason, sizeof kern_reason, "%s; the best level it has%s", cpu,
-                 isa == KERN_ISA_AVX512 ? " (VNNI tiles, packed decode layouts)" : "");
+                 isa == KERN_ISA_AVX512 ? " (VNNI tiles, packed decode layouts)"
+                 : isa == KERN_ISA_AVX2 ? " (packed decode layouts)" : "");
     kern_build(isa);
 }
 

@@ -29,7 +29,9 @@ typedef void (*kern_tile_fn_t)(int64_t n, const void *w, size_t w_stride, int nr
 
 /* A packed tile kernel: one group of 16 rows in the x16 layout (kpack.h)
  * times nt (1..KERN_NT_MAX) tokens; out[r + t * out_stride] for the lanes
- * r whose bit is set in keep. Bitwise the tile kernel's values. */
+ * r whose bit is set in keep. Bitwise the VNNI level's tile values at both
+ * levels that have them (AVX2: kernels_x86_packed_avx2.h, AVX-512 VNNI:
+ * kernels_x86_packed.h). */
 typedef void (*kern_ptile_fn_t)(int64_t n, const void *group, const void *act, size_t act_stride, int nt,
                                 float *out, size_t out_stride, unsigned keep);
 
@@ -47,6 +49,7 @@ void kern_fill_avx512(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYPE
                       kern_quant_fn_t quant[QTYPE_COUNT]);
 
 /* Fill ptiles[wtype] for the types with packed kernels at that level. */
+void kern_fill_packed_avx2(kern_ptile_fn_t ptiles[QTYPE_COUNT]);
 void kern_fill_packed_avx512(kern_ptile_fn_t ptiles[QTYPE_COUNT]);
 
 #endif

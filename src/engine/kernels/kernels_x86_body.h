@@ -18,6 +18,10 @@
  * tokens). Their float operations differ from the AVX2 level's (within
  * the tolerance kernels.h allows between levels).
  *
+ * Both levels have kernels on the packed weights of kpack.h
+ * (kernels_x86_packed.h with VNNI, kernels_x86_packed_avx2.h without):
+ * the same values at both.
+ *
  * kernels_x86_quant.h holds the SIMD activation quantizers (Q8_K, Q8_0;
  * bytes identical to quant_quantize_row).
  *
@@ -541,6 +545,8 @@ KB void k_q3_k(int64_t n, const void *w, const void *act, size_t act_stride, flo
 #include "engine/kernels/kernels_x86_q8tx.h"
 #include "engine/kernels/kernels_x86_q5tx.h"
 #include "engine/kernels/kernels_x86_packed.h"
+#else
+#include "engine/kernels/kernels_x86_packed_avx2.h"
 #endif
 
 /* ---- exported wrappers: one switch per type fixes nt at compile time --- */

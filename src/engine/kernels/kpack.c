@@ -10,6 +10,7 @@ static size_t kpack_block_bytes(qtype_t t)
     case QTYPE_Q8_0: return KPACK_Q8_0_VECS * KPACK_VEC; /* qs only; scales apart */
     case QTYPE_Q5_0: return KPACK_Q5_0_VECS * KPACK_VEC; /* qs and qh; scales apart */
     case QTYPE_Q4_K: return KPACK_Q4_K_VECS * KPACK_VEC;
+    case QTYPE_Q5_K: return KPACK_Q5_K_VECS * KPACK_VEC;
     case QTYPE_Q6_K: return KPACK_Q6_K_VECS * KPACK_VEC;
     default: return 0;
     }
@@ -91,6 +92,9 @@ void kpack_pack(qtype_t t, const void *W, int64_t n_rows, int64_t k, void *dst)
                 break;
             case QTYPE_Q4_K:
                 kpack_words(gd + (size_t)i * KPACK_Q4_K_VECS * KPACK_VEC, src, 0, KPACK_Q4_K_VECS);
+                break;
+            case QTYPE_Q5_K:
+                kpack_words(gd + (size_t)i * KPACK_Q5_K_VECS * KPACK_VEC, src, 0, KPACK_Q5_K_VECS);
                 break;
             case QTYPE_Q6_K: /* ql, qh, scales (208 bytes), then d */
                 kpack_words(gd + (size_t)i * KPACK_Q6_K_VECS * KPACK_VEC, src, 0, 52);

@@ -17,6 +17,8 @@
  *   Q4_K (144 bytes, nb = k / 256): block i is 36 vectors at 2304 i;
  *        vector j holds bytes 4j..4j+3 of the block (d and dmin, the 12
  *        scale bytes, then qs).
+ *   Q5_K (176 bytes, nb = k / 256): block i is 44 vectors at 2816 i;
+ *        vector j holds bytes 4j..4j+3 (d and dmin, scales, qh, then qs).
  *   Q6_K (210 bytes): block i is 53 vectors at 3392 i; vectors 0..51 hold
  *        bytes 4j..4j+3 (ql, qh, scales); vector 52 the 16 fp16 d.
  *
@@ -41,6 +43,7 @@
 #define KPACK_Q8_0_VECS 8
 #define KPACK_Q5_0_VECS 5
 #define KPACK_Q4_K_VECS 36
+#define KPACK_Q5_K_VECS 44
 #define KPACK_Q6_K_VECS 53
 
 /* Bytes of one group of a matrix of type t with rows of k weights, or 0 if

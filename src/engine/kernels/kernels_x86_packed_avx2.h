@@ -1,0 +1,353 @@
+/* kernels_x86_packed_avx2.h - the AVX2 level's kernels on packed weights
+ * (the x16 layout of kpack.h): one group of 16 rows x nt (1..KERN_NT_MAX)
+ * tokens. Included by kernels_x86_body.h when the level has no VNNI. Not a
+ * public header.
+ *
+ * A 64-byte vector of the layout is two 256-bit halves, rows 0-7 and rows
+ * 8-15, each with one row per 32-bit lane, so these kernels read the same
+ * packed copy as the VNNI level's (kernels_x86_packed.h) with no gathers,
+ * transpositions or horizontal sums. Tokens go in groups of up to 4 (one
+ * out-of-line function per group size keeps the accumulators in
+ * registers); each group streams the whole group of rows (from L1/L2 after
+ * the first).
+ *
+ * The integer sums are exact and equal to the VNNI level's: without VNNI,
+ * u8 x s8 products go through vpmaddubsw where the int16 pair sums cannot
+ * saturate (Q8_0 / Q5_0: |w| against sign-adjusted activations, |pair| <=
+ * 2 * 128 * 127; Q4_K: nibbles, eight pair sums added in int16, <= 30480;
+ * Q5_K: 5-bit values, four added, <= 31496; Q6_K: 6-bit values, two
+ * added, <= 32004) and vpmaddwd with the scale in
+ * both int16 halves applies a sub-block scale. The float operations per
+ * (row, token), block by block, are the VNNI tiles' (kernels_x86_q8tx.h,
+ * kernels_x86_q4tx.h, kernels_x86_q6tx.h):
+ *   Q8_0, Q5_0: a = fma(dw * da, (float)S, a)
+ *   Q4_K, Q5_K: a = fma(d * dy, (float)S, a); a = a - (dmin * dy) * (float)M
+ *   Q6_K:       a = fma(d * dy, (float)(S - 32 O), a)
+ * so a packed matrix gives bitwise the same values at both levels, for any
+ * token count (batch invariance holds). They differ from this level's
+ * original-row kernels (8 float lanes summed at the end) by rounding only,
+ * within the tolerance kernels.h allows between levels.
+ */
+
+#include "engine/kernels/kpack.h"
+
+#ifndef K_PACK_PF
+#define K_PACK_PF 1024
+#endif
+
+#define K_FOR_G(t) _Pragma("GCC unroll 4") for (int t = 0; t < ng; t++)
+
+KB void k_p2_pf(const uint8_t *p, size_t bytes)
+{
+    for (size_t o = 0; o < bytes; o += 64)
+        _mm_prefetch((const char *)p + K_PACK_PF + o, _MM_HINT_T0);
+}
+
+/* Half h (rows 8h..8h+7) of vector j of a packed block. */
+KB __m256i k_p2_half(const uint8_t *blk, int j, int h)
+{
+    return _mm256_load_si256((const __m256i *)(blk + (size_t)j * KPACK_VEC + 32 * h));
+}
+
+/* A dword of activation bytes, broadcast. */
+KB __m256i k_p2_bc4(const void *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+/* The low (hi = 0) or high 16 bits of each dword, as 8 fp16 -> floats. */
+KB __m256 k_p2_half_ps(__m256i dw, const int hi)
+{
+    const __m256i v = hi ? _mm256_srli_epi32(dw, 16) : _mm256_and_si256(dw, _mm256_set1_epi32(0xFFFF));
+    return _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
+}
+
+/* Stores lanes of acc whose bit is set in keep8. */
+KB void k_p2_store(__m256 acc, unsigned keep8, float *out)
+{
+    if (keep8 == 0xFF) {
+        _mm256_storeu_ps(out, acc);
+        return;
+    }
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    const __m256i m = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)keep8), bit), bit);
+    _mm256_maskstore_ps(out, m, acc);
+}
+
+/* The sum over 8 dwords of w (signed bytes, rows in lanes) times the
+ * activation bytes a[0..31], exact, into int32 lanes: |w| against the
+ * activations with w's signs. */
+KB __m256i k_p2_s8_block(const __m256i w[8], const int8_t *a)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+    _Pragma("GCC unroll 8") for (int d = 0; d < 8; d += 2) {
+        const __m256i p0 = _mm256_maddubs_epi16(_mm256_sign_epi8(w[d], w[d]), _mm256_sign_epi8(k_p2_bc4(a + 4 * d), w[d]));
+        const __m256i p1 = _mm256_maddubs_epi16(_mm256_sign_epi8(w[d + 1], w[d + 1]),
+                                                _mm256_sign_epi8(k_p2_bc4(a + 4 * d + 4), w[d + 1]));
+        s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(p0, ones));
+        s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(p1, ones));
+    }
+    return _mm256_add_epi32(s0, s1);
+}
+
+/* ---- Q8_0 and Q5_0: int8 blocks of 32 ---------------------------------- */
+
+/* Block i of half h as 8 dwords of signed bytes. */
+KB void k_p2_q8_0_words(const uint8_t *g, int64_t i, int h, __m256i w[8])
+{
+    const uint8_t *blk = g + (size_t)i * KPACK_Q8_0_VECS * KPACK_VEC;
+    _Pragma("GCC unroll 8") for (int d = 0; d < 8; d++) w[d] = k_p2_half(blk, d, h);
+}
+
+KB void k_p2_q5_0_words(const uint8_t *g, int64_t i, int h, __m256i w[8])
+{
+    const uint8_t *blk = g + (size_t)i * KPACK_Q5_0_VECS * KPACK_VEC;
+    const __m256i m4 = _mm256_set1_epi8(0xF), b1 = _mm256_set1_epi32(0x01010101);
+    const __m256i spread = _mm256_set1_epi32(0x00204081), k16 = _mm256_set1_epi8(16);
+    const __m256i nib4 = _mm256_set1_epi32(0xF), qh = k_p2_half(blk, 4, h);
+    _Pragma("GCC unroll 8") for (int d = 0; d < 8; d++) {
+        const __m256i qs = k_p2_half(blk, d & 3, h);
+        const __m256i nib = d < 4 ? _mm256_and_si256(qs, m4) : _mm256_and_si256(_mm256_srli_epi16(qs, 4), m4);
+        const __m256i bits = _mm256_and_si256(_mm256_srli_epi32(qh, 4 * d), nib4);
+        const __m256i hb = _mm256_slli_epi32(_mm256_and_si256(_mm256_mullo_epi32(bits, spread), b1), 4);
+        w[d] = _mm256_sub_epi8(_mm256_or_si256(nib, hb), k16);
+    }
+}
+
+/* Tokens 0..ng-1 of one group: q5 selects the Q5_0 decoding; the scales
+ * (16 fp16 per block, 32 bytes) follow the blocks. */
+KB void k_p2_int8_tokens(int64_t n, const uint8_t *g, const void *act, size_t act_stride, float *out,
+                         size_t out_stride, unsigned keep, const int ng, const int q5)
+{
+    const int64_t nb = n / QK8_0;
+    const size_t vecs = q5 ? KPACK_Q5_0_VECS : KPACK_Q8_0_VECS;
+    const uint8_t *scales = g + (size_t)nb * vecs * KPACK_VEC;
+    __m256 acc[2][4];
+    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) K_FOR_G(t) acc[h][t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        k_p2_pf(g + (size_t)i * vecs * KPACK_VEC, vecs * KPACK_VEC);
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+            __m256i w[8];
+            if (q5)
+                k_p2_q5_0_words(g, i, h, w);
+            else
+                k_p2_q8_0_words(g, i, h, w);
+            const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(scales + 32 * i + 16 * h)));
+            K_FOR_G(t) {
+                const block_q8_0 *y = K_ACT(block_q8_0, t, i);
+                const __m256 q = _mm256_cvtepi32_ps(k_p2_s8_block(w, y->qs));
+                acc[h][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(k_h2f(y->d))), q, acc[h][t]);
+            }
+        }
+    }
+    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) K_FOR_G(t)
+        k_p2_store(acc[h][t], (keep >> (8 * h)) & 0xFF, out + (size_t)t * out_stride + 8 * h);
+}
+
+/* ---- Q4_K ---------------------------------------------------------------- */
+
+/* Scales (as int16 pairs (s, s)) and mins (pairs (m, m)) of half h's 8
+ * rows: ggml's bit manipulation, lane-wise (as k_q4_scales_mins). */
+KB void k_p2_q4_scales_mins(__m256i u0, __m256i u1, __m256i u2, __m256i sc[8], __m256i mp[8])
+{
+    const __m256i km1 = _mm256_set1_epi32(0x3f3f3f3f), km2 = _mm256_set1_epi32(0x0f0f0f0f);
+    const __m256i km3 = _mm256_set1_epi32(0x03030303), b255 = _mm256_set1_epi32(0xFF);
+    const __m256i s03 = _mm256_and_si256(u0, km1), m03 = _mm256_and_si256(u1, km1);
+    const __m256i s47 = _mm256_or_si256(_mm256_and_si256(u2, km2),
+                                        _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u0, 6), km3), 4));
+    const __m256i m47 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), km2),
+                                        _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u1, 6), km3), 4));
+    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+        const __m256i sa = _mm256_and_si256(_mm256_srli_epi32(s03, 8 * k), b255);
+        const __m256i sb = _mm256_and_si256(_mm256_srli_epi32(s47, 8 * k), b255);
+        const __m256i ma = _mm256_and_si256(_mm256_srli_epi32(m03, 8 * k), b255);
+        const __m256i mb = _mm256_and_si256(_mm256_srli_epi32(m47, 8 * k), b255);
+        sc[k] = _mm256_or_si256(sa, _mm256_slli_epi32(sa, 16));
+        sc[4 + k] = _mm256_or_si256(sb, _mm256_slli_epi32(sb, 16));
+        mp[k] = _mm256_or_si256(ma, _mm256_slli_epi32(ma, 16));
+        mp[4 + k] = _mm256_or_si256(mb, _mm256_slli_epi32(mb, 16));
+    }
+}
+
+/* Q4_K (q5 = 0) and Q5_K (q5 = 1: bit 4 of each value from qh, vectors
+ * 4..11, bit 2 sp for chunk sp's low nibbles and 2 sp + 1 for its high
+ * ones; the 5-bit values' pair sums are added 4 words at a time in int16,
+ * the nibbles' 8 at a time). */
+KB void k_p2_q45_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t act_stride, float *out,
+                          size_t out_stride, unsigned keep, const int ng, const int q5)
+{
+    const int64_t nb = n / QK_K;
+    const size_t vecs = q5 ? KPACK_Q5_K_VECS : KPACK_Q4_K_VECS;
+    const int qs0 = q5 ? 12 : 4, run = q5 ? 4 : 8;
+    const __m256i m4 = _mm256_set1_epi8(0xF), m1 = _mm256_set1_epi8(1);
+    __m256 acc[2][4];
+    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) K_FOR_G(t) acc[h][t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *blk = g + (size_t)i * vecs * KPACK_VEC;
+        k_p2_pf(blk, vecs * KPACK_VEC);
+        _Pragma("GCC unroll 1") for (int h = 0; h < 2; h++) {
+            const __m256i dm = k_p2_half(blk, 0, h);
+            const __m256 dx = k_p2_half_ps(dm, 0), dmx = k_p2_half_ps(dm, 1);
+            __m256i sc[8], mp[8];
+            k_p2_q4_scales_mins(k_p2_half(blk, 1, h), k_p2_half(blk, 2, h), k_p2_half(blk, 3, h), sc, mp);
+            __m256i s[4];
+            K_FOR_G(t) s[t] = _mm256_setzero_si256();
+            _Pragma("GCC unroll 1") for (int sp = 0; sp < 4; sp++) {
+                _Pragma("GCC unroll 2") for (int d0 = 0; d0 < 8; d0 += run) {
+                    __m256i tl[4], th[4];
+                    K_FOR_G(t) tl[t] = th[t] = _mm256_setzero_si256();
+                    _Pragma("GCC unroll 8") for (int d = d0; d < d0 + run; d++) {
+                        const __m256i v = k_p2_half(blk, qs0 + 8 * sp + d, h);
+                        __m256i wl = _mm256_and_si256(v, m4), wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                        if (q5) {
+                            const __m256i qh = k_p2_half(blk, 4 + d, h);
+                            wl = _mm256_or_si256(wl, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * sp), m1), 4));
+                            wh = _mm256_or_si256(
+                                wh, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * sp + 1), m1), 4));
+                        }
+                        K_FOR_G(t) {
+                            const int8_t *q = K_ACT(block_q8_K, t, i)->qs + 64 * sp + 4 * d;
+                            tl[t] = _mm256_add_epi16(tl[t], _mm256_maddubs_epi16(wl, k_p2_bc4(q)));
+                            th[t] = _mm256_add_epi16(th[t], _mm256_maddubs_epi16(wh, k_p2_bc4(q + 32)));
+                        }
+                    }
+                    K_FOR_G(t) {
+                        s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(tl[t], sc[2 * sp]));
+                        s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(th[t], sc[2 * sp + 1]));
+                    }
+                }
+            }
+            K_FOR_G(t) {
+                const block_q8_K *y = K_ACT(block_q8_K, t, i);
+                __m256i m = _mm256_setzero_si256();
+                _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+                    m = _mm256_add_epi32(m, _mm256_madd_epi16(mp[k], k_p2_bc4(y->bsums + 2 * k)));
+                const __m256 dy = _mm256_set1_ps(y->d);
+                acc[h][t] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy), _mm256_cvtepi32_ps(s[t]), acc[h][t]);
+                acc[h][t] = _mm256_fnmadd_ps(_mm256_mul_ps(dmx, dy), _mm256_cvtepi32_ps(m), acc[h][t]);
+            }
+        }
+    }
+    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) K_FOR_G(t)
+        k_p2_store(acc[h][t], (keep >> (8 * h)) & 0xFF, out + (size_t)t * out_stride + 8 * h);
+}
+
+/* ---- Q6_K ---------------------------------------------------------------- */
+
+/* The 6-bit values (0..63) of elements 4E..4E+3 of half h's rows, E =
+ * 4 g + j (sub-block g of 16 elements): ggml's order as k_q6_assemble. */
+KB __m256i k_p2_q6_word(const uint8_t *blk, int h, int g, int j)
+{
+    const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3), m30 = _mm256_set1_epi8(0x30);
+    const int hh = g / 8, q = (g % 8) / 2, d = 4 * (g % 2) + j;
+    const __m256i a = k_p2_half(blk, 16 * hh + d, h), b = k_p2_half(blk, 16 * hh + 8 + d, h);
+    const __m256i hb = k_p2_half(blk, 32 + 8 * hh + d, h);
+    switch (q) {
+    case 0: return _mm256_or_si256(_mm256_and_si256(a, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m3), 4));
+    case 1:
+        return _mm256_or_si256(_mm256_and_si256(b, m4),
+                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m3), 4));
+    case 2: return _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), m4), _mm256_and_si256(hb, m30));
+    default:
+        return _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), m4),
+                               _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
+    }
+}
+
+KB void k_p2_q6_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t act_stride, float *out,
+                         size_t out_stride, unsigned keep, const int ng)
+{
+    const int64_t nb = n / QK_K;
+    const __m256i lo16 = _mm256_set1_epi32(0xFFFF);
+    __m256 acc[2][4];
+    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) K_FOR_G(t) acc[h][t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *blk = g + (size_t)i * KPACK_Q6_K_VECS * KPACK_VEC;
+        k_p2_pf(blk, KPACK_Q6_K_VECS * KPACK_VEC);
+        _Pragma("GCC unroll 1") for (int h = 0; h < 2; h++) {
+            const __m256 dx = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(blk + 52 * KPACK_VEC + 16 * h)));
+            /* sc16[g]: scale g in both int16 halves; scp[k]: (sc_2k, sc_2k+1) */
+            __m256i sc16[16], scp[8];
+            _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
+                const __m256i su = k_p2_half(blk, 48 + u, h);
+                _Pragma("GCC unroll 4") for (int b = 0; b < 4; b++) {
+                    const __m256i s = _mm256_srai_epi32(_mm256_slli_epi32(su, 24 - 8 * b), 24);
+                    sc16[4 * u + b] = _mm256_or_si256(_mm256_and_si256(s, lo16), _mm256_slli_epi32(s, 16));
+                }
+            }
+            _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+                scp[k] = _mm256_blend_epi16(sc16[2 * k], sc16[2 * k + 1], 0xAA);
+            __m256i s[4];
+            K_FOR_G(t) s[t] = _mm256_setzero_si256();
+            _Pragma("GCC unroll 1") for (int sg = 0; sg < 16; sg++) {
+                const __m256i w0 = k_p2_q6_word(blk, h, sg, 0), w1 = k_p2_q6_word(blk, h, sg, 1);
+                const __m256i w2 = k_p2_q6_word(blk, h, sg, 2), w3 = k_p2_q6_word(blk, h, sg, 3);
+                K_FOR_G(t) {
+                    const int8_t *q = K_ACT(block_q8_K, t, i)->qs + 16 * sg;
+                    const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(w0, k_p2_bc4(q)),
+                                                         _mm256_maddubs_epi16(w1, k_p2_bc4(q + 4)));
+                    const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(w2, k_p2_bc4(q + 8)),
+                                                         _mm256_maddubs_epi16(w3, k_p2_bc4(q + 12)));
+                    s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(p01, sc16[sg]));
+                    s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(p23, sc16[sg]));
+                }
+            }
+            K_FOR_G(t) {
+                const block_q8_K *y = K_ACT(block_q8_K, t, i);
+                __m256i o = _mm256_setzero_si256();
+                _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+                    o = _mm256_add_epi32(o, _mm256_madd_epi16(scp[k], k_p2_bc4(y->bsums + 2 * k)));
+                const __m256i tot = _mm256_sub_epi32(s[t], _mm256_slli_epi32(o, 5));
+                acc[h][t] = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(y->d)), _mm256_cvtepi32_ps(tot), acc[h][t]);
+            }
+        }
+    }
+    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) K_FOR_G(t)
+        k_p2_store(acc[h][t], (keep >> (8 * h)) & 0xFF, out + (size_t)t * out_stride + 8 * h);
+}
+
+/* ---- entry points: groups of up to 4 tokens -------------------------------- */
+
+#define K_P2_GROUPS(name, call)                                                                                 \
+    static __attribute__((noinline)) void KNAME(p2_##name##_g1_)(K_P2_ARGS) { call(1); }                        \
+    static __attribute__((noinline)) void KNAME(p2_##name##_g2_)(K_P2_ARGS) { call(2); }                        \
+    static __attribute__((noinline)) void KNAME(p2_##name##_g3_)(K_P2_ARGS) { call(3); }                        \
+    static __attribute__((noinline)) void KNAME(p2_##name##_g4_)(K_P2_ARGS) { call(4); }                        \
+    static void KNAME(pk_##name##_)(int64_t n, const void *group, const void *act, size_t act_stride, int nt,   \
+                                    float *out, size_t out_stride, unsigned keep)                              \
+    {                                                                                                           \
+        for (int t = 0; t < nt; t += 4) {                                                                       \
+            const void *a = (const uint8_t *)act + (size_t)t * act_stride;                                      \
+            float *o = out + (size_t)t * out_stride;                                                            \
+            switch (nt - t < 4 ? nt - t : 4) {                                                                  \
+            case 1: KNAME(p2_##name##_g1_)(n, group, a, act_stride, o, out_stride, keep); break;                 \
+            case 2: KNAME(p2_##name##_g2_)(n, group, a, act_stride, o, out_stride, keep); break;                 \
+            case 3: KNAME(p2_##name##_g3_)(n, group, a, act_stride, o, out_stride, keep); break;                 \
+            default: KNAME(p2_##name##_g4_)(n, group, a, act_stride, o, out_stride, keep); break;                \
+            }                                                                                                   \
+        }                                                                                                       \
+    }
+#define K_P2_ARGS \
+    int64_t n, const void *group, const void *act, size_t act_stride, float *out, size_t out_stride, unsigned keep
+#define K_P2_Q8_0(ng) k_p2_int8_tokens(n, group, act, act_stride, out, out_stride, keep, ng, 0)
+#define K_P2_Q5_0(ng) k_p2_int8_tokens(n, group, act, act_stride, out, out_stride, keep, ng, 1)
+#define K_P2_Q4_K(ng) k_p2_q45_k_tokens(n, group, act, act_stride, out, out_stride, keep, ng, 0)
+#define K_P2_Q5_K(ng) k_p2_q45_k_tokens(n, group, act, act_stride, out, out_stride, keep, ng, 1)
+#define K_P2_Q6_K(ng) k_p2_q6_k_tokens(n, group, act, act_stride, out, out_stride, keep, ng)
+K_P2_GROUPS(q8_0, K_P2_Q8_0)
+K_P2_GROUPS(q5_0, K_P2_Q5_0)
+K_P2_GROUPS(q4_k, K_P2_Q4_K)
+K_P2_GROUPS(q5_k, K_P2_Q5_K)
+K_P2_GROUPS(q6_k, K_P2_Q6_K)
+
+void KNAME(kern_fill_packed_)(kern_ptile_fn_t ptiles[QTYPE_COUNT])
+{
+    ptiles[QTYPE_Q8_0] = KNAME(pk_q8_0_);
+    ptiles[QTYPE_Q5_0] = KNAME(pk_q5_0_);
+    ptiles[QTYPE_Q4_K] = KNAME(pk_q4_k_);
+    ptiles[QTYPE_Q5_K] = KNAME(pk_q5_k_);
+    ptiles[QTYPE_Q6_K] = KNAME(pk_q6_k_);
+}

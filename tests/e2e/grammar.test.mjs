@@ -349,4 +349,26 @@ if (SUITE === 'format') {
          `${FORMAT}: strict: 'not' on a raw parameter is a 400 naming it`, r2.json);
     });
   }
+
+  if (FORMAT === 'gemma4') {
+    // Gemma 4's own argument syntax: every string between <|"|> as raw
+    // text, keys bare or delimited; the parser reads it back as JSON
+    await check(`${FORMAT}: raw strings in nested values keep their keywords`, async () => {
+      const tool = { type: 'function', function: { name: 'plan', strict: true, parameters: { type: 'object',
+        properties: { s: { type: 'string', maxLength: 4, not: { const: 'x' } }, p: { type: 'string', pattern: '^[a-z]{2,5}$' },
+          d: { type: 'string', format: 'date' }, kind: { enum: ['a "quoted" one', 'b\\c'] },
+          stops: { type: 'array', items: { type: 'object', properties: { at: { type: 'string', maxLength: 3 },
+            n: { type: 'integer', minimum: 0, maximum: 9 } }, required: ['at', 'n'], additionalProperties: false },
+          minItems: 1, maxItems: 2 } },
+        required: ['s', 'p', 'd', 'kind', 'stops'], additionalProperties: false } } };
+      for (const seed of [11, 12]) {
+        const r = await client.chat.completions.create({ model: MODEL, messages: msgs, max_tokens: 600, tools: [tool],
+          tool_choice: 'required', parallel_tool_calls: false, seed, temperature: 1 });
+        const c = r.choices[0];
+        const call = c.message.tool_calls && c.message.tool_calls[0];
+        ok(c.finish_reason === 'tool_calls' && call && validJson(call.function.arguments, tool.function.parameters).ok,
+           `${FORMAT}: seed ${seed}: strings, a pattern, a format, an enum with quotes, nested objects (ajv)`, c);
+      }
+    });
+  }
 }

@@ -16,8 +16,8 @@
 /* open CALL [sep CALL] close; compact: the free runs of spaces and
  * newlines (toolcall_layout_space_free) dropped; spacious: a newline and a
  * space in every gap between pieces (toolcall_layout_gap). The arguments:
- * JSON, or in the XML-style layouts the parameter elements (a raw string
- * and a typed value). */
+ * JSON, Gemma 4's object syntax, or in the XML-style layouts the parameter
+ * elements (a raw string and a typed value). */
 static void compose_x(const toolcall_force_layout_t *L, bool two, bool compact, bool spacious, char *out, size_t cap);
 static void compose(const toolcall_force_layout_t *L, bool two, bool compact, char *out, size_t cap)
 {
@@ -31,6 +31,9 @@ static void compose_x(const toolcall_force_layout_t *L, bool two, bool compact, 
         snprintf(city, sizeof city, "%scity%s%s%s%s%sdays%s3%s", L->param_open, L->param_mid_raw,
                  L->json_values ? "\"Paris\"" : "Paris", L->param_close, L->param_sep, L->param_open, L->param_mid_json,
                  L->param_close);
+    else if (L->value_delim) /* Gemma 4's syntax: a bare key, a delimited one */
+        snprintf(city, sizeof city, "{city: %sParis%s, %sdays%s: 3}", L->value_delim, L->value_delim, L->value_delim,
+                 L->value_delim);
     else
         snprintf(city, sizeof city, "{\"city\": \"Paris\", \"days\": 3}");
     const char *pieces[] = {L->open,     L->call_prefix, "get_weather", L->name_suffix, city,
@@ -98,7 +101,7 @@ int main(void)
                        d->layout == TOOLCALL_LAYOUT_HARMONY || d->layout == TOOLCALL_LAYOUT_PYTHONIC;
         if (!L) {
             /* only the families the layout cannot say, and the variants it names */
-            tap_ok(!sayable || d->string_delim || d->name_attr ||
+            tap_ok(!sayable || d->name_attr ||
                        (d->value_attr && !d->value_attr_json) || !d->value_close,
                    "%s: no layout (a variant with ids / indices / typed values / its own syntax)",
                    d->name);

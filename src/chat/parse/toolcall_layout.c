@@ -41,9 +41,9 @@ static const char *leading_marker(const toolcall_format_desc_t *d, const char *p
 static bool derive(const toolcall_format_desc_t *d, toolcall_force_layout_t *L)
 {
     /* variants the layout cannot say: call ids or per-call indices in the
-     * header, Gemma's object syntax, a name opened by the prompt, typed
+     * header, a name opened by the prompt, typed
      * value attributes, element values */
-    if (d->string_delim || d->name_attr ||
+    if ((d->string_delim && d->layout != TOOLCALL_LAYOUT_NAME_JSON) || d->name_attr ||
         d->name_end || (d->value_attr && (!d->value_attr_string || !d->value_attr_json)) || d->item_tag ||
         (d->layout == TOOLCALL_LAYOUT_NAME_PARAMS && (!d->key_open || !d->value_close || d->args_open)))
         return false;
@@ -113,8 +113,9 @@ static bool derive(const toolcall_format_desc_t *d, toolcall_force_layout_t *L)
         return L->call_prefix && L->name_suffix && L->call_suffix; /* no auto trigger: content is a message too */
     }
     case TOOLCALL_LAYOUT_NAME_JSON: /* name_prefix N name_close [args_open] {...} [args_close] */
-        if (!d->name_close)
+        if (!d->name_close && !d->string_delim) /* Gemma's arguments follow the name */
             return false;
+        L->value_delim = d->string_delim;
         L->call_prefix = d->id_close ? cat(d->call_open, TOOLCALL_LAYOUT_ID, cat(d->id_close, d->name_prefix, NULL))
                                      : cat(d->call_open, d->name_prefix, NULL);
         if (d->prompt_opens) { /* the prompt ends with call_open: the first call starts at once */

@@ -33,8 +33,9 @@
  * [A-Za-z0-9_-]): Solar Open's header.
  *
  * The layouts come from the formats' descriptions (toolcall.h) for the
- * families JSON_OBJECT, JSON_NAMED, NAME_JSON, NAME_PARAMS, PYTHONIC and HARMONY (except the
- * variants with per-call index attributes, Gemma's object syntax, a value
+ * families JSON_OBJECT, JSON_NAMED, NAME_JSON (Gemma 4's object syntax
+ * included), NAME_PARAMS, PYTHONIC and HARMONY (except the
+ * variants with per-call index attributes, a value
  * type attribute other than a raw/JSON flag, or element values), plus the hermes, llama3_json and cohere_command3 rows
  * written by hand (the newlines their templates show, Cohere's call ids).
  * Formats without a layout (those variants) cannot force calls: the server
@@ -67,6 +68,10 @@ typedef struct {
                         * Python literals, JSON ones included), none raw */
     bool at_once;      /* the output starts with the first call, no leading
                         * whitespace (functionary_v32: the prompt opened it) */
+    const char *value_delim; /* NULL: JSON arguments; else Gemma 4's object
+                              * syntax, strings between this delimiter (a
+                              * marker), keys bare or delimited
+                              * (gr_schema_opts_t.str_delim) */
 } toolcall_force_layout_t;
 
 /* The layout of fmt; NULL when the format has none. */

@@ -46,6 +46,16 @@ typedef struct {
     bool strict;               /* default true: unenforceable keyword -> error */
     bool no_whitespace;        /* compact output only (no optional spaces) */
     const gr_limits_t *lim;
+    /* NULL: JSON text. Else the delimited raw syntax of Gemma 4's tool-call
+     * arguments: every string (values and keys) is the delimiter, its text
+     * unescaped and never containing the delimiter, the delimiter again;
+     * a key may also be bare (not starting with a space or the delimiter's
+     * first byte, none of ":,{}[" in it) with its ':' right after it;
+     * numbers, literals, arrays and objects as in JSON. str_delim_ex: how
+     * the delimiter may be written (e.g. its control token or its text);
+     * NULL: its text. */
+    const char *str_delim;
+    gr_ex_t *str_delim_ex;
 } gr_schema_opts_t;
 
 /* Compiles `schema` (a JSON value: object or boolean), appending its rules

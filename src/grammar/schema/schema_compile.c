@@ -102,6 +102,27 @@ static const char *to_json(const json_object *v)
     return json_object_to_json_string_ext((json_object *)v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 }
 
+static gr_ex_t *sep(sc_t *c, const char *p)
+{
+    return gr_ex_seq3(c->a, c->ws, lit(c, p), c->ws);
+}
+
+static gr_ex_t *key_lit(sc_t *c, const char *name)
+{
+    json_object *ks = json_object_new_string(name);
+    gr_ex_t *e = ks ? lit(c, to_json(ks)) : NULL;
+    json_object_put(ks);
+    return e;
+}
+
+/* A member's key, its ':' and the whitespace around it. */
+static gr_ex_t *key_head(sc_t *c, const char *name)
+{
+    if (c->o->str_delim)
+        return sc_dstr_key_head(c, name, strlen(name));
+    return gr_ex_seq2(c->a, key_lit(c, name), sep(c, ":"));
+}
+
 gr_ex_t *sc_literal(sc_t *c, const json_object *v)
 {
     gr_arena_t *a = c->a;
@@ -134,27 +155,19 @@ gr_ex_t *sc_literal(sc_t *c, const json_object *v)
                 gr_exlist_push(a, &l, c->ws);
             }
             first = false;
-            json_object *ks = json_object_new_string(k);
-            gr_exlist_push(a, &l, ks ? lit(c, to_json(ks)) : NULL);
-            json_object_put(ks);
-            gr_exlist_push(a, &l, c->ws);
-            gr_exlist_push(a, &l, lit(c, ":"));
-            gr_exlist_push(a, &l, c->ws);
+            gr_exlist_push(a, &l, key_head(c, k));
             gr_exlist_push(a, &l, sc_literal(c, val));
         }
         gr_exlist_push(a, &l, c->ws);
         gr_exlist_push(a, &l, lit(c, "}"));
         return l.fail ? NULL : gr_ex_seq(a, l.v, l.n);
     }
+    if (c->o->str_delim && json_object_is_type(v, json_type_string))
+        return sc_dstr_value(c, json_object_get_string((json_object *)v), (size_t)json_object_get_string_len(v));
     return lit(c, to_json(v));
 }
 
 /* ---- any JSON value ----------------------------------------------------------------- */
-
-static gr_ex_t *sep(sc_t *c, const char *p)
-{
-    return gr_ex_seq3(c->a, c->ws, lit(c, p), c->ws);
-}
 
 static int32_t any_rule(sc_t *c)
 {
@@ -166,12 +179,12 @@ static int32_t any_rule(sc_t *c)
         return -1;
     c->any_rule = r;
     gr_ex_t *val = gr_ex_ref(a, r);
-    gr_ex_t *str = gr_ex_jstr(a, NULL, 0, -1);
-    const char *numre = "-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?";
+    sc_str_t none = {.max_len = -1};
+    gr_ex_t *str = c->o->str_delim ? sc_dstr_expr(c, &none) : gr_ex_jstr(a, NULL, 0, -1);
+    gr_ex_t *head = c->o->str_delim ? sc_dstr_any_key_head(c) : gr_ex_seq2(a, str, sep(c, ":"));
     sc_num_t nn = {0};
     gr_ex_t *num = sc_number_expr(c, &nn);
-    (void)numre;
-    gr_ex_t *member = gr_ex_seq(a, (gr_ex_t *[]){str, sep(c, ":"), val}, 3);
+    gr_ex_t *member = gr_ex_seq2(a, head, val);
     gr_ex_t *members = gr_ex_seq2(a, member, gr_ex_rep(a, gr_ex_seq2(a, sep(c, ","), member), 0, -1));
     gr_ex_t *obj = gr_ex_seq(a, (gr_ex_t *[]){lit(c, "{"), c->ws, gr_ex_opt(a, members), c->ws, lit(c, "}")}, 5);
     gr_ex_t *elems = gr_ex_seq2(a, val, gr_ex_rep(a, gr_ex_seq2(a, sep(c, ","), val), 0, -1));
@@ -996,7 +1009,7 @@ static gr_ex_t *compile_flat(sc_t *c, conj_t *l)
                 f->excl[w++] = f->excl[i];
         f->str.n_exclude = w;
         f->str.n_neg_patterns = f->n_negpat;
-        gr_exlist_push(a, &alts, sc_string_expr(c, &f->str));
+        gr_exlist_push(a, &alts, c->o->str_delim ? sc_dstr_expr(c, &f->str) : sc_string_expr(c, &f->str));
     }
     if ((f->types & T_ARR) && !c->failed)
         gr_exlist_push(a, &alts, compile_array(c, l, f, 0));
@@ -1123,12 +1136,22 @@ static gr_ex_t *compile_array(sc_t *c, conj_t *l, flat_t *f, int depth)
 
 /* ---- objects ------------------------------------------------------------------------------------------ */
 
-static gr_ex_t *key_lit(sc_t *c, const char *name)
+/* The keys satisfying s as one automaton: whole JSON strings, or bare
+ * keys in the delimited syntax. */
+static gr_dfa_t *key_dfa(sc_t *c, const sc_str_t *s)
 {
-    json_object *ks = json_object_new_string(name);
-    gr_ex_t *e = ks ? lit(c, to_json(ks)) : NULL;
-    json_object_put(ks);
-    return e;
+    return c->o->str_delim ? sc_dstr_key_dfa(c, s) : sc_string_dfa(c, s);
+}
+
+/* x and y intersected (both freed; NULL and failed on an error). */
+static gr_dfa_t *dfa_and(sc_t *c, gr_dfa_t *x, gr_dfa_t *y)
+{
+    gr_dfa_t *d = x && y ? gr_dfa_intersect(x, y, c->o->lim, c->err) : NULL;
+    gr_dfa_free(x);
+    gr_dfa_free(y);
+    if (!d)
+        c->failed = true;
+    return d;
 }
 
 typedef struct {
@@ -1491,9 +1514,11 @@ static gr_ex_t *compile_object(sc_t *c, conj_t *l, flat_t *f, int depth)
         gr_arena_t tmp;
         gr_arena_init(&tmp, 32u << 20);
         gr_exlist_t nl = {0};
-        for (int32_t k = 0; k < np; k++)
+        for (int32_t k = 0; c->o->str_delim && k < np + f->n_forbid; k++)
+            gr_exlist_push(&tmp, &nl, gr_ex_str(&tmp, k < np ? props[k].name : f->forbid[k - np]));
+        for (int32_t k = 0; !c->o->str_delim && k < np; k++)
             gr_exlist_push(&tmp, &nl, gr_ex_jstr(&tmp, sc_literal_chars(&tmp, props[k].name, strlen(props[k].name)), 0, -1));
-        for (int32_t q = 0; q < f->n_forbid; q++) {
+        for (int32_t q = 0; !c->o->str_delim && q < f->n_forbid; q++) {
             json_object *ks = json_object_new_string(f->forbid[q]);
             gr_exlist_push(&tmp, &nl, ks ? gr_ex_str(&tmp, to_json(ks)) : NULL);
             json_object_put(ks);
@@ -1589,12 +1614,12 @@ static gr_ex_t *compile_object(sc_t *c, conj_t *l, flat_t *f, int depth)
         for (int32_t q = 0; q < n_pats; q++)
             if ((m >> q) & 1)
                 kp[ks.n_patterns++] = pats[q];
-        gr_dfa_t *d = sc_string_dfa(c, &ks);
+        gr_dfa_t *d = key_dfa(c, &ks);
         for (int32_t q = 0; d && q < n_pats; q++) {
             if ((m >> q) & 1)
                 continue;
             sc_str_t one = {.max_len = -1, .patterns = &pats[q], .n_patterns = 1};
-            gr_dfa_t *x = sc_string_dfa(c, &one);
+            gr_dfa_t *x = key_dfa(c, &one);
             gr_dfa_t *y = x ? gr_dfa_subtract(d, x, c->o->lim, c->err) : NULL;
             gr_dfa_free(x);
             gr_dfa_free(d);
@@ -1614,13 +1639,16 @@ static gr_ex_t *compile_object(sc_t *c, conj_t *l, flat_t *f, int depth)
                 for (size_t e = 0; e < json_object_array_length(pn_enum); e++) {
                     json_object *v = json_object_array_get_idx(pn_enum, e);
                     if (json_object_is_type(v, json_type_string))
-                        gr_exlist_push(&tmp, &el, gr_ex_str(&tmp, to_json(v)));
+                        gr_exlist_push(&tmp, &el, gr_ex_str(&tmp, c->o->str_delim ? json_object_get_string(v) : to_json(v)));
                 }
                 x = el.n ? gr_dfa_from_expr(gr_ex_alt(&tmp, el.v, el.n), false, c->o->lim, c->err) : NULL;
                 gr_arena_free(&tmp);
             } else {
-                x = sc_string_dfa(c, &pn_str);
-                if (x && (pn_str.min_len > 0 || pn_str.max_len >= 0)) {
+                x = key_dfa(c, &pn_str);
+                if (x && c->o->str_delim && (pn_str.min_len > 0 || pn_str.max_len >= 0)) {
+                    gr_dfa_t *y = dfa_and(c, x, sc_dstr_len_dfa(c, pn_str.min_len, pn_str.max_len));
+                    x = y;
+                } else if (x && (pn_str.min_len > 0 || pn_str.max_len >= 0)) {
                     /* key lengths: a bounded string of any content, intersected */
                     gr_arena_t tmp;
                     gr_arena_init(&tmp, 8u << 20);
@@ -1650,7 +1678,8 @@ static gr_ex_t *compile_object(sc_t *c, conj_t *l, flat_t *f, int depth)
         if (!sc_keep_dfa(c, d))
             break;
         gr_ex_t *val = conj_of(c, NULL, app, na, depth);
-        gr_ex_t *entry = gr_ex_seq3(a, gr_ex_dfa(a, d, false), sep(c, ":"), val);
+        gr_ex_t *entry = c->o->str_delim ? gr_ex_seq2(a, sc_dstr_key_head_dfa(c, d), val)
+                                         : gr_ex_seq3(a, gr_ex_dfa(a, d, false), sep(c, ":"), val);
         gr_exlist_push(a, &regions, entry);
     }
     if (c->failed)
@@ -1659,7 +1688,7 @@ static gr_ex_t *compile_object(sc_t *c, conj_t *l, flat_t *f, int depth)
     /* property values */
     gr_ex_t **vals = calloc((size_t)np + 1, sizeof *vals);
     for (int32_t i = 0; vals && i < np && !c->failed; i++)
-        vals[i] = gr_ex_seq3(a, key_lit(c, props[i].name), sep(c, ":"), conj_rule(c, props[i].conj, depth + 1));
+        vals[i] = gr_ex_seq2(a, key_head(c, props[i].name), conj_rule(c, props[i].conj, depth + 1));
     if (!vals || c->failed) {
         free(vals);
         if (!c->failed)
@@ -1729,7 +1758,7 @@ lf_code_t gr_schema_compile(const json_object *schema, const gr_schema_opts_t *o
     (void)own;
     if (!c.ws) {
         sc_oom(&c);
-    } else if (sc_ref_index(&c)) {
+    } else if ((!opts->str_delim || sc_delim_check(&c)) && sc_ref_index(&c)) {
         conj_t l = {0};
         if (conj_push(&c, &l, schema, 0, 0))
             v = conj_rule(&c, &l, 0);

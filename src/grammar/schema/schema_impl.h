@@ -1,8 +1,9 @@
 /* schema_impl.h - internals of the JSON Schema compiler (schema.h), shared
  * by its files: the compile context, $ref resolution (schema_ref.c),
  * numbers (schema_number.c), strings and formats (schema_string.c), the
- * literal validator for enum/const filtering (schema_validate.c) and the
- * structure compiler (schema_compile.c). Not a public header.
+ * literal validator for enum/const filtering (schema_validate.c), strings
+ * in the delimited raw syntax (schema_delim.c) and the structure compiler
+ * (schema_compile.c). Not a public header.
  */
 #ifndef LF_GR_SCHEMA_IMPL_H
 #define LF_GR_SCHEMA_IMPL_H
@@ -108,6 +109,9 @@ gr_dfa_t *sc_string_dfa(sc_t *c, const sc_str_t *s);
 /* The code points of UTF-8 text s as a sequence of one-character sets
  * (encoded by whoever embeds it: all JSON encodings inside a JSON string). */
 gr_ex_t *sc_literal_chars(gr_arena_t *a, const char *s, size_t n);
+/* The code-point expression of a pattern (search semantics) or of a
+ * format's regex (whole text); NULL and c->failed on an error. */
+gr_ex_t *sc_constraint_expr(sc_t *c, gr_arena_t *a, const char *re, bool pattern);
 /* Whether a format name is enforced. */
 bool sc_format_known(const char *name);
 /* Whether UTF-8 text matches the format / pattern (literal validation). */
@@ -118,6 +122,25 @@ bool sc_pattern_match(sc_t *c, const char *pattern, const char *text, size_t len
  * schemas (every keyword, for enum/const filtering). */
 bool sc_validate(sc_t *c, const json_object *v, const sc_ent_t *ents, int32_t n);
 bool sc_json_equal(const json_object *a, const json_object *b);
+
+/* schema_delim.c: strings in the delimited raw syntax (opts.str_delim).
+ * sc_delim_check: the delimiter is usable (else an error). sc_dstr_expr:
+ * the string values satisfying s; sc_dstr_value: one string value;
+ * sc_dstr_key_head: one key (bare or delimited), its ':' and the
+ * whitespace after it; sc_dstr_any_key_head: any key so; the DFAs of the
+ * key texts satisfying s (sc_dstr_key_dfa), of literal names, and of texts
+ * of min..max code points (owned by the caller); sc_dstr_key_head_dfa: a
+ * key whose text that DFA (kept by the caller) accepts, bare where it can
+ * be or delimited, then ':' and whitespace. */
+bool sc_delim_check(sc_t *c);
+gr_ex_t *sc_dstr_expr(sc_t *c, const sc_str_t *s);
+gr_ex_t *sc_dstr_value(sc_t *c, const char *s, size_t n);
+gr_ex_t *sc_dstr_key_head(sc_t *c, const char *s, size_t n);
+gr_ex_t *sc_dstr_any_key_head(sc_t *c);
+gr_ex_t *sc_dstr_key_head_dfa(sc_t *c, gr_dfa_t *bare);
+gr_dfa_t *sc_dstr_key_dfa(sc_t *c, const sc_str_t *s);
+gr_dfa_t *sc_dstr_names_dfa(sc_t *c, const char *const *names, int32_t n);
+gr_dfa_t *sc_dstr_len_dfa(sc_t *c, int64_t min, int64_t max);
 
 /* schema_compile.c */
 gr_ex_t *sc_literal(sc_t *c, const json_object *v);

@@ -75,7 +75,7 @@ const char *gr_schema_format_regex(const char *name)
 }
 
 /* Code point expression of a constraint (pattern: search semantics). */
-static gr_ex_t *constraint_expr(sc_t *c, gr_arena_t *a, const char *re, bool pattern)
+gr_ex_t *sc_constraint_expr(sc_t *c, gr_arena_t *a, const char *re, bool pattern)
 {
     gr_ex_t *e = gr_regex_parse(a, re, strlen(re), pattern ? GR_REGEX_SEARCH : GR_REGEX_FULL, c->err);
     if (!e) {
@@ -128,7 +128,7 @@ gr_dfa_t *sc_string_dfa(sc_t *c, const sc_str_t *s)
     gr_arena_init(&a, 64u << 20);
     gr_dfa_t *d = jstr_dfa(c, &a, NULL);
     for (int32_t i = 0; d && i < s->n_patterns; i++) {
-        gr_ex_t *e = constraint_expr(c, &a, s->patterns[i], true);
+        gr_ex_t *e = sc_constraint_expr(c, &a, s->patterns[i], true);
         gr_dfa_t *x = e ? jstr_dfa(c, &a, e) : NULL;
         gr_dfa_t *y = x ? gr_dfa_intersect(d, x, c->o->lim, c->err) : NULL;
         gr_dfa_free(x);
@@ -139,7 +139,7 @@ gr_dfa_t *sc_string_dfa(sc_t *c, const sc_str_t *s)
         const char *re = format_re(s->formats[i]);
         if (!re)
             continue;
-        gr_ex_t *e = constraint_expr(c, &a, re, false);
+        gr_ex_t *e = sc_constraint_expr(c, &a, re, false);
         gr_dfa_t *x = e ? jstr_dfa(c, &a, e) : NULL;
         gr_dfa_t *y = x ? gr_dfa_intersect(d, x, c->o->lim, c->err) : NULL;
         gr_dfa_free(x);
@@ -147,7 +147,7 @@ gr_dfa_t *sc_string_dfa(sc_t *c, const sc_str_t *s)
         d = y;
     }
     for (int32_t i = 0; d && i < s->n_neg_patterns; i++) {
-        gr_ex_t *e = constraint_expr(c, &a, s->neg_patterns[i], true);
+        gr_ex_t *e = sc_constraint_expr(c, &a, s->neg_patterns[i], true);
         gr_dfa_t *x = e ? jstr_dfa(c, &a, e) : NULL;
         gr_dfa_t *y = x ? gr_dfa_subtract(d, x, c->o->lim, c->err) : NULL;
         gr_dfa_free(x);
@@ -185,7 +185,7 @@ gr_ex_t *sc_string_expr(sc_t *c, const sc_str_t *s)
         const char *re = s->n_patterns ? s->patterns[0] : NULL;
         for (int32_t i = 0; !re && i < s->n_formats; i++)
             re = format_re(s->formats[i]);
-        gr_ex_t *e = constraint_expr(c, c->a, re, s->n_patterns > 0);
+        gr_ex_t *e = sc_constraint_expr(c, c->a, re, s->n_patterns > 0);
         return e ? gr_ex_jstr(c->a, e, s->min_len, s->max_len) : NULL;
     }
     gr_dfa_t *d = sc_string_dfa(c, s);

@@ -84,7 +84,7 @@ static gr_ex_t *constraint_expr(cb_t *c, const req_constraint_t *k, http_req_t *
             c->failed = true;
             return NULL;
         }
-        gr_ex_t *v = cb_schema_value(c, s, k->strict, k->compact, k->param, r);
+        gr_ex_t *v = cb_schema_value(c, s, k->strict, k->compact, NULL, k->param, r);
         json_object_put(s);
         if (!v)
             return NULL;

@@ -245,8 +245,7 @@ await check('tools off', async () => {
 // Forced calls and structured output under each format's own reasoning
 // markup: the grammar leaves the reasoning block free (the scripted
 // reasoning comes back as reasoning_content) and constrains what follows.
-const FORCED = !['kimi_k3',
-  'minimax_m3'].includes(FORMAT);
+const FORCED = FORMAT !== 'minimax_m3';
 // Muse Glimmer's messages are not followed by the grammar: 400 there.
 const NO_GRAMMAR_REASONING = FORMAT === 'muse_glimmer';
 await check('a forced call', async () => {

@@ -35,8 +35,9 @@ if start_server "$LLM_FCGI" serve -m "$MODEL_FILE" --served-model-name scripted 
 else
     ok 1 "llm-fcgi starts (scripted)"
 fi
-for fmt in granite deepseek_v31 apertus gigachat31 deepseek_v3 qwen3_coder glm45 minimax_m2 deepseek_v32 pythonic gemma4; do
-    case $fmt in qwen3_coder|glm45|minimax_m2|deepseek_v32) xml=1 ;; *) xml=0 ;; esac
+for fmt in granite deepseek_v31 apertus gigachat31 deepseek_v3 qwen3_coder glm45 minimax_m2 deepseek_v32 pythonic gemma4 \
+        kimi_k3; do
+    case $fmt in qwen3_coder|glm45|minimax_m2|deepseek_v32|kimi_k3) xml=1 ;; *) xml=0 ;; esac
     MODEL_FILE=${LLM_MODELS_DIR:-$TOP_SRCDIR/../shared/models}/stories260K.gguf
     if start_server "$LLM_FCGI" serve -m "$MODEL_FILE" --served-model-name stories --threads 1 --ctx-size 2048 \
             --chat-template "$TOP_SRCDIR/tests/e2e/tools_template.jinja" --reasoning-parser none --tool-call-parser "$fmt"; then

@@ -59,6 +59,13 @@ static void compose_x(const toolcall_force_layout_t *L, bool two, bool compact, 
                 k++;
                 continue;
             }
+            if (p[k] == TOOLCALL_LAYOUT_JSON_TYPE[0]) { /* the type of days: 3 */
+                const char *ty = "integer";
+                for (; *ty && w + 1 < cap; ty++)
+                    out[w++] = *ty;
+                k++;
+                continue;
+            }
             if (p[k] == TOOLCALL_LAYOUT_ID[0]) { /* call ids */
                 const char *id = i < 6 ? "a1b2c3d4e5" : "f6g7h8i9j0";
                 for (; *id && w + 1 < cap; id++)
@@ -101,9 +108,8 @@ int main(void)
                        d->layout == TOOLCALL_LAYOUT_HARMONY || d->layout == TOOLCALL_LAYOUT_PYTHONIC;
         if (!L) {
             /* only the families the layout cannot say, and the variants it names */
-            tap_ok(!sayable || d->name_attr ||
-                       (d->value_attr && !d->value_attr_json) || !d->value_close,
-                   "%s: no layout (a variant with ids / indices / typed values / its own syntax)",
+            tap_ok(!sayable || d->item_tag || !d->value_close,
+                   "%s: no layout (element values)",
                    d->name);
             continue;
         }

@@ -40,12 +40,13 @@ static const char *leading_marker(const toolcall_format_desc_t *d, const char *p
 
 static bool derive(const toolcall_format_desc_t *d, toolcall_force_layout_t *L)
 {
-    /* variants the layout cannot say: call ids or per-call indices in the
-     * header, a name opened by the prompt, typed
-     * value attributes, element values */
-    if ((d->string_delim && d->layout != TOOLCALL_LAYOUT_NAME_JSON) || d->name_attr ||
-        d->name_end || (d->value_attr && (!d->value_attr_string || !d->value_attr_json)) || d->item_tag ||
-        (d->layout == TOOLCALL_LAYOUT_NAME_PARAMS && (!d->key_open || !d->value_close || d->args_open)))
+    /* variants the layout cannot say: Gemma's strings or header attributes
+     * outside their families, a value type without its string word,
+     * element values (nested items), parameters without their tags */
+    if ((d->string_delim && d->layout != TOOLCALL_LAYOUT_NAME_JSON) ||
+        ((d->name_attr || d->name_end) && d->layout != TOOLCALL_LAYOUT_NAME_PARAMS) ||
+        (d->value_attr && !d->value_attr_string) || d->item_tag ||
+        (d->layout == TOOLCALL_LAYOUT_NAME_PARAMS && (!d->key_open || !d->value_close)))
         return false;
     L->open = d->section_open ? d->section_open : "";
     L->close = d->section_close ? d->section_close : "";
@@ -69,13 +70,20 @@ static bool derive(const toolcall_format_desc_t *d, toolcall_force_layout_t *L)
         L->close = d->section_close ? cat("\n", d->section_close, NULL) : "";
         L->call_sep = d->call_sep ? d->call_sep : "\n";
         L->call_prefix = cat(d->call_open, d->name_prefix, NULL);
-        /* glm45 has no name_close: the name ends at the newline */
+        /* glm45 has no name_close: the name ends at the newline; kimi_k3
+         * numbers its calls in the header (index="N") and ends it with
+         * name_end. Its alternative form, all arguments as one JSON block
+         * in args_open / args_close, is not written. */
         L->name_suffix = d->name_close ? cat(d->name_close, "\n", NULL) : "\n";
+        if (d->name_attr)
+            L->name_suffix = cat(cat(d->name_close, d->name_attr, TOOLCALL_LAYOUT_NUMBER "\""), d->name_end, "\n");
         L->call_suffix = cat("\n", d->call_close, NULL);
         L->param_open = d->key_open;
-        if (d->value_attr) { /* key_close value_attr FLAG" key_end: DSML's string="true" / "false" */
+        if (d->value_attr) { /* key_close value_attr FLAG" key_end: DSML's string="true" / "false", kimi_k3's type="T" */
             L->param_mid_raw = cat(d->key_close, d->value_attr, cat(d->value_attr_string, "\"", d->key_end));
-            L->param_mid_json = cat(d->key_close, d->value_attr, cat(d->value_attr_json, "\"", d->key_end));
+            L->param_mid_json = cat(d->key_close, d->value_attr,
+                                    cat(d->value_attr_json ? d->value_attr_json : TOOLCALL_LAYOUT_JSON_TYPE, "\"",
+                                        d->key_end));
         } else {
             L->param_mid_raw = cat(d->key_close, d->key_end, NULL);
             L->param_mid_json = L->param_mid_raw;
@@ -133,6 +141,10 @@ static bool derive(const toolcall_format_desc_t *d, toolcall_force_layout_t *L)
     }
     const char *first = d->section_open ? d->section_open : d->call_open;
     L->auto_trigger = d->prompt_opens ? NULL : leading_marker(d, first);
+    /* Kimi K3's <|open|> opens its think and response sections too: no
+     * unambiguous start for "auto" */
+    if (d->name_attr)
+        L->auto_trigger = NULL;
     return L->call_prefix && L->name_suffix && L->call_suffix;
 }
 

@@ -30,13 +30,16 @@
  * TOOLCALL_LAYOUT_NUMBER in a piece stands for a call number (one or more
  * digits): Cohere's "tool_call_id", Kimi K2's functions.NAME:INDEX;
  * TOOLCALL_LAYOUT_ID for a call id the model makes up (1 to 32 of
- * [A-Za-z0-9_-]): Solar Open's header.
+ * [A-Za-z0-9_-]): Solar Open's header. TOOLCALL_LAYOUT_JSON_TYPE for the
+ * name of a JSON value's type other than string (number, integer,
+ * boolean, array, object, null): Kimi K3's type="T", which makes the
+ * parser read the value as JSON.
  *
  * The layouts come from the formats' descriptions (toolcall.h) for the
  * families JSON_OBJECT, JSON_NAMED, NAME_JSON (Gemma 4's object syntax
- * included), NAME_PARAMS, PYTHONIC and HARMONY (except the
- * variants with per-call index attributes, a value
- * type attribute other than a raw/JSON flag, or element values), plus the hermes, llama3_json and cohere_command3 rows
+ * included), NAME_PARAMS (Kimi K3's call indices and typed values
+ * included), PYTHONIC and HARMONY (except element values: MiniMax M3's
+ * nested items), plus the hermes, llama3_json and cohere_command3 rows
  * written by hand (the newlines their templates show, Cohere's call ids).
  * Formats without a layout (those variants) cannot force calls: the server
  * answers 400 for tool_choice "required" / named then.
@@ -53,6 +56,7 @@
 #define TOOLCALL_LAYOUT_FREE_MAX 8
 #define TOOLCALL_LAYOUT_NUMBER "\x01"
 #define TOOLCALL_LAYOUT_ID "\x02"
+#define TOOLCALL_LAYOUT_JSON_TYPE "\x03"
 
 typedef struct {
     const char *open, *close;

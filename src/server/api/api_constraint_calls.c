@@ -31,6 +31,15 @@ gr_ex_t *cb_layout_text(cb_t *c, const char *s, const char *const *markers, bool
             s++;
             continue;
         }
+        if (*s == TOOLCALL_LAYOUT_JSON_TYPE[0]) { /* a JSON type name other than string */
+            static const char *const types[] = {"number", "integer", "boolean", "array", "object", "null"};
+            gr_ex_t *alts[6];
+            for (int k = 0; k < 6; k++)
+                alts[k] = gr_ex_str(a, types[k]);
+            gr_exlist_push(a, &l, gr_ex_alt(a, alts, 6));
+            s++;
+            continue;
+        }
         if (*s == TOOLCALL_LAYOUT_ID[0]) { /* a call id the model makes up */
             gr_range_t ir[5] = {{'-', '-'}, {'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
             gr_cset_t ics = {ir, 5, 5};
@@ -50,7 +59,8 @@ gr_ex_t *cb_layout_text(cb_t *c, const char *s, const char *const *markers, bool
         }
         /* text up to the next space, newline or marker */
         size_t n = 1;
-        while (s[n] && s[n] != ' ' && s[n] != '\n' && s[n] != TOOLCALL_LAYOUT_NUMBER[0] && s[n] != TOOLCALL_LAYOUT_ID[0]) {
+        while (s[n] && s[n] != ' ' && s[n] != '\n' && s[n] != TOOLCALL_LAYOUT_NUMBER[0] && s[n] != TOOLCALL_LAYOUT_ID[0] &&
+               s[n] != TOOLCALL_LAYOUT_JSON_TYPE[0]) {
             bool at_marker = false;
             for (const char *const *m = markers; m && *m && !at_marker; m++)
                 at_marker = **m && !strncmp(s + n, *m, strlen(*m));

@@ -245,7 +245,6 @@ await check('tools off', async () => {
 // Forced calls and structured output under each format's own reasoning
 // markup: the grammar leaves the reasoning block free (the scripted
 // reasoning comes back as reasoning_content) and constrains what follows.
-const FORCED = FORMAT !== 'minimax_m3';
 // Muse Glimmer's messages are not followed by the grammar: 400 there.
 const NO_GRAMMAR_REASONING = FORMAT === 'muse_glimmer';
 await check('a forced call', async () => {
@@ -255,9 +254,9 @@ await check('a forced call', async () => {
   // forced call writes JSON's double-quoted strings)
   const body = req(ask(`@${FORMAT}`), { max_tokens: 160, tool_choice: { type: 'function', function: { name: 'get_weather' } },
     ...(FORMAT === 'pythonic' ? { parallel_tool_calls: false } : {}) });
-  if (!FORCED || NO_GRAMMAR_REASONING) {
+  if (NO_GRAMMAR_REASONING) {
     const r = await post('/v1/chat/completions', body);
-    const param = FORCED ? 'reasoning_parser' : 'tool_choice';
+    const param = 'reasoning_parser';
     ok(r.status === 400 && r.json.error.param === param, `forced call: 400 naming ${param}`, r.json);
     return;
   }

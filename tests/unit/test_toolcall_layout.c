@@ -26,11 +26,18 @@ static void compose(const toolcall_force_layout_t *L, bool two, bool compact, ch
 
 static void compose_x(const toolcall_force_layout_t *L, bool two, bool compact, bool spacious, char *out, size_t cap)
 {
-    char city[512];
+    char city[512], close1[128], close2[128];
+    if (L->elem_close) { /* element values: each closed by its own tag */
+        snprintf(close1, sizeof close1, "%scity%s", L->elem_close, L->param_mid_raw);
+        snprintf(close2, sizeof close2, "%sdays%s", L->elem_close, L->param_mid_raw);
+    } else {
+        snprintf(close1, sizeof close1, "%s", L->param_close ? L->param_close : "");
+        snprintf(close2, sizeof close2, "%s", close1);
+    }
     if (L->param_open) /* a raw string (a literal in pythonic) and a typed value */
         snprintf(city, sizeof city, "%scity%s%s%s%s%sdays%s3%s", L->param_open, L->param_mid_raw,
-                 L->json_values ? "\"Paris\"" : "Paris", L->param_close, L->param_sep, L->param_open, L->param_mid_json,
-                 L->param_close);
+                 L->json_values ? "\"Paris\"" : "Paris", close1, L->param_sep, L->param_open, L->param_mid_json,
+                 close2);
     else if (L->value_delim) /* Gemma 4's syntax: a bare key, a delimited one */
         snprintf(city, sizeof city, "{city: %sParis%s, %sdays%s: 3}", L->value_delim, L->value_delim, L->value_delim,
                  L->value_delim);
@@ -39,7 +46,7 @@ static void compose_x(const toolcall_force_layout_t *L, bool two, bool compact, 
     const char *pieces[] = {L->open,     L->call_prefix, "get_weather", L->name_suffix, city,
                             L->call_suffix, two ? L->call_sep : "", two ? L->call_prefix : "", two ? "get_time" : "",
                             two ? L->name_suffix : "", two && !L->param_open ? "{}" : "", two ? L->call_suffix : "", L->close};
-    const char *args_end = L->param_open ? L->param_close : "}";
+    const char *args_end = !L->param_open ? "}" : L->param_close ? L->param_close : L->param_mid_raw;
     const char *end = L->call_suffix && *L->call_suffix ? L->call_suffix : args_end;
     size_t w = 0;
     for (size_t i = 0; i < sizeof pieces / sizeof *pieces; i++) {
@@ -142,7 +149,7 @@ int main(void)
                                                       : " and opens the calls");
         }
     }
-    tap_ok(n_layouts >= 29, "layouts for %d formats", n_layouts);
+    tap_ok(n_layouts >= 32, "layouts for %d formats", n_layouts);
     tap_ok(!toolcall_force_layout(TOOLCALL_FORMAT_NONE) && !toolcall_force_layout(TOOLCALL_FORMAT_COUNT),
            "none for none or out of range");
     json_object_put(tools);

@@ -42,11 +42,11 @@ static bool derive(const toolcall_format_desc_t *d, toolcall_force_layout_t *L)
 {
     /* variants the layout cannot say: Gemma's strings or header attributes
      * outside their families, a value type without its string word,
-     * element values (nested items), parameters without their tags */
+     * parameters without their tags */
     if ((d->string_delim && d->layout != TOOLCALL_LAYOUT_NAME_JSON) ||
         ((d->name_attr || d->name_end) && d->layout != TOOLCALL_LAYOUT_NAME_PARAMS) ||
-        (d->value_attr && !d->value_attr_string) || d->item_tag ||
-        (d->layout == TOOLCALL_LAYOUT_NAME_PARAMS && (!d->key_open || !d->value_close)))
+        (d->value_attr && !d->value_attr_string) ||
+        (d->layout == TOOLCALL_LAYOUT_NAME_PARAMS && (!d->key_open || (!d->value_close && !d->item_tag))))
         return false;
     L->open = d->section_open ? d->section_open : "";
     L->close = d->section_close ? d->section_close : "";
@@ -93,6 +93,11 @@ static bool derive(const toolcall_format_desc_t *d, toolcall_force_layout_t *L)
             L->param_mid_json = cat(L->param_mid_json, "\n", d->value_open);
         }
         L->param_close = d->value_close;
+        /* minimax_m3: each value is an element, closed by its own tag; a
+         * value that is not a string is written as JSON text, which its
+         * reader takes as well as nested elements */
+        if (!d->value_close)
+            L->elem_close = cat(d->key_open, "/", NULL);
         L->raw_newlines = !d->value_attr; /* typed by the schema, the newlines trimmed (toolcall_params.c) */
         L->param_sep = "\n";
         break;

@@ -37,9 +37,9 @@
  *
  * The layouts come from the formats' descriptions (toolcall.h) for the
  * families JSON_OBJECT, JSON_NAMED, NAME_JSON (Gemma 4's object syntax
- * included), NAME_PARAMS (Kimi K3's call indices and typed values
- * included), PYTHONIC and HARMONY (except element values: MiniMax M3's
- * nested items), plus the hermes, llama3_json and cohere_command3 rows
+ * included), NAME_PARAMS (Kimi K3's call indices and typed values, and
+ * MiniMax M3's element values, included), PYTHONIC and HARMONY, plus the
+ * hermes, llama3_json and cohere_command3 rows
  * written by hand (the newlines their templates show, Cohere's call ids).
  * Formats without a layout (those variants) cannot force calls: the server
  * answers 400 for tool_choice "required" / named then.
@@ -72,6 +72,10 @@ typedef struct {
                         * Python literals, JSON ones included), none raw */
     bool at_once;      /* the output starts with the first call, no leading
                         * whitespace (functionary_v32: the prompt opened it) */
+    const char *elem_close; /* element values (minimax_m3, param_close NULL):
+                             * a parameter ends with elem_close KEY
+                             * param_mid_raw, and a raw value never
+                             * contains param_open */
     const char *value_delim; /* NULL: JSON arguments; else Gemma 4's object
                               * syntax, strings between this delimiter (a
                               * marker), keys bare or delimited

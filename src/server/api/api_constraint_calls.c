@@ -135,7 +135,7 @@ static gr_ex_t *raw_value(cb_t *c, const toolcall_force_layout_t *L, json_object
 {
     gr_arena_t *a = &c->a;
     gr_ex_t *any = gr_ex_rep(a, gr_ex_range(a, 0, GR_CP_MAX), 0, -1);
-    gr_dfa_t *x = cb_dfa_without_any(c, &L->param_close, 1);
+    gr_dfa_t *x = cb_dfa_without_any(c, L->param_close ? &L->param_close : &L->param_open, 1);
     json_object *en = cb_jget(ps, "enum"), *cst = cb_jget(ps, "const");
     if (cst || (en && json_object_is_type(en, json_type_array))) {
         gr_exlist_t l = {0};
@@ -215,6 +215,23 @@ static gr_ex_t *param_value(cb_t *c, const toolcall_force_layout_t *L, json_obje
     return raw_value(c, L, ps, param, r);
 }
 
+/* The text that ends a parameter: param_close, or the element's own
+ * closing tag (elem_close KEY param_mid_raw). */
+static gr_ex_t *param_end(cb_t *c, const toolcall_force_layout_t *L, const char *key)
+{
+    const char *const *mk = L->markers;
+    if (L->param_close)
+        return cb_layout_text(c, L->param_close, mk, false, false);
+    return gr_ex_seq3(&c->a, cb_layout_text(c, L->elem_close, mk, false, true), gr_ex_str(&c->a, key),
+                      cb_layout_text(c, L->param_mid_raw, mk, true, false));
+}
+
+/* The last text of the arguments (for the gap after them). */
+static const char *args_end(const toolcall_force_layout_t *L)
+{
+    return !L->param_open ? "}" : L->param_close ? L->param_close : L->param_mid_raw;
+}
+
 /* ARGUMENTS in the XML-style formats: one element per property of the
  * function's object schema, in the schema's order, the required ones
  * always, the others optional. */
@@ -245,7 +262,7 @@ static gr_ex_t *params_expr(cb_t *c, const toolcall_force_layout_t *L, json_obje
         gr_ex_t *parts[] = {first ? gr_ex_empty(a) : cb_layout_text(c, L->param_sep, mk, false, false),
                             cb_layout_text(c, L->param_open, mk, false, true), gr_ex_str(a, key),
                             cb_layout_text(c, toolcall_param_raw_string(ps) ? L->param_mid_raw : L->param_mid_json, mk, true, false),
-                            v, cb_layout_text(c, L->param_close, mk, false, false)};
+                            v, param_end(c, L, key)};
         gr_ex_t *elem = gr_ex_seq(a, parts, 6);
         gr_exlist_push(a, &l, required ? elem : gr_ex_opt(a, elem));
         first = false;
@@ -287,7 +304,7 @@ gr_ex_t *cb_calls_expr(cb_t *c, const toolcall_force_layout_t *L, json_object **
         gr_ex_t *nm = gr_ex_bytes(a, q + 1, ql >= 2 ? ql - 2 : 0);
         gr_ex_t *parts[] = {cb_layout_text(c, L->call_prefix, mk, false, true), nm,
                             cb_layout_text(c, L->name_suffix, mk, true, false), args,
-                            gap(c, L->param_open ? L->param_close : "}", L->call_suffix),
+                            gap(c, args_end(L), L->call_suffix),
                             cb_layout_text(c, L->call_suffix, mk, false, false)};
         gr_exlist_push(a, &alts, gr_ex_seq(a, parts, 6));
     }
@@ -295,7 +312,7 @@ gr_ex_t *cb_calls_expr(cb_t *c, const toolcall_force_layout_t *L, json_object **
         return NULL;
     gr_ex_t *call = alts.fail ? NULL : gr_ex_alt(a, alts.v, alts.n);
     /* a call's last text: call_suffix, or the arguments' end when it is empty */
-    const char *end = L->call_suffix && *L->call_suffix ? L->call_suffix : L->param_open ? L->param_close : "}";
+    const char *end = L->call_suffix && *L->call_suffix ? L->call_suffix : args_end(L);
     gr_ex_t *sep = *L->call_sep ? gr_ex_seq3(a, gap(c, end, L->call_sep), cb_layout_text(c, L->call_sep, mk, false, false),
                                              gap(c, L->call_sep, L->call_prefix))
                                 : gap(c, end, L->call_prefix);

@@ -72,6 +72,8 @@ static int check_gbnf(const char *src, const char *text)
     return r;
 }
 
+static bool escape_lt; /* gr_schema_opts_t.escape_lt for the next checks */
+
 static int check_schema_x(const char *schema, const char *text, bool strict, bool prefix_only)
 {
     gr_arena_t a;
@@ -79,7 +81,7 @@ static int check_schema_x(const char *schema, const char *text, bool strict, boo
     gr_rules_t R = {0};
     lf_err_t e = {0};
     json_object *s = json_tokener_parse(schema);
-    gr_schema_opts_t so = {.strict = strict, .no_whitespace = false};
+    gr_schema_opts_t so = {.strict = strict, .no_whitespace = false, .escape_lt = escape_lt};
     gr_ex_t *v = NULL;
     int r = -1;
     if (s && gr_schema_compile(s, &so, &a, &R, &v, &e) == LF_OK) {
@@ -349,5 +351,34 @@ int main(void)
     tap_ok(check_schema("{\"type\":\"array\",\"uniqueItems\":true}", "[1,1]", false) == 1, "strict false: uniqueItems relaxed");
     tap_ok(check_schema("{\"if\":{\"type\":\"string\"},\"then\":{\"maxLength\":1}}", "\"ab\"", false) == 1,
            "strict false: if/then relaxed");
+    /* escape_lt (values inside XML-style tool-call markup): '<' only as
+     * \u003c in every kind of string, the same values otherwise */
+    static const case_t lt_cases[] = {
+        {"{\"type\":\"string\"}", "\"a<b\"", 0},
+        {"{\"type\":\"string\"}", "\"a\\u003cb\"", 1},
+        {"{\"type\":\"string\"}", "\"a\\u003Cb>\"", 1},
+        {"{\"type\":\"string\",\"maxLength\":3}", "\"\\u003c/p\"", 1},
+        {"{\"type\":\"string\",\"maxLength\":3}", "\"</p\"", 0},
+        {"{\"type\":\"string\",\"pattern\":\"^<\"}", "\"\\u003cx\"", 1},
+        {"{\"type\":\"string\",\"pattern\":\"^<\"}", "\"<x\"", 0},
+        {"{\"enum\":[\"</parameter>\",\"x\"]}", "\"\\u003c/parameter>\"", 1},
+        {"{\"enum\":[\"</parameter>\",\"x\"]}", "\"</parameter>\"", 0},
+        {"{\"const\":{\"<k\":[\"<v\"]}}", "{\"\\u003ck\":[\"\\u003cv\"]}", 1},
+        {"{\"const\":{\"<k\":[\"<v\"]}}", "{\"<k\":[\"<v\"]}", 0},
+        {"{\"type\":\"object\",\"properties\":{\"a<\":{\"type\":\"integer\"}}}", "{\"a\\u003c\":1}", 1},
+        {"{\"type\":\"object\",\"properties\":{\"a<\":{\"type\":\"integer\"}}}", "{\"a<\":1}", 0},
+        {"{\"type\":\"object\"}", "{\"k\":[\"x\\u003c\",{\"y\":\"<\"}]}", 0},
+        {"{\"type\":\"object\"}", "{\"k\":[\"x\\u003c\",{\"y\":\"\\u003c\"}]}", 1},
+        {"{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"format\":\"email\"}}",
+         "{\"<a\":\"a@b.c\"}", 0},
+    };
+    escape_lt = true;
+    for (size_t i = 0; i < sizeof lt_cases / sizeof lt_cases[0]; i++) {
+        int got = check_schema(lt_cases[i].a, lt_cases[i].text, true);
+        tap_ok(got == lt_cases[i].want, "escape_lt: %s %s %s (got %d)", lt_cases[i].want ? "accepts" : "rejects",
+               esc(lt_cases[i].text), esc(lt_cases[i].a), got);
+    }
+    escape_lt = false;
+    tap_ok(check_schema("{\"type\":\"string\"}", "\"a<b\"", true) == 1, "without escape_lt a raw '<' is fine");
     return tap_done();
 }

@@ -549,6 +549,16 @@ KB void k_q3_k(int64_t n, const void *w, const void *act, size_t act_stride, flo
 #include "engine/kernels/kernels_x86_packed_avx2.h"
 #endif
 
+/* The packed kernels of this level (both headers define the same names). */
+void KNAME(kern_fill_packed_)(kern_ptile_fn_t ptiles[QTYPE_COUNT])
+{
+    ptiles[QTYPE_Q8_0] = KNAME(pk_q8_0_);
+    ptiles[QTYPE_Q5_0] = KNAME(pk_q5_0_);
+    ptiles[QTYPE_Q4_K] = KNAME(pk_q4_k_);
+    ptiles[QTYPE_Q5_K] = KNAME(pk_q5_k_);
+    ptiles[QTYPE_Q6_K] = KNAME(pk_q6_k_);
+}
+
 /* ---- exported wrappers: one switch per type fixes nt at compile time --- */
 
 /* Up to KERN_NT_NATIVE tokens per pass (what fits the register file: 16

@@ -60,17 +60,23 @@ static void KNAME(pk_q8_0_)(int64_t n, const void *group, const void *act, size_
     k_pk_store(acc, (__mmask16)keep, nt, out, out_stride);
 }
 
-static void KNAME(pk_q4_k_)(int64_t n, const void *group, const void *act, size_t act_stride, int nt, float *out,
-                            size_t out_stride, unsigned keep)
+/* Q4_K (q5 = 0) and Q5_K (q5 = 1: Q4_K's nibbles plus bit 4 from qh,
+ * vectors 4..11; chunk sp of 64 elements takes bits 2 sp (low nibbles) and
+ * 2 sp + 1 (high)): the block sums and float steps of the Q4_K / Q5_K tiles
+ * (k_q4tx_block, k_q45_k_tile). */
+KB void k_pk_q45_k(int64_t n, const void *group, const void *act, size_t act_stride, int nt, float *out,
+                   size_t out_stride, unsigned keep, const int q5)
 {
     const int64_t nb = n / QK_K;
-    const __m512i m4 = _mm512_set1_epi8(0xF);
+    const size_t vecs = q5 ? KPACK_Q5_K_VECS : KPACK_Q4_K_VECS;
+    const int qs0 = q5 ? 12 : 4;
+    const __m512i m4 = _mm512_set1_epi8(0xF), m1 = _mm512_set1_epi8(1);
     __m512 acc[KERN_NT_MAX];
     for (int t = 0; t < nt; t++)
         acc[t] = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
-        const __m512i *blk = (const __m512i *)((const uint8_t *)group + (size_t)i * KPACK_Q4_K_VECS * KPACK_VEC);
-        k_pk_pf((const uint8_t *)blk, KPACK_Q4_K_VECS * KPACK_VEC);
+        const __m512i *blk = (const __m512i *)((const uint8_t *)group + (size_t)i * vecs * KPACK_VEC);
+        k_pk_pf((const uint8_t *)blk, vecs * KPACK_VEC);
         const __m512i dm = _mm512_load_si512(blk), u0 = _mm512_load_si512(blk + 1);
         const __m512i u1 = _mm512_load_si512(blk + 2), u2 = _mm512_load_si512(blk + 3);
         const __m512 dx = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm));
@@ -79,47 +85,32 @@ static void KNAME(pk_q4_k_)(int64_t n, const void *group, const void *act, size_
         k_q4_scales_mins(u0, u1, u2, sc, mp);
         __m512i wq[2][32];
         _Pragma("GCC unroll 32") for (int d = 0; d < 32; d++) {
-            const __m512i v = _mm512_load_si512(blk + 4 + d);
+            const __m512i v = _mm512_load_si512(blk + qs0 + d);
             wq[0][d] = _mm512_and_si512(v, m4);
             wq[1][d] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+            if (q5) {
+                const int sp = d / 8;
+                const __m512i qh = _mm512_load_si512(blk + 4 + d % 8);
+                wq[0][d] = _mm512_or_si512(wq[0][d], _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 2 * sp), m1), 4));
+                wq[1][d] = _mm512_or_si512(wq[1][d],
+                                           _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 2 * sp + 1), m1), 4));
+            }
         }
         k_q4tx_block((const __m512i(*)[32])wq, sc, mp, dx, dmx, act, act_stride, i, nt, acc);
     }
     k_pk_store(acc, (__mmask16)keep, nt, out, out_stride);
 }
 
-/* Q5_K: Q4_K's nibbles plus bit 4 from qh (vectors 4..11; chunk sp of 64
- * elements takes bits 2 sp (low nibbles) and 2 sp + 1 (high)), the same
- * block sums and float steps as the Q5_K tile (k_q45_k_tile). */
+static void KNAME(pk_q4_k_)(int64_t n, const void *group, const void *act, size_t act_stride, int nt, float *out,
+                            size_t out_stride, unsigned keep)
+{
+    k_pk_q45_k(n, group, act, act_stride, nt, out, out_stride, keep, 0);
+}
+
 static void KNAME(pk_q5_k_)(int64_t n, const void *group, const void *act, size_t act_stride, int nt, float *out,
                             size_t out_stride, unsigned keep)
 {
-    const int64_t nb = n / QK_K;
-    const __m512i m4 = _mm512_set1_epi8(0xF), m1 = _mm512_set1_epi8(1);
-    __m512 acc[KERN_NT_MAX];
-    for (int t = 0; t < nt; t++)
-        acc[t] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-        const __m512i *blk = (const __m512i *)((const uint8_t *)group + (size_t)i * KPACK_Q5_K_VECS * KPACK_VEC);
-        k_pk_pf((const uint8_t *)blk, KPACK_Q5_K_VECS * KPACK_VEC);
-        const __m512i dm = _mm512_load_si512(blk), u0 = _mm512_load_si512(blk + 1);
-        const __m512i u1 = _mm512_load_si512(blk + 2), u2 = _mm512_load_si512(blk + 3);
-        const __m512 dx = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm));
-        const __m512 dmx = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16)));
-        __m512i sc[8], mp[8];
-        k_q4_scales_mins(u0, u1, u2, sc, mp);
-        __m512i wq[2][32];
-        _Pragma("GCC unroll 32") for (int d = 0; d < 32; d++) {
-            const int sp = d / 8;
-            const __m512i v = _mm512_load_si512(blk + 12 + d), qh = _mm512_load_si512(blk + 4 + d % 8);
-            const __m512i hl = _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 2 * sp), m1), 4);
-            const __m512i hh = _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 2 * sp + 1), m1), 4);
-            wq[0][d] = _mm512_or_si512(_mm512_and_si512(v, m4), hl);
-            wq[1][d] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), hh);
-        }
-        k_q4tx_block((const __m512i(*)[32])wq, sc, mp, dx, dmx, act, act_stride, i, nt, acc);
-    }
-    k_pk_store(acc, (__mmask16)keep, nt, out, out_stride);
+    k_pk_q45_k(n, group, act, act_stride, nt, out, out_stride, keep, 1);
 }
 
 static void KNAME(pk_q6_k_)(int64_t n, const void *group, const void *act, size_t act_stride, int nt, float *out,
@@ -169,13 +160,4 @@ static void KNAME(pk_q5_0_)(int64_t n, const void *group, const void *act, size_
             k_q8tx_blocks(v, dw0, _mm512_setzero_ps(), act, act_stride, i, nt, acc, 0);
     }
     k_pk_store(acc, (__mmask16)keep, nt, out, out_stride);
-}
-
-void KNAME(kern_fill_packed_)(kern_ptile_fn_t ptiles[QTYPE_COUNT])
-{
-    ptiles[QTYPE_Q8_0] = KNAME(pk_q8_0_);
-    ptiles[QTYPE_Q5_0] = KNAME(pk_q5_0_);
-    ptiles[QTYPE_Q4_K] = KNAME(pk_q4_k_);
-    ptiles[QTYPE_Q5_K] = KNAME(pk_q5_k_);
-    ptiles[QTYPE_Q6_K] = KNAME(pk_q6_k_);
 }

@@ -342,12 +342,3 @@ K_P2_GROUPS(q5_0, K_P2_Q5_0)
 K_P2_GROUPS(q4_k, K_P2_Q4_K)
 K_P2_GROUPS(q5_k, K_P2_Q5_K)
 K_P2_GROUPS(q6_k, K_P2_Q6_K)
-
-void KNAME(kern_fill_packed_)(kern_ptile_fn_t ptiles[QTYPE_COUNT])
-{
-    ptiles[QTYPE_Q8_0] = KNAME(pk_q8_0_);
-    ptiles[QTYPE_Q5_0] = KNAME(pk_q5_0_);
-    ptiles[QTYPE_Q4_K] = KNAME(pk_q4_k_);
-    ptiles[QTYPE_Q5_K] = KNAME(pk_q5_k_);
-    ptiles[QTYPE_Q6_K] = KNAME(pk_q6_k_);
-}

@@ -276,7 +276,7 @@ static void ex_hash(gr_ex_t *e, uint64_t *a, uint64_t *b)
         break;
     case GR_EX_REP:
     case GR_EX_JSTR:
-        h1 = dfa_mix(dfa_mix(h1, (uint64_t)e->min), (uint64_t)e->max);
+        h1 = dfa_mix(dfa_mix(dfa_mix(h1, (uint64_t)e->min), (uint64_t)e->max), e->esc_lt);
         h2 = dfa_mix(dfa_mix(h2, (uint64_t)e->max + 11u), (uint64_t)e->min + 13u);
         if (e->kid) {
             ex_hash(e->kid, &x, &y);
@@ -559,6 +559,7 @@ static int literal_of(const gr_ex_t *x, uint8_t *out)
     }
     if (x->kind != GR_EX_JSTR || !x->kid || x->min > 0 || x->max >= 0)
         return -1;
+    const bool esc_lt = x->esc_lt;
     const gr_ex_t *const *cps = (const gr_ex_t *const *)&x->kid;
     uint32_t n = 1;
     if (x->kid->kind == GR_EX_SEQ) {
@@ -573,7 +574,7 @@ static int literal_of(const gr_ex_t *x, uint8_t *out)
     out[len++] = '"';
     for (uint32_t i = 0; i < n; i++)
         if (cps[i]->kind != GR_EX_CHARS || cps[i]->cs.n != 1 || cps[i]->cs.r[0].lo != cps[i]->cs.r[0].hi ||
-            !single_spelling(cps[i]->cs.r[0].lo, out, &len))
+            (esc_lt && cps[i]->cs.r[0].lo == '<') || !single_spelling(cps[i]->cs.r[0].lo, out, &len))
             return -1;
     out[len++] = '"';
     return len;

@@ -154,7 +154,7 @@ static void json_chars(gr_nfa_t *n, int32_t from, int32_t to, const gr_cset_t *c
                   {'\t', 't'}};
     for (size_t i = 0; i < cs->n; i++) {
         uint32_t lo = cs->r[i].lo, hi = cs->r[i].hi;
-        /* raw: >= 0x20 except '"' and '\\' */
+        /* raw: >= 0x20 except '"', '\\' (and '<' under esc_lt), in order */
         uint32_t rl = lo < 0x20 ? 0x20 : lo;
         while (rl <= hi && !n->failed) {
             uint32_t rh = hi;
@@ -162,6 +162,12 @@ static void json_chars(gr_nfa_t *n, int32_t from, int32_t to, const gr_cset_t *c
                 if (rl < '"')
                     utf8_range(n, from, to, rl, '"' - 1, GR_TAG_INNER);
                 rl = '"' + 1;
+                continue;
+            }
+            if (n->esc_lt && rl <= '<' && rh >= '<') {
+                if (rl < '<')
+                    utf8_range(n, from, to, rl, '<' - 1, GR_TAG_INNER);
+                rl = '<' + 1;
                 continue;
             }
             if (rl <= '\\' && rh >= '\\') {
@@ -185,7 +191,12 @@ static void json_chars(gr_nfa_t *n, int32_t from, int32_t to, const gr_cset_t *c
             edge(n, bs, to, (uint8_t)shorts[k].esc, (uint8_t)shorts[k].esc);
         }
     int32_t u0 = -1;
-    for (uint32_t c = 0; c < 0x20; c++) {
+    /* \u00XX: the control characters, and '<' under esc_lt */
+    for (uint32_t c = 0; c <= 0x20; c++) {
+        if (c == 0x20 && !n->esc_lt)
+            break;
+        if (c == 0x20)
+            c = '<';
         if (!gr_cset_has(cs, c))
             continue;
         if (u0 < 0) {
@@ -360,7 +371,10 @@ static frag_t build(gr_nfa_t *n, const gr_ex_t *x, int mode)
             rep.min = x->min;
             rep.max = x->max;
         }
+        bool esc_lt = n->esc_lt;
+        n->esc_lt = x->esc_lt;
         frag_t k = build(n, x->kid ? x->kid : &rep, MODE_JSON);
+        n->esc_lt = esc_lt;
         int32_t ce = st_new(n, GR_TAG_OUT);
         eps(n, c0, k.s);
         edge(n, k.e, ce, '"', '"');

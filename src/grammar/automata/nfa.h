@@ -5,7 +5,8 @@
  * surrogates, no overlongs); inside JSON string content they become the
  * JSON encodings (raw UTF-8 for characters JSON allows raw, the short
  * escapes \" \\ \/ \b \f \n \r \t, and \u00XX in either hex case for the
- * other control characters). States carry the tags of dfa.h.
+ * other control characters; with a JSTR's esc_lt, '<' only as \u003c in
+ * either case). States carry the tags of dfa.h.
  */
 #ifndef LF_GR_NFA_H
 #define LF_GR_NFA_H
@@ -31,6 +32,7 @@ typedef struct {
     lf_err_t *err;
     bool failed;
     const gr_ex_t *counted_top; /* JSTR whose bounds the caller counts */
+    bool esc_lt;                /* inside a JSTR with esc_lt */
     int64_t checks;
 } gr_nfa_t;
 

@@ -74,6 +74,8 @@ typedef struct gr_ex {
     bool dfa_nullable;        /* DFA: accepts the empty string */
     bool dfa_counted;         /* DFA: a whole JSON string terminal whose
                                  code points are counted (min..max) */
+    bool esc_lt;              /* JSTR: '<' only as the escape \u003c, never
+                                 raw (so no markup can appear in the string) */
     uint8_t memo;             /* cfg.c: cached analysis bits (0: not yet) */
     bool hashed;              /* dfa_build.c: h1/h2 computed */
     uint64_t h1, h2;          /* dfa_build.c: structural hash (DFA cache key) */

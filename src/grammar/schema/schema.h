@@ -56,6 +56,10 @@ typedef struct {
      * NULL: its text. */
     const char *str_delim;
     gr_ex_t *str_delim_ex;
+    /* JSON text only: no raw '<' inside strings (written \u003c, the same
+     * value), so a value inside markup (an XML-style tool-call parameter)
+     * can never contain the markup's closing tag */
+    bool escape_lt;
 } gr_schema_opts_t;
 
 /* Compiles `schema` (a JSON value: object or boolean), appending its rules

@@ -102,6 +102,30 @@ static const char *to_json(const json_object *v)
     return json_object_to_json_string_ext((json_object *)v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 }
 
+/* v's compact JSON text as the grammar writes it: with escape_lt, every
+ * '<' (only ever inside a string) as \u003c. In the arena a; NULL when
+ * out of memory. */
+static const char *json_text(sc_t *c, gr_arena_t *a, const json_object *v)
+{
+    const char *t = to_json(v);
+    if (!c->o->escape_lt || !strchr(t, '<'))
+        return t;
+    size_t n = strlen(t), k = 0;
+    char *o = gr_arena_alloc(a, n * 6 + 1);
+    if (!o)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (t[i] == '<') {
+            memcpy(o + k, "\\u003c", 6);
+            k += 6;
+        } else {
+            o[k++] = t[i];
+        }
+    }
+    o[k] = 0;
+    return o;
+}
+
 static gr_ex_t *sep(sc_t *c, const char *p)
 {
     return gr_ex_seq3(c->a, c->ws, lit(c, p), c->ws);
@@ -110,7 +134,8 @@ static gr_ex_t *sep(sc_t *c, const char *p)
 static gr_ex_t *key_lit(sc_t *c, const char *name)
 {
     json_object *ks = json_object_new_string(name);
-    gr_ex_t *e = ks ? lit(c, to_json(ks)) : NULL;
+    const char *t = ks ? json_text(c, c->a, ks) : NULL;
+    gr_ex_t *e = t ? lit(c, t) : NULL;
     json_object_put(ks);
     return e;
 }
@@ -164,7 +189,8 @@ gr_ex_t *sc_literal(sc_t *c, const json_object *v)
     }
     if (c->o->str_delim && json_object_is_type(v, json_type_string))
         return sc_dstr_value(c, json_object_get_string((json_object *)v), (size_t)json_object_get_string_len(v));
-    return lit(c, to_json(v));
+    const char *t = json_text(c, c->a, v);
+    return t ? lit(c, t) : NULL;
 }
 
 /* ---- any JSON value ----------------------------------------------------------------- */
@@ -180,7 +206,7 @@ static int32_t any_rule(sc_t *c)
     c->any_rule = r;
     gr_ex_t *val = gr_ex_ref(a, r);
     sc_str_t none = {.max_len = -1};
-    gr_ex_t *str = c->o->str_delim ? sc_dstr_expr(c, &none) : gr_ex_jstr(a, NULL, 0, -1);
+    gr_ex_t *str = c->o->str_delim ? sc_dstr_expr(c, &none) : sc_jstr(c, a, NULL, 0, -1);
     gr_ex_t *head = c->o->str_delim ? sc_dstr_any_key_head(c) : gr_ex_seq2(a, str, sep(c, ":"));
     sc_num_t nn = {0};
     gr_ex_t *num = sc_number_expr(c, &nn);
@@ -1517,10 +1543,11 @@ static gr_ex_t *compile_object(sc_t *c, conj_t *l, flat_t *f, int depth)
         for (int32_t k = 0; c->o->str_delim && k < np + f->n_forbid; k++)
             gr_exlist_push(&tmp, &nl, gr_ex_str(&tmp, k < np ? props[k].name : f->forbid[k - np]));
         for (int32_t k = 0; !c->o->str_delim && k < np; k++)
-            gr_exlist_push(&tmp, &nl, gr_ex_jstr(&tmp, sc_literal_chars(&tmp, props[k].name, strlen(props[k].name)), 0, -1));
+            gr_exlist_push(&tmp, &nl, sc_jstr(c, &tmp, sc_literal_chars(&tmp, props[k].name, strlen(props[k].name)), 0, -1));
         for (int32_t q = 0; !c->o->str_delim && q < f->n_forbid; q++) {
             json_object *ks = json_object_new_string(f->forbid[q]);
-            gr_exlist_push(&tmp, &nl, ks ? gr_ex_str(&tmp, to_json(ks)) : NULL);
+            const char *t = ks ? json_text(c, &tmp, ks) : NULL;
+            gr_exlist_push(&tmp, &nl, t ? gr_ex_str(&tmp, t) : NULL);
             json_object_put(ks);
         }
         if (nl.n > 0 && !nl.fail) {
@@ -1638,8 +1665,10 @@ static gr_ex_t *compile_object(sc_t *c, conj_t *l, flat_t *f, int depth)
                 gr_exlist_t el = {0};
                 for (size_t e = 0; e < json_object_array_length(pn_enum); e++) {
                     json_object *v = json_object_array_get_idx(pn_enum, e);
-                    if (json_object_is_type(v, json_type_string))
-                        gr_exlist_push(&tmp, &el, gr_ex_str(&tmp, c->o->str_delim ? json_object_get_string(v) : to_json(v)));
+                    if (json_object_is_type(v, json_type_string)) {
+                        const char *t = c->o->str_delim ? json_object_get_string(v) : json_text(c, &tmp, v);
+                        gr_exlist_push(&tmp, &el, t ? gr_ex_str(&tmp, t) : NULL);
+                    }
                 }
                 x = el.n ? gr_dfa_from_expr(gr_ex_alt(&tmp, el.v, el.n), false, c->o->lim, c->err) : NULL;
                 gr_arena_free(&tmp);
@@ -1652,7 +1681,7 @@ static gr_ex_t *compile_object(sc_t *c, conj_t *l, flat_t *f, int depth)
                     /* key lengths: a bounded string of any content, intersected */
                     gr_arena_t tmp;
                     gr_arena_init(&tmp, 8u << 20);
-                    gr_dfa_t *len = gr_dfa_from_expr(gr_ex_jstr(&tmp, NULL, pn_str.min_len,
+                    gr_dfa_t *len = gr_dfa_from_expr(sc_jstr(c, &tmp, NULL, pn_str.min_len,
                                                                 pn_str.max_len >= 0 && pn_str.max_len < 256 ? pn_str.max_len : -1),
                                                      false, c->o->lim, c->err);
                     gr_arena_free(&tmp);

@@ -103,6 +103,8 @@ typedef struct {
     int32_t n_neg_patterns;
 } sc_str_t;
 gr_ex_t *sc_string_expr(sc_t *c, const sc_str_t *s);
+/* gr_ex_jstr with the options' escape_lt. */
+gr_ex_t *sc_jstr(sc_t *c, gr_arena_t *a, gr_ex_t *content, int64_t min, int64_t max);
 /* The DFA of JSON strings (all encodings) satisfying s without length
  * bounds, or NULL (error). Owned by the caller. */
 gr_dfa_t *sc_string_dfa(sc_t *c, const sc_str_t *s);

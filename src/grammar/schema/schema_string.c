@@ -89,10 +89,18 @@ gr_ex_t *sc_constraint_expr(sc_t *c, gr_arena_t *a, const char *re, bool pattern
     return e;
 }
 
+gr_ex_t *sc_jstr(sc_t *c, gr_arena_t *a, gr_ex_t *content, int64_t min, int64_t max)
+{
+    gr_ex_t *e = gr_ex_jstr(a, content, min, max);
+    if (e)
+        e->esc_lt = c->o->escape_lt;
+    return e;
+}
+
 /* DFA of the whole JSON string for one content expression (tags kept). */
 static gr_dfa_t *jstr_dfa(sc_t *c, gr_arena_t *a, gr_ex_t *content)
 {
-    gr_ex_t *j = gr_ex_jstr(a, content, 0, -1);
+    gr_ex_t *j = sc_jstr(c, a, content, 0, -1);
     gr_dfa_t *d = j ? gr_dfa_from_expr(j, true, c->o->lim, c->err) : NULL;
     if (!d) {
         if (!j)
@@ -180,13 +188,13 @@ gr_ex_t *sc_string_expr(sc_t *c, const sc_str_t *s)
     if (s->max_len >= 0 && s->max_len < s->min_len)
         return gr_ex_none(c->a);
     if (n == 0)
-        return gr_ex_jstr(c->a, NULL, s->min_len, s->max_len);
+        return sc_jstr(c, c->a, NULL, s->min_len, s->max_len);
     if (n == 1 && s->n_exclude == 0 && s->n_neg_patterns == 0) {
         const char *re = s->n_patterns ? s->patterns[0] : NULL;
         for (int32_t i = 0; !re && i < s->n_formats; i++)
             re = format_re(s->formats[i]);
         gr_ex_t *e = sc_constraint_expr(c, c->a, re, s->n_patterns > 0);
-        return e ? gr_ex_jstr(c->a, e, s->min_len, s->max_len) : NULL;
+        return e ? sc_jstr(c, c->a, e, s->min_len, s->max_len) : NULL;
     }
     gr_dfa_t *d = sc_string_dfa(c, s);
     if (!d)

@@ -206,7 +206,9 @@ static gr_ex_t *param_value(cb_t *c, const toolcall_force_layout_t *L, json_obje
     if (L->json_values || !toolcall_param_raw_string(ps)) {
         gr_schema_opts_t so = {0};
         gr_ex_t *ws = gr_schema_ws(a, &so);
-        gr_ex_t *v = cb_schema_value(c, ps, strict, false, NULL, param, r);
+        /* inside the element: no string may hold markup (a closing tag) */
+        const cb_syntax_t in_markup = {.in_markup = !L->json_values};
+        gr_ex_t *v = cb_schema_value(c, ps, strict, false, &in_markup, param, r);
         return v ? gr_ex_seq3(a, ws, v, ws) : NULL;
     }
     static const char *const refused[] = {"not", NULL};
@@ -294,7 +296,8 @@ gr_ex_t *cb_calls_expr(cb_t *c, const toolcall_force_layout_t *L, json_object **
         snprintf(param, sizeof param, "tools[%zu].function.parameters", i);
         bool st = strict && json_object_is_type(strict, json_type_boolean) && json_object_get_boolean(strict);
         gr_ex_t *args = L->param_open ? params_expr(c, L, params, st, param, r)
-                                      : cb_schema_value(c, params, st, false, L->value_delim, param, r);
+                                      : cb_schema_value(c, params, st, false, &(cb_syntax_t){.str_delim = L->value_delim},
+                                                        param, r);
         json_object_put(def);
         if (!args)
             return NULL;

@@ -151,11 +151,12 @@ gr_ex_t *cb_answer_header(cb_t *c, const chat_out_cfg_t *oc)
     return gr_ex_empty(&c->a);
 }
 
-gr_ex_t *cb_schema_value(cb_t *c, json_object *schema, bool strict, bool compact, const char *str_delim,
+gr_ex_t *cb_schema_value(cb_t *c, json_object *schema, bool strict, bool compact, const cb_syntax_t *syn,
                          const char *param, http_req_t *r)
 {
-    gr_schema_opts_t so = {.strict = strict, .no_whitespace = compact, .lim = &c->lim, .str_delim = str_delim,
-                           .str_delim_ex = str_delim ? cb_marker(c, str_delim) : NULL};
+    const char *delim = syn ? syn->str_delim : NULL;
+    gr_schema_opts_t so = {.strict = strict, .no_whitespace = compact, .lim = &c->lim, .str_delim = delim,
+                           .str_delim_ex = delim ? cb_marker(c, delim) : NULL, .escape_lt = syn && syn->in_markup};
     gr_ex_t *v = NULL;
     if (gr_schema_compile(schema, &so, &c->a, &c->R, &v, &c->err) != LF_OK) {
         char msg[700];

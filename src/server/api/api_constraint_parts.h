@@ -56,10 +56,18 @@ gr_ex_t *cb_reasoning_prefix(cb_t *c, const chat_out_cfg_t *oc, http_req_t *r);
 /* What opens the constrained answer after the reasoning (gpt-oss's final
  * channel header), else empty. */
 gr_ex_t *cb_answer_header(cb_t *c, const chat_out_cfg_t *oc);
-/* A value of the schema: JSON text, or with str_delim the delimited syntax
- * of gr_schema_opts_t (the delimiter as its control token or text); 400
- * naming param when it cannot be enforced. */
-gr_ex_t *cb_schema_value(cb_t *c, json_object *schema, bool strict, bool compact, const char *str_delim,
+/* How cb_schema_value writes a value: JSON text; JSON inside markup (no
+ * raw '<' in strings: gr_schema_opts_t.escape_lt); or the delimited syntax
+ * of gr_schema_opts_t.str_delim (the delimiter as its control token or
+ * text). */
+typedef struct {
+    bool in_markup;
+    const char *str_delim;
+} cb_syntax_t;
+
+/* A value of the schema in that syntax (NULL: JSON text); 400 naming
+ * param when it cannot be enforced. */
+gr_ex_t *cb_schema_value(cb_t *c, json_object *schema, bool strict, bool compact, const cb_syntax_t *syn,
                          const char *param, http_req_t *r);
 
 /* Layout text with its free spaces, markers and call numbers

@@ -7,7 +7,8 @@
  * configured with libopenblas-dev installed (HAVE_OPENBLAS).
  *
  * usage: bench_kernels [threads=2] [types=q8_0,q4_K,...|all] [blas|stream|moe]
- * (stream: decode of 32000x768 and 2048x768 matrices from DRAM, GB/s;
+ * (stream: decode of 32000x768 and 2048x768 matrices from DRAM, GB/s, the
+ * original rows and, where the level packs the type, the packed copy;
  * moe: one gpt-oss-20b expert matrix, 2880x2880, with the token counts a
  * routed expert sees: 1 (decode) to 64 (a 512-token prompt, 32 experts,
  * top 4), GFLOP/s)
@@ -147,17 +148,24 @@ static void bench_one(tpool_t *pool, qtype_t t, int64_t n_rows, int64_t k, int b
 
 /* Single-token decode with the weights streaming from DRAM: enough copies
  * of the matrix to exceed the last-level cache are walked in turn. */
-static void bench_stream(tpool_t *pool, qtype_t t, int64_t n_rows, int64_t k)
+static void bench_stream(tpool_t *pool, qtype_t t, int64_t n_rows, int64_t k, bool packed)
 {
-    size_t wsz = qtype_row_size(t, k) * (size_t)n_rows;
+    size_t wsz = qtype_row_size(t, k) * (size_t)n_rows, psz = kern_pack_size(t, n_rows, k);
+    if (packed && !psz)
+        return;
     int copies = (int)((size_t)160 * 1024 * 1024 / wsz) + 1;
-    uint8_t *W = malloc(wsz * (size_t)copies);
+    uint8_t *W = malloc(wsz * (size_t)copies), *P = NULL;
     float *x = malloc(sizeof(float) * (size_t)k);
     void *act = malloc(kern_act_size(t, k, 1));
     float *out = malloc(sizeof(float) * (size_t)n_rows);
     fill(t, W, wsz);
     for (int c = 1; c < copies; c++)
         memcpy(W + (size_t)c * wsz, W, wsz);
+    if (packed) { /* the packed copies (kpack.h) through kern_linear_multi */
+        P = aligned_alloc(64, psz * (size_t)copies);
+        for (int c = 0; c < copies; c++)
+            kern_pack(t, W, n_rows, k, P + (size_t)c * psz);
+    }
     for (int64_t i = 0; i < k; i++)
         x[i] = (float)(rnd8() - 128) / 64.0f;
     kern_quantize_act(t, x, k, 1, act);
@@ -166,16 +174,21 @@ static void bench_stream(tpool_t *pool, qtype_t t, int64_t n_rows, int64_t k)
     double start = now();
     for (int r = 0; r < 20000 && now() - start < 0.5; r++) {
         double t0 = now();
-        kern_matmul(pool, t, W + (size_t)(r % copies) * wsz, n_rows, k, act, 1, out);
+        if (packed) {
+            kern_mm_t job = {t, W, n_rows, k, NULL, out, P + (size_t)(r % copies) * psz};
+            kern_linear_multi(pool, 1, &job, x, 1, act);
+        } else {
+            kern_matmul(pool, t, W + (size_t)(r % copies) * wsz, n_rows, k, act, 1, out);
+        }
         double d = now() - t0;
         total += d, runs++;
         if (d < best)
             best = d;
     }
-    printf("%-5s %5lldx%-5lld stream decode best %8.1f us %6.2f GB/s, mean %6.2f GB/s (%d copies)\n",
-           qtype_name(t), (long long)n_rows, (long long)k, best * 1e6, (double)wsz / best / 1e9,
+    printf("%-5s %5lldx%-5lld stream decode%s best %8.1f us %6.2f GB/s, mean %6.2f GB/s (%d copies)\n",
+           qtype_name(t), (long long)n_rows, (long long)k, packed ? " packed" : "", best * 1e6, (double)wsz / best / 1e9,
            (double)wsz * runs / total / 1e9, copies);
-    free(W), free(x), free(act), free(out);
+    free(W), free(P), free(x), free(act), free(out);
 }
 
 /* One expert-sized matrix with few tokens: best of runs, GFLOP/s. Rows
@@ -249,8 +262,10 @@ int main(int argc, char **argv)
             continue;
         }
         if (stream) {
-            bench_stream(pool, t, 32000, 768);
-            bench_stream(pool, t, 2048, 768);
+            for (int pk = 0; pk < 2; pk++) {
+                bench_stream(pool, t, 32000, 768, pk);
+                bench_stream(pool, t, 2048, 768, pk);
+            }
             continue;
         }
         bench_one(pool, t, 768, 768, blas);

@@ -237,24 +237,28 @@ KB void k_p2_q45_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t a
 
 /* ---- Q6_K ---------------------------------------------------------------- */
 
-/* The 6-bit values (0..63) of elements 4E..4E+3 of half h's rows, E =
- * 4 g + j (sub-block g of 16 elements): ggml's order as k_q6_assemble. */
+/* The 6-bit values (0..63) of the four element groups that share ql words
+ * a (ql[16 hh + d]) and b (ql[16 hh + 8 + d]) and qh word hb (qh[8 hh +
+ * d]), in ggml's order (as k_q6_assemble): w[q] is element group 4 g + j
+ * of sub-block g = 8 hh + 2 q + d / 4, j = d % 4. */
+KB void k_p2_q6_words(__m256i a, __m256i b, __m256i hb, __m256i w[4])
+{
+    const __m256i m4 = _mm256_set1_epi8(0xF), m30 = _mm256_set1_epi8(0x30);
+    const __m256i hb2 = _mm256_srli_epi16(hb, 2);
+    w[0] = _mm256_or_si256(_mm256_and_si256(a, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
+    w[1] = _mm256_or_si256(_mm256_and_si256(b, m4), _mm256_and_si256(_mm256_slli_epi16(hb2, 4), m30));
+    w[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), m4), _mm256_and_si256(hb, m30));
+    w[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), m4), _mm256_and_si256(hb2, m30));
+}
+
+/* One element group of k_p2_q6_words: w[q] for j = d % 4 of sub-block g. */
 KB __m256i k_p2_q6_word(const uint8_t *blk, int h, int g, int j)
 {
-    const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3), m30 = _mm256_set1_epi8(0x30);
-    const int hh = g / 8, q = (g % 8) / 2, d = 4 * (g % 2) + j;
-    const __m256i a = k_p2_half(blk, 16 * hh + d, h), b = k_p2_half(blk, 16 * hh + 8 + d, h);
-    const __m256i hb = k_p2_half(blk, 32 + 8 * hh + d, h);
-    switch (q) {
-    case 0: return _mm256_or_si256(_mm256_and_si256(a, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m3), 4));
-    case 1:
-        return _mm256_or_si256(_mm256_and_si256(b, m4),
-                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m3), 4));
-    case 2: return _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), m4), _mm256_and_si256(hb, m30));
-    default:
-        return _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), m4),
-                               _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
-    }
+    const int hh = g / 8, q = (g % 8) / 2, d = 4 * (g % 2) + j; /* q, d: constants when g % 8 is */
+    __m256i w[4];
+    k_p2_q6_words(k_p2_half(blk, 16 * hh + d, h), k_p2_half(blk, 16 * hh + 8 + d, h), k_p2_half(blk, 32 + 8 * hh + d, h),
+                  w);
+    return w[q];
 }
 
 KB void k_p2_q6_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t act_stride, float *out,
@@ -282,17 +286,43 @@ KB void k_p2_q6_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t ac
                 scp[k] = _mm256_blend_epi16(sc16[2 * k], sc16[2 * k + 1], 0xAA);
             __m256i s[4];
             K_FOR_G(t) s[t] = _mm256_setzero_si256();
-            _Pragma("GCC unroll 1") for (int sg = 0; sg < 16; sg++) {
-                const __m256i w0 = k_p2_q6_word(blk, h, sg, 0), w1 = k_p2_q6_word(blk, h, sg, 1);
-                const __m256i w2 = k_p2_q6_word(blk, h, sg, 2), w3 = k_p2_q6_word(blk, h, sg, 3);
-                K_FOR_G(t) {
-                    const int8_t *q = K_ACT(block_q8_K, t, i)->qs + 16 * sg;
-                    const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(w0, k_p2_bc4(q)),
-                                                         _mm256_maddubs_epi16(w1, k_p2_bc4(q + 4)));
-                    const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(w2, k_p2_bc4(q + 8)),
-                                                         _mm256_maddubs_epi16(w3, k_p2_bc4(q + 12)));
-                    s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(p01, sc16[sg]));
-                    s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(p23, sc16[sg]));
+            if (ng == 1) {
+                /* per 128-element half hh and group of four ql words (dd): the
+                 * 4 x 4 element groups of sub-blocks 8 hh + 2 q + dd, two words
+                 * of each sub-block summed in int16 at a time */
+                _Pragma("GCC unroll 1") for (int hh = 0; hh < 2; hh++) _Pragma("GCC unroll 1") for (int dd = 0; dd < 2; dd++) {
+                    _Pragma("GCC unroll 2") for (int j0 = 0; j0 < 4; j0 += 2) {
+                        __m256i t16[4][4];
+                        _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) K_FOR_G(t) t16[q][t] = _mm256_setzero_si256();
+                        _Pragma("GCC unroll 2") for (int j = j0; j < j0 + 2; j++) {
+                            const int d = 4 * dd + j;
+                            __m256i w[4];
+                            k_p2_q6_words(k_p2_half(blk, 16 * hh + d, h), k_p2_half(blk, 16 * hh + 8 + d, h),
+                                          k_p2_half(blk, 32 + 8 * hh + d, h), w);
+                            _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) K_FOR_G(t) {
+                                const int8_t *aq = K_ACT(block_q8_K, t, i)->qs + 16 * (8 * hh + 2 * q + dd) + 4 * j;
+                                t16[q][t] = _mm256_add_epi16(t16[q][t], _mm256_maddubs_epi16(w[q], k_p2_bc4(aq)));
+                            }
+                        }
+                        _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) K_FOR_G(t)
+                            s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(t16[q][t], sc16[8 * hh + 2 * q + dd]));
+                    }
+                }
+            } else {
+                /* several tokens: one sub-block at a time (fewer live sums) */
+                _Pragma("GCC unroll 1") for (int hh = 0; hh < 2; hh++) _Pragma("GCC unroll 8") for (int g8 = 0; g8 < 8; g8++) {
+                    const int sg = 8 * hh + g8;
+                    const __m256i w0 = k_p2_q6_word(blk, h, sg, 0), w1 = k_p2_q6_word(blk, h, sg, 1);
+                    const __m256i w2 = k_p2_q6_word(blk, h, sg, 2), w3 = k_p2_q6_word(blk, h, sg, 3);
+                    K_FOR_G(t) {
+                        const int8_t *q = K_ACT(block_q8_K, t, i)->qs + 16 * sg;
+                        const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(w0, k_p2_bc4(q)),
+                                                             _mm256_maddubs_epi16(w1, k_p2_bc4(q + 4)));
+                        const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(w2, k_p2_bc4(q + 8)),
+                                                             _mm256_maddubs_epi16(w3, k_p2_bc4(q + 12)));
+                        s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(p01, sc16[sg]));
+                        s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(p23, sc16[sg]));
+                    }
                 }
             }
             K_FOR_G(t) {

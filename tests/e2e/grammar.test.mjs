@@ -342,11 +342,27 @@ if (SUITE === 'format') {
       ok(c.finish_reason === 'tool_calls' && call && validJson(call.function.arguments, tool.function.parameters).ok,
          `${FORMAT}: the raw values keep maxLength, pattern and format (ajv)`, c);
       const bad = { type: 'function', function: { name: 'g', strict: true,
-        parameters: { type: 'object', properties: { s: { type: 'string', not: { const: 'x' } } }, required: ['s'] } } };
+        parameters: { type: 'object', properties: { s: { type: 'string', not: { maxLength: 2 } } }, required: ['s'] } } };
       const r2 = await post('/v1/chat/completions', { model: MODEL, messages: msgs, max_tokens: 40, tools: [bad],
         tool_choice: 'required' });
       ok(r2.status === 400 && /'not'/.test(r2.json.error.message) && /properties\.s/.test(r2.json.error.param || ''),
-         `${FORMAT}: strict: 'not' on a raw parameter is a 400 naming it`, r2.json);
+         `${FORMAT}: strict: 'not' of a length on a raw parameter is a 400 naming it`, r2.json);
+    });
+    await check(`${FORMAT}: 'not' const / pattern on raw text, $ref into the parameters' $defs`, async () => {
+      // pydantic writes nested models as $defs + $ref; a raw value may exclude values and patterns
+      const tool = { type: 'function', function: { name: 'book', strict: true, parameters: { type: 'object',
+        $defs: { Place: { type: 'object', properties: { city: { type: 'string', maxLength: 6 }, n: { type: 'integer', minimum: 0, maximum: 9 } },
+          required: ['city', 'n'], additionalProperties: false } },
+        properties: { where: { $ref: '#/$defs/Place' }, s: { type: 'string', maxLength: 3, not: { enum: ['a', 'b'], pattern: '^z' } } },
+        required: ['where', 's'], additionalProperties: false } } };
+      for (const seed of [21, 22]) {
+        const r = await client.chat.completions.create({ model: MODEL, messages: msgs, max_tokens: 600, tools: [tool],
+          tool_choice: 'required', parallel_tool_calls: false, seed, temperature: 1 });
+        const c = r.choices[0];
+        const call = c.message.tool_calls && c.message.tool_calls[0];
+        ok(c.finish_reason === 'tool_calls' && call && validJson(call.function.arguments, tool.function.parameters).ok,
+           `${FORMAT}: seed ${seed}: a $ref value and a raw value with 'not' validate (ajv)`, c);
+      }
     });
   }
 

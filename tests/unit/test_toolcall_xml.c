@@ -28,8 +28,10 @@ static const char tools_json[] =
     " \"metric\": {\"type\": \"boolean\"}, \"tags\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}},"
     " \"where\": {\"type\": \"object\", \"properties\": {\"lat\": {\"type\": \"number\"},"
     " \"name\": {\"type\": \"string\"}}},"
-    " \"spots\": {\"type\": \"array\", \"items\": {\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"integer\"}}}}"
-    "}}}}]";
+    " \"spots\": {\"type\": \"array\", \"items\": {\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"integer\"}}}},"
+    " \"when\": {\"$ref\": \"#/$defs/Day\"}, \"at\": {\"$ref\": \"#/$defs/Spot\"}"
+    "}, \"$defs\": {\"Day\": {\"$ref\": \"#/$defs/Int\"}, \"Int\": {\"type\": \"integer\"},"
+    " \"Spot\": {\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"integer\"}}}}}}}]";
 
 static const tcase_t cases[] = {
     /* DeepSeek V3.2: <｜DSML｜function_calls> */
@@ -114,6 +116,10 @@ static const tcase_t cases[] = {
      {"Two.", MM3 "<tool_call>\n" MM3 "<invoke name=\"f\">" MM3 "<a>" MM3 "<a>1" MM3 "</a>" MM3 "</a>" MM3 "</invoke>\n",
       MM3 "<invoke name=\"g\">" MM3 "</invoke>\n" MM3 "</tool_call>"},
      "Two.", 2, {{"f", "{\"a\":{\"a\":\"1\"}}", true}, {"g", "{}", true}}},
+    {"minimax_m3 $ref into the parameters' $defs types the value (two hops; an object)", M3,
+     {MM3 "<tool_call>\n" MM3 "<invoke name=\"get_weather\">" MM3 "<when>3" MM3 "</when>",
+      MM3 "<at>" MM3 "<n>2" MM3 "</n>" MM3 "</at>" MM3 "</invoke>\n" MM3 "</tool_call>"},
+     NULL, 1, {{"get_weather", "{\"when\":3,\"at\":{\"n\":2}}", true}}},
     {"minimax_m3 broken markup is content", M3,
      {MM3 "<tool_call>\n" MM3 "<invoke name=\"f\">" MM3 "</oops>rest"}, MM3 "</oops>rest", 1, {{"f", "{}", false}}},
     {"minimax_m3 plain text is content", M3, {"Hello ]<]minimax", " there"}, "Hello ]<]minimax there", 0, {{0}}},

@@ -462,4 +462,11 @@ const char *toolcall_format_name(toolcall_format_t fmt);
  * raw text, any other as JSON (toolcall_layout.h). */
 bool toolcall_param_raw_string(const struct json_object *schema);
 
+/* A parameter's schema with its local $ref ("#/$defs/X", a JSON pointer
+ * into the function's parameters, as pydantic writes nested models)
+ * followed, up to 8 hops; the schema itself when it has none or the target
+ * is missing. The parsers type values by this schema, and so does the
+ * grammar that forces a call. */
+const struct json_object *toolcall_param_deref(const struct json_object *params, const struct json_object *schema);
+
 #endif

@@ -49,15 +49,62 @@ static json_object *member(json_object *o, const char *k)
     return json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, k, &v) ? v : NULL;
 }
 
-/* The schema of parameter key of function fn, or NULL. */
+/* The member a JSON pointer ("#/a/b", ~0 ~1 escapes) names in root, or NULL. */
+static json_object *pointer_get(json_object *root, const char *ptr)
+{
+    if (strncmp(ptr, "#/", 2))
+        return NULL;
+    json_object *cur = root;
+    for (const char *p = ptr + 2; cur && *p;) {
+        char tok[256];
+        size_t n = 0;
+        for (; *p && *p != '/' && n + 1 < sizeof tok; p++) {
+            if (p[0] == '~' && (p[1] == '0' || p[1] == '1')) {
+                tok[n++] = p[1] == '0' ? '~' : '/';
+                p++;
+            } else {
+                tok[n++] = *p;
+            }
+        }
+        tok[n] = 0;
+        if (*p == '/')
+            p++;
+        if (json_object_is_type(cur, json_type_array)) {
+            char *end;
+            long i = strtol(tok, &end, 10);
+            cur = *end || i < 0 ? NULL : json_object_array_get_idx(cur, (size_t)i);
+        } else {
+            cur = member(cur, tok);
+        }
+    }
+    return cur;
+}
+
+const struct json_object *toolcall_param_deref(const struct json_object *params, const struct json_object *schema)
+{
+    json_object *s = (json_object *)schema;
+    for (int hop = 0; hop < 8; hop++) {
+        json_object *ref = member(s, "$ref");
+        json_object *t = ref && json_object_is_type(ref, json_type_string)
+                             ? pointer_get((json_object *)params, json_object_get_string(ref)) : NULL;
+        if (!t)
+            break;
+        s = t;
+    }
+    return s;
+}
+
+/* The schema of parameter key of function fn (its $ref followed), or NULL. */
 static json_object *param_schema(json_object *tools, const char *fn, const char *key)
 {
     size_t n = json_object_is_type(tools, json_type_array) ? json_object_array_length(tools) : 0;
     for (size_t i = 0; i < n; i++) {
         json_object *f = member(json_object_array_get_idx(tools, i), "function");
         json_object *name = member(f, "name");
-        if (name && json_object_is_type(name, json_type_string) && !strcmp(json_object_get_string(name), fn))
-            return member(member(member(f, "parameters"), "properties"), key);
+        if (name && json_object_is_type(name, json_type_string) && !strcmp(json_object_get_string(name), fn)) {
+            json_object *params = member(f, "parameters");
+            return (json_object *)toolcall_param_deref(params, member(member(params, "properties"), key));
+        }
     }
     return NULL;
 }

@@ -60,6 +60,10 @@ typedef struct {
      * value), so a value inside markup (an XML-style tool-call parameter)
      * can never contain the markup's closing tag */
     bool escape_lt;
+    /* The document the schema is a part of ($ref, $id and anchors resolve
+     * in it: a tool parameter's schema referring to the parameters'
+     * $defs); NULL: the schema itself. */
+    const struct json_object *doc;
 } gr_schema_opts_t;
 
 /* Compiles `schema` (a JSON value: object or boolean), appending its rules

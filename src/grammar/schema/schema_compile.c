@@ -1780,8 +1780,8 @@ lf_code_t gr_schema_compile(const json_object *schema, const gr_schema_opts_t *o
     c.R = R;
     c.any_rule = -1;
     c.ws = gr_schema_ws(a, opts);
-    c.root = schema;
-    c.draft = detect_draft(schema);
+    c.root = opts->doc ? opts->doc : schema;
+    c.draft = detect_draft(c.root);
     *value = NULL;
     gr_ex_t *v = NULL;
     (void)own;

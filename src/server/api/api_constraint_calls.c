@@ -131,27 +131,60 @@ static gr_ex_t *dfa_piece(cb_t *c, gr_dfa_t *d)
  * with X' the values not ending with a newline, X" those not starting with
  * one, X"' neither: exactly the ways the parser's stripping reads back a
  * value of X, so no text can strip to a value outside it. */
+/* The string values of a schema's const / enum as raw texts (an
+ * alternation; NONE when it has no string), or NULL when it has neither. */
+static gr_ex_t *raw_literals(cb_t *c, json_object *s)
+{
+    gr_arena_t *a = &c->a;
+    json_object *en = cb_jget(s, "enum"), *cst = cb_jget(s, "const");
+    if (!cst && !(en && json_object_is_type(en, json_type_array)))
+        return NULL;
+    gr_exlist_t l = {0};
+    size_t n = cst ? 1 : json_object_array_length(en);
+    for (size_t i = 0; i < n; i++) {
+        json_object *v = cst ? cst : json_object_array_get_idx(en, i);
+        if (json_object_is_type(v, json_type_string))
+            gr_exlist_push(a, &l, gr_ex_bytes(a, json_object_get_string(v), (size_t)json_object_get_string_len(v)));
+    }
+    return l.fail ? NULL : l.n ? gr_ex_alt(a, l.v, l.n) : gr_ex_none(a);
+}
+
 static gr_ex_t *raw_value(cb_t *c, const toolcall_force_layout_t *L, json_object *ps, const char *param, http_req_t *r)
 {
     gr_arena_t *a = &c->a;
     gr_ex_t *any = gr_ex_rep(a, gr_ex_range(a, 0, GR_CP_MAX), 0, -1);
     gr_dfa_t *x = cb_dfa_without_any(c, L->param_close ? &L->param_close : &L->param_open, 1);
-    json_object *en = cb_jget(ps, "enum"), *cst = cb_jget(ps, "const");
-    if (cst || (en && json_object_is_type(en, json_type_array))) {
-        gr_exlist_t l = {0};
-        size_t n = cst ? 1 : json_object_array_length(en);
-        for (size_t i = 0; i < n; i++) {
-            json_object *v = cst ? cst : json_object_array_get_idx(en, i);
-            if (json_object_is_type(v, json_type_string))
-                gr_exlist_push(a, &l, gr_ex_bytes(a, json_object_get_string(v), (size_t)json_object_get_string_len(v)));
+    /* not: excluded literals (const / enum) and a pattern the text must not match */
+    json_object *no = cb_jget(ps, "not");
+    if (no && x) {
+        gr_ex_t *ex = raw_literals(c, no);
+        if (ex)
+            x = dfa_op(c, x, dfa_of(c, ex), true);
+        json_object *np = cb_jget(no, "pattern");
+        if (x && np && json_object_is_type(np, json_type_string)) {
+            lf_err_t e = {0};
+            const char *re = json_object_get_string(np);
+            gr_ex_t *rx = gr_regex_parse(a, re, strlen(re), GR_REGEX_SEARCH, &e);
+            if (!rx) {
+                gr_dfa_free(x);
+                char msg[600];
+                snprintf(msg, sizeof msg, "%s: 'not': 'pattern': %.400s", param, e.msg);
+                http_reply_error(r, 400, msg, param, e.code == LF_ERR_UNSUPPORTED ? "unsupported_parameter" : NULL, NULL);
+                c->failed = true;
+                return NULL;
+            }
+            x = dfa_op(c, x, dfa_of(c, rx), true);
         }
-        if (l.n == 0) {
+    }
+    gr_ex_t *lits = raw_literals(c, ps);
+    if (lits && x) {
+        if (lits->kind == GR_EX_NONE) {
             gr_dfa_free(x);
             http_reply_error(r, 400, "a raw string parameter's enum has no string value", param, NULL, NULL);
             c->failed = true;
             return NULL;
         }
-        x = dfa_op(c, x, dfa_of(c, l.fail ? NULL : gr_ex_alt(a, l.v, l.n)), false);
+        x = dfa_op(c, x, dfa_of(c, lits), false);
     }
     json_object *pat = cb_jget(ps, "pattern"), *fmt = cb_jget(ps, "format");
     const char *res[2] = {pat && json_object_is_type(pat, json_type_string) ? json_object_get_string(pat) : NULL,
@@ -199,21 +232,52 @@ static gr_ex_t *raw_value(cb_t *c, const toolcall_force_layout_t *L, json_object
 /* The value of one parameter in the XML-style formats: raw text when the
  * parser reads the parameter as a raw string (raw_value), else a JSON
  * value of its schema. */
-static gr_ex_t *param_value(cb_t *c, const toolcall_force_layout_t *L, json_object *ps, bool strict, const char *param,
-                            http_req_t *r)
+static gr_ex_t *param_value(cb_t *c, const toolcall_force_layout_t *L, json_object *params, json_object *ps,
+                            bool strict, const char *param, http_req_t *r)
 {
     gr_arena_t *a = &c->a;
-    if (L->json_values || !toolcall_param_raw_string(ps)) {
+    /* typed as the parser types it: by the schema its $ref names */
+    json_object *pt = (json_object *)toolcall_param_deref(params, ps);
+    if (L->json_values || !toolcall_param_raw_string(pt)) {
         gr_schema_opts_t so = {0};
         gr_ex_t *ws = gr_schema_ws(a, &so);
-        /* inside the element: no string may hold markup (a closing tag) */
-        const cb_syntax_t in_markup = {.in_markup = !L->json_values};
+        /* inside the element: no string may hold markup (a closing tag);
+         * $ref resolves in the function's parameters (their $defs) */
+        const cb_syntax_t in_markup = {.in_markup = !L->json_values, .doc = params};
         gr_ex_t *v = cb_schema_value(c, ps, strict, false, &in_markup, param, r);
         return v ? gr_ex_seq3(a, ws, v, ws) : NULL;
     }
-    static const char *const refused[] = {"not", NULL};
-    if (!params_keyword_ok(c, ps, refused, strict, param, "on a raw string parameter", r))
-        return NULL;
+    if (pt != ps && strict) { /* a raw value follows the target alone: keywords beside $ref are refused */
+        json_object_object_foreach(ps, k, v)
+        {
+            (void)v;
+            static const char *const notes[] = {"$ref", "description", "title", "default", "examples", "$comment", NULL};
+            bool note = false;
+            for (const char *const *n = notes; *n && !note; n++)
+                note = !strcmp(k, *n);
+            if (!note) {
+                const char *const refused[] = {k, NULL};
+                if (!params_keyword_ok(c, ps, refused, strict, param, "beside $ref on a raw string parameter", r))
+                    return NULL;
+            }
+        }
+    }
+    ps = pt;
+    /* not: only excluded values and patterns on raw text */
+    json_object *no = cb_jget(ps, "not");
+    if (strict && no) {
+        bool ok = json_object_is_type(no, json_type_object);
+        if (ok) {
+            json_object_object_foreach(no, k, v)
+            {
+                (void)v;
+                ok = ok && (!strcmp(k, "const") || !strcmp(k, "enum") || !strcmp(k, "pattern"));
+            }
+        }
+        static const char *const refused[] = {"not", NULL};
+        if (!ok && !params_keyword_ok(c, ps, refused, strict, param, "other than const / enum / pattern on a raw string parameter", r))
+            return NULL;
+    }
     return raw_value(c, L, ps, param, r);
 }
 
@@ -257,13 +321,13 @@ static gr_ex_t *params_expr(cb_t *c, const toolcall_force_layout_t *L, json_obje
             required = required || !strcmp(json_object_get_string(json_object_array_get_idx(req, i)), key);
         char pp[160];
         snprintf(pp, sizeof pp, "%s.properties.%s", param, key);
-        gr_ex_t *v = param_value(c, L, ps, strict, pp, r);
+        gr_ex_t *v = param_value(c, L, params, ps, strict, pp, r);
         if (!v)
             return NULL;
         const char *const *mk = L->markers;
         gr_ex_t *parts[] = {first ? gr_ex_empty(a) : cb_layout_text(c, L->param_sep, mk, false, false),
                             cb_layout_text(c, L->param_open, mk, false, true), gr_ex_str(a, key),
-                            cb_layout_text(c, toolcall_param_raw_string(ps) ? L->param_mid_raw : L->param_mid_json, mk, true, false),
+                            cb_layout_text(c, toolcall_param_raw_string(toolcall_param_deref(params, ps)) ? L->param_mid_raw : L->param_mid_json, mk, true, false),
                             v, param_end(c, L, key)};
         gr_ex_t *elem = gr_ex_seq(a, parts, 6);
         gr_exlist_push(a, &l, required ? elem : gr_ex_opt(a, elem));

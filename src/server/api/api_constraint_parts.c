@@ -156,7 +156,8 @@ gr_ex_t *cb_schema_value(cb_t *c, json_object *schema, bool strict, bool compact
 {
     const char *delim = syn ? syn->str_delim : NULL;
     gr_schema_opts_t so = {.strict = strict, .no_whitespace = compact, .lim = &c->lim, .str_delim = delim,
-                           .str_delim_ex = delim ? cb_marker(c, delim) : NULL, .escape_lt = syn && syn->in_markup};
+                           .str_delim_ex = delim ? cb_marker(c, delim) : NULL, .escape_lt = syn && syn->in_markup,
+                           .doc = syn ? syn->doc : NULL};
     gr_ex_t *v = NULL;
     if (gr_schema_compile(schema, &so, &c->a, &c->R, &v, &c->err) != LF_OK) {
         char msg[700];

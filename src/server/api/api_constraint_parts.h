@@ -59,10 +59,12 @@ gr_ex_t *cb_answer_header(cb_t *c, const chat_out_cfg_t *oc);
 /* How cb_schema_value writes a value: JSON text; JSON inside markup (no
  * raw '<' in strings: gr_schema_opts_t.escape_lt); or the delimited syntax
  * of gr_schema_opts_t.str_delim (the delimiter as its control token or
- * text). */
+ * text). doc: the document the schema is part of ($ref resolves there:
+ * one parameter's schema inside the function's parameters), or NULL. */
 typedef struct {
     bool in_markup;
     const char *str_delim;
+    json_object *doc;
 } cb_syntax_t;
 
 /* A value of the schema in that syntax (NULL: JSON text); 400 naming

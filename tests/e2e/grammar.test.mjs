@@ -366,6 +366,28 @@ if (SUITE === 'format') {
     });
   }
 
+  if (FORMAT === 'minimax_m3') {
+    // its values may nest as elements (<item>…</item>, <key>…</key>) or be JSON text
+    await check(`${FORMAT}: arrays and objects as nested elements or JSON`, async () => {
+      const tool = { type: 'function', function: { name: 'plan', strict: true, parameters: { type: 'object',
+        properties: { tags: { type: 'array', items: { type: 'string', maxLength: 4 }, minItems: 1, maxItems: 3 },
+          stop: { type: 'object', properties: { at: { type: 'string', maxLength: 5 }, n: { type: 'integer', minimum: 0, maximum: 9 },
+            ok: { type: 'boolean' } }, required: ['at', 'n'], additionalProperties: false },
+          legs: { type: 'array', items: { type: 'object', properties: { n: { type: 'integer', minimum: 1, maximum: 3 } },
+            required: ['n'], additionalProperties: false }, maxItems: 2 } },
+        required: ['tags', 'stop', 'legs'], additionalProperties: false } } };
+      // (the story model's vocabulary spells each ]<]minimax[>[ marker in ~10 tokens)
+      for (const seed of [31, 32, 33, 34]) {
+        const r = await client.chat.completions.create({ model: MODEL, messages: msgs, max_tokens: 1200, tools: [tool],
+          tool_choice: 'required', parallel_tool_calls: false, seed, temperature: 1 });
+        const c = r.choices[0];
+        const call = c.message.tool_calls && c.message.tool_calls[0];
+        ok(c.finish_reason === 'tool_calls' && call && validJson(call.function.arguments, tool.function.parameters).ok,
+           `${FORMAT}: seed ${seed}: nested values validate (ajv)`, c);
+      }
+    });
+  }
+
   if (FORMAT === 'gemma4') {
     // Gemma 4's own argument syntax: every string between <|"|> as raw
     // text, keys bare or delimited; the parser reads it back as JSON

@@ -96,8 +96,10 @@ static bool derive(const toolcall_format_desc_t *d, toolcall_force_layout_t *L)
         /* minimax_m3: each value is an element, closed by its own tag; a
          * value that is not a string is written as JSON text, which its
          * reader takes as well as nested elements */
-        if (!d->value_close)
+        if (!d->value_close) {
             L->elem_close = cat(d->key_open, "/", NULL);
+            L->item_tag = d->item_tag ? d->item_tag : "item";
+        }
         L->raw_newlines = !d->value_attr; /* typed by the schema, the newlines trimmed (toolcall_params.c) */
         L->param_sep = "\n";
         break;

@@ -75,7 +75,9 @@ typedef struct {
     const char *elem_close; /* element values (minimax_m3, param_close NULL):
                              * a parameter ends with elem_close KEY
                              * param_mid_raw, and a raw value never
-                             * contains param_open */
+                             * contains param_open; objects and arrays may
+                             * nest as elements, array items named item_tag */
+    const char *item_tag;
     const char *value_delim; /* NULL: JSON arguments; else Gemma 4's object
                               * syntax, strings between this delimiter (a
                               * marker), keys bare or delimited

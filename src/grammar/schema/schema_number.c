@@ -9,7 +9,8 @@
  * Bounded numbers are written without exponent (an exponent would make
  * the comparison depend on counting digits against the exponent, which is
  * not regular); unbounded ones may use one. Integers are the numbers whose
- * fraction is absent or all zeros ("2.0" is an integer in JSON Schema).
+ * fraction is absent or 1 to 16 zeros ("2.0" is an integer in JSON Schema;
+ * the bound keeps a generated integer from running on in zeros).
  * multipleOf p/10^q: a remainder automaton over the digits (p up to 10^6).
  */
 #include "grammar/schema/schema_impl.h"
@@ -183,7 +184,7 @@ static void mag_eq(rb_t *r, const dec_t *d, bool *first)
     if (d->fp[0])
         rb_fmt(r, "(%s\\.%s0*)", d->ip, d->fp);
     else
-        rb_fmt(r, "(%s(\\.0+)?)", d->ip);
+        rb_fmt(r, "(%s(\\.0{1,16})?)", d->ip);
 }
 
 static void mag_gt(rb_t *r, const dec_t *d, bool *first)
@@ -269,7 +270,7 @@ static void bound_regex(rb_t *r, const dec_t *b, int op)
             mag_eq(r, &c, &first);
             if (zero) {
                 alt(r, &first);
-                rb_add(r, "(-0(\\.0+)?)");
+                rb_add(r, "(-0(\\.0{1,16})?)");
             }
         } else {
             alt(r, &first);
@@ -450,7 +451,7 @@ static gr_dfa_t *multiple_dfa(sc_t *c, const json_object *m)
 gr_ex_t *sc_number_expr(sc_t *c, const sc_num_t *n)
 {
     bool bounded = n->lo || n->hi || n->n_mult > 0;
-    const char *syntax = n->integer ? "-?(0|[1-9]\\d*)(\\.0+)?"
+    const char *syntax = n->integer ? "-?(0|[1-9]\\d*)(\\.0{1,16})?"
                          : bounded  ? "-?(0|[1-9]\\d*)(\\.\\d+)?"
                                     : "-?(0|[1-9]\\d*)(\\.\\d+)?([eE][+-]?\\d+)?";
     if (!bounded) {

@@ -72,6 +72,12 @@ typedef struct {
 gr_ex_t *cb_schema_value(cb_t *c, json_object *schema, bool strict, bool compact, const cb_syntax_t *syn,
                          const char *param, http_req_t *r);
 
+/* The arguments in an XML-style layout (L->param_open set): one element
+ * per property of the function's parameters, in the schema's order, the
+ * required ones always (api_constraint_params.c). */
+gr_ex_t *cb_params_expr(cb_t *c, const toolcall_force_layout_t *L, json_object *params, bool strict,
+                        const char *param, http_req_t *r);
+
 /* Layout text with its free spaces, markers and call numbers
  * (toolcall_layout.h); word_left / word_right: the function name is next to
  * that edge. */

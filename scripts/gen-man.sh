@@ -118,7 +118,9 @@ a token for private or gated repositories, sent to the hub only.
 .B LLM_FCGI_ISA
 caps the SIMD level of the engine's kernels:
 .BR scalar ,
-.B avx2
+.BR avx2 ,
+.B avxvnni
+(AVX2 with AVX-VNNI)
 or
 .BR avx512 .
 .TP

@@ -150,6 +150,8 @@ static kern_isa_t kern_detect(void)
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
         return KERN_ISA_AVX512;
+    if (__builtin_cpu_supports("avxvnni"))
+        return KERN_ISA_AVXVNNI;
     return KERN_ISA_AVX2;
 #else
     return KERN_ISA_SCALAR;
@@ -168,6 +170,8 @@ static void kern_build(kern_isa_t isa)
         kern_fill_avx2(tab, tiles, quant);
         kern_fill_packed_avx2(ptiles);
     }
+    if (isa >= KERN_ISA_AVXVNNI)
+        kern_fill_packed_avxvnni(ptiles);
     if (isa >= KERN_ISA_AVX512) {
         kern_fill_avx512(tab, tiles, quant);
         kern_fill_packed_avx512(ptiles);
@@ -191,12 +195,15 @@ static void kern_init(void)
         isa = KERN_ISA_SCALAR;
     else if (env && !strcmp(env, "avx2") && isa > KERN_ISA_AVX2)
         isa = KERN_ISA_AVX2;
+    else if (env && !strcmp(env, "avxvnni") && isa > KERN_ISA_AVXVNNI)
+        isa = KERN_ISA_AVXVNNI;
     if (isa != kern_level_max)
         snprintf(kern_reason, sizeof kern_reason, "%s; LLM_FCGI_ISA=%s caps the level below %s", cpu, env,
                  kern_isa_name(kern_level_max));
     else
         snprintf(kern_reason, sizeof kern_reason, "%s; the best level it has%s", cpu,
                  isa == KERN_ISA_AVX512 ? " (VNNI tiles, packed decode layouts)"
+                 : isa == KERN_ISA_AVXVNNI ? " (packed decode layouts, AVX-VNNI sums)"
                  : isa == KERN_ISA_AVX2 ? " (packed decode layouts)" : "");
     kern_build(isa);
 }
@@ -235,6 +242,7 @@ const char *kern_isa_name(kern_isa_t isa)
     switch (isa) {
     case KERN_ISA_SCALAR: return "scalar";
     case KERN_ISA_AVX2: return "avx2";
+    case KERN_ISA_AVXVNNI: return "avxvnni";
     case KERN_ISA_AVX512: return "avx512";
     }
     return "unknown";

@@ -45,8 +45,11 @@
 
 typedef enum {
     KERN_ISA_SCALAR = 0,
-    KERN_ISA_AVX2 = 1,   /* AVX2 + FMA + F16C */
-    KERN_ISA_AVX512 = 2  /* + AVX-512 F/BW/VL/VNNI (256/512-bit VNNI tiles) */
+    KERN_ISA_AVX2 = 1,    /* AVX2 + FMA + F16C */
+    KERN_ISA_AVXVNNI = 2, /* + AVX-VNNI (VEX vpdpbusd: Intel client cores since
+                           * Alder Lake, Zen 5): the AVX2 kernels, the packed
+                           * ones summing with vpdpbusd (the same values) */
+    KERN_ISA_AVX512 = 3   /* + AVX-512 F/BW/VL/VNNI (256/512-bit VNNI tiles) */
 } kern_isa_t;
 
 /* The ISA level in use (the first call detects it; reads LLM_FCGI_ISA). */
@@ -64,7 +67,7 @@ kern_isa_t kern_isa_max(void);
  * kernels: call it before computing. */
 kern_isa_t kern_isa_set(kern_isa_t isa);
 
-/* "scalar", "avx2" or "avx512". */
+/* "scalar", "avx2", "avxvnni" or "avx512". */
 const char *kern_isa_name(kern_isa_t isa);
 
 /* True if weights of type t can be multiplied by these kernels. */

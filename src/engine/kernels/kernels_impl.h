@@ -50,6 +50,7 @@ void kern_fill_avx512(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYPE
 
 /* Fill ptiles[wtype] for the types with packed kernels at that level. */
 void kern_fill_packed_avx2(kern_ptile_fn_t ptiles[QTYPE_COUNT]);
+void kern_fill_packed_avxvnni(kern_ptile_fn_t ptiles[QTYPE_COUNT]);
 void kern_fill_packed_avx512(kern_ptile_fn_t ptiles[QTYPE_COUNT]);
 
 #endif

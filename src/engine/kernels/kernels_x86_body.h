@@ -41,6 +41,9 @@
 #include "engine/quant/quant.h"
 #include "engine/quant/quant_blocks.h"
 
+#ifndef KERN_AVXVNNI
+#define KERN_AVXVNNI 0 /* the packed kernels sum with AVX-VNNI (kernels_avxvnni.c) */
+#endif
 #define KB static inline __attribute__((always_inline))
 #define KCAT2(a, b) a##b
 #define KCAT(a, b) KCAT2(a, b)

@@ -27,6 +27,10 @@
  * token count (batch invariance holds). They differ from this level's
  * original-row kernels (8 float lanes summed at the end) by rounding only,
  * within the tolerance kernels.h allows between levels.
+ *
+ * With KERN_AVXVNNI (kernels_avxvnni.c) the products are summed by
+ * vpdpbusd into int32 lanes instead (k_p2_dot_acc: whole sub-blocks, then
+ * vpmulld by the scale): the same integers, so the same values.
  */
 
 #include "engine/kernels/kpack.h"
@@ -64,6 +68,32 @@ KB __m256 k_p2_half_ps(__m256i dw, const int hi)
     return _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
 }
 
+/* t plus the u8 x s8 products of w and a: int32 lanes with AVX-VNNI,
+ * else int16 pair sums (the callers bound how many words they add before
+ * k_p2_scaled, K_P2_RUN words at most); k_p2_scaled: those sums times the
+ * scale of sc (int16 pairs (s, s)), as int32 lanes. */
+#if KERN_AVXVNNI
+#define K_P2_RUN(n) 8
+KB __m256i k_p2_dot_acc(__m256i t, __m256i w, __m256i a)
+{
+    return _mm256_dpbusd_avx_epi32(t, w, a);
+}
+KB __m256i k_p2_scaled(__m256i t, __m256i sc)
+{
+    return _mm256_mullo_epi32(t, _mm256_srai_epi32(_mm256_slli_epi32(sc, 16), 16));
+}
+#else
+#define K_P2_RUN(n) (n)
+KB __m256i k_p2_dot_acc(__m256i t, __m256i w, __m256i a)
+{
+    return _mm256_add_epi16(t, _mm256_maddubs_epi16(w, a));
+}
+KB __m256i k_p2_scaled(__m256i t, __m256i sc)
+{
+    return _mm256_madd_epi16(t, sc);
+}
+#endif
+
 /* Stores lanes of acc whose bit is set in keep8. */
 KB void k_p2_store(__m256 acc, unsigned keep8, float *out)
 {
@@ -81,8 +111,16 @@ KB void k_p2_store(__m256 acc, unsigned keep8, float *out)
  * activations with w's signs. */
 KB __m256i k_p2_s8_block(const __m256i w[8], const int8_t *a)
 {
-    const __m256i ones = _mm256_set1_epi16(1);
     __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+#if KERN_AVXVNNI
+    _Pragma("GCC unroll 8") for (int d = 0; d < 8; d += 2) {
+        s0 = _mm256_dpbusd_avx_epi32(s0, _mm256_sign_epi8(w[d], w[d]), _mm256_sign_epi8(k_p2_bc4(a + 4 * d), w[d]));
+        s1 = _mm256_dpbusd_avx_epi32(s1, _mm256_sign_epi8(w[d + 1], w[d + 1]),
+                                     _mm256_sign_epi8(k_p2_bc4(a + 4 * d + 4), w[d + 1]));
+    }
+    return _mm256_add_epi32(s0, s1);
+#endif
+    const __m256i ones = _mm256_set1_epi16(1);
     _Pragma("GCC unroll 8") for (int d = 0; d < 8; d += 2) {
         const __m256i p0 = _mm256_maddubs_epi16(_mm256_sign_epi8(w[d], w[d]), _mm256_sign_epi8(k_p2_bc4(a + 4 * d), w[d]));
         const __m256i p1 = _mm256_maddubs_epi16(_mm256_sign_epi8(w[d + 1], w[d + 1]),
@@ -181,7 +219,7 @@ KB void k_p2_q45_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t a
 {
     const int64_t nb = n / QK_K;
     const size_t vecs = q5 ? KPACK_Q5_K_VECS : KPACK_Q4_K_VECS;
-    const int qs0 = q5 ? 12 : 4, run = q5 ? 4 : 8;
+    const int qs0 = q5 ? 12 : 4, run = q5 ? K_P2_RUN(4) : 8;
     const __m256i m4 = _mm256_set1_epi8(0xF), m1 = _mm256_set1_epi8(1);
     __m256 acc[2][4];
     _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) K_FOR_G(t) acc[h][t] = _mm256_setzero_ps();
@@ -210,13 +248,13 @@ KB void k_p2_q45_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t a
                         }
                         K_FOR_G(t) {
                             const int8_t *q = K_ACT(block_q8_K, t, i)->qs + 64 * sp + 4 * d;
-                            tl[t] = _mm256_add_epi16(tl[t], _mm256_maddubs_epi16(wl, k_p2_bc4(q)));
-                            th[t] = _mm256_add_epi16(th[t], _mm256_maddubs_epi16(wh, k_p2_bc4(q + 32)));
+                            tl[t] = k_p2_dot_acc(tl[t], wl, k_p2_bc4(q));
+                            th[t] = k_p2_dot_acc(th[t], wh, k_p2_bc4(q + 32));
                         }
                     }
                     K_FOR_G(t) {
-                        s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(tl[t], sc[2 * sp]));
-                        s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(th[t], sc[2 * sp + 1]));
+                        s[t] = _mm256_add_epi32(s[t], k_p2_scaled(tl[t], sc[2 * sp]));
+                        s[t] = _mm256_add_epi32(s[t], k_p2_scaled(th[t], sc[2 * sp + 1]));
                     }
                 }
             }
@@ -291,21 +329,22 @@ KB void k_p2_q6_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t ac
                  * 4 x 4 element groups of sub-blocks 8 hh + 2 q + dd, two words
                  * of each sub-block summed in int16 at a time */
                 _Pragma("GCC unroll 1") for (int hh = 0; hh < 2; hh++) _Pragma("GCC unroll 1") for (int dd = 0; dd < 2; dd++) {
-                    _Pragma("GCC unroll 2") for (int j0 = 0; j0 < 4; j0 += 2) {
+                    enum { RUN = K_P2_RUN(2) < 4 ? K_P2_RUN(2) : 4 }; /* words per sum (a sub-block has 4) */
+                    _Pragma("GCC unroll 2") for (int j0 = 0; j0 < 4; j0 += RUN) {
                         __m256i t16[4][4];
                         _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) K_FOR_G(t) t16[q][t] = _mm256_setzero_si256();
-                        _Pragma("GCC unroll 2") for (int j = j0; j < j0 + 2; j++) {
+                        _Pragma("GCC unroll 4") for (int j = j0; j < j0 + RUN; j++) {
                             const int d = 4 * dd + j;
                             __m256i w[4];
                             k_p2_q6_words(k_p2_half(blk, 16 * hh + d, h), k_p2_half(blk, 16 * hh + 8 + d, h),
                                           k_p2_half(blk, 32 + 8 * hh + d, h), w);
                             _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) K_FOR_G(t) {
                                 const int8_t *aq = K_ACT(block_q8_K, t, i)->qs + 16 * (8 * hh + 2 * q + dd) + 4 * j;
-                                t16[q][t] = _mm256_add_epi16(t16[q][t], _mm256_maddubs_epi16(w[q], k_p2_bc4(aq)));
+                                t16[q][t] = k_p2_dot_acc(t16[q][t], w[q], k_p2_bc4(aq));
                             }
                         }
                         _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) K_FOR_G(t)
-                            s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(t16[q][t], sc16[8 * hh + 2 * q + dd]));
+                            s[t] = _mm256_add_epi32(s[t], k_p2_scaled(t16[q][t], sc16[8 * hh + 2 * q + dd]));
                     }
                 }
             } else {
@@ -316,12 +355,11 @@ KB void k_p2_q6_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t ac
                     const __m256i w2 = k_p2_q6_word(blk, h, sg, 2), w3 = k_p2_q6_word(blk, h, sg, 3);
                     K_FOR_G(t) {
                         const int8_t *q = K_ACT(block_q8_K, t, i)->qs + 16 * sg;
-                        const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(w0, k_p2_bc4(q)),
-                                                             _mm256_maddubs_epi16(w1, k_p2_bc4(q + 4)));
-                        const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(w2, k_p2_bc4(q + 8)),
-                                                             _mm256_maddubs_epi16(w3, k_p2_bc4(q + 12)));
-                        s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(p01, sc16[sg]));
-                        s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(p23, sc16[sg]));
+                        const __m256i z = _mm256_setzero_si256();
+                        const __m256i p01 = k_p2_dot_acc(k_p2_dot_acc(z, w0, k_p2_bc4(q)), w1, k_p2_bc4(q + 4));
+                        const __m256i p23 = k_p2_dot_acc(k_p2_dot_acc(z, w2, k_p2_bc4(q + 8)), w3, k_p2_bc4(q + 12));
+                        s[t] = _mm256_add_epi32(s[t], k_p2_scaled(p01, sc16[sg]));
+                        s[t] = _mm256_add_epi32(s[t], k_p2_scaled(p23, sc16[sg]));
                     }
                 }
             }

@@ -78,6 +78,26 @@ static gr_ex_t *raw_literals(cb_t *c, json_object *s)
     return l.fail ? NULL : l.n ? gr_ex_alt(a, l.v, l.n) : gr_ex_none(a);
 }
 
+/* x intersected with the texts of regex re (search: a pattern, which may
+ * match anywhere; else the whole text), or without them (subtract). An
+ * unusable regex is a 400 naming param and `what`; NULL (x freed) then or
+ * on a failure. */
+static gr_dfa_t *regex_op(cb_t *c, gr_dfa_t *x, const char *re, bool search, bool subtract, const char *what,
+                          const char *param, http_req_t *r)
+{
+    lf_err_t e = {0};
+    gr_ex_t *rx = gr_regex_parse(&c->a, re, strlen(re), search ? GR_REGEX_SEARCH : GR_REGEX_FULL, &e);
+    if (!rx) {
+        gr_dfa_free(x);
+        char msg[600];
+        snprintf(msg, sizeof msg, "%s: %s: %.400s", param, what, e.msg);
+        http_reply_error(r, 400, msg, param, e.code == LF_ERR_UNSUPPORTED ? "unsupported_parameter" : NULL, NULL);
+        c->failed = true;
+        return NULL;
+    }
+    return dfa_op(c, x, dfa_of(c, rx), subtract);
+}
+
 /* A raw string parameter: the language X of the values the parser must
  * produce (any text without the closing markup, its enum, pattern, format
  * and length), then the texts T the parser turns into a value of X. Where
@@ -98,20 +118,8 @@ static gr_ex_t *raw_value(cb_t *c, const toolcall_force_layout_t *L, json_object
         if (ex)
             x = dfa_op(c, x, dfa_of(c, ex), true);
         json_object *np = cb_jget(no, "pattern");
-        if (x && np && json_object_is_type(np, json_type_string)) {
-            lf_err_t e = {0};
-            const char *re = json_object_get_string(np);
-            gr_ex_t *rx = gr_regex_parse(a, re, strlen(re), GR_REGEX_SEARCH, &e);
-            if (!rx) {
-                gr_dfa_free(x);
-                char msg[600];
-                snprintf(msg, sizeof msg, "%s: 'not': 'pattern': %.400s", param, e.msg);
-                http_reply_error(r, 400, msg, param, e.code == LF_ERR_UNSUPPORTED ? "unsupported_parameter" : NULL, NULL);
-                c->failed = true;
-                return NULL;
-            }
-            x = dfa_op(c, x, dfa_of(c, rx), true);
-        }
+        if (x && np && json_object_is_type(np, json_type_string))
+            x = regex_op(c, x, json_object_get_string(np), true, true, "'not': 'pattern'", param, r);
     }
     gr_ex_t *lits = raw_literals(c, ps);
     if (lits && x) {
@@ -127,21 +135,9 @@ static gr_ex_t *raw_value(cb_t *c, const toolcall_force_layout_t *L, json_object
     const char *res[2] = {pat && json_object_is_type(pat, json_type_string) ? json_object_get_string(pat) : NULL,
                           fmt && json_object_is_type(fmt, json_type_string)
                               ? gr_schema_format_regex(json_object_get_string(fmt)) : NULL};
-    for (int k = 0; k < 2 && x; k++) {
-        if (!res[k])
-            continue;
-        lf_err_t e = {0};
-        gr_ex_t *re = gr_regex_parse(a, res[k], strlen(res[k]), k == 0 ? GR_REGEX_SEARCH : GR_REGEX_FULL, &e);
-        if (!re) {
-            gr_dfa_free(x);
-            char msg[600];
-            snprintf(msg, sizeof msg, "%s: 'pattern': %.400s", param, e.msg);
-            http_reply_error(r, 400, msg, param, e.code == LF_ERR_UNSUPPORTED ? "unsupported_parameter" : NULL, NULL);
-            c->failed = true;
-            return NULL;
-        }
-        x = dfa_op(c, x, dfa_of(c, re), false);
-    }
+    for (int k = 0; k < 2 && x; k++)
+        if (res[k])
+            x = regex_op(c, x, res[k], k == 0, false, "'pattern'", param, r);
     json_object *mn = cb_jget(ps, "minLength"), *mx = cb_jget(ps, "maxLength");
     if (x && (mn || mx)) {
         int64_t lo = mn ? json_object_get_int64(mn) : 0, hi = mx ? json_object_get_int64(mx) : -1;

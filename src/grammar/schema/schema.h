@@ -29,6 +29,9 @@
  * additional properties after them; whitespace between tokens is optional
  * and bounded (a space, or one or two newlines and up to 20 spaces/tabs),
  * so a run never grows without limit; compact JSON is always accepted.
+ * Numbers likewise: at most 64 integer and 64 fraction digits, 4 exponent
+ * digits, and an integer's fraction (JSON Schema's "2.0") at most 16
+ * zeros.
  */
 #ifndef LF_GR_SCHEMA_H
 #define LF_GR_SCHEMA_H

@@ -451,9 +451,11 @@ static gr_dfa_t *multiple_dfa(sc_t *c, const json_object *m)
 gr_ex_t *sc_number_expr(sc_t *c, const sc_num_t *n)
 {
     bool bounded = n->lo || n->hi || n->n_mult > 0;
-    const char *syntax = n->integer ? "-?(0|[1-9]\\d*)(\\.0{1,16})?"
-                         : bounded  ? "-?(0|[1-9]\\d*)(\\.\\d+)?"
-                                    : "-?(0|[1-9]\\d*)(\\.\\d+)?([eE][+-]?\\d+)?";
+    /* at most 64 integer and 64 fraction digits (and 4 exponent digits):
+     * a generated number cannot run on digit by digit */
+    const char *syntax = n->integer ? "-?(0|[1-9]\\d{0,63})(\\.0{1,16})?"
+                         : bounded  ? "-?(0|[1-9]\\d{0,63})(\\.\\d{1,64})?"
+                                    : "-?(0|[1-9]\\d{0,63})(\\.\\d{1,64})?([eE][+-]?\\d{1,4})?";
     if (!bounded) {
         gr_ex_t *e = gr_regex_parse(c->a, syntax, strlen(syntax), GR_REGEX_FULL, c->err);
         if (!e)

@@ -380,5 +380,21 @@ int main(void)
     }
     escape_lt = false;
     tap_ok(check_schema("{\"type\":\"string\"}", "\"a<b\"", true) == 1, "without escape_lt a raw '<' is fine");
+    /* numbers are bounded: 64 integer and 64 fraction digits, 4 exponent
+     * digits, 16 zeros after an integer's point */
+    char big[200];
+    memset(big, '7', 64), big[64] = 0;
+    tap_ok(check_schema("{\"type\":\"integer\"}", big, true) == 1, "a 64-digit integer");
+    memset(big, '7', 65), big[65] = 0;
+    tap_ok(check_schema("{\"type\":\"integer\"}", big, true) == 0, "a 65-digit integer is refused");
+    tap_ok(check_schema("{\"type\":\"number\",\"minimum\":0}", big, true) == 0, "a 65-digit number above a minimum is refused");
+    tap_ok(check_schema("{\"type\":\"integer\"}", "2.0000000000000000", true) == 1, "2. and 16 zeros is an integer");
+    tap_ok(check_schema("{\"type\":\"integer\"}", "2.00000000000000000", true) == 0, "17 zeros are refused");
+    snprintf(big, sizeof big, "0.%0*d1", 63, 0);
+    tap_ok(check_schema("{\"type\":\"number\"}", big, true) == 1, "64 fraction digits");
+    snprintf(big, sizeof big, "0.%0*d1", 64, 0);
+    tap_ok(check_schema("{\"type\":\"number\"}", big, true) == 0, "65 fraction digits are refused");
+    tap_ok(check_schema("{\"type\":\"number\"}", "1e1234", true) == 1 && check_schema("{\"type\":\"number\"}", "1e12345", true) == 0,
+           "exponents of up to 4 digits");
     return tap_done();
 }

@@ -319,7 +319,8 @@ static const struct {
     {QTYPE_Q4_K, 37, 768, 2},  {QTYPE_Q4_K, 48, 256, 33}, {QTYPE_Q6_K, 16, 256, 1},  {QTYPE_Q6_K, 21, 512, 1},
     {QTYPE_Q6_K, 40, 768, 7},  {QTYPE_Q6_K, 17, 256, 12}, {QTYPE_Q5_0, 16, 64, 1},  {QTYPE_Q5_0, 19, 96, 1},
     {QTYPE_Q5_0, 40, 576, 5},  {QTYPE_Q5_0, 3, 32, 33},   {QTYPE_Q5_K, 16, 256, 1},  {QTYPE_Q5_K, 9, 512, 1},
-    {QTYPE_Q5_K, 37, 768, 3},  {QTYPE_Q5_K, 20, 256, 17},
+    {QTYPE_Q5_K, 37, 768, 3},  {QTYPE_Q5_K, 20, 256, 17},  {QTYPE_Q4_0, 16, 64, 1},  {QTYPE_Q4_0, 19, 96, 1},
+    {QTYPE_Q4_0, 40, 576, 5},  {QTYPE_Q4_0, 3, 32, 33},
 };
 
 static void *packed_copy(qtype_t t, const void *W, int64_t rows, int64_t k)

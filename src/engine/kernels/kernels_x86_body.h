@@ -11,7 +11,7 @@
  *
  * With KERN_VNNI, Q8_0 also has 16-row tiles (kernels_x86_q8tx.h: rows in
  * lanes for several tokens, a pair tree for one) that are the Q8_0 dot
- * kernel of that level (single rows are a 1-row tile), and so do Q5_0
+ * kernel of that level (single rows are a 1-row tile), and so do Q5_0, Q4_0
  * (kernels_x86_q5tx.h: decoded to Q8_0 values, the same sums), Q4_K,
  * Q5_K and Q6_K: see kernels_x86_ktile.h (pair-tree tiles),
  * kernels_x86_q4tx.h and kernels_x86_q6tx.h (rows in lanes, for several
@@ -557,6 +557,7 @@ void KNAME(kern_fill_packed_)(kern_ptile_fn_t ptiles[QTYPE_COUNT])
 {
     ptiles[QTYPE_Q8_0] = KNAME(pk_q8_0_);
     ptiles[QTYPE_Q5_0] = KNAME(pk_q5_0_);
+    ptiles[QTYPE_Q4_0] = KNAME(pk_q4_0_);
     ptiles[QTYPE_Q4_K] = KNAME(pk_q4_k_);
     ptiles[QTYPE_Q5_K] = KNAME(pk_q5_k_);
     ptiles[QTYPE_Q6_K] = KNAME(pk_q6_k_);
@@ -638,6 +639,8 @@ void KNAME(kern_fill_)(kern_dot_fn_t tab[QTYPE_COUNT], kern_tile_fn_t tiles[QTYP
     tiles[QTYPE_Q8_0] = KNAME(tile_q8_0x_);
     tab[QTYPE_Q5_0] = KNAME(dot1_q5_0_);
     tiles[QTYPE_Q5_0] = KNAME(tile_q5_0x_);
+    tab[QTYPE_Q4_0] = KNAME(dot1_q4_0_);
+    tiles[QTYPE_Q4_0] = KNAME(tile_q4_0x_);
     tab[QTYPE_Q4_K] = KNAME(dot1_q4_k_);
     tiles[QTYPE_Q4_K] = KNAME(tile_q4_k_);
     tab[QTYPE_Q5_K] = KNAME(dot1_q5_k_);

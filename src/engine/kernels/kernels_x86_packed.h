@@ -133,12 +133,15 @@ static void KNAME(pk_q6_k_)(int64_t n, const void *group, const void *act, size_
     k_pk_store(acc, (__mmask16)keep, nt, out, out_stride);
 }
 
-static void KNAME(pk_q5_0_)(int64_t n, const void *group, const void *act, size_t act_stride, int nt, float *out,
-                            size_t out_stride, unsigned keep)
+/* Q5_0 (q4 = 0) and Q4_0 (q4 = 1): decoded to int8 blocks as their tiles
+ * do (kernels_x86_q5tx.h), then the Q8_0 sums. */
+KB void k_pk_q45_0(int64_t n, const void *group, const void *act, size_t act_stride, int nt, float *out,
+                   size_t out_stride, unsigned keep, const int q4)
 {
     const int64_t nb = n / QK5_0;
+    const size_t vecs = q4 ? KPACK_Q4_0_VECS : KPACK_Q5_0_VECS;
     const uint8_t *g = group;
-    const uint16_t *scales = (const uint16_t *)(g + (size_t)nb * KPACK_Q5_0_VECS * KPACK_VEC);
+    const uint16_t *scales = (const uint16_t *)(g + (size_t)nb * vecs * KPACK_VEC);
     __m512 acc[KERN_NT_MAX];
     for (int t = 0; t < nt; t++)
         acc[t] = _mm512_setzero_ps();
@@ -146,11 +149,14 @@ static void KNAME(pk_q5_0_)(int64_t n, const void *group, const void *act, size_
         const int two = i + 1 < nb;
         __m512i v[16];
         _Pragma("GCC unroll 2") for (int b = 0; b < 1 + two; b++) {
-            const __m512i *blk = (const __m512i *)(g + (size_t)(i + b) * KPACK_Q5_0_VECS * KPACK_VEC);
-            k_pk_pf((const uint8_t *)blk, KPACK_Q5_0_VECS * KPACK_VEC);
+            const __m512i *blk = (const __m512i *)(g + (size_t)(i + b) * vecs * KPACK_VEC);
+            k_pk_pf((const uint8_t *)blk, vecs * KPACK_VEC);
             const __m512i qs[4] = {_mm512_load_si512(blk), _mm512_load_si512(blk + 1), _mm512_load_si512(blk + 2),
                                    _mm512_load_si512(blk + 3)};
-            k_q5_decode(qs, _mm512_load_si512(blk + 4), v + 8 * b);
+            if (q4)
+                k_q4_0_decode(qs, v + 8 * b);
+            else
+                k_q5_decode(qs, _mm512_load_si512(blk + 4), v + 8 * b);
         }
         const __m512 dw0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(scales + 16 * i)));
         if (two)
@@ -158,6 +164,56 @@ static void KNAME(pk_q5_0_)(int64_t n, const void *group, const void *act, size_
                           act_stride, i, nt, acc, 1);
         else
             k_q8tx_blocks(v, dw0, _mm512_setzero_ps(), act, act_stride, i, nt, acc, 0);
+    }
+    k_pk_store(acc, (__mmask16)keep, nt, out, out_stride);
+}
+
+static void KNAME(pk_q5_0_)(int64_t n, const void *group, const void *act, size_t act_stride, int nt, float *out,
+                            size_t out_stride, unsigned keep)
+{
+    k_pk_q45_0(n, group, act, act_stride, nt, out, out_stride, keep, 0);
+}
+
+/* Q4_0 by its unsigned nibbles: S = sum(nib * a) - 8 sum(a), with each
+ * token's sum(a) taken once per block, so there is no decoding to int8 and
+ * no bias seed. The same S and float steps as the Q4_0 tile (k_q8tx_blocks
+ * on nibble - 8): the same values. */
+static void KNAME(pk_q4_0_)(int64_t n, const void *group, const void *act, size_t act_stride, int nt, float *out,
+                            size_t out_stride, unsigned keep)
+{
+    const int64_t nb = n / QK4_0;
+    const uint8_t *g = group;
+    const uint16_t *scales = (const uint16_t *)(g + (size_t)nb * KPACK_Q4_0_VECS * KPACK_VEC);
+    const __m512i m4 = _mm512_set1_epi8(0xF);
+    const __m256i one8 = _mm256_set1_epi8(1);
+    __m512 acc[KERN_NT_MAX];
+    for (int t = 0; t < nt; t++)
+        acc[t] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const __m512i *blk = (const __m512i *)(g + (size_t)i * KPACK_Q4_0_VECS * KPACK_VEC);
+        k_pk_pf((const uint8_t *)blk, KPACK_Q4_0_VECS * KPACK_VEC);
+        __m512i v[8];
+        _Pragma("GCC unroll 4") for (int d = 0; d < 4; d++) {
+            const __m512i q = _mm512_load_si512(blk + d);
+            v[d] = _mm512_and_si512(q, m4);
+            v[4 + d] = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+        }
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(scales + 16 * i)));
+        for (int t = 0; t < nt; t++) {
+            const block_q8_0 *y = K_ACT(block_q8_0, t, i);
+            /* sum(a): eight dword sums of the 32 bytes, then across them */
+            __m256i sa8 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), one8, _mm256_loadu_si256((const __m256i *)y->qs));
+            __m128i sa4 = _mm_add_epi32(_mm256_castsi256_si128(sa8), _mm256_extracti128_si256(sa8, 1));
+            sa4 = _mm_add_epi32(sa4, _mm_shuffle_epi32(sa4, 0x4E));
+            sa4 = _mm_add_epi32(sa4, _mm_shuffle_epi32(sa4, 0xB1));
+            __m512i s0 = _mm512_set1_epi32(-8 * _mm_cvtsi128_si32(sa4)), s1 = _mm512_setzero_si512();
+            _Pragma("GCC unroll 4") for (int d = 0; d < 8; d += 2) {
+                s0 = _mm512_dpbusd_epi32(s0, v[d], k_bc4(y->qs + 4 * d));
+                s1 = _mm512_dpbusd_epi32(s1, v[d + 1], k_bc4(y->qs + 4 * d + 4));
+            }
+            const __m512 q = _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1));
+            acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(k_h2f(y->d))), q, acc[t]);
+        }
     }
     k_pk_store(acc, (__mmask16)keep, nt, out, out_stride);
 }

@@ -155,13 +155,13 @@ KB void k_p2_q5_0_words(const uint8_t *g, int64_t i, int h, __m256i w[8])
     }
 }
 
-/* Tokens 0..ng-1 of one group: q5 selects the Q5_0 decoding; the scales
- * (16 fp16 per block, 32 bytes) follow the blocks. */
+/* Tokens 0..ng-1 of one group: kind 0 Q8_0, 1 Q5_0 (decoded to int8
+ * blocks); the scales (16 fp16 per block, 32 bytes) follow the blocks. */
 KB void k_p2_int8_tokens(int64_t n, const uint8_t *g, const void *act, size_t act_stride, float *out,
-                         size_t out_stride, unsigned keep, const int ng, const int q5)
+                         size_t out_stride, unsigned keep, const int ng, const int kind)
 {
     const int64_t nb = n / QK8_0;
-    const size_t vecs = q5 ? KPACK_Q5_0_VECS : KPACK_Q8_0_VECS;
+    const size_t vecs = kind == 1 ? KPACK_Q5_0_VECS : KPACK_Q8_0_VECS;
     const uint8_t *scales = g + (size_t)nb * vecs * KPACK_VEC;
     __m256 acc[2][4];
     _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) K_FOR_G(t) acc[h][t] = _mm256_setzero_ps();
@@ -169,7 +169,7 @@ KB void k_p2_int8_tokens(int64_t n, const uint8_t *g, const void *act, size_t ac
         k_p2_pf(g + (size_t)i * vecs * KPACK_VEC, vecs * KPACK_VEC);
         _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
             __m256i w[8];
-            if (q5)
+            if (kind == 1)
                 k_p2_q5_0_words(g, i, h, w);
             else
                 k_p2_q8_0_words(g, i, h, w);
@@ -178,6 +178,52 @@ KB void k_p2_int8_tokens(int64_t n, const uint8_t *g, const void *act, size_t ac
                 const block_q8_0 *y = K_ACT(block_q8_0, t, i);
                 const __m256 q = _mm256_cvtepi32_ps(k_p2_s8_block(w, y->qs));
                 acc[h][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(k_h2f(y->d))), q, acc[h][t]);
+            }
+        }
+    }
+    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) K_FOR_G(t)
+        k_p2_store(acc[h][t], (keep >> (8 * h)) & 0xFF, out + (size_t)t * out_stride + 8 * h);
+}
+
+/* Q4_0 by its unsigned nibbles, as the VNNI level's pk_q4_0_: S =
+ * sum(nib * a) - 8 sum(a); the eight words' pair sums add up in int16
+ * (<= 8 * 2 * 15 * 127 = 30480) before one vpmaddwd (AVX-VNNI: vpdpbusd
+ * into int32). The same S and float steps as k_p2_int8_tokens. */
+KB void k_p2_q4_0_tokens(int64_t n, const uint8_t *g, const void *act, size_t act_stride, float *out,
+                         size_t out_stride, unsigned keep, const int ng)
+{
+    const int64_t nb = n / QK4_0;
+    const uint8_t *scales = g + (size_t)nb * KPACK_Q4_0_VECS * KPACK_VEC;
+    const __m256i m4 = _mm256_set1_epi8(0xF), ones = _mm256_set1_epi16(1), one8 = _mm256_set1_epi8(1);
+    __m256 acc[2][4];
+    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) K_FOR_G(t) acc[h][t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *blk = g + (size_t)i * KPACK_Q4_0_VECS * KPACK_VEC;
+        k_p2_pf(blk, KPACK_Q4_0_VECS * KPACK_VEC);
+        __m256i sa[4];
+        K_FOR_G(t) { /* -8 sum(a) of each token's block, in every lane */
+            const __m256i ay = _mm256_loadu_si256((const __m256i *)K_ACT(block_q8_0, t, i)->qs);
+            __m256i s8 = _mm256_madd_epi16(_mm256_maddubs_epi16(one8, ay), ones);
+            s8 = _mm256_add_epi32(s8, _mm256_permute2x128_si256(s8, s8, 1));
+            s8 = _mm256_add_epi32(s8, _mm256_shuffle_epi32(s8, 0x4E));
+            s8 = _mm256_add_epi32(s8, _mm256_shuffle_epi32(s8, 0xB1));
+            sa[t] = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_setzero_si256(), s8), 3);
+        }
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+            __m256i v[8];
+            _Pragma("GCC unroll 4") for (int d = 0; d < 4; d++) {
+                const __m256i q = k_p2_half(blk, d, h);
+                v[d] = _mm256_and_si256(q, m4);
+                v[4 + d] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            }
+            const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(scales + 32 * i + 16 * h)));
+            K_FOR_G(t) {
+                const block_q8_0 *y = K_ACT(block_q8_0, t, i);
+                __m256i p = KERN_AVXVNNI ? sa[t] : _mm256_setzero_si256();
+                _Pragma("GCC unroll 8") for (int d = 0; d < 8; d++) p = k_p2_dot_acc(p, v[d], k_p2_bc4(y->qs + 4 * d));
+                const __m256i s = KERN_AVXVNNI ? p : _mm256_add_epi32(_mm256_madd_epi16(p, ones), sa[t]);
+                acc[h][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(k_h2f(y->d))), _mm256_cvtepi32_ps(s),
+                                            acc[h][t]);
             }
         }
     }
@@ -402,11 +448,13 @@ KB void k_p2_q6_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t ac
     int64_t n, const void *group, const void *act, size_t act_stride, float *out, size_t out_stride, unsigned keep
 #define K_P2_Q8_0(ng) k_p2_int8_tokens(n, group, act, act_stride, out, out_stride, keep, ng, 0)
 #define K_P2_Q5_0(ng) k_p2_int8_tokens(n, group, act, act_stride, out, out_stride, keep, ng, 1)
+#define K_P2_Q4_0(ng) k_p2_q4_0_tokens(n, group, act, act_stride, out, out_stride, keep, ng)
 #define K_P2_Q4_K(ng) k_p2_q45_k_tokens(n, group, act, act_stride, out, out_stride, keep, ng, 0)
 #define K_P2_Q5_K(ng) k_p2_q45_k_tokens(n, group, act, act_stride, out, out_stride, keep, ng, 1)
 #define K_P2_Q6_K(ng) k_p2_q6_k_tokens(n, group, act, act_stride, out, out_stride, keep, ng)
 K_P2_GROUPS(q8_0, K_P2_Q8_0)
 K_P2_GROUPS(q5_0, K_P2_Q5_0)
+K_P2_GROUPS(q4_0, K_P2_Q4_0)
 K_P2_GROUPS(q4_k, K_P2_Q4_K)
 K_P2_GROUPS(q5_k, K_P2_Q5_K)
 K_P2_GROUPS(q6_k, K_P2_Q6_K)

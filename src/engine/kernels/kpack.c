@@ -9,6 +9,7 @@ static size_t kpack_block_bytes(qtype_t t)
     switch (t) {
     case QTYPE_Q8_0: return KPACK_Q8_0_VECS * KPACK_VEC; /* qs only; scales apart */
     case QTYPE_Q5_0: return KPACK_Q5_0_VECS * KPACK_VEC; /* qs and qh; scales apart */
+    case QTYPE_Q4_0: return KPACK_Q4_0_VECS * KPACK_VEC; /* qs; scales apart */
     case QTYPE_Q4_K: return KPACK_Q4_K_VECS * KPACK_VEC;
     case QTYPE_Q5_K: return KPACK_Q5_K_VECS * KPACK_VEC;
     case QTYPE_Q6_K: return KPACK_Q6_K_VECS * KPACK_VEC;
@@ -28,7 +29,7 @@ size_t kpack_group_bytes(qtype_t t, int64_t k)
     if (!bb || !in || k <= 0 || k % in->block_size)
         return 0;
     size_t nb = (size_t)(k / in->block_size);
-    if (t == QTYPE_Q8_0 || t == QTYPE_Q5_0)
+    if (t == QTYPE_Q8_0 || t == QTYPE_Q5_0 || t == QTYPE_Q4_0)
         return nb * bb + kpack_round64(nb * 32);
     return nb * bb;
 }
@@ -89,6 +90,10 @@ void kpack_pack(qtype_t t, const void *W, int64_t n_rows, int64_t k, void *dst)
                 kpack_words(gd + (size_t)i * KPACK_Q5_0_VECS * KPACK_VEC, src, 6, 4);
                 kpack_words(gd + (size_t)i * KPACK_Q5_0_VECS * KPACK_VEC + 4 * KPACK_VEC, src, 2, 1);
                 kpack_scales(gd + (size_t)nb * KPACK_Q5_0_VECS * KPACK_VEC + (size_t)i * 32, src, 0);
+                break;
+            case QTYPE_Q4_0: /* d at 0, qs at 2 */
+                kpack_words(gd + (size_t)i * KPACK_Q4_0_VECS * KPACK_VEC, src, 2, 4);
+                kpack_scales(gd + (size_t)nb * KPACK_Q4_0_VECS * KPACK_VEC + (size_t)i * 32, src, 0);
                 break;
             case QTYPE_Q4_K:
                 kpack_words(gd + (size_t)i * KPACK_Q4_K_VECS * KPACK_VEC, src, 0, KPACK_Q4_K_VECS);

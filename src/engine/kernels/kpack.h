@@ -11,6 +11,9 @@
  *   Q8_0 (34-byte blocks, nb = k / 32): vector 8i + d (d < 8) holds qs
  *        bytes 4d..4d+3 of block i; then, 64-byte aligned, the 16 fp16
  *        scales of each block (32 bytes per block).
+ *   Q4_0 (18 bytes, nb = k / 32): block i is 4 vectors at 256 i: qs
+ *        words 0..3 (block bytes 2..17); then, 64-byte aligned, the 16
+ *        fp16 scales of each block (32 bytes per block).
  *   Q5_0 (22 bytes, nb = k / 32): block i is 5 vectors at 320 i: qs
  *        words 0..3 (block bytes 6..21), then qh (bytes 2..5); then, 64-byte
  *        aligned, the 16 fp16 scales of each block (32 bytes per block).
@@ -37,11 +40,12 @@
 #include "engine/quant/qtype.h"
 
 /* Rows per group, bytes per vector, and vectors per block of each type
- * (Q8_0 and Q5_0: without their scales, which follow the blocks). */
+ * (Q8_0, Q5_0 and Q4_0: without their scales, which follow the blocks). */
 #define KPACK_ROWS 16
 #define KPACK_VEC 64
 #define KPACK_Q8_0_VECS 8
 #define KPACK_Q5_0_VECS 5
+#define KPACK_Q4_0_VECS 4
 #define KPACK_Q4_K_VECS 36
 #define KPACK_Q5_K_VECS 44
 #define KPACK_Q6_K_VECS 53

@@ -133,13 +133,13 @@ static void KNAME(pk_q6_k_)(int64_t n, const void *group, const void *act, size_
     k_pk_store(acc, (__mmask16)keep, nt, out, out_stride);
 }
 
-/* Q5_0 (q4 = 0) and Q4_0 (q4 = 1): decoded to int8 blocks as their tiles
- * do (kernels_x86_q5tx.h), then the Q8_0 sums. */
-KB void k_pk_q45_0(int64_t n, const void *group, const void *act, size_t act_stride, int nt, float *out,
-                   size_t out_stride, unsigned keep, const int q4)
+/* Q5_0: decoded to int8 blocks as its tile does (kernels_x86_q5tx.h),
+ * then the Q8_0 sums. */
+static void KNAME(pk_q5_0_)(int64_t n, const void *group, const void *act, size_t act_stride, int nt, float *out,
+                            size_t out_stride, unsigned keep)
 {
     const int64_t nb = n / QK5_0;
-    const size_t vecs = q4 ? KPACK_Q4_0_VECS : KPACK_Q5_0_VECS;
+    const size_t vecs = KPACK_Q5_0_VECS;
     const uint8_t *g = group;
     const uint16_t *scales = (const uint16_t *)(g + (size_t)nb * vecs * KPACK_VEC);
     __m512 acc[KERN_NT_MAX];
@@ -153,10 +153,7 @@ KB void k_pk_q45_0(int64_t n, const void *group, const void *act, size_t act_str
             k_pk_pf((const uint8_t *)blk, vecs * KPACK_VEC);
             const __m512i qs[4] = {_mm512_load_si512(blk), _mm512_load_si512(blk + 1), _mm512_load_si512(blk + 2),
                                    _mm512_load_si512(blk + 3)};
-            if (q4)
-                k_q4_0_decode(qs, v + 8 * b);
-            else
-                k_q5_decode(qs, _mm512_load_si512(blk + 4), v + 8 * b);
+            k_q5_decode(qs, _mm512_load_si512(blk + 4), v + 8 * b);
         }
         const __m512 dw0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(scales + 16 * i)));
         if (two)
@@ -166,12 +163,6 @@ KB void k_pk_q45_0(int64_t n, const void *group, const void *act, size_t act_str
             k_q8tx_blocks(v, dw0, _mm512_setzero_ps(), act, act_stride, i, nt, acc, 0);
     }
     k_pk_store(acc, (__mmask16)keep, nt, out, out_stride);
-}
-
-static void KNAME(pk_q5_0_)(int64_t n, const void *group, const void *act, size_t act_stride, int nt, float *out,
-                            size_t out_stride, unsigned keep)
-{
-    k_pk_q45_0(n, group, act, act_stride, nt, out, out_stride, keep, 0);
 }
 
 /* Q4_0 by its unsigned nibbles: S = sum(nib * a) - 8 sum(a), with each

@@ -139,20 +139,6 @@ gr_dfa_t *sc_dstr_key_dfa(sc_t *c, const sc_str_t *s)
     return text_dfa(c, s, false);
 }
 
-gr_dfa_t *sc_dstr_names_dfa(sc_t *c, const char *const *names, int32_t n)
-{
-    gr_arena_t a;
-    gr_arena_init(&a, 8u << 20);
-    gr_exlist_t l = {0};
-    for (int32_t i = 0; i < n; i++)
-        gr_exlist_push(&a, &l, gr_ex_str(&a, names[i]));
-    gr_dfa_t *d = l.fail ? NULL : dfa_of(c, l.n ? gr_ex_alt(&a, l.v, l.n) : gr_ex_none(&a));
-    gr_arena_free(&a);
-    if (!d && !c->failed)
-        sc_oom(c);
-    return d;
-}
-
 gr_dfa_t *sc_dstr_len_dfa(sc_t *c, int64_t min, int64_t max)
 {
     gr_arena_t a;

@@ -130,8 +130,8 @@ bool sc_json_equal(const json_object *a, const json_object *b);
  * the string values satisfying s; sc_dstr_value: one string value;
  * sc_dstr_key_head: one key (bare or delimited), its ':' and the
  * whitespace after it; sc_dstr_any_key_head: any key so; the DFAs of the
- * key texts satisfying s (sc_dstr_key_dfa), of literal names, and of texts
- * of min..max code points (owned by the caller); sc_dstr_key_head_dfa: a
+ * key texts satisfying s (sc_dstr_key_dfa) and of texts of min..max code
+ * points (owned by the caller); sc_dstr_key_head_dfa: a
  * key whose text that DFA (kept by the caller) accepts, bare where it can
  * be or delimited, then ':' and whitespace. */
 bool sc_delim_check(sc_t *c);
@@ -141,7 +141,6 @@ gr_ex_t *sc_dstr_key_head(sc_t *c, const char *s, size_t n);
 gr_ex_t *sc_dstr_any_key_head(sc_t *c);
 gr_ex_t *sc_dstr_key_head_dfa(sc_t *c, gr_dfa_t *bare);
 gr_dfa_t *sc_dstr_key_dfa(sc_t *c, const sc_str_t *s);
-gr_dfa_t *sc_dstr_names_dfa(sc_t *c, const char *const *names, int32_t n);
 gr_dfa_t *sc_dstr_len_dfa(sc_t *c, int64_t min, int64_t max);
 
 /* schema_compile.c */

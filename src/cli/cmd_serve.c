@@ -21,7 +21,8 @@ static const char usage[] =
     "  -m, --model PATH           GGUF model file, or OWNER/NAME[:QUANT] or a URL: pulled into the\n"
     "                             model directory when missing (see llm-fcgi pull) [LLM_MODEL]\n"
     "      --served-model-name N  name accepted in \"model\"; repeat for aliases; the first is\n"
-    "                             reported (default: MODEL as given) [LLM_SERVED_MODEL_NAME, a,b]\n"
+    "                             reported (default: the model file's name without its\n"
+    "                             directory; a hub reference as given) [LLM_SERVED_MODEL_NAME, a,b]\n"
     "Listening:\n"
     "      --socket PATH          unix socket, mode 0660 (default /run/llm-fcgi/llm-fcgi.sock)\n"
     "                             [LLM_SOCKET]; refuses a path held by a live server\n"
@@ -180,6 +181,34 @@ static int serve_check_parsers(const srv_config_t *c)
         return -1;
     }
     return 0;
+}
+
+/* The served model name when --served-model-name is not given: a file's
+ * name without its directory, as llama-server reports it (clients never
+ * see the server's paths in /v1/models, "model" or the chat page); a URL's
+ * last path segment; a hub reference (OWNER/NAME[:QUANT]) as given.
+ * Returns a malloc'd string. */
+static char *serve_default_name(const char *model)
+{
+    struct stat st;
+    const char *scheme = strstr(model, "://");
+    if (scheme) {
+        const char *path = strchr(scheme + 3, '/');
+        size_t len = path ? strcspn(path, "?#") : 0;
+        while (len > 1 && path[len - 1] == '/')
+            len--;
+        const char *seg = path;
+        for (size_t i = 0; path && i < len; i++)
+            if (path[i] == '/')
+                seg = path + i + 1;
+        if (seg && seg < path + len)
+            return strndup(seg, (size_t)(path + len - seg));
+        return strdup(model);
+    }
+    if (stat(model, &st) != 0 && hub_ref_looks_like(model))
+        return strdup(model);
+    const char *base = strrchr(model, '/');
+    return strdup(base && base[1] ? base + 1 : model);
 }
 
 /* -m OWNER/NAME[:QUANT] or a URL: the pulled file, downloaded when it is
@@ -343,7 +372,7 @@ int cmd_serve(int argc, char **argv)
     if (!names_from_flags && (e = getenv("LLM_SERVED_MODEL_NAME")) && *e)
         add_list(&c, e, 1);
     if (c.n_names == 0)
-        c.names[c.n_names++] = strdup(c.model_path);
+        c.names[c.n_names++] = serve_default_name(c.model_path);
     char resolved[4096];
     if (serve_resolve_model(&c, resolved, sizeof resolved) < 0) {
         rc = 1;

@@ -40,6 +40,14 @@ static const char usage[] =
     "      --kv-cache-mb N        KV cache budget in MiB (default: parallel x ctx-size positions);\n"
     "                             when full, the newest stream is preempted and resumed later\n"
     "                             [LLM_KV_CACHE_MB]\n"
+    "Speculative decoding (the same tokens, several per step when the drafts are right):\n"
+    "      --spec S               draft sources besides a request's \"prediction\": ngram (the prompt\n"
+    "                             and output so far), or none (no speculation at all); default:\n"
+    "                             predictions only [LLM_SPEC]\n"
+    "      --spec-draft-max N     most draft tokens per step and stream, 1..16 (default 16)\n"
+    "                             [LLM_SPEC_DRAFT_MAX]\n"
+    "      --spec-row-cost F      what one more row costs relative to a step's fixed part (weights\n"
+    "                             read), which sets the draft lengths (default: measured)\n"
     "Requests:\n"
     "      --http-threads N       FastCGI acceptor threads (default parallel + max-queue + 4)\n"
     "                             [LLM_HTTP_THREADS]\n"
@@ -232,7 +240,7 @@ static int serve_resolve_model(srv_config_t *c, char *buf, size_t cap)
 
 enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, O_HTTP, O_QUEUE, O_BODY,
        O_BATCH, O_DRAIN, O_PING, O_LOGP, O_TEMP, O_TOPP, O_TOPK, O_MINP, O_REP, O_MAXN, O_MINDIE, O_LMIFIN, O_KVMB,
-       O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE, O_IOTIME };
+       O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE, O_IOTIME, O_SPEC, O_SPECMAX, O_SPECCOST };
 
 /* A float in [lo, hi]; -1 when bad. */
 static int parse_float(const char *s, double lo, double hi, float *out)
@@ -264,7 +272,7 @@ int cmd_serve(int argc, char **argv)
         {"LLM_HTTP_THREADS", &c.http_threads, 0}, {"LLM_MAX_QUEUE", &c.max_queue, 0},
         {"LLM_BATCH_TOKENS", &c.batch_tokens, 1}, {"LLM_DRAIN_TIMEOUT", &c.drain_seconds, 0},
         {"LLM_PING_INTERVAL", &c.ping_seconds, 1}, {"LLM_KV_CACHE_MB", &c.kv_cache_mb, 0},
-        {"LLM_IO_TIMEOUT", &c.io_timeout_seconds, 1}};
+        {"LLM_IO_TIMEOUT", &c.io_timeout_seconds, 1}, {"LLM_SPEC_DRAFT_MAX", &c.spec_draft_max, 1}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if ((e = getenv(ints[i].var)) && *e && parse_int(e, ints[i].lo, ints[i].dst) < 0) {
             fprintf(stderr, "llm-fcgi serve: bad %s=%s\n", ints[i].var, e);
@@ -278,6 +286,7 @@ int cmd_serve(int argc, char **argv)
         c.log_prompts = true;
     if ((e = getenv("LLM_LMI_FINISH_REASONS")) && *e == '1')
         c.lmi_finish_reasons = true;
+    c.spec = getenv("LLM_SPEC");
     c.reasoning_parser = getenv("LLM_REASONING_PARSER");
     c.tool_call_parser = getenv("LLM_TOOL_CALL_PARSER");
     c.reasoning_start = getenv("LLM_REASONING_START");
@@ -302,6 +311,8 @@ int cmd_serve(int argc, char **argv)
         {"reasoning-start", required_argument, 0, O_RSTART}, {"reasoning-end", required_argument, 0, O_REND},
         {"grammar-cache-mb", required_argument, 0, O_GCACHE},
         {"io-timeout", required_argument, 0, O_IOTIME},
+        {"spec", required_argument, 0, O_SPEC}, {"spec-draft-max", required_argument, 0, O_SPECMAX},
+        {"spec-row-cost", required_argument, 0, O_SPECCOST},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     int o;
     optind = 1;
@@ -348,6 +359,9 @@ int cmd_serve(int argc, char **argv)
         case O_RSTART: c.reasoning_start = optarg; break;
         case O_REND: c.reasoning_end = optarg; break;
         case O_GCACHE: bad = parse_int(optarg, 1, &c.grammar_cache_mb); break;
+        case O_SPEC: c.spec = optarg; break;
+        case O_SPECMAX: bad = parse_int(optarg, 1, &c.spec_draft_max); break;
+        case O_SPECCOST: bad = parse_float(optarg, 1e-6, 100, &c.spec_row_cost); break;
         case 'h': fputs(usage, stdout); rc = 0; goto out;
         default: fputs(usage, stderr); goto out;
         }
@@ -361,6 +375,14 @@ int cmd_serve(int argc, char **argv)
         c.reasoning_parser = "generic"; /* the markers imply the generic parser */
     if (serve_check_parsers(&c) < 0)
         goto out;
+    if (c.spec && *c.spec && strcmp(c.spec, "ngram") && strcmp(c.spec, "none")) {
+        fprintf(stderr, "llm-fcgi serve: --spec %s: expected ngram or none\n", c.spec);
+        goto out;
+    }
+    if (c.spec_draft_max > SPEC_K_MAX) {
+        fprintf(stderr, "llm-fcgi serve: --spec-draft-max %d: at most %d\n", c.spec_draft_max, SPEC_K_MAX);
+        goto out;
+    }
     if (optind < argc) {
         fprintf(stderr, "llm-fcgi serve: unexpected argument '%s'\n", argv[optind]);
         goto out;

@@ -54,6 +54,9 @@ typedef struct {
     const char *reasoning_start;      /* --reasoning-start / -end: the generic */
     const char *reasoning_end;        /* reasoning parser's markers (or NULL) */
     int32_t grammar_cache_mb;         /* token-mask cache budget (0: 256) */
+    const char *spec;                 /* --spec: "ngram", "none" or NULL (predictions only) */
+    int32_t spec_draft_max;           /* --spec-draft-max (0: SPEC_K_MAX) */
+    float spec_row_cost;              /* --spec-row-cost (0: measured) */
 } srv_config_t;
 
 typedef struct {

@@ -48,6 +48,8 @@ static const char usage[] =
     "                             [LLM_SPEC_DRAFT_MAX]\n"
     "      --spec-row-cost F      what one more row costs relative to a step's fixed part (weights\n"
     "                             read), which sets the draft lengths (default: measured)\n"
+    "      --model-draft FILE     a smaller GGUF with the same vocabulary that drafts tokens for the\n"
+    "                             streams that have no prediction to follow [LLM_MODEL_DRAFT]\n"
     "Requests:\n"
     "      --http-threads N       FastCGI acceptor threads (default parallel + max-queue + 4)\n"
     "                             [LLM_HTTP_THREADS]\n"
@@ -240,7 +242,7 @@ static int serve_resolve_model(srv_config_t *c, char *buf, size_t cap)
 
 enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, O_HTTP, O_QUEUE, O_BODY,
        O_BATCH, O_DRAIN, O_PING, O_LOGP, O_TEMP, O_TOPP, O_TOPK, O_MINP, O_REP, O_MAXN, O_MINDIE, O_LMIFIN, O_KVMB,
-       O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE, O_IOTIME, O_SPEC, O_SPECMAX, O_SPECCOST };
+       O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE, O_IOTIME, O_SPEC, O_SPECMAX, O_SPECCOST, O_DRAFT };
 
 /* A float in [lo, hi]; -1 when bad. */
 static int parse_float(const char *s, double lo, double hi, float *out)
@@ -287,6 +289,7 @@ int cmd_serve(int argc, char **argv)
     if ((e = getenv("LLM_LMI_FINISH_REASONS")) && *e == '1')
         c.lmi_finish_reasons = true;
     c.spec = getenv("LLM_SPEC");
+    c.model_draft = getenv("LLM_MODEL_DRAFT");
     c.reasoning_parser = getenv("LLM_REASONING_PARSER");
     c.tool_call_parser = getenv("LLM_TOOL_CALL_PARSER");
     c.reasoning_start = getenv("LLM_REASONING_START");
@@ -312,7 +315,7 @@ int cmd_serve(int argc, char **argv)
         {"grammar-cache-mb", required_argument, 0, O_GCACHE},
         {"io-timeout", required_argument, 0, O_IOTIME},
         {"spec", required_argument, 0, O_SPEC}, {"spec-draft-max", required_argument, 0, O_SPECMAX},
-        {"spec-row-cost", required_argument, 0, O_SPECCOST},
+        {"spec-row-cost", required_argument, 0, O_SPECCOST}, {"model-draft", required_argument, 0, O_DRAFT},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     int o;
     optind = 1;
@@ -362,6 +365,7 @@ int cmd_serve(int argc, char **argv)
         case O_SPEC: c.spec = optarg; break;
         case O_SPECMAX: bad = parse_int(optarg, 1, &c.spec_draft_max); break;
         case O_SPECCOST: bad = parse_float(optarg, 1e-6, 100, &c.spec_row_cost); break;
+        case O_DRAFT: c.model_draft = optarg; break;
         case 'h': fputs(usage, stdout); rc = 0; goto out;
         default: fputs(usage, stderr); goto out;
         }

@@ -114,7 +114,14 @@ if (process.env.PHASE === 'record') {
         `a bad prediction (${JSON.stringify(p).slice(0, 50)}) is a 400 naming it`, r.json);
     }
   });
-  await check('n-gram drafts', async () => {
+  if (process.env.DRAFT_MODEL) {
+    await check('draft model drafts', async () => {
+      const m = await (await fetch(`${process.env.BASE}/metrics`, { headers: { Authorization: `Bearer ${process.env.API_KEY}` } })).text();
+      const v = (what) => Number((m.match(new RegExp(`^llm_spec_${what}_tokens_total\\{[^}]*source="draft_model"\\} (\\d+)$`, 'm')) || [])[1]);
+      ok(v('draft') > 0 && v('accepted') > 0, `/metrics: the draft model drafted ${v('draft')}, ${v('accepted')} accepted`);
+    });
+  }
+  if (!process.env.DRAFT_MODEL) await check('n-gram drafts', async () => {
     // repetitive text: the output repeats what the prompt says
     const prompt = 'One, two, three. One, two, three. One, two, three. One, two, three. One, two,';
     const off = await post('/v1/completions', { model: MODEL, prompt, max_tokens: 40, temperature: 0 });

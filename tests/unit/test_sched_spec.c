@@ -288,6 +288,59 @@ int main(void)
     tap_ok(ok && st1.spec_drafted[SPEC_SRC_NGRAM] > 0, "n-gram drafts: the same tokens, greedy and seeded (%llu of %llu accepted)",
            (unsigned long long)st1.spec_accepted[SPEC_SRC_NGRAM], (unsigned long long)st1.spec_drafted[SPEC_SRC_NGRAM]);
     sched_free(ng);
+    /* a draft model: the model itself (greedy drafts always right for
+     * greedy jobs), its Q4_0 quantization (mostly right), and one with
+     * another vocabulary (refused) */
+    const char *drafts[] = {"stories260K.gguf", "stories260K-q4_0.gguf"};
+    for (int di = 0; di < 2; di++) {
+        char dpath[1024];
+        snprintf(dpath, sizeof dpath, "%s/%s", tap_env_dir("LLM_MODELS_DIR", "../shared/models"), drafts[di]);
+        model_t *dm = model_load(dpath, &err);
+        sched_opts_t dr_o = base;
+        dr_o.draft_model = dm;
+        sched_t *dr = dm ? sched_create(m, &dr_o, &err) : NULL;
+        ok = dr != NULL;
+        for (int mi = 0; mi < 3 && ok; mi++) {
+            p = params(160, mi ? 0.8f : 0.0f, 21 + (uint64_t)mi);
+            run1(off, &p, &ref);
+            ok &= run1(dr, &p, &got) == LF_OK && same(&got, 0, &ref, 0);
+        }
+        /* several streams draft together */
+        if (ok) {
+            sched_params_t p4[4];
+            for (int k = 0; k < 4; k++)
+                p4[k] = params(120, k % 2 ? 0.0f : 0.9f, 60 + (uint64_t)k);
+            const int32_t *ps4[4] = {PROMPT, PROMPT, PROMPT, PROMPT};
+            size_t ns4[4] = {5, 5, 5, 5};
+            run(off, ps4, ns4, p4, 4, &ref);
+            ok &= run(dr, ps4, ns4, p4, 4, &got) == LF_OK;
+            for (int k = 0; k < 4; k++)
+                ok &= same(&got, k, &ref, k);
+        }
+        sched_stats_t ds;
+        if (dr)
+            sched_stats(dr, &ds);
+        tap_ok(ok && ds.spec_drafted[SPEC_SRC_DRAFT] > 0 && (di > 0 || ds.spec_accepted[SPEC_SRC_DRAFT] > 200),
+               "draft model %s: the same tokens, greedy, seeded and 4 streams together (%llu of %llu drafts accepted)",
+               drafts[di], dr ? (unsigned long long)ds.spec_accepted[SPEC_SRC_DRAFT] : 0ull,
+               dr ? (unsigned long long)ds.spec_drafted[SPEC_SRC_DRAFT] : 0ull);
+        sched_free(dr);
+        model_free(dm);
+    }
+    {
+        char dpath[1024];
+        snprintf(dpath, sizeof dpath, "%s/tinyqwen2-q8_0.gguf", tap_env_dir("LLM_MODELS_DIR", "../shared/models"));
+        model_t *dm = model_load(dpath, &err);
+        sched_opts_t dr_o = base;
+        dr_o.draft_model = dm;
+        lf_err_t derr = {0};
+        sched_t *dr = dm ? sched_create(m, &dr_o, &derr) : NULL;
+        tap_ok(dm && !dr && derr.code == LF_ERR_INVALID && strstr(derr.msg, "cannot draft"),
+               "a draft model with another vocabulary is refused: %s", derr.msg);
+        sched_free(dr);
+        model_free(dm);
+    }
+
     sched_free(on);
     sched_free(off);
 

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "engine/model/forward.h"
+#include "engine/sched/spec_draft.h"
 #include "engine/vocab/vocab.h"
 #include "grammar/grammar.h"
 
@@ -96,6 +97,10 @@ struct sched {
     float *lp_buf;        /* n_vocab: log-softmax scratch */
     sched_stats_t st;
     spec_cost_t cost;     /* measured step time per row (draft lengths) */
+    spec_draft_t *draft;  /* the draft model's context, or NULL */
+    spec_draft_req_t *dreq; /* this step's draft-model requests [n_parallel] */
+    int32_t *dreq_row;    /* batch index of each request's first draft row */
+    int32_t n_dreq;
     bool spec_hold;       /* this step: no drafts (the last one ran out of KV) */
     /* mask thread: computes constrained jobs' token masks */
     pthread_t gthread;
@@ -447,6 +452,7 @@ static bool preempt_newest(sched_t *s)
 static int32_t batch_build(sched_t *s, int32_t *n_logits)
 {
     int32_t n = 0, nl = 0, budget = s->o.batch_tokens;
+    s->n_dreq = 0;
     for (int32_t i = 0; i < s->o.n_parallel; i++)
         if (s->slots[i])
             s->slots[i]->logit_j = -1;
@@ -482,11 +488,24 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
             cap = spare;
         const int32_t n_hist = j->n_prompt + j->n_gen;
         spec_src_t src = spec_seq_next_source(j->spec, j->prompt, n_hist, j->n_prompt);
-        int32_t k = spec_seq_length(j->spec, src, &s->cost, n_dec, cap);
-        k = spec_seq_propose(j->spec, j->prompt, n_hist, j->n_prompt, k, j->draft, &j->draft_src);
+        const int32_t want = spec_seq_length(j->spec, src, &s->cost, n_dec, cap);
+        int32_t k = spec_seq_propose(j->spec, j->prompt, n_hist, j->n_prompt, want, j->draft, &j->draft_src);
+        if (k == 0 && j->draft_src == SPEC_SRC_DRAFT && s->draft && want > 0) {
+            /* the draft model fills these rows once the lock is released
+             * (sched_main); until then they repeat the input, a valid
+             * (if unlikely) draft */
+            k = want;
+            for (int32_t r = 0; r < k; r++)
+                j->draft[r] = j->last;
+        }
         int32_t d = 0;
         while (d < k && chan_reserve(j->ch)) /* each draft may become a TOKEN event */
             d++;
+        if (d > 0 && j->draft_src == SPEC_SRC_DRAFT) {
+            s->dreq[s->n_dreq] = (spec_draft_req_t){.slot = i, .owner = j->arrival, .hist = j->prompt,
+                                                    .n_hist = n_hist, .k = d, .out = j->draft};
+            s->dreq_row[s->n_dreq++] = n; /* the rows added below */
+        }
         for (int32_t r = 0; r < d; r++) {
             const int32_t pos = j->n_past + 1 + r;
             s->batch[n++] = (fwd_tok_t){.token = j->draft[r], .seq = i, .pos = pos, .logits = true};
@@ -782,6 +801,15 @@ static void *sched_main(void *arg)
         }
         pthread_mutex_unlock(&s->mu);
         lf_err_t err = {0};
+        if (s->n_dreq > 0) {
+            /* the draft model's rows (only this thread touches the jobs) */
+            lf_err_t derr = {0};
+            spec_draft_run(s->draft, s->dreq, s->n_dreq, &derr);
+            for (int32_t q = 0; q < s->n_dreq; q++)
+                for (int32_t r = 0; r < s->dreq[q].k; r++)
+                    s->batch[s->dreq_row[q] + r].token = s->dreq[q].out[r];
+            s->cost.t_draft = spec_draft_step_seconds(s->draft);
+        }
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         lf_code_t rc = fwd_decode(s->fwd, s->batch, n, &err);
@@ -872,10 +900,16 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
     s->batch_owner = calloc((size_t)s->o.batch_tokens + (size_t)s->o.n_parallel, sizeof *s->batch_owner);
     s->batch_lpos = calloc((size_t)s->o.batch_tokens + (size_t)s->o.n_parallel, sizeof *s->batch_lpos);
     s->lp_buf = malloc((size_t)vocab_n_tokens(s->vocab) * sizeof *s->lp_buf);
-    if (!s->slots || !s->batch || !s->batch_owner || !s->batch_lpos || !s->lp_buf) {
+    s->dreq = calloc((size_t)s->o.n_parallel, sizeof *s->dreq);
+    s->dreq_row = calloc((size_t)s->o.n_parallel, sizeof *s->dreq_row);
+    if (!s->slots || !s->batch || !s->batch_owner || !s->batch_lpos || !s->lp_buf || !s->dreq || !s->dreq_row) {
         lf_err_set(err, LF_ERR_NOMEM, "out of memory");
         goto fail;
     }
+    if (opts->draft_model && !s->o.spec_off &&
+        !(s->draft = spec_draft_create(opts->draft_model, m, s->o.n_parallel, s->o.n_ctx, s->o.batch_tokens,
+                                       s->o.n_threads, err)))
+        goto fail;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     pthread_mutex_init(&s->gmu, NULL);
@@ -898,6 +932,9 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
     s->started = true;
     return s;
 fail:
+    spec_draft_free(s->draft);
+    free(s->dreq);
+    free(s->dreq_row);
     fwd_free(s->fwd);
     free(s->slots);
     free(s->batch);
@@ -937,6 +974,9 @@ void sched_free(sched_t *s)
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->gmu);
     pthread_cond_destroy(&s->gcv);
+    spec_draft_free(s->draft);
+    free(s->dreq);
+    free(s->dreq_row);
     fwd_free(s->fwd);
     free(s->slots);
     free(s->batch);
@@ -1079,6 +1119,7 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
         /* speculation (spec.h): the job's prediction, the server's n-grams */
         spec_params_t spp = params[i].spec;
         spp.ngram = spp.ngram || s->o.spec_ngram;
+        spp.draft_model = s->draft != NULL;
         if (s->o.spec_k_max > 0 && (spp.k_max <= 0 || spp.k_max > s->o.spec_k_max))
             spp.k_max = s->o.spec_k_max;
         bool spec_ok = true;

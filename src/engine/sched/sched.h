@@ -74,6 +74,9 @@ typedef struct {
     bool spec_off;        /* never speculate (for comparisons) */
     double spec_row_cost; /* > 0: what one more row costs relative to a step's
                              fixed part (draft lengths); else measured */
+    const model_t *draft_model; /* a draft model (spec_draft.h: the same
+                                   vocabulary), or NULL; must outlive the
+                                   scheduler */
 } sched_opts_t;
 
 /* Parameters of one job. `sampling` is the whole sampler chain

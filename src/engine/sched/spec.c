@@ -208,7 +208,9 @@ int32_t spec_seq_length(spec_seq_t *sp, spec_src_t src, const spec_cost_t *cost,
     double t0 = cost && cost->t0 > 0 ? cost->t0 : 1.0, t1 = cost && cost->t1 > 0 ? cost->t1 : 0.05 * t0;
     if (rows < 1)
         rows = 1;
-    const double c = t1 * rows / (t0 + t1 * rows);
+    /* a draft-model token also costs its draft step */
+    const double extra = src == SPEC_SRC_DRAFT && cost ? cost->t_draft : 0;
+    const double c = (t1 * rows + extra) / (t0 + t1 * rows);
     int32_t k = 0;
     double p = 1;
     while (k < k_cap) {

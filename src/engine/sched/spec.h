@@ -65,6 +65,7 @@ typedef struct {
  * steps; the sums are private). */
 typedef struct {
     double t0, t1;
+    double t_draft;      /* seconds of one draft-model step (0: none yet) */
     double sw, sx, sy, sxx, sxy;
     bool fixed;          /* set by the operator: not measured */
 } spec_cost_t;

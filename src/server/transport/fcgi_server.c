@@ -286,6 +286,17 @@ int srv_run(srv_config_t *cfg)
         return 1;
     }
     s.vocab = model_vocab(s.model);
+    if (cfg->model_draft && *cfg->model_draft) {
+        /* speculative decoding's draft model (spec_draft.h) */
+        if (!(s.draft_model = model_load(cfg->model_draft, &err))) {
+            fprintf(stderr, "llm-fcgi: cannot load the draft model: %s\n", err.msg);
+            model_free(s.model);
+        model_free(s.draft_model);
+            return 1;
+        }
+        fprintf(stderr, "llm-fcgi: draft model %s (%.1f M parameters)\n", cfg->model_draft,
+                (double)model_hparams(s.draft_model)->n_params / 1e6);
+    }
     if (cfg->ctx_size <= 0) {
         /* the model's training context, capped so a default start does not
          * allocate gigabytes of KV cache */
@@ -297,11 +308,13 @@ int srv_run(srv_config_t *cfg)
                        .kv_mb = cfg->kv_cache_mb,
                        .spec_ngram = cfg->spec && !strcmp(cfg->spec, "ngram"),
                        .spec_off = cfg->spec && !strcmp(cfg->spec, "none"),
-                       .spec_k_max = cfg->spec_draft_max, .spec_row_cost = cfg->spec_row_cost};
+                       .spec_k_max = cfg->spec_draft_max, .spec_row_cost = cfg->spec_row_cost,
+                       .draft_model = s.draft_model};
     s.sched = sched_create(s.model, &so, &err);
     if (!s.sched) {
         fprintf(stderr, "llm-fcgi: cannot start the engine: %s\n", err.msg);
         model_free(s.model);
+        model_free(s.draft_model);
         return 1;
     }
     /* the grammar engine (structured output): vocabulary tries, caches */
@@ -311,6 +324,7 @@ int srv_run(srv_config_t *cfg)
         fprintf(stderr, "llm-fcgi: cannot start the grammar engine: %s\n", err.msg);
         sched_free(s.sched);
         model_free(s.model);
+        model_free(s.draft_model);
         return 1;
     }
     metrics_init(&s.metrics);
@@ -327,6 +341,7 @@ int srv_run(srv_config_t *cfg)
         grammar_engine_free(s.grammar);
         metrics_destroy(&s.metrics);
         model_free(s.model);
+        model_free(s.draft_model);
         return 1;
     }
 
@@ -438,5 +453,6 @@ out:
     metrics_destroy(&s.metrics);
     chat_tmpl_renderer_free(tmpl);
     model_free(s.model);
+    model_free(s.draft_model);
     return status;
 }

@@ -113,7 +113,7 @@ static lf_code_t run_prefix(fwd_t *fw, int32_t n, int32_t n_vocab, int reps, dou
     return rc;
 }
 
-static void stats(const double *v, int n, double *mean, double *sd)
+void bench_mean_sd(const double *v, int n, double *mean, double *sd)
 {
     double s = 0, q = 0;
     for (int i = 0; i < n; i++)
@@ -217,8 +217,8 @@ int cmd_bench(int argc, char **argv)
         tg_ts[r] = tg ? (double)(tg * B) / (t2 - t1) : 0;
     }
     double ppm, pps, tgm, tgs, unc_ms = 0, cac_ms = 0;
-    stats(pp_ts, (int)reps, &ppm, &pps);
-    stats(tg_ts, (int)reps, &tgm, &tgs);
+    bench_mean_sd(pp_ts, (int)reps, &ppm, &pps);
+    bench_mean_sd(tg_ts, (int)reps, &tgm, &tgs);
     if (prefix && run_prefix(fw, (int32_t)prefix, hp->n_vocab, (int)reps, &unc_ms, &cac_ms, &err) != LF_OK)
         goto out;
     const char *isa = kern_isa_name(kern_isa());

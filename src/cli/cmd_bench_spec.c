@@ -9,7 +9,6 @@
  * tokens/s of both (tokens after the first / time from the first token to
  * the last) are reported with their ratio. */
 #include <json-c/json.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,17 +111,6 @@ static int32_t *bs_prediction(const vocab_t *v, const char *mode, const int32_t 
     return rc == LF_OK ? ids : NULL;
 }
 
-static void bs_stats(const double *v, int n, double *mean, double *sd)
-{
-    double s = 0, q = 0;
-    for (int i = 0; i < n; i++)
-        s += v[i];
-    *mean = s / n;
-    for (int i = 0; i < n; i++)
-        q += (v[i] - *mean) * (v[i] - *mean);
-    *sd = n > 1 ? sqrt(q / (n - 1)) : 0;
-}
-
 int bench_spec(const char *path, const char *mode, const char *draft_path, int32_t threads, int32_t n_gen,
                int32_t reps, int32_t streams, int32_t k_max, double row_cost, bool json)
 {
@@ -208,8 +196,8 @@ int bench_spec(const char *path, const char *mode, const char *draft_path, int32
         accepted += st1.spec_accepted[src] - st0.spec_accepted[src];
     }
     double m_off, sd_off, m_on, sd_on;
-    bs_stats(ts_off, reps, &m_off, &sd_off);
-    bs_stats(ts_on, reps, &m_on, &sd_on);
+    bench_mean_sd(ts_off, reps, &m_off, &sd_off);
+    bench_mean_sd(ts_on, reps, &m_on, &sd_on);
     const model_hparams_t *hp = model_hparams(m);
     if (json) {
         json_object *j = json_object_new_object();

@@ -67,6 +67,7 @@ typedef struct {
     int32_t chan_cap;     /* events a channel holds (<= 0: 64) */
     int64_t kv_mb;        /* KV cache budget in MiB (<= 0: n_parallel x n_ctx
                              positions); at least one full context */
+    int64_t image_cache_mb; /* encoded-image cache (vis_cache.h) in MiB (<= 0: none) */
 } sched_opts_t;
 
 /* Parameters of one job. `sampling` is the whole sampler chain
@@ -106,6 +107,13 @@ typedef struct {
                                  at once. Masks are computed by the
                                  scheduler's mask thread while the forward
                                  pass runs. */
+    /* ---- images (issue 29) ---- */
+    struct sched_media *media; /* NULL, or the prompt's images (sched_media.h):
+                                  the prompt is its layout's tokens (negative
+                                  ids at image rows); submit takes a reference.
+                                  The scheduler encodes what the image cache
+                                  lacks, one encoder stage per step, before
+                                  the prefill reaches it. */
 } sched_params_t;
 
 /* Prompt logprobs of one job: entries[0] is the first prompt token (no
@@ -172,6 +180,11 @@ typedef struct {
     uint64_t gen_tokens;      /* total tokens generated */
     uint64_t steps;           /* engine steps run */
     uint64_t preemptions;     /* running jobs preempted for KV memory */
+    /* images (issue 29) */
+    uint64_t image_encode_stages; /* encoder stages run (patches, layers, projector) */
+    uint64_t images_encoded;      /* pixel arrays encoded */
+    uint64_t image_cache_entries, image_cache_bytes, image_cache_max_bytes;
+    uint64_t image_cache_hits, image_cache_misses, image_cache_evictions;
 } sched_stats_t;
 
 typedef struct sched sched_t;

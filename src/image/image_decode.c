@@ -46,6 +46,38 @@ const char *img_format_name(img_format_t f)
     }
 }
 
+/* Debian 12's stb_image 2.27 trusts the symbol counts of a JPEG Huffman
+ * table (DHT): counts summing past 256 overflow its tables (fixed upstream
+ * in 2.28; found by tests/tools/image_fuzz under UBSan). stb_image only
+ * ever reads a DHT right after the bytes FF C4, so every such place of the
+ * file is walked the way stb_image walks a DHT segment (table after table
+ * while the segment length lasts, bytes past the end reading as 0), and a
+ * table with more than 256 symbols refuses the file before stb_image sees
+ * it. (A valid file never has FF C4 outside a DHT marker: entropy-coded
+ * data stuffs every FF.) */
+static bool jpeg_tables_ok(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (p[i] != 0xff || p[i + 1] != 0xc4)
+            continue;
+        size_t j = i + 2;
+#define AT(k) ((k) < n ? p[k] : 0)
+        long L = (long)((AT(j) << 8) | AT(j + 1)) - 2;
+        j += 2;
+        while (L > 0) {
+            long total = 0;
+            for (int k = 1; k <= 16; k++)
+                total += AT(j + (size_t)k);
+            if (total > 256)
+                return false;
+            j += 17 + (size_t)total;
+            L -= 17 + total;
+        }
+#undef AT
+    }
+    return true;
+}
+
 bool img_probe(const uint8_t *p, size_t n, int32_t *w, int32_t *h, img_format_t *fmt)
 {
     img_format_t f = img_sniff(p, n);
@@ -88,6 +120,8 @@ lf_code_t img_decode(const uint8_t *p, size_t n, int64_t max_pixels, img_rgb_t *
         return lf_err_set(err, LF_ERR_INVALID, "the image is %dx%d = %lld pixels, more than the limit of %lld", w,
                           h, (long long)w * h, (long long)(max_pixels > 0 ? max_pixels : (int64_t)IMG_MAX_SIDE *
                                                                                            IMG_MAX_SIDE));
+    if (f == IMG_FMT_JPEG && !jpeg_tables_ok(p, n))
+        return lf_err_set(err, LF_ERR_INVALID, "the JPEG image is corrupt (a Huffman table is invalid)");
     uint8_t *px = NULL;
     int x = 0, y = 0, c = 0;
     if (f == IMG_FMT_WEBP) {

@@ -15,6 +15,7 @@
 #include "engine/kernels/kernels.h"
 #include "engine/model/forward.h"
 #include "engine/model/model.h"
+#include "engine/vision/vision.h"
 
 static void usage(FILE *out)
 {
@@ -126,6 +127,14 @@ int cmd_info(int argc, char **argv)
         return 2;
     }
     lf_err_t err;
+    vis_model_t *vm = vis_model_load(argv[optind], &err);
+    if (vm) { /* a vision projector (mmproj, arch clip) */
+        char d[512];
+        vis_model_describe(vm, d, sizeof d);
+        printf("file:               %s\nvision projector:   %s\n", argv[optind], d);
+        vis_model_free(vm);
+        return 0;
+    }
     model_t *m = model_load(argv[optind], &err);
     if (!m)
         return info_not_runnable(argv[optind], &err);

@@ -24,6 +24,7 @@ const browser = await puppeteer.launch({
          '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage', `--user-data-dir=${profile}`],
 });
 const page = await browser.newPage();
+page.setDefaultTimeout(90000); // a loaded CI machine can be slow to start chromium's work
 await page.setViewport({ width: 1000, height: 760 });
 const errors = [];
 page.on('pageerror', (e) => errors.push(String(e)));

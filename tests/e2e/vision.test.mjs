@@ -10,19 +10,14 @@
 // served from the image cache, /metrics. Emits TAP.
 import fs from 'node:fs';
 import OpenAI from 'openai';
+import { harness } from './harness.mjs';
 
 const BASE = process.env.BASE;
 const GOLDEN = process.env.GOLDEN_DIR;
 const PAIR = process.env.PAIR;
 const GAP = Number(process.env.GAP || 0.02);
 const LIMIT = Number(process.env.LIMIT || 0); // records (0: all)
-let n = 0, failed = 0;
-const ok = (c, name, extra) => {
-  n++;
-  if (!c) failed++;
-  console.log(`${c ? '' : 'not '}ok ${n} - ${name}`);
-  if (!c && extra !== undefined) console.log(`# ${JSON.stringify(extra).slice(0, 400)}`);
-};
+const { ok, failed } = harness({ detailChars: 400 });
 
 const client = new OpenAI({ baseURL: `${BASE}/v1`, apiKey: 'none', timeout: 120000, maxRetries: 0 });
 const img = (f) => fs.readFileSync(`${GOLDEN}/vision/images/${f}`);
@@ -125,5 +120,4 @@ for (const [k, rec] of todo.entries()) {
     '/metrics shows the image cache');
 }
 
-console.log(`1..${n}`);
-process.exit(failed ? 1 : 0);
+process.exit(failed() ? 1 : 0);

@@ -4,16 +4,11 @@
 // Emits TAP.
 import fs from 'node:fs';
 import zlib from 'node:zlib';
+import { harness } from './harness.mjs';
 
 const BASE = process.env.BASE;
 const GOLDEN = process.env.GOLDEN_DIR;
-let n = 0, failed = 0;
-const ok = (c, name, extra) => {
-  n++;
-  if (!c) failed++;
-  console.log(`${c ? '' : 'not '}ok ${n} - ${name}`);
-  if (!c && extra !== undefined) console.log(`# ${JSON.stringify(extra).slice(0, 400)}`);
-};
+const { ok, failed } = harness({ detailChars: 400 });
 
 const png = fs.readFileSync(`${GOLDEN}/vision/images/v01_png_rgb_224x224.png`);
 const b64 = (b) => Buffer.from(b).toString('base64');
@@ -93,5 +88,4 @@ ok(tg.status === 422 && tj.error_type === 'validation' && /inputs image 1/.test(
 r = await chat([img(u), { type: 'text', text: 'Describe the image.' }]);
 ok(r.status === 200 && r.j.choices[0].message.content !== undefined, 'the server still answers a good image request');
 
-console.log(`1..${n}`);
-process.exit(failed ? 1 : 0);
+process.exit(failed() ? 1 : 0);

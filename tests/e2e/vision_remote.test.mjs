@@ -3,14 +3,10 @@
 // allows host 127.0.0.1 but not private addresses; MODE=open: it also
 // allows private addresses (--media-allow-private), a 2 s time limit and
 // --media-dir (MEDIA_DIR). Emits TAP.
+import { harness } from './harness.mjs';
+
 const BASE = process.env.BASE, IMG = process.env.IMG_BASE, MODE = process.env.MODE;
-let n = 0, failed = 0;
-const ok = (c, name, extra) => {
-  n++;
-  if (!c) failed++;
-  console.log(`${c ? '' : 'not '}ok ${n} - ${name}`);
-  if (!c && extra !== undefined) console.log(`# ${JSON.stringify(extra).slice(0, 400)}`);
-};
+const { ok, failed } = harness({ detailChars: 400 });
 async function chat(url) {
   const res = await fetch(`${BASE}/v1/chat/completions`, {
     method: 'POST', headers: { 'content-type': 'application/json' },
@@ -49,5 +45,4 @@ if (MODE === 'private') {
   r = await chat('file:///etc/hostname');
   ok(err(r, /outside the media directory|no such file/), 'file:// outside --media-dir -> 400', r);
 }
-console.log(`1..${n}`);
-process.exit(failed ? 1 : 0);
+process.exit(failed() ? 1 : 0);

@@ -25,20 +25,7 @@
 
 static uint8_t *read_file(const char *path, size_t *n)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc(len > 0 ? (size_t)len : 1);
-    if (b && fread(b, 1, (size_t)len, f) != (size_t)len) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *n = (size_t)len;
-    return b;
+    return (uint8_t *)tap_read_file(path, n);
 }
 
 static void hex_of(const uint8_t *p, size_t n, char out[65])

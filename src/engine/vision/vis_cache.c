@@ -9,20 +9,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dlist.h"
+
 struct vis_embd {
     atomic_int refs;
     uint8_t hash[32];
     int32_t array;
     float *rows;
     int64_t bytes;
-    struct vis_embd *prev, *next; /* LRU list (cache's reference) */
+    dlist_node_t lru;            /* LRU order (the cache's reference) */
     bool cached;
 };
 
 struct vis_cache {
     pthread_mutex_t mu;
     int64_t max_bytes, bytes;
-    vis_embd_t *head, *tail; /* head = most recent */
+    dlist_t lru;             /* most recent first */
     vis_cache_stats_t st;
 };
 
@@ -44,36 +46,15 @@ void vis_embd_release(vis_embd_t *e)
     }
 }
 
-static void unlink_entry(vis_cache_t *c, vis_embd_t *e)
-{
-    if (e->prev)
-        e->prev->next = e->next;
-    else
-        c->head = e->next;
-    if (e->next)
-        e->next->prev = e->prev;
-    else
-        c->tail = e->prev;
-    e->prev = e->next = NULL;
-}
-
-static void push_front(vis_cache_t *c, vis_embd_t *e)
-{
-    e->next = c->head;
-    e->prev = NULL;
-    if (c->head)
-        c->head->prev = e;
-    c->head = e;
-    if (!c->tail)
-        c->tail = e;
-}
+#define NODE_EMBD(n) DLIST_ENTRY(n, vis_embd_t, lru)
 
 void vis_cache_free(vis_cache_t *c)
 {
     if (!c)
         return;
-    for (vis_embd_t *e = c->head, *n; e; e = n) {
-        n = e->next;
+    for (dlist_node_t *n = c->lru.head; n;) {
+        vis_embd_t *e = NODE_EMBD(n);
+        n = n->next;
         vis_embd_release(e);
     }
     pthread_mutex_destroy(&c->mu);
@@ -85,13 +66,14 @@ vis_embd_t *vis_cache_get(vis_cache_t *c, const uint8_t hash[32], int32_t array)
     if (!c)
         return NULL;
     pthread_mutex_lock(&c->mu);
-    vis_embd_t *e = c->head;
-    while (e && (e->array != array || memcmp(e->hash, hash, 32)))
-        e = e->next;
+    vis_embd_t *e = NULL;
+    for (dlist_node_t *n = c->lru.head; n && !e; n = n->next)
+        if (NODE_EMBD(n)->array == array && !memcmp(NODE_EMBD(n)->hash, hash, 32))
+            e = NODE_EMBD(n);
     if (e) {
         atomic_fetch_add(&e->refs, 1);
-        unlink_entry(c, e);
-        push_front(c, e);
+        dlist_unlink(&c->lru, &e->lru);
+        dlist_push_front(&c->lru, &e->lru);
         c->st.hits++;
     } else {
         c->st.misses++;
@@ -117,11 +99,11 @@ vis_embd_t *vis_cache_put(vis_cache_t *c, const uint8_t hash[32], int32_t array,
     pthread_mutex_lock(&c->mu);
     atomic_fetch_add(&e->refs, 1); /* the cache's reference */
     e->cached = true;
-    push_front(c, e);
+    dlist_push_front(&c->lru, &e->lru);
     c->bytes += e->bytes;
-    while (c->bytes > c->max_bytes && c->tail && c->tail != e) {
-        vis_embd_t *old = c->tail;
-        unlink_entry(c, old);
+    while (c->bytes > c->max_bytes && c->lru.tail && c->lru.tail != &e->lru) {
+        vis_embd_t *old = NODE_EMBD(c->lru.tail);
+        dlist_unlink(&c->lru, &old->lru);
         c->bytes -= old->bytes;
         c->st.evictions++;
         old->cached = false;
@@ -142,7 +124,7 @@ void vis_cache_stats(vis_cache_t *c, vis_cache_stats_t *out)
     *out = c->st;
     out->bytes = (uint64_t)c->bytes;
     out->max_bytes = (uint64_t)c->max_bytes;
-    for (vis_embd_t *e = c->head; e; e = e->next)
+    for (dlist_node_t *n = c->lru.head; n; n = n->next)
         out->entries++;
     pthread_mutex_unlock(&c->mu);
 }

@@ -8,11 +8,12 @@ import puppeteer from 'puppeteer-core';
 import fs from 'node:fs';
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { harness } from './harness.mjs';
 
 const BASE = process.env.BASE;
-const IMAGE = process.env.IMAGE;
+// chromium's file chooser takes no ".." in a path (the suite's fixture dir has one)
+const IMAGE = resolve(process.env.IMAGE);
 const SHOTS = process.env.SHOTS || 'screenshots';
 const { ok, check, failed } = harness({ prefix: '[vision page] ' });
 mkdirSync(SHOTS, { recursive: true });

@@ -8,6 +8,7 @@
 typedef struct {
     vis_embd_t *embd;    /* the rows, once had */
     vis_enc_t *enc;      /* the encode in progress */
+    bool looked;         /* the cache was asked once (a miss counts once) */
 } span_state_t;
 
 struct sched_media {
@@ -98,7 +99,8 @@ int32_t sched_media_ready_until(sched_media_t *m, vis_cache_t *c, int32_t from)
         const vis_span_t *sp = &m->prompt.spans[s];
         if (sp->start + sp->n <= from || m->rows[s])
             continue;
-        vis_embd_t *e = vis_cache_get(c, span_hash(m, s), sp->array);
+        vis_embd_t *e = m->st[s].looked ? NULL : vis_cache_get(c, span_hash(m, s), sp->array);
+        m->st[s].looked = true;
         if (e) {
             m->st[s].embd = e;
             m->rows[s] = vis_embd_rows(e);

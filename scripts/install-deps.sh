@@ -6,6 +6,7 @@
 set -e
 PKGS="build-essential autoconf automake libtool pkg-config
       libfcgi-dev libjson-c-dev uuid-dev libpcre2-dev libcurl4-openssl-dev
+      libstb-dev libwebp-dev
       nginx-light lighttpd curl daemontools
       debhelper dpkg-dev lintian systemd iproute2 openssl man-db groff-base bsdextrautils
       chromium libjs-marked qemu-user"

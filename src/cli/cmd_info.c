@@ -16,6 +16,7 @@
 #include "engine/model/forward.h"
 #include "engine/model/model.h"
 #include "engine/sched/spec_draft.h"
+#include "engine/vision/vision.h"
 
 static void usage(FILE *out)
 {
@@ -132,6 +133,14 @@ int cmd_info(int argc, char **argv)
         return 2;
     }
     lf_err_t err;
+    vis_model_t *vm = vis_model_load(argv[optind], &err);
+    if (vm) { /* a vision projector (mmproj, arch clip) */
+        char d[512];
+        vis_model_describe(vm, d, sizeof d);
+        printf("file:               %s\nvision projector:   %s\n", argv[optind], d);
+        vis_model_free(vm);
+        return 0;
+    }
     model_t *m = model_load(argv[optind], &err);
     if (!m)
         return info_not_runnable(argv[optind], &err);

@@ -85,6 +85,23 @@ static const char usage[] =
     "                             deepseek_v31, kimi_k2, glm45, granite, pythonic, minimax_m2,\n"
     "                             seed_oss, phi4_mini_json or none (default: detected from the\n"
     "                             template) [LLM_TOOL_CALL_PARSER]\n"
+    "Images (vision models):\n"
+    "      --mmproj FILE          vision projector (mmproj GGUF) of the model: image parts in messages\n"
+    "                             [LLM_MMPROJ]\n"
+    "      --max-images N         images per request (default 8) [LLM_MAX_IMAGES]\n"
+    "      --max-image-bytes B    largest image as sent, k/m suffix ok (default 20m) [LLM_MAX_IMAGE_BYTES]\n"
+    "      --max-image-pixels N   largest decoded image (default 33554432 = 8192 x 4096)\n"
+    "                             [LLM_MAX_IMAGE_PIXELS]\n"
+    "      --image-cache-mb N     encoded images kept for follow-up requests (default 256; 0: none)\n"
+    "                             [LLM_IMAGE_CACHE_MB]\n"
+    "      --media-domains LIST   allow http(s) image URLs from these hosts (comma-separated; a name\n"
+    "                             covers its subdomains; * = any); default: remote images off\n"
+    "                             [LLM_MEDIA_DOMAINS]\n"
+    "      --media-allow-private  remote images may come from loopback / private / link-local\n"
+    "                             addresses (default: refused) [LLM_MEDIA_ALLOW_PRIVATE=1]\n"
+    "      --media-dir DIR        allow file:// image URLs under DIR [LLM_MEDIA_DIR]\n"
+    "      --media-timeout S      time limit of a remote image (default 10) [LLM_MEDIA_TIMEOUT]\n"
+    "      --media-max-redirects N  redirects a remote image may take (default 3)\n"
     "  -h, --help                 this help\n"
     "\n"
     "Endpoints: POST /v1/chat/completions, /v1/completions, /invocations, /tokenize, /detokenize;\n"
@@ -242,7 +259,9 @@ static int serve_resolve_model(srv_config_t *c, char *buf, size_t cap)
 
 enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, O_HTTP, O_QUEUE, O_BODY,
        O_BATCH, O_DRAIN, O_PING, O_LOGP, O_TEMP, O_TOPP, O_TOPK, O_MINP, O_REP, O_MAXN, O_MINDIE, O_LMIFIN, O_KVMB,
-       O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE, O_IOTIME, O_SPEC, O_SPECMAX, O_SPECCOST, O_DRAFT };
+       O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE, O_IOTIME, O_MMPROJ, O_MAXIMG, O_IMGBYTES,
+       O_IMGPX, O_IMGCACHE, O_MDOMAINS, O_MPRIVATE, O_MDIR, O_MTIMEOUT, O_MREDIR,
+       O_SPEC, O_SPECMAX, O_SPECCOST, O_DRAFT };
 
 /* A float in [lo, hi]; -1 when bad. */
 static int parse_float(const char *s, double lo, double hi, float *out)
@@ -258,7 +277,8 @@ static int parse_float(const char *s, double lo, double hi, float *out)
 int cmd_serve(int argc, char **argv)
 {
     srv_config_t c = {.parallel = 4, .max_queue = 32, .max_body = 16u << 20, .drain_seconds = 30,
-                      .ping_seconds = 10, .batch_tokens = 512, .io_timeout_seconds = 60};
+                      .ping_seconds = 10, .batch_tokens = 512, .io_timeout_seconds = 60,
+                      .media = {.image_cache_mb = 256, .media_max_redirects = 3}};
     const char *e;
     int ok = 1, names_from_flags = 0, keys_from_flags = 0, rc = 2;
     const char *key_file = getenv("LLM_API_KEY_FILE");
@@ -274,7 +294,9 @@ int cmd_serve(int argc, char **argv)
         {"LLM_HTTP_THREADS", &c.http_threads, 0}, {"LLM_MAX_QUEUE", &c.max_queue, 0},
         {"LLM_BATCH_TOKENS", &c.batch_tokens, 1}, {"LLM_DRAIN_TIMEOUT", &c.drain_seconds, 0},
         {"LLM_PING_INTERVAL", &c.ping_seconds, 1}, {"LLM_KV_CACHE_MB", &c.kv_cache_mb, 0},
-        {"LLM_IO_TIMEOUT", &c.io_timeout_seconds, 1}, {"LLM_SPEC_DRAFT_MAX", &c.spec_draft_max, 1}};
+        {"LLM_IO_TIMEOUT", &c.io_timeout_seconds, 1}, {"LLM_MAX_IMAGES", &c.media.max_images, 1},
+        {"LLM_IMAGE_CACHE_MB", &c.media.image_cache_mb, 0}, {"LLM_MEDIA_TIMEOUT", &c.media.media_timeout_s, 1},
+        {"LLM_SPEC_DRAFT_MAX", &c.spec_draft_max, 1}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if ((e = getenv(ints[i].var)) && *e && parse_int(e, ints[i].lo, ints[i].dst) < 0) {
             fprintf(stderr, "llm-fcgi serve: bad %s=%s\n", ints[i].var, e);
@@ -294,6 +316,15 @@ int cmd_serve(int argc, char **argv)
     c.tool_call_parser = getenv("LLM_TOOL_CALL_PARSER");
     c.reasoning_start = getenv("LLM_REASONING_START");
     c.reasoning_end = getenv("LLM_REASONING_END");
+    c.media.mmproj_path = getenv("LLM_MMPROJ");
+    c.media.media_domains = getenv("LLM_MEDIA_DOMAINS");
+    c.media.media_dir = getenv("LLM_MEDIA_DIR");
+    if ((e = getenv("LLM_MEDIA_ALLOW_PRIVATE")) && *e == '1')
+        c.media.media_allow_private = true;
+    if ((e = getenv("LLM_MAX_IMAGE_BYTES")) && *e)
+        c.media.max_image_bytes = (int64_t)parse_size(e, &ok);
+    if ((e = getenv("LLM_MAX_IMAGE_PIXELS")) && *e)
+        c.media.max_image_pixels = (int64_t)parse_size(e, &ok);
 
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},       {"socket", required_argument, 0, O_SOCKET},
@@ -314,6 +345,12 @@ int cmd_serve(int argc, char **argv)
         {"reasoning-start", required_argument, 0, O_RSTART}, {"reasoning-end", required_argument, 0, O_REND},
         {"grammar-cache-mb", required_argument, 0, O_GCACHE},
         {"io-timeout", required_argument, 0, O_IOTIME},
+        {"mmproj", required_argument, 0, O_MMPROJ}, {"max-images", required_argument, 0, O_MAXIMG},
+        {"max-image-bytes", required_argument, 0, O_IMGBYTES}, {"max-image-pixels", required_argument, 0, O_IMGPX},
+        {"image-cache-mb", required_argument, 0, O_IMGCACHE}, {"media-domains", required_argument, 0, O_MDOMAINS},
+        {"media-allow-private", no_argument, 0, O_MPRIVATE}, {"media-dir", required_argument, 0, O_MDIR},
+        {"media-timeout", required_argument, 0, O_MTIMEOUT},
+        {"media-max-redirects", required_argument, 0, O_MREDIR},
         {"spec", required_argument, 0, O_SPEC}, {"spec-draft-max", required_argument, 0, O_SPECMAX},
         {"spec-row-cost", required_argument, 0, O_SPECCOST}, {"model-draft", required_argument, 0, O_DRAFT},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
@@ -362,6 +399,16 @@ int cmd_serve(int argc, char **argv)
         case O_RSTART: c.reasoning_start = optarg; break;
         case O_REND: c.reasoning_end = optarg; break;
         case O_GCACHE: bad = parse_int(optarg, 1, &c.grammar_cache_mb); break;
+        case O_MMPROJ: c.media.mmproj_path = optarg; break;
+        case O_MAXIMG: bad = parse_int(optarg, 1, &c.media.max_images); break;
+        case O_IMGBYTES: c.media.max_image_bytes = (int64_t)parse_size(optarg, &ok); break;
+        case O_IMGPX: c.media.max_image_pixels = (int64_t)parse_size(optarg, &ok); break;
+        case O_IMGCACHE: bad = parse_int(optarg, 0, &c.media.image_cache_mb); break;
+        case O_MDOMAINS: c.media.media_domains = optarg; break;
+        case O_MPRIVATE: c.media.media_allow_private = true; break;
+        case O_MDIR: c.media.media_dir = optarg; break;
+        case O_MTIMEOUT: bad = parse_int(optarg, 1, &c.media.media_timeout_s); break;
+        case O_MREDIR: bad = parse_int(optarg, 0, &c.media.media_max_redirects); break;
         case O_SPEC: c.spec = optarg; break;
         case O_SPECMAX: bad = parse_int(optarg, 1, &c.spec_draft_max); break;
         case O_SPECCOST: bad = parse_float(optarg, 1e-6, 100, &c.spec_row_cost); break;

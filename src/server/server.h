@@ -18,6 +18,7 @@
 #include "engine/model/model.h"
 #include "engine/sched/sched.h"
 #include "server/chat/chat_render.h"
+#include "server/media/srv_media.h"
 #include "server/transport/http.h"
 #include "server/metrics.h"
 
@@ -54,6 +55,7 @@ typedef struct {
     const char *reasoning_start;      /* --reasoning-start / -end: the generic */
     const char *reasoning_end;        /* reasoning parser's markers (or NULL) */
     int32_t grammar_cache_mb;         /* token-mask cache budget (0: 256) */
+    srv_media_cfg_t media;            /* image inputs: --mmproj and limits (srv_media.h) */
     const char *spec;                 /* --spec: "ngram", "none" or NULL (predictions only) */
     int32_t spec_draft_max;           /* --spec-draft-max (0: SPEC_K_MAX) */
     float spec_row_cost;              /* --spec-row-cost (0: measured) */
@@ -76,6 +78,7 @@ typedef struct {
     char fingerprint[96];             /* system_fingerprint: build + model */
     struct fcgi_guard *guard;         /* the connection reader (NULL in unit
                                          tests); its counters go to /metrics */
+    srv_media_t *media;               /* image inputs (NULL: started without --mmproj) */
 } srv_t;
 
 /* ---- routing (route.c) ---- */
@@ -135,6 +138,18 @@ void api_tgi_generate_stream(srv_t *s, http_req_t *r); /* POST /generate_stream 
 void api_tgi_compat(srv_t *s, http_req_t *r);          /* POST / */
 void api_tgi_info(srv_t *s, http_req_t *r);            /* GET /info */
 void api_lmi_invocations(srv_t *s, http_req_t *r);     /* /invocations with `inputs` */
+
+/* ---- images (api_media.c) ---- */
+/* The prompt of a chat request with images (q->n_images > 0) from its
+ * rendered text: 400 naming the content part when the server has no
+ * --mmproj or an image is bad; sets q->gen.media and *ids / *n_ids (the
+ * layout's tokens, malloc'd). 0, or -1 after replying. */
+int api_chat_media(srv_t *s, http_req_t *r, chat_req_t *q, const char *prompt, int32_t **ids, size_t *n_ids);
+/* The same for a text prompt with CHAT_MEDIA_MARKER where urls[i] go
+ * (TGI markdown images); 0, or -1 with e filled (the caller replies in its
+ * format). */
+int api_text_media(srv_t *s, req_gen_t *gen, const char *prompt, const char *const *urls, const char *const *params,
+                   size_t n_images, int32_t **ids, size_t *n_ids, req_err_t *e);
 
 /* ---- process (fcgi_server.c) ---- */
 /* Loads the model, opens the socket, serves until SIGTERM/SIGINT, drains.

@@ -27,7 +27,10 @@ static const case_t chat_cases[] = {
     {"bad role", "{\"messages\":[{\"role\":\"wizard\",\"content\":\"x\"}]}", 400, "messages[0].role"},
     {"missing content", "{\"messages\":[{\"role\":\"user\"}]}", 400, "messages[0].content"},
     {"content number", "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", 400, "messages[0].content"},
-    {"image part", "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":{\"url\":\"x\"}}]}]}", 400, "messages[0].content"},
+    {"image part", "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":{\"url\":\"x\"}}]}]}", 0, ""},
+    {"image_url as a string", "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":\"x\"}]}]}", 0, ""},
+    {"image detail bad", "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":{\"url\":\"x\",\"detail\":\"max\"}}]}]}", 400, "messages[0].content[0]"},
+    {"image part without url", "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":{}}]}]}", 400, "messages[0].content[0]"},
     {"audio part", "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_audio\"}]}]}", 400, "messages[0].content"},
     {"max_tokens string", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":\"5\"}", 400, "max_tokens"},
     {"max_tokens zero", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":0}", 400, "max_tokens"},
@@ -104,6 +107,20 @@ int main(void)
         tap_ok(q.gen.max_tokens == 9, "max_completion_tokens wins over max_tokens");
         tap_ok(q.gen.temperature == 0.0f && q.gen.stream && q.gen.include_usage, "temperature/stream/usage");
         tap_ok(q.gen.has_seed && q.gen.seed == 42 && !strcmp(q.gen.model, "m"), "seed and model");
+        req_chat_free(&q);
+    }
+    /* image parts: recorded in order, CHAT_MEDIA_MARKER in the content,
+     * text parts joined with "\n" except next to an image */
+    b = "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"},"
+        "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64,AA\",\"detail\":\"low\"}},"
+        "{\"type\":\"text\",\"text\":\"c\"}]},{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":\"u2\"}]}]}";
+    if (tap_ok(req_chat_parse(b, strlen(b), &q, &e) == 0, "chat with image parts parses")) {
+        tap_ok(!strcmp(q.msgs[0].content, "a\nb<__media__>c") && !strcmp(q.msgs[1].content, "<__media__>"),
+               "image parts become markers");
+        tap_ok(q.n_images == 2 && !strcmp(q.images[0].url, "data:image/png;base64,AA") &&
+                   !strcmp(q.images[0].param, "messages[0].content[2]") && !strcmp(q.images[1].url, "u2") &&
+                   !strcmp(q.images[1].param, "messages[1].content[0]"),
+               "images recorded in order with their part names");
         req_chat_free(&q);
     }
     b = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}";

@@ -49,6 +49,16 @@ typedef enum {
     ARCH_SWA_IGNORED,      /* the key may be present but llama.cpp ignores it (phi3) */
 } arch_swa_t;
 
+/* Multi-section rope of vision-language text models: the rotary pairs
+ * take their angles from the (t, h, w) position components of each token
+ * (rope.dimension_sections), so image tokens carry their grid row and
+ * column (forward.h: fwd_tok_t.my / mx). */
+typedef enum {
+    ARCH_MROPE_NONE = 0,
+    ARCH_MROPE_SECTIONS,     /* contiguous sections (qwen2vl, qwen2.5-vl) */
+    ARCH_MROPE_INTERLEAVED,  /* pair k % 3 picks t / h / w (qwen3vl) */
+} arch_mrope_t;
+
 typedef struct {
     const char *name;         /* general.architecture */
     /* attention */
@@ -57,6 +67,9 @@ typedef struct {
     bool attn_sinks;          /* attn_sinks: one extra softmax logit per head, no value (gpt-oss) */
     bool rope_neox;           /* rotate pairs (i, i + n_rot/2) instead of (2i, 2i+1) */
     int no_rope_step;         /* > 0: layer il has no rope iff (il + 1) % step == 0 (smollm3) */
+    arch_mrope_t mrope;       /* multi-section rope (rope.dimension_sections required) */
+    bool deepstack;           /* n_deepstack_layers: input rows carry extra embeddings added to
+                                 the residual after the first layers (qwen3vl) */
     arch_swa_t swa;
     int swa_pattern;          /* default pattern period for ARCH_SWA_PATTERN */
     bool swa_required;        /* attention.sliding_window must be present */

@@ -283,14 +283,18 @@ static void token_orders(const fwd_tok_t *toks, int32_t n, uint8_t *order)
 
 }
 
-static lf_code_t validate(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
+static const fwd_mm_t no_mm;
+#define MM(mm, i) ((mm) ? &(mm)[i] : &no_mm)
+
+static lf_code_t validate(fwd_t *f, const fwd_tok_t *toks, const fwd_mm_t *mm, int32_t n, lf_err_t *err)
 {
     if (n <= 0 || n > f->max_batch)
         return lf_err_set(err, LF_ERR_INVALID, "batch of %d tokens (1 to %d allowed)", n, f->max_batch);
     /* positions must continue each sequence in order */
     for (int32_t i = 0; i < n; i++) {
         const fwd_tok_t *t = &toks[i];
-        if (t->token < 0 || t->token >= f->hp->n_vocab)
+        const fwd_mm_t *x = MM(mm, i);
+        if (!x->embd && (t->token < 0 || t->token >= f->hp->n_vocab))
             return lf_err_set(err, LF_ERR_INVALID, "token id %d out of range (vocabulary of %d)", t->token,
                               f->hp->n_vocab);
         if (t->seq < 0 || t->seq >= f->n_seq)
@@ -305,6 +309,22 @@ static lf_code_t validate(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *
         if (t->pos >= f->n_ctx)
             return lf_err_set(err, LF_ERR_CONTEXT, "sequence %d: position %d beyond the context of %d", t->seq,
                               t->pos, f->n_ctx);
+        if (t->pos + x->dpos < 0 || ((x->my || x->mx) && f->arch->mrope == ARCH_MROPE_NONE))
+            return lf_err_set(err, LF_ERR_INVALID, "sequence %d: rope position %d + %d invalid", t->seq, t->pos,
+                              x->dpos);
+    }
+    /* a bidirectional span must end inside the batch: the K/V it reads are
+     * stored before any attention runs */
+    for (int32_t i = 0; mm && i < n; i++) {
+        if (mm[i].attn_end <= toks[i].pos + 1)
+            continue;
+        int32_t last = -1;
+        for (int32_t j = 0; j < n; j++)
+            if (toks[j].seq == toks[i].seq && toks[j].pos > last)
+                last = toks[j].pos;
+        if (mm[i].attn_end > last + 1)
+            return lf_err_set(err, LF_ERR_INVALID, "sequence %d: position %d attends up to %d, beyond the batch",
+                              toks[i].seq, toks[i].pos, mm[i].attn_end);
     }
     return LF_OK;
 }
@@ -322,7 +342,7 @@ static lf_code_t reserve(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *e
     return LF_OK;
 }
 
-static void attention_layer(fwd_t *f, int layer, const fwd_tok_t *toks, int32_t n)
+static void attention_layer(fwd_t *f, int layer, const fwd_tok_t *toks, const fwd_mm_t *mm, int32_t n)
 {
     const model_hparams_t *hp = f->hp;
     const model_layer_t *L = &f->w->layers[layer];
@@ -351,7 +371,7 @@ static void attention_layer(fwd_t *f, int layer, const fwd_tok_t *toks, int32_t 
     };
     for (int32_t i = 0; i < n; i++) {
         f->blocks[i] = kv_seq_table(f->kv, toks[i].seq, layer);
-        f->n_kv[i] = toks[i].pos + 1;
+        f->n_kv[i] = mm && mm[i].attn_end > toks[i].pos + 1 ? mm[i].attn_end : toks[i].pos + 1;
         f->kv_start[i] = window > 0 && toks[i].pos + 1 > window ? toks[i].pos + 1 - window : 0;
     }
     attn_run(f->pool, &job);
@@ -411,7 +431,12 @@ static void qk_finish(fwd_t *f, int layer, const fwd_tok_t *toks, int32_t n)
 
 lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
 {
-    lf_code_t rc = validate(f, toks, n, err);
+    return fwd_decode_mm(f, toks, NULL, n, err);
+}
+
+lf_code_t fwd_decode_mm(fwd_t *f, const fwd_tok_t *toks, const fwd_mm_t *mm, int32_t n, lf_err_t *err)
+{
+    lf_code_t rc = validate(f, toks, mm, n, err);
     if (rc == LF_OK)
         rc = reserve(f, toks, n, err);
     if (rc != LF_OK)
@@ -421,20 +446,35 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
     const int64_t E = hp->n_embd;
     token_orders(toks, n, f->order);
 
-    for (int32_t i = 0; i < n; i++)
-        quant_dequantize_row(w->tok_embd.type, (const uint8_t *)w->tok_embd.data +
-                                                   (size_t)toks[i].token * w->tok_embd.row_bytes,
-                             f->x + i * E, E);
+    for (int32_t i = 0; i < n; i++) {
+        if (MM(mm, i)->embd)
+            memcpy(f->x + i * E, MM(mm, i)->embd, (size_t)E * sizeof(float));
+        else
+            quant_dequantize_row(w->tok_embd.type,
+                                 (const uint8_t *)w->tok_embd.data + (size_t)toks[i].token * w->tok_embd.row_bytes,
+                                 f->x + i * E, E);
+    }
     /* the rope tables of the batch's positions, once for all layers */
     for (int32_t i = 0; i < n; i++) {
-        rope_angles(&f->rope_full, toks[i].pos, f->cs + (int64_t)i * hp->n_rot);
+        const fwd_mm_t *x = MM(mm, i);
+        const int32_t p = toks[i].pos + x->dpos;
+        if (f->arch->mrope != ARCH_MROPE_NONE) {
+            const int32_t mp[4] = {p, p + x->my, p + x->mx, 0};
+            rope_angles_multi(&f->rope_full, mp, hp->rope_sections, f->arch->mrope == ARCH_MROPE_INTERLEAVED, false,
+                              f->cs + (int64_t)i * hp->n_rot);
+        } else {
+            rope_angles(&f->rope_full, p, f->cs + (int64_t)i * hp->n_rot);
+        }
         if (hp->n_swa > 0)
-            rope_angles(&f->rope_swa, toks[i].pos, f->cs + ((int64_t)f->max_batch + i) * hp->n_rot);
+            rope_angles(&f->rope_swa, p, f->cs + ((int64_t)f->max_batch + i) * hp->n_rot);
     }
+    /* text embeddings are scaled (gemma), image embeddings are not */
     if (f->arch->embd_scale) {
         const float s = sqrtf((float)E);
-        for (int64_t j = 0; j < n * E; j++)
-            f->x[j] *= s;
+        for (int32_t i = 0; i < n; i++)
+            if (!MM(mm, i)->embd)
+                for (int64_t j = 0; j < E; j++)
+                    f->x[i * E + j] *= s;
     }
 
     for (int l = 0; l < hp->n_layer; l++) {
@@ -443,7 +483,7 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
             ops_rms_norm(f->x + i * E, L->attn_norm, f->xn + i * E, E, hp->rms_eps);
         qkv_project(f, L, n);
         qk_finish(f, l, toks, n);
-        attention_layer(f, l, toks, n);
+        attention_layer(f, l, toks, mm, n);
         lin_run(f->pool, f->act, &L->wo, L->bo, f->att, n, f->order, f->xn);
         if (L->attn_post_norm)
             for (int32_t i = 0; i < n; i++)
@@ -466,6 +506,12 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
                 ops_rms_norm(f->ffo + i * E, L->ffn_post_norm, f->ffo + i * E, E, hp->rms_eps);
         for (int64_t j = 0; j < n * E; j++)
             f->x[j] += f->ffo[j];
+        /* deepstack: image rows add their (l + 1)-th extra embedding */
+        if (l < hp->n_deepstack)
+            for (int32_t i = 0; i < n; i++)
+                if (MM(mm, i)->embd)
+                    for (int64_t j = 0; j < E; j++)
+                        f->x[i * E + j] += mm[i].embd[(int64_t)(l + 1) * E + j];
     }
 
     /* logits only for the tokens that asked: gather, norm, project */
@@ -524,12 +570,18 @@ enum { REF_BATCH = 2048, REF_UBATCH = 512, REF_CKPT_LAST = 4 };
 
 bool fwd_prompt_order(const fwd_t *f, int32_t n_prompt, int32_t pos)
 {
-    if (n_prompt < 2 || pos < 0 || pos >= n_prompt)
+    return fwd_prompt_order_chunk(f, n_prompt, 0, n_prompt, true, pos);
+}
+
+bool fwd_prompt_order_chunk(const fwd_t *f, int32_t n_prompt, int32_t chunk_start, int32_t chunk_end, bool text,
+                            int32_t pos)
+{
+    if (pos < chunk_start || pos >= chunk_end || chunk_end > n_prompt || chunk_end - chunk_start < 2)
         return false;
-    /* the batch boundaries around pos: the prompt's start and end, and the
-     * checkpoint breaks of sliding-window models */
-    int32_t a = 0, b = n_prompt;
-    if (f->hp->n_swa > 0) {
+    /* the batch boundaries around pos: the chunk's start and end, and the
+     * checkpoint breaks of sliding-window models inside text */
+    int32_t a = chunk_start, b = chunk_end;
+    if (text && f->hp->n_swa > 0) {
         const int32_t cuts[2] = {n_prompt - REF_CKPT_LAST - REF_UBATCH, n_prompt - REF_CKPT_LAST};
         for (int i = 0; i < 2; i++) {
             if (cuts[i] < 1)

@@ -58,6 +58,10 @@ typedef struct {
     int32_t n_expert;            /* MoE: experts per layer (0: dense) */
     int32_t n_expert_used;       /* MoE: experts per token */
     int32_t n_ff_exp;            /* MoE: expert FFN width */
+    /* ---- vision-language text models (issue 29) ---- */
+    int32_t rope_sections[4];    /* multi-section rope (arch mrope): rotary pairs per t, h, w, e */
+    int32_t n_deepstack;         /* deepstack layers (arch deepstack): extra input embeddings */
+    int32_t n_embd_inp;          /* width of an embedding input row: n_embd * (1 + n_deepstack) */
 } model_hparams_t;
 
 /* A weight matrix: n_out rows of n_in values of `type`, rows contiguous

@@ -40,6 +40,15 @@ void rope_init(rope_t *r, const model_hparams_t *hp, float base, float freq_scal
  * position pos. */
 void rope_angles(const rope_t *r, int32_t pos, float *cs);
 
+/* The same for multi-section rope (ggml_rope_multi): pair k takes its angle
+ * from one of the four position components pos[0..3] (t, h, w, e) by the
+ * sections: contiguous [s0 | s1 | s2 | s3] (M-RoPE, qwen2vl) or, with
+ * interleaved, k % 3 == 0 / 1 / 2 -> t / h / w while k < 3 * s of that
+ * component (IMRoPE, qwen3vl); indep restarts the frequencies at each
+ * section (the vision encoders' 2-D rope). */
+void rope_angles_multi(const rope_t *r, const int32_t pos[4], const int32_t sections[4], bool interleaved,
+                       bool indep, float *cs);
+
 /* Rotates n_heads heads of head_dim values (contiguous) with table cs. */
 void rope_rotate(const rope_t *r, const float *cs, float *vec, int32_t n_heads);
 

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "engine/model/forward.h"
+#include "engine/sched/sched_media.h"
 #include "engine/sched/spec_draft.h"
 #include "engine/vocab/vocab.h"
 #include "grammar/grammar.h"
@@ -65,6 +66,7 @@ typedef struct job {
     int mask_state;       /* MASK_* (guarded by sched.gmu) */
     lf_code_t mask_code;
     struct job *gnext;    /* mask queue link */
+    sched_media_t *media; /* the prompt's images (NULL: text only) */
     /* speculative decoding (spec.h): this step's drafts follow `last` */
     spec_seq_t *spec;     /* NULL: the job never speculates */
     int32_t draft[SPEC_K_MAX];
@@ -92,6 +94,9 @@ struct sched {
     uint64_t arrivals;
     bool kv_tight;        /* a preemption happened: admit nothing until a job leaves */
     fwd_tok_t *batch;
+    fwd_mm_t *batch_mm;   /* multimodal rows of the batch (used when has_mm) */
+    bool has_mm;
+    vis_cache_t *vcache;  /* encoded images (image_cache_mb) */
     job_t **batch_owner;  /* job per logits-wanted token, in order */
     int32_t *batch_lpos;  /* position of each logits-wanted token */
     float *lp_buf;        /* n_vocab: log-softmax scratch */
@@ -322,6 +327,7 @@ static void job_free(job_t *j)
     grammar_matcher_free(j->gm);
     grammar_release(j->params.grammar);
     free(j->mask);
+    sched_media_release(j->media);
     free(j);
 }
 
@@ -442,6 +448,52 @@ static bool preempt_newest(sched_t *s)
     return true;
 }
 
+/* The prefill chunk of a job with images: only cells whose image rows are
+ * ready, and a bidirectional image wholly in one batch (cut before it when
+ * it does not fit what is left of the step; alone in a batch it always
+ * fits, submit checks that). False: nothing of this job this step. */
+static bool media_limit(sched_t *s, job_t *j, int32_t n_batch, int32_t *take)
+{
+    const int32_t ready = sched_media_ready_until(j->media, s->vcache, j->n_past);
+    if (ready <= j->n_past)
+        return false;
+    if (j->n_past + *take > ready)
+        *take = ready - j->n_past;
+    const int32_t end = j->n_past + *take;
+    for (int32_t pos = j->n_past; pos < end; pos++) {
+        const int32_t be = sched_media_bidir_end(j->media, pos);
+        if (be < 0 || be <= end)
+            continue;
+        if (pos > j->n_past) { /* stop before the image */
+            *take = pos - j->n_past;
+            return true;
+        }
+        /* the image starts this chunk: all of it or nothing this step */
+        if (be - j->n_past > s->o.batch_tokens - n_batch || be > ready)
+            return false;
+        *take = be - j->n_past;
+        return true;
+    }
+    return *take > 0;
+}
+
+/* One encoder stage for the first job whose prefill waits on an image
+ * (called without s->mu: the media is only touched by this thread).
+ * Returns whether there was one. */
+static bool media_encode(sched_t *s, job_t *const *jobs, int32_t n_jobs)
+{
+    for (int32_t i = 0; i < n_jobs; i++) {
+        job_t *j = jobs[i];
+        if (!j || !j->media || j->state != JOB_PREFILL)
+            continue;
+        if (sched_media_ready_until(j->media, s->vcache, j->n_past) >= j->target)
+            continue;
+        if (sched_media_encode_step(j->media, s->vcache, fwd_pool(s->fwd), j->n_past))
+            return true;
+    }
+    return false;
+}
+
 /* Builds this step's batch; returns its token count.
  *
  * Numerics (forward.h): every token is computed with the same flags whatever
@@ -452,6 +504,8 @@ static bool preempt_newest(sched_t *s)
 static int32_t batch_build(sched_t *s, int32_t *n_logits)
 {
     int32_t n = 0, nl = 0, budget = s->o.batch_tokens;
+    s->has_mm = false;
+    memset(s->batch_mm, 0, (size_t)s->o.batch_tokens * sizeof *s->batch_mm);
     s->n_dreq = 0;
     for (int32_t i = 0; i < s->o.n_parallel; i++)
         if (s->slots[i])
@@ -474,6 +528,11 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
         job_t *j = s->slots[i];
         if (!j || j->state != JOB_DECODE || j->logit_j < 0)
             continue;
+        memset(&s->batch_mm[n], 0, sizeof s->batch_mm[n]);
+        if (j->media) {
+            sched_media_row(j->media, j->n_past, &s->batch_mm[n]);
+            s->has_mm = true;
+        }
         s->batch[n++] = (fwd_tok_t){.token = j->last, .seq = i, .pos = j->n_past, .logits = true};
         j->logit_j = nl;
         s->batch_lpos[nl] = j->n_past;
@@ -523,6 +582,8 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
         int32_t take = j->target - j->n_past;
         if (take > budget - n)
             take = budget - n;
+        if (j->media && !media_limit(s, j, n, &take))
+            continue;
         /* the chunk that ends a first prefill yields a token: it needs room */
         bool sample = j->n_gen == 0 && j->n_past + take == j->target;
         if (sample) {
@@ -539,14 +600,36 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
             bool logits = pos >= j->n_prompt - 1 || (in_prompt && j->plp);
             /* prompt order as llama-server batches the prompt: llama.cpp's
              * numerics (forward.h, fwd_prompt_order) */
-            s->batch[n++] = (fwd_tok_t){.token = j->prompt[pos], .seq = i, .pos = pos, .logits = logits,
-                                        .prompt = in_prompt && fwd_prompt_order(s->fwd, j->n_prompt, pos)};
+            memset(&s->batch_mm[n], 0, sizeof s->batch_mm[n]);
+            bool order = in_prompt && fwd_prompt_order(s->fwd, j->n_prompt, pos);
+            if (j->media) {
+                /* images: each chunk of the layout on its own (forward.h) */
+                const vis_prompt_t *vp = sched_media_prompt(j->media);
+                sched_media_row(j->media, pos, &s->batch_mm[n]);
+                if (in_prompt) {
+                    int32_t cs, ce;
+                    bool text;
+                    vis_prompt_chunk(vp, pos, &cs, &ce, &text);
+                    order = fwd_prompt_order_chunk(s->fwd, j->n_prompt, cs, ce, text, pos);
+                }
+                s->has_mm = true;
+            }
+            const int32_t tok = s->batch_mm[n].embd ? 0 : j->prompt[pos];
+            s->batch[n++] = (fwd_tok_t){.token = tok, .seq = i, .pos = pos, .logits = logits, .prompt = order};
             if (sample && pos == j->target - 1)
                 j->logit_j = nl;
             if (logits) {
                 s->batch_lpos[nl] = pos;
                 s->batch_owner[nl++] = j;
             }
+        }
+    }
+    /* every row of a job with images, drafts included: its rope offset */
+    for (int32_t k = 0; k < n; k++) {
+        job_t *j = s->slots[s->batch[k].seq];
+        if (j && j->media && !s->batch_mm[k].embd) {
+            sched_media_row(j->media, s->batch[k].pos, &s->batch_mm[k]);
+            s->has_mm = true;
         }
     }
     *n_logits = nl;
@@ -573,7 +656,7 @@ static void prompt_lp_collect(sched_t *s, int32_t n_logits)
     for (int32_t k = 0; k < n_logits; k++) {
         job_t *j = s->batch_owner[k];
         int32_t pos = s->batch_lpos[k];
-        if (!j->plp || j->state != JOB_PREFILL || pos + 1 >= j->n_prompt)
+        if (!j->plp || j->state != JOB_PREFILL || pos + 1 >= j->n_prompt || j->prompt[pos + 1] < 0)
             continue;
         const float *logits = fwd_logits(s->fwd, k);
         if (logits)
@@ -774,6 +857,40 @@ static void drop_cancelled(sched_t *s)
     }
 }
 
+enum { SCHED_MAX_SLOTS_ENC = 64 };
+
+/* Whether a running prefill waits on an image encode. */
+static bool media_waiting(sched_t *s)
+{
+    for (int32_t i = 0; i < s->o.n_parallel; i++) {
+        job_t *j = s->slots[i];
+        if (j && j->media && j->state == JOB_PREFILL &&
+            sched_media_ready_until(j->media, s->vcache, j->n_past) < j->target)
+            return true;
+    }
+    return false;
+}
+
+/* The running jobs (the first SCHED_MAX_SLOTS_ENC slots) for media_encode,
+ * which runs without the lock: slots are only changed by this thread. */
+static int32_t snapshot_slots(sched_t *s, job_t **jobs)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < s->o.n_parallel && n < SCHED_MAX_SLOTS_ENC; i++)
+        jobs[n++] = s->slots[i];
+    return n;
+}
+
+/* Jobs whose image could not be encoded end with an error. */
+static void fail_media(sched_t *s)
+{
+    for (int32_t i = 0; i < s->o.n_parallel; i++) {
+        job_t *j = s->slots[i];
+        if (j && j->media && sched_media_failed(j->media))
+            job_finish(s, j, SCHED_FINISH_ERROR, LF_ERR_INTERNAL);
+    }
+}
+
 static void *sched_main(void *arg)
 {
     sched_t *s = arg;
@@ -783,7 +900,19 @@ static void *sched_main(void *arg)
         if (s->stop)
             break;
         admit(s);
+        fail_media(s);
         int32_t nl = 0, n = batch_build(s, &nl);
+        bool encode = media_waiting(s);
+        if (n == 0 && encode) {
+            /* only images to encode: one stage, then look again */
+            job_t *jobs[SCHED_MAX_SLOTS_ENC];
+            int32_t nj = snapshot_slots(s, jobs);
+            pthread_mutex_unlock(&s->mu);
+            media_encode(s, jobs, nj);
+            pthread_mutex_lock(&s->mu);
+            s->st.image_encode_stages++;
+            continue;
+        }
         if (n == 0) {
             /* idle, or every channel is full: wait for work or a reader */
             struct timespec t;
@@ -799,6 +928,8 @@ static void *sched_main(void *arg)
                 pthread_cond_timedwait(&s->cv, &s->mu, &t);
             continue;
         }
+        job_t *jobs[SCHED_MAX_SLOTS_ENC];
+        int32_t nj = encode ? snapshot_slots(s, jobs) : 0;
         pthread_mutex_unlock(&s->mu);
         lf_err_t err = {0};
         if (s->n_dreq > 0) {
@@ -812,9 +943,14 @@ static void *sched_main(void *arg)
         }
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        lf_code_t rc = fwd_decode(s->fwd, s->batch, n, &err);
+        lf_code_t rc = fwd_decode_mm(s->fwd, s->batch, s->has_mm ? s->batch_mm : NULL, n, &err);
         clock_gettime(CLOCK_MONOTONIC, &t1);
+        /* an image encode advances one stage per step, between decode
+         * steps: running streams never wait for a whole image */
+        bool encoded = nj && media_encode(s, jobs, nj);
         pthread_mutex_lock(&s->mu);
+        if (encoded)
+            s->st.image_encode_stages++;
         s->st.steps++;
         bool drafted = false;
         for (int32_t i = 0; i < s->o.n_parallel; i++)
@@ -855,6 +991,26 @@ static void *sched_main(void *arg)
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
+}
+
+/* The sampler's prompt (penalties) without image placeholders. */
+static lf_code_t sampler_add_prompt_text(sampler_t *smp, const int32_t *p, int32_t n, lf_err_t *err)
+{
+    int32_t k = 0;
+    while (k < n && p[k] >= 0)
+        k++;
+    if (k == n)
+        return sampler_add_prompt(smp, p, n, err);
+    int32_t *t = malloc((size_t)n * sizeof *t);
+    if (!t)
+        return lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+    int32_t m = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (p[i] >= 0)
+            t[m++] = p[i];
+    lf_code_t rc = sampler_add_prompt(smp, t, m, err);
+    free(t);
+    return rc;
 }
 
 /* ---- public ---- */
@@ -899,12 +1055,14 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
         s->o.batch_tokens = fwd_max_batch(s->fwd);
     s->slots = calloc((size_t)s->o.n_parallel, sizeof *s->slots);
     s->batch = calloc((size_t)s->o.batch_tokens, sizeof *s->batch);
+    s->batch_mm = calloc((size_t)s->o.batch_tokens, sizeof *s->batch_mm);
+    s->vcache = vis_cache_create(s->o.image_cache_mb > 0 ? s->o.image_cache_mb << 20 : 0);
     s->batch_owner = calloc((size_t)s->o.batch_tokens + (size_t)s->o.n_parallel, sizeof *s->batch_owner);
     s->batch_lpos = calloc((size_t)s->o.batch_tokens + (size_t)s->o.n_parallel, sizeof *s->batch_lpos);
     s->lp_buf = malloc((size_t)vocab_n_tokens(s->vocab) * sizeof *s->lp_buf);
     s->dreq = calloc((size_t)s->o.n_parallel, sizeof *s->dreq);
     s->dreq_row = calloc((size_t)s->o.n_parallel, sizeof *s->dreq_row);
-    if (!s->slots || !s->batch || !s->batch_owner || !s->batch_lpos || !s->lp_buf || !s->dreq || !s->dreq_row) {
+    if (!s->slots || !s->batch || !s->batch_mm || !s->vcache || !s->batch_owner || !s->batch_lpos || !s->lp_buf || !s->dreq || !s->dreq_row) {
         lf_err_set(err, LF_ERR_NOMEM, "out of memory");
         goto fail;
     }
@@ -940,6 +1098,8 @@ fail:
     fwd_free(s->fwd);
     free(s->slots);
     free(s->batch);
+    free(s->batch_mm);
+    vis_cache_free(s->vcache);
     free(s->batch_owner);
     free(s->batch_lpos);
     free(s->lp_buf);
@@ -982,6 +1142,8 @@ void sched_free(sched_t *s)
     fwd_free(s->fwd);
     free(s->slots);
     free(s->batch);
+    free(s->batch_mm);
+    vis_cache_free(s->vcache);
     free(s->batch_owner);
     free(s->batch_lpos);
     free(s->lp_buf);
@@ -1011,6 +1173,14 @@ void sched_stats(sched_t *s, sched_stats_t *out)
             out->seq_tokens += s->slots[i]->n_past;
     fwd_kv_usage_bytes(s->fwd, &out->kv_bytes, &out->kv_used_bytes);
     pthread_mutex_unlock(&s->mu);
+    vis_cache_stats_t vc;
+    vis_cache_stats(s->vcache, &vc);
+    out->image_cache_entries = vc.entries;
+    out->image_cache_bytes = vc.bytes;
+    out->image_cache_max_bytes = vc.max_bytes;
+    out->image_cache_hits = vc.hits;
+    out->image_cache_misses = vc.misses;
+    out->image_cache_evictions = vc.evictions;
 }
 
 lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *prompts,
@@ -1035,9 +1205,17 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
                               s->o.n_ctx, (long long)n_prompts[i] + params[i].max_tokens, n_prompts[i],
                               params[i].max_tokens);
         for (size_t k = 0; k < n_prompts[i]; k++)
-            if (prompts[i][k] < 0 || prompts[i][k] >= n_vocab)
+            if ((prompts[i][k] < 0 && !params[i].media) || prompts[i][k] >= n_vocab)
                 return lf_err_set(err, LF_ERR_INVALID, "token id %d is out of vocabulary (0..%d)",
                                   prompts[i][k], n_vocab - 1);
+        if (params[i].media) {
+            const vis_prompt_t *vp = sched_media_prompt(params[i].media);
+            if ((size_t)vp->n != n_prompts[i] || memcmp(vp->tokens, prompts[i], n_prompts[i] * sizeof(int32_t)))
+                return lf_err_set(err, LF_ERR_INTERNAL, "the prompt is not its image layout's");
+            if (sched_media_max_bidir(params[i].media) > s->o.batch_tokens)
+                return lf_err_set(err, LF_ERR_INVALID, "an image of %d tokens does not fit a batch of %d "
+                                  "(--batch-tokens)", sched_media_max_bidir(params[i].media), s->o.batch_tokens);
+        }
         if (params[i].spec.n_prediction < 0 || (params[i].spec.n_prediction > 0 && !params[i].spec.prediction))
             return lf_err_set(err, LF_ERR_INVALID, "bad prediction");
         for (int32_t k = 0; k < params[i].spec.n_prediction; k++)
@@ -1133,7 +1311,7 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
         if (jobs[i] && jobs[i]->prompt && (!nst || jobs[i]->stop_ids) && spec_ok &&
             (!params[i].prompt_logprobs || jobs[i]->plp) && (!params[i].grammar || (jobs[i]->gm && jobs[i]->mask))) {
             jobs[i]->smp = sampler_create(&sp, n_vocab, params[i].entropy, err);
-            rc = jobs[i]->smp ? sampler_add_prompt(jobs[i]->smp, prompts[i], (int32_t)n_prompts[i], err)
+            rc = jobs[i]->smp ? sampler_add_prompt_text(jobs[i]->smp, prompts[i], (int32_t)n_prompts[i], err)
                               : (err ? err->code : LF_ERR_INVALID);
         } else {
             lf_err_set(err, LF_ERR_NOMEM, "out of memory");
@@ -1163,6 +1341,10 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
                 jobs[i]->follower = true;
         jobs[i]->index = i;
         jobs[i]->ch = ch;
+        if (params[i].media) {
+            sched_media_retain(params[i].media);
+            jobs[i]->media = params[i].media;
+        }
         jobs[i]->state = JOB_WAITING;
         jobs[i]->slot = -1;
     }

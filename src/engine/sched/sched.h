@@ -68,6 +68,7 @@ typedef struct {
     int32_t chan_cap;     /* events a channel holds (<= 0: 64) */
     int64_t kv_mb;        /* KV cache budget in MiB (<= 0: n_parallel x n_ctx
                              positions); at least one full context */
+    int64_t image_cache_mb; /* encoded-image cache (vis_cache.h) in MiB (<= 0: none) */
     /* ---- speculative decoding (issue 27, spec.h) ---- */
     bool spec_ngram;      /* every job also drafts from n-grams */
     int32_t spec_k_max;   /* most drafts per step and sequence (<= 0: SPEC_K_MAX) */
@@ -116,6 +117,13 @@ typedef struct {
                                  at once. Masks are computed by the
                                  scheduler's mask thread while the forward
                                  pass runs. */
+    /* ---- images (issue 29) ---- */
+    struct sched_media *media; /* NULL, or the prompt's images (sched_media.h):
+                                  the prompt is its layout's tokens (negative
+                                  ids at image rows); submit takes a reference.
+                                  The scheduler encodes what the image cache
+                                  lacks, one encoder stage per step, before
+                                  the prefill reaches it. */
     /* ---- speculative decoding (issue 27) ---- */
     spec_params_t spec;       /* draft sources of this job (prediction
                                  tokens copied by submit; ngram also when
@@ -190,6 +198,11 @@ typedef struct {
     uint64_t gen_tokens;      /* total tokens generated */
     uint64_t steps;           /* engine steps run */
     uint64_t preemptions;     /* running jobs preempted for KV memory */
+    /* images (issue 29) */
+    uint64_t image_encode_stages; /* encoder stages run (patches, layers, projector) */
+    uint64_t images_encoded;      /* pixel arrays encoded */
+    uint64_t image_cache_entries, image_cache_bytes, image_cache_max_bytes;
+    uint64_t image_cache_hits, image_cache_misses, image_cache_evictions;
     uint64_t spec_drafted[SPEC_SRC_COUNT];  /* draft tokens verified, per source */
     uint64_t spec_accepted[SPEC_SRC_COUNT]; /* of which kept */
     uint64_t spec_verifications; /* steps of a sequence that verified drafts */

@@ -504,6 +504,7 @@ void gen_run(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t *
             params[j].n_stop_token_ids = gram ? 0 : sp->n_stop_token_ids;
             params[j].grammar = gram;
             params[j].grammar_engine = gram ? s->grammar : NULL;
+            params[j].media = gen->media;
             params[j].logprobs = sp->logprobs;
             params[j].top_logprobs = sp->top_logprobs;
             /* chat: prompt_logprobs once (root); completions: per choice */
@@ -640,7 +641,8 @@ void api_chat(srv_t *s, http_req_t *r)
     }
     if (s->cfg.log_prompts)
         fprintf(stderr, "req %s prompt: %s\n", r->id, prompt);
-    if (tokenize_text(s, r, prompt, true, &ids, &n_ids) < 0)
+    if (q.n_images ? api_chat_media(s, r, &q, prompt, &ids, &n_ids) < 0
+                   : tokenize_text(s, r, prompt, true, &ids, &n_ids) < 0)
         goto out;
     chat_out_cfg_t oc;
     bool parse = false;
@@ -653,6 +655,7 @@ out:
     grammar_release(g);
     free(ids);
     free(prompt);
+    sched_media_release(q.gen.media);
     req_chat_free(&q);
 }
 

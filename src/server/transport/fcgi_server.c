@@ -303,16 +303,30 @@ int srv_run(srv_config_t *cfg)
         int32_t train = model_hparams(s.model)->n_ctx_train;
         cfg->ctx_size = train > 0 && train < 4096 ? train : 4096;
     }
+    if (cfg->media.mmproj_path && *cfg->media.mmproj_path) {
+        /* image input: the projector, checked against the text model */
+        srv_media_cfg_defaults(&cfg->media);
+        if (!(s.media = srv_media_open(&cfg->media, s.model, cfg->model_path, &err))) {
+            fprintf(stderr, "llm-fcgi: cannot load the vision projector: %s\n", err.msg);
+            model_free(s.model);
+            return 1;
+        }
+        char desc[400];
+        vis_model_describe(srv_media_vision(s.media), desc, sizeof desc);
+        fprintf(stderr, "llm-fcgi: image input from %s: %s\n", cfg->media.mmproj_path, desc);
+    }
     sched_opts_t so = {.n_parallel = cfg->parallel, .n_ctx = cfg->ctx_size, .max_queue = cfg->max_queue,
                        .batch_tokens = cfg->batch_tokens, .n_threads = cfg->threads,
                        .kv_mb = cfg->kv_cache_mb,
                        .spec_ngram = cfg->spec && !strcmp(cfg->spec, "ngram"),
                        .spec_off = cfg->spec && !strcmp(cfg->spec, "none"),
                        .spec_k_max = cfg->spec_draft_max, .spec_row_cost = cfg->spec_row_cost,
-                       .draft_model = s.draft_model};
+                       .draft_model = s.draft_model,
+                       .image_cache_mb = s.media ? cfg->media.image_cache_mb : 0};
     s.sched = sched_create(s.model, &so, &err);
     if (!s.sched) {
         fprintf(stderr, "llm-fcgi: cannot start the engine: %s\n", err.msg);
+        srv_media_close(s.media);
         model_free(s.model);
         model_free(s.draft_model);
         return 1;
@@ -323,6 +337,7 @@ int srv_run(srv_config_t *cfg)
     if (!s.grammar) {
         fprintf(stderr, "llm-fcgi: cannot start the grammar engine: %s\n", err.msg);
         sched_free(s.sched);
+        srv_media_close(s.media);
         model_free(s.model);
         model_free(s.draft_model);
         return 1;
@@ -338,6 +353,7 @@ int srv_run(srv_config_t *cfg)
     chat_tmpl_renderer_t *tmpl = NULL;
     if (srv_chat_setup(&s, cfg, &tmpl) < 0) {
         sched_free(s.sched);
+        srv_media_close(s.media);
         grammar_engine_free(s.grammar);
         metrics_destroy(&s.metrics);
         model_free(s.model);
@@ -452,6 +468,7 @@ out:
     grammar_engine_free(s.grammar);
     metrics_destroy(&s.metrics);
     chat_tmpl_renderer_free(tmpl);
+    srv_media_close(s.media);
     model_free(s.model);
     model_free(s.draft_model);
     return status;

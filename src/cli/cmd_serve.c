@@ -74,9 +74,17 @@ static const char usage[] =
     "                             deepseek_v31, kimi_k2, glm45, granite, pythonic, minimax_m2,\n"
     "                             seed_oss, phi4_mini_json or none (default: detected from the\n"
     "                             template) [LLM_TOOL_CALL_PARSER]\n"
+    "Stored responses (POST /v1/responses with store, previous_response_id, GET/DELETE):\n"
+    "      --store PATH|URL       a file: SQLite (WAL); postgresql://USER@HOST/DB: PostgreSQL, for\n"
+    "                             several backends sharing conversations; none: keep nothing\n"
+    "                             (default: responses.db in $STATE_DIRECTORY, else\n"
+    "                             ~/.local/state/llm-fcgi) [LLM_STORE]\n"
+    "      --store-ttl T          keep stored responses T (seconds, or with s/m/h/d; default 30d)\n"
+    "                             [LLM_STORE_TTL]\n"
     "  -h, --help                 this help\n"
     "\n"
-    "Endpoints: POST /v1/chat/completions, /v1/completions, /invocations, /tokenize, /detokenize;\n"
+    "Endpoints: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages,\n"
+    "/v1/messages/count_tokens, /invocations, /tokenize, /detokenize; GET/DELETE /v1/responses/ID;\n"
     "GET /v1/models[/ID], /metrics; GET /health, /ping (never need a key).\n"
     "Exit status: 0 after a clean stop, 1 if the model or socket fails, 2 on a usage error.\n";
 
@@ -203,7 +211,21 @@ static int serve_resolve_model(srv_config_t *c, char *buf, size_t cap)
 
 enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, O_HTTP, O_QUEUE, O_BODY,
        O_BATCH, O_DRAIN, O_PING, O_LOGP, O_TEMP, O_TOPP, O_TOPK, O_MINP, O_REP, O_MAXN, O_MINDIE, O_LMIFIN, O_KVMB,
-       O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE, O_IOTIME };
+       O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE, O_IOTIME, O_STORE, O_STORE_TTL };
+
+/* A duration: seconds, or a number with s, m, h or d; -1 when bad. */
+static int64_t parse_duration(const char *s)
+{
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || v < 1)
+        return -1;
+    long long mul = !*end ? 1 : !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600
+                  : !strcmp(end, "d") ? 86400 : -1;
+    if (mul < 0 || v > (1LL << 40) / mul)
+        return -1;
+    return (int64_t)(v * mul);
+}
 
 /* A float in [lo, hi]; -1 when bad. */
 static int parse_float(const char *s, double lo, double hi, float *out)
@@ -253,6 +275,12 @@ int cmd_serve(int argc, char **argv)
     c.tool_call_parser = getenv("LLM_TOOL_CALL_PARSER");
     c.reasoning_start = getenv("LLM_REASONING_START");
     c.reasoning_end = getenv("LLM_REASONING_END");
+    if ((e = getenv("LLM_STORE")) && *e)
+        c.store = e;
+    if ((e = getenv("LLM_STORE_TTL")) && *e && (c.store_ttl = parse_duration(e)) < 0) {
+        fprintf(stderr, "llm-fcgi serve: bad LLM_STORE_TTL=%s\n", e);
+        return 2;
+    }
 
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},       {"socket", required_argument, 0, O_SOCKET},
@@ -273,6 +301,7 @@ int cmd_serve(int argc, char **argv)
         {"reasoning-start", required_argument, 0, O_RSTART}, {"reasoning-end", required_argument, 0, O_REND},
         {"grammar-cache-mb", required_argument, 0, O_GCACHE},
         {"io-timeout", required_argument, 0, O_IOTIME},
+        {"store", required_argument, 0, O_STORE}, {"store-ttl", required_argument, 0, O_STORE_TTL},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     int o;
     optind = 1;
@@ -319,6 +348,8 @@ int cmd_serve(int argc, char **argv)
         case O_RSTART: c.reasoning_start = optarg; break;
         case O_REND: c.reasoning_end = optarg; break;
         case O_GCACHE: bad = parse_int(optarg, 1, &c.grammar_cache_mb); break;
+        case O_STORE: c.store = optarg; break;
+        case O_STORE_TTL: bad = (c.store_ttl = parse_duration(optarg)) < 0; break;
         case 'h': fputs(usage, stdout); rc = 0; goto out;
         default: fputs(usage, stderr); goto out;
         }

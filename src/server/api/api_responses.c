@@ -55,7 +55,8 @@ static int load(srv_t *s, http_req_t *r, const char *id, const char *owner, cons
         return -1;
     }
     *resp = json_tokener_parse(rec->response);
-    *items = items ? json_tokener_parse(rec->items) : NULL;
+    if (items)
+        *items = json_tokener_parse(rec->items);
     if (!*resp || !json_object_is_type(*resp, json_type_object) ||
         (items && (!*items || !json_object_is_type(*items, json_type_array)))) {
         json_object_put(*resp);

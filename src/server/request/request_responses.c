@@ -722,7 +722,7 @@ int req_responses_chat(const req_responses_t *q, json_object *items, const req_l
     if (tools && json_object_array_length(tools))
         json_object_object_add(c, "tools", chat_tools(tools));
     json_object *tc = get(o, "tool_choice");
-    if (is_str(tc) && (!tools || !json_object_array_length(tools)) && strcmp(json_object_get_string(tc), "none"))
+    if (is_str(tc) && (!tools || !json_object_array_length(tools)) && !strcmp(json_object_get_string(tc), "auto"))
         ; /* "auto" without tools: nothing to choose from (OpenAI accepts it) */
     else if (is_str(tc))
         json_object_object_add(c, "tool_choice", json_object_get(tc));
@@ -751,7 +751,8 @@ int req_responses_chat(const req_responses_t *q, json_object *items, const req_l
     pass(c, get(o, "reasoning"), "effort", "reasoning_effort");
     /* the vLLM-style extras the chat endpoint takes */
     static const char *const extras[] = {"seed", "top_k", "min_p", "repetition_penalty", "frequency_penalty",
-                                         "presence_penalty", "stop", "chat_template_kwargs"};
+                                         "presence_penalty", "stop", "chat_template_kwargs", "ignore_eos",
+                                         "min_tokens"};
     for (size_t i = 0; i < sizeof extras / sizeof extras[0]; i++)
         pass(c, o, extras[i], NULL);
     if (req_chat_from_json(c, lim, out, e) < 0) {

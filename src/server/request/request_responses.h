@@ -33,7 +33,8 @@
  * reasoning.effort as reasoning_effort; max_output_tokens as
  * max_completion_tokens. The vLLM-style extras chat accepts (seed, top_k,
  * min_p, repetition_penalty, frequency_penalty, presence_penalty, stop,
- * chat_template_kwargs) pass through with the chat parser's checks.
+ * chat_template_kwargs, ignore_eos, min_tokens) pass through with the chat
+ * parser's checks.
  *
  * Ownership: req_responses_free releases everything parse allocated (a
  * zeroed struct is fine); string fields point into `raw`.

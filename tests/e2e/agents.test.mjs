@@ -16,6 +16,7 @@
 // PHASE=chain    a conversation of several turns (two backends behind one
 //                nginx take turns; store_pg.sh checks both served)
 // PHASE=scoping  key scoping only (KEY_A created, KEY_B must not see)
+// PHASE=ids      the responses of the last chain are readable and continue
 // Environment: BASE, KEY_A, KEY_B, MODEL, STATE, PREFIX. Prints TAP lines.
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
@@ -419,7 +420,20 @@ if (PHASE === 'main') {
 } else if (PHASE === 'chain') {
   await chain(state);
 } else if (PHASE === 'scoping') {
-  await scoping(state.plain);
+  await scoping(state.plain || state.ids[0]);
+} else if (PHASE === 'ids') {
+  // every stored response readable, several times (on every backend)
+  await check('ids: the stored conversation from every backend', async () => {
+    let good = 0;
+    for (let k = 0; k < 3; k++)
+      for (const id of state.ids) {
+        const r = await oa.responses.retrieve(id);
+        if (r.id === id && r.status === 'completed') good++;
+      }
+    ok(good === 3 * state.ids.length, `ids: ${good} of ${3 * state.ids.length} reads`);
+    const r = await oa.responses.create({ ...base, previous_response_id: state.ids.at(-1), input: 'Hello there.' });
+    ok(r.status === 'completed', 'ids: and the conversation continues', r);
+  });
 } else if (PHASE === 'killed') {
   // one more completed response, then the caller kills the server (-9)
   await check('kill -9: a response to keep', async () => {

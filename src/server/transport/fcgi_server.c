@@ -340,7 +340,10 @@ int srv_run(srv_config_t *cfg)
     if (where && strcmp(where, "none")) {
         store_describe(where, store_desc, sizeof store_desc);
         s.store = store_open(where, ttl, &err);
-        if (!s.store) {
+        if (!s.store && !cfg->store) { /* the default place: not worth failing the start */
+            fprintf(stderr, "llm-fcgi: WARNING: no response store: cannot open %s: %s (give --store)\n",
+                    store_desc, err.msg);
+        } else if (!s.store) {
             fprintf(stderr, "llm-fcgi: cannot open the response store %s: %s\n", store_desc, err.msg);
             sched_free(s.sched);
             grammar_engine_free(s.grammar);
@@ -349,8 +352,9 @@ int srv_run(srv_config_t *cfg)
             model_free(s.model);
             return 1;
         }
-        fprintf(stderr, "llm-fcgi: responses stored in %s (%s, kept %lld s)\n", store_desc, store_kind(s.store),
-                (long long)ttl);
+        if (s.store)
+            fprintf(stderr, "llm-fcgi: responses stored in %s (%s, kept %lld s)\n", store_desc, store_kind(s.store),
+                    (long long)ttl);
     } else {
         fprintf(stderr, "llm-fcgi: no response store%s: /v1/responses keeps nothing\n",
                 where ? " (--store none)" : " (no state directory)");

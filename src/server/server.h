@@ -157,9 +157,11 @@ void api_responses_delete(srv_t *s, http_req_t *r);    /* DELETE /v1/responses/{
 void api_responses_cancel(srv_t *s, http_req_t *r);    /* POST /v1/responses/{id}/cancel */
 /* Background responses (api_responses_bg.c): init sets up s->bg before
  * serving; drain, at shutdown, waits for them up to deadline (unix s), then
- * stops what still runs (stored failed) and frees s->bg. */
+ * stops what still runs (stored failed); free, once no acceptor runs,
+ * stops and joins what is left and frees s->bg. */
 void api_responses_init(srv_t *s);
 void api_responses_drain(srv_t *s, int64_t deadline);
+void api_responses_free(srv_t *s);
 /* Anthropic Messages (api_messages.c) */
 void api_messages(srv_t *s, http_req_t *r);            /* POST /v1/messages */
 void api_messages_count(srv_t *s, http_req_t *r);      /* POST /v1/messages/count_tokens */

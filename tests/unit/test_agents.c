@@ -21,6 +21,7 @@
 #include "server/request/request_messages.h"
 #include "server/request/request_responses.h"
 #include "tap.h"
+#include "unit/mutate.h"
 
 /* The value at a dotted path ("messages.1.tool_calls.0.id"), or NULL. */
 static json_object *at(json_object *o, const char *path)
@@ -370,20 +371,7 @@ static void fuzz(void)
         const char *src = seeds[round % 6];
         size_t len = strlen(src);
         memcpy(buf, src, len + 1);
-        for (int k = 0; k < 1 + round % 4; k++) {
-            rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-            size_t pos = (size_t)(rng >> 33) % len;
-            int op = (int)((rng >> 20) % 3);
-            if (op == 0)
-                buf[pos] = (char)(rng >> 40);
-            else if (op == 1 && len > 1) {
-                memmove(buf + pos, buf + pos + 1, len - pos);
-                len--;
-            } else if (len + 1 < sizeof buf) {
-                memmove(buf + pos + 1, buf + pos, len - pos + 1);
-                len++;
-            }
-        }
+        mutate(buf, &len, sizeof buf, &rng, 1 + round % 4);
         req_err_t e = {0};
         req_responses_t q;
         if (req_responses_parse(buf, len, "f", &q, &e) == 0) {

@@ -1,5 +1,6 @@
 /* api_blocks.c - output blocks of a parsed choice (see api_blocks.h). */
 #include "server/api/api_blocks.h"
+#include "server/api/api_gen.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -160,4 +161,33 @@ void blk_free(blk_list_t *l)
     free(l->v);
     free(l->pend);
     memset(l, 0, sizeof *l);
+}
+
+/* ------------------------------------------ the formats' runner hooks */
+
+blk_run_t *blk_run_of(run_t *g)
+{
+    blk_run_t *b = g->fmt_ctx;
+    b->run = g;
+    if (!b->blk.sink)
+        blk_init(&b->blk, b->sink, b);
+    return b;
+}
+
+void blk_fmt_on_text(run_t *g, size_t idx, const char *p, size_t n)
+{
+    (void)idx;
+    blk_text(&blk_run_of(g)->blk, p, n);
+}
+
+void blk_fmt_on_chat(run_t *g, size_t idx, const chat_out_ev_t *ev)
+{
+    (void)idx;
+    blk_chat(&blk_run_of(g)->blk, ev);
+}
+
+void blk_fmt_on_end(run_t *g, size_t idx)
+{
+    (void)idx;
+    blk_finish(&blk_run_of(g)->blk);
 }

@@ -19,6 +19,7 @@
 #include "engine/sample/stopstr.h"
 #include "engine/vocab/vocab.h"
 #include "grammar/grammar.h"
+#include "server/api/api_blocks.h"
 #include "server/api/api_logprobs.h"
 #include "server/chat/chat_output.h"
 #include "server/request/request.h"
@@ -109,6 +110,20 @@ typedef struct gen_fmt {
     /* Not streaming: the reply, once every choice ended. */
     void (*reply)(run_t *g);
 } gen_fmt_t;
+
+/* An output format whose output is blocks (api_blocks.h: the Responses
+ * and Anthropic Messages formats): its fmt_ctx starts with a blk_run_t and
+ * these are its on_text, on_chat and on_end hooks (api_blocks.c). The list
+ * is set up on first use, with `sink` and the blk_run_t as its context. */
+typedef struct {
+    run_t *run;               /* the run (set by every hook) */
+    const blk_sink_t *sink;   /* the format's: set before the run */
+    blk_list_t blk;
+} blk_run_t;
+blk_run_t *blk_run_of(run_t *g);
+void blk_fmt_on_text(run_t *g, size_t idx, const char *p, size_t n);
+void blk_fmt_on_chat(run_t *g, size_t idx, const chat_out_ev_t *ev);
+void blk_fmt_on_end(run_t *g, size_t idx);
 
 /* api_gen.c */
 double now_s(void);

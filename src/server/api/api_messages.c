@@ -72,8 +72,7 @@ char *anthropic_error_json(int status, const char *message, const char *param, c
 /* ------------------------------------------------------------- blocks */
 
 typedef struct {
-    run_t *run;
-    blk_list_t blk;
+    blk_run_t br;        /* first: the blocks of the run (api_gen.h) */
     char id[64];
 } msg_run_t;
 
@@ -151,7 +150,7 @@ static json_object *indexed(size_t i)
 
 static void blk_open(void *ctx, size_t i, const blk_t *b)
 {
-    run_t *g = ((msg_run_t *)ctx)->run;
+    run_t *g = ((msg_run_t *)ctx)->br.run;
     if (!g->gen->stream)
         return;
     json_object *ev = indexed(i);
@@ -161,7 +160,7 @@ static void blk_open(void *ctx, size_t i, const blk_t *b)
 
 static void blk_delta(void *ctx, size_t i, const blk_t *b, const char *p, size_t n)
 {
-    run_t *g = ((msg_run_t *)ctx)->run;
+    run_t *g = ((msg_run_t *)ctx)->br.run;
     if (!g->gen->stream)
         return;
     json_object *ev = indexed(i), *d = json_object_new_object();
@@ -176,7 +175,7 @@ static void blk_delta(void *ctx, size_t i, const blk_t *b, const char *p, size_t
 
 static void blk_close(void *ctx, size_t i, const blk_t *b)
 {
-    run_t *g = ((msg_run_t *)ctx)->run;
+    run_t *g = ((msg_run_t *)ctx)->br.run;
     if (!g->gen->stream)
         return;
     if (b->kind == BLK_REASONING) {
@@ -195,11 +194,7 @@ static const blk_sink_t msg_sink = {blk_open, blk_delta, blk_close};
 
 static msg_run_t *run_of(run_t *g)
 {
-    msg_run_t *m = g->fmt_ctx;
-    m->run = g;
-    if (!m->blk.sink)
-        blk_init(&m->blk, &msg_sink, m);
-    return m;
+    return (msg_run_t *)blk_run_of(g);
 }
 
 /* ---------------------------------------------------------------- hooks */
@@ -242,8 +237,8 @@ static json_object *message_json(run_t *g, msg_run_t *m, bool started)
     json_object_object_add(o, "type", json_object_new_string("message"));
     json_object_object_add(o, "role", json_object_new_string("assistant"));
     json_object_object_add(o, "model", json_object_new_string(g->model));
-    for (size_t i = 0; !started && i < m->blk.n; i++)
-        json_object_array_add(content, block_json(&m->blk.v[i], true));
+    for (size_t i = 0; !started && i < m->br.blk.n; i++)
+        json_object_array_add(content, block_json(&m->br.blk.v[i], true));
     json_object_object_add(o, "content", content);
     json_object_object_add(o, "stop_reason", started ? NULL : json_object_new_string(stop_reason(c)));
     json_object_object_add(o, "stop_sequence", started ? NULL : stop_sequence(c));
@@ -295,24 +290,6 @@ static void fmt_stream_done(run_t *g)
     emit(g, "message_stop", NULL);
 }
 
-static void fmt_on_text(run_t *g, size_t idx, const char *p, size_t n)
-{
-    (void)idx;
-    blk_text(&run_of(g)->blk, p, n);
-}
-
-static void fmt_on_chat(run_t *g, size_t idx, const chat_out_ev_t *ev)
-{
-    (void)idx;
-    blk_chat(&run_of(g)->blk, ev);
-}
-
-static void fmt_on_end(run_t *g, size_t idx)
-{
-    (void)idx;
-    blk_finish(&run_of(g)->blk);
-}
-
 static void fmt_reply(run_t *g)
 {
     json_object *o = message_json(g, run_of(g), false);
@@ -326,9 +303,9 @@ static const gen_fmt_t msg_fmt = {
     .stream_ping = fmt_stream_ping,
     .stream_error = fmt_stream_error,
     .stream_done = fmt_stream_done,
-    .on_text = fmt_on_text,
-    .on_chat = fmt_on_chat,
-    .on_end = fmt_on_end,
+    .on_text = blk_fmt_on_text,
+    .on_chat = blk_fmt_on_chat,
+    .on_end = blk_fmt_on_end,
     .reply = fmt_reply,
 };
 
@@ -343,10 +320,10 @@ void api_messages(srv_t *s, http_req_t *r)
         srv_reply_req_err(r, &e);
         return;
     }
-    msg_run_t m = {0};
+    msg_run_t m = {.br.sink = &msg_sink};
     snprintf(m.id, sizeof m.id, "msg_%s", r->id);
     api_chat_generate(s, r, &q.chat, &msg_fmt, &m);
-    blk_free(&m.blk);
+    blk_free(&m.br.blk);
     req_messages_free(&q);
 }
 

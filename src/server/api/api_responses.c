@@ -24,7 +24,7 @@ void resp_job_free(resp_job_t *j)
     req_responses_free(&j->q);
     json_object_put(j->items);
     json_object_put(j->final);
-    blk_free(&j->blk);
+    blk_free(&j->br.blk);
     free(j);
 }
 
@@ -135,6 +135,7 @@ void api_responses_create(srv_t *s, http_req_t *r)
         return;
     }
     j->s = s;
+    j->br.sink = &resp_sink;
     j->created_at = (int64_t)time(NULL);
     snprintf(j->id, sizeof j->id, "resp_%s", r->id);
     snprintf(j->base, sizeof j->base, "%s", r->id);

@@ -28,6 +28,7 @@
 #include "server/server.h"
 
 typedef struct resp_job {
+    blk_run_t br;             /* first: the blocks of the run (api_gen.h) */
     srv_t *s;
     req_responses_t q;
     chat_req_t chat;          /* the translated request */
@@ -38,8 +39,6 @@ typedef struct resp_job {
     int64_t created_at;
     bool store;               /* store the response (request's store and a store configured) */
     /* run state (api_responses_out.c) */
-    run_t *run;               /* the generation run (set by its hooks) */
-    blk_list_t blk;
     int64_t seq;              /* next sequence_number */
     json_object *final;       /* the finished response object */
     /* background (api_responses_bg.c) */
@@ -47,8 +46,10 @@ typedef struct resp_job {
     double last_beat;         /* last heartbeat / cancel poll (monotonic s) */
 } resp_job_t;
 
-/* The Responses output format (api_responses_out.c); fmt_ctx: the job. */
+/* The Responses output format (api_responses_out.c); fmt_ctx: the job,
+ * whose br.sink is resp_sink. */
 extern const gen_fmt_t resp_fmt;
+extern const blk_sink_t resp_sink;
 
 /* The response object of job: status, output and usage (taken; NULL:
  * [] / null), error (taken; NULL: null), incomplete reason (NULL: none). */

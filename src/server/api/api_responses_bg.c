@@ -103,8 +103,8 @@ static void save_as(bg_job_t *b, const char *status, json_object *error)
 {
     resp_job_t *j = b->j;
     json_object *out = json_object_new_array();
-    for (size_t i = 0; i < j->blk.n; i++) {
-        const blk_t *k = &j->blk.v[i];
+    for (size_t i = 0; i < j->br.blk.n; i++) {
+        const blk_t *k = &j->br.blk.v[i];
         json_object *it = json_object_new_object();
         /* the items as far as they got (api_responses_out.c writes the
          * finished ones); ids as there */
@@ -285,11 +285,10 @@ void api_responses_init(srv_t *s)
     s->bg = g;
 }
 
-void api_responses_drain(srv_t *s, int64_t deadline)
+/* Waits until no background response runs; from deadline (unix s) on,
+ * the running ones are told to stop. */
+static void wait_idle(struct bg_registry *g, int64_t deadline)
 {
-    struct bg_registry *g = s->bg;
-    if (!g)
-        return;
     for (;;) {
         pthread_mutex_lock(&g->mu);
         reap(g);
@@ -299,10 +298,24 @@ void api_responses_drain(srv_t *s, int64_t deadline)
                 atomic_store(&b->shutdown, true);
         pthread_mutex_unlock(&g->mu);
         if (idle)
-            break;
+            return;
         struct timespec ts = {0, 50 * 1000000L};
         nanosleep(&ts, NULL);
     }
+}
+
+void api_responses_drain(srv_t *s, int64_t deadline)
+{
+    if (s->bg)
+        wait_idle(s->bg, deadline);
+}
+
+void api_responses_free(srv_t *s)
+{
+    struct bg_registry *g = s->bg;
+    if (!g)
+        return;
+    wait_idle(g, 0);
     pthread_mutex_destroy(&g->mu);
     free(g);
     s->bg = NULL;

@@ -208,7 +208,7 @@ static json_object *where(const resp_job_t *j, const blk_t *b, size_t i, bool co
 static void blk_open(void *ctx, size_t i, const blk_t *b)
 {
     resp_job_t *j = ctx;
-    run_t *g = j->run;
+    run_t *g = j->br.run;
     if (!g->gen->stream)
         return;
     json_object *ev = json_object_new_object();
@@ -225,7 +225,7 @@ static void blk_open(void *ctx, size_t i, const blk_t *b)
 static void blk_delta(void *ctx, size_t i, const blk_t *b, const char *p, size_t n)
 {
     resp_job_t *j = ctx;
-    run_t *g = j->run;
+    run_t *g = j->br.run;
     if (!g->gen->stream)
         return;
     json_object *ev = where(j, b, i, b->kind != BLK_TOOL);
@@ -242,13 +242,13 @@ static void blk_delta(void *ctx, size_t i, const blk_t *b, const char *p, size_t
  * token limit is incomplete. */
 static const char *item_status(const run_t *g, const resp_job_t *j, size_t i)
 {
-    return g->ch[0].finish == SCHED_FINISH_LENGTH && i + 1 == j->blk.n ? "incomplete" : "completed";
+    return g->ch[0].finish == SCHED_FINISH_LENGTH && i + 1 == j->br.blk.n ? "incomplete" : "completed";
 }
 
 static void blk_close(void *ctx, size_t i, const blk_t *b)
 {
     resp_job_t *j = ctx;
-    run_t *g = j->run;
+    run_t *g = j->br.run;
     if (!g->gen->stream)
         return;
     json_object *ev = where(j, b, i, b->kind != BLK_TOOL);
@@ -271,17 +271,12 @@ static void blk_close(void *ctx, size_t i, const blk_t *b)
     emit(g, j, "response.output_item.done", ev);
 }
 
-static const blk_sink_t resp_sink = {blk_open, blk_delta, blk_close};
+const blk_sink_t resp_sink = {blk_open, blk_delta, blk_close};
 
-/* The job of a run, its blocks set up on first use (the blocks' sink
- * reaches the run through the job). */
+/* The job of a run (its blocks set up on first use). */
 static resp_job_t *job_of(run_t *g)
 {
-    resp_job_t *j = g->fmt_ctx;
-    j->run = g;
-    if (!j->blk.sink)
-        blk_init(&j->blk, &resp_sink, j);
-    return j;
+    return (resp_job_t *)blk_run_of(g);
 }
 
 /* ------------------------------------------------------------- hooks */
@@ -312,8 +307,8 @@ static json_object *finish(run_t *g, resp_job_t *j)
     job_of(g);
     const choice_t *c = &g->ch[0];
     json_object *out = json_object_new_array();
-    for (size_t i = 0; i < j->blk.n; i++)
-        json_object_array_add(out, item_json(j, &j->blk.v[i], i, item_status(g, j, i), true));
+    for (size_t i = 0; i < j->br.blk.n; i++)
+        json_object_array_add(out, item_json(j, &j->br.blk.v[i], i, item_status(g, j, i), true));
     const char *status = "completed", *inc = NULL;
     json_object *err = NULL;
     if (c->finish == SCHED_FINISH_LENGTH) {
@@ -361,15 +356,25 @@ static void fmt_stream_error(run_t *g, int status, const char *msg)
     emit(g, j, "error", ev);
 }
 
-static void fmt_stream_done(run_t *g)
+/* The finished response, stored; NULL after logging why it could not be
+ * stored (msg: the client's message). */
+static json_object *finish_saved(run_t *g, char *msg, size_t cap)
 {
-    resp_job_t *j = g->fmt_ctx;
+    resp_job_t *j = job_of(g);
     json_object *resp = finish(g, j);
     lf_err_t e;
-    if (resp_save(j, resp, &e) != LF_OK) {
-        fprintf(stderr, "req %s: store: %s\n", g->r->id, e.msg);
-        char msg[600];
-        snprintf(msg, sizeof msg, "the response was generated but could not be stored: %s", e.msg);
+    if (resp_save(j, resp, &e) == LF_OK)
+        return resp;
+    fprintf(stderr, "req %s: store: %s\n", g->r->id, e.msg);
+    snprintf(msg, cap, "the response was generated but could not be stored: %s", e.msg);
+    return NULL;
+}
+
+static void fmt_stream_done(run_t *g)
+{
+    char msg[600];
+    json_object *resp = finish_saved(g, msg, sizeof msg);
+    if (!resp) {
         fmt_stream_error(g, 500, msg);
         return;
     }
@@ -378,40 +383,17 @@ static void fmt_stream_done(run_t *g)
     snprintf(type, sizeof type, "response.%s", !strcmp(st, "cancelled") ? "failed" : st);
     json_object *ev = json_object_new_object();
     json_object_object_add(ev, "response", json_object_get(resp));
-    emit(g, j, type, ev);
-}
-
-static void fmt_on_text(run_t *g, size_t idx, const char *p, size_t n)
-{
-    (void)idx;
-    blk_text(&job_of(g)->blk, p, n);
-}
-
-static void fmt_on_chat(run_t *g, size_t idx, const chat_out_ev_t *ev)
-{
-    (void)idx;
-    blk_chat(&job_of(g)->blk, ev);
-}
-
-static void fmt_on_end(run_t *g, size_t idx)
-{
-    (void)idx;
-    blk_finish(&job_of(g)->blk);
+    emit(g, job_of(g), type, ev);
 }
 
 static void fmt_reply(run_t *g)
 {
-    resp_job_t *j = g->fmt_ctx;
-    json_object *resp = finish(g, j);
-    lf_err_t e;
-    if (resp_save(j, resp, &e) != LF_OK) {
-        fprintf(stderr, "req %s: store: %s\n", g->r->id, e.msg);
-        char msg[600];
-        snprintf(msg, sizeof msg, "the response was generated but could not be stored: %s", e.msg);
+    char msg[600];
+    json_object *resp = finish_saved(g, msg, sizeof msg);
+    if (!resp)
         http_reply_error(g->r, 500, msg, NULL, "store_error", NULL);
-        return;
-    }
-    http_reply_json(g->r, 200, resp_json(resp), NULL);
+    else
+        http_reply_json(g->r, 200, resp_json(resp), NULL);
 }
 
 const gen_fmt_t resp_fmt = {
@@ -420,8 +402,8 @@ const gen_fmt_t resp_fmt = {
     .stream_ping = fmt_stream_ping,
     .stream_error = fmt_stream_error,
     .stream_done = fmt_stream_done,
-    .on_text = fmt_on_text,
-    .on_chat = fmt_on_chat,
-    .on_end = fmt_on_end,
+    .on_text = blk_fmt_on_text,
+    .on_chat = blk_fmt_on_chat,
+    .on_end = blk_fmt_on_end,
     .reply = fmt_reply,
 };

@@ -13,24 +13,12 @@
 #define fail(e, param, ...) req_err_set(e, 400, param, NULL, __VA_ARGS__)
 #define CLIP(s) (int)utf8_clip((s), strlen(s), 100), (s)
 
-static json_object *get(json_object *o, const char *k)
-{
-    json_object *v = NULL;
-    if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, k, &v) ||
-        json_object_is_type(v, json_type_null))
-        return NULL;
-    return v;
-}
+#define get req_json_get      /* present and not null */
+#define str_of req_json_str   /* a string field or NULL */
 
 static bool is_str(json_object *v)
 {
     return v && json_object_is_type(v, json_type_string);
-}
-
-static const char *str_of(json_object *o, const char *k)
-{
-    json_object *v = get(o, k);
-    return is_str(v) ? json_object_get_string(v) : NULL;
 }
 
 static bool is_num(json_object *v)

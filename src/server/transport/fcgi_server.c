@@ -463,8 +463,7 @@ out:
             pthread_join(wk[i].thread, NULL);
     }
     fcgi_guard_free(s.guard);
-    if (s.bg) /* a start that failed half-way */
-        api_responses_drain(&s, 0);
+    api_responses_free(&s);
     store_close(s.store);
     free(wk);
     if (fd > 0)

@@ -54,6 +54,10 @@ typedef struct {
     const char *reasoning_start;      /* --reasoning-start / -end: the generic */
     const char *reasoning_end;        /* reasoning parser's markers (or NULL) */
     int32_t grammar_cache_mb;         /* token-mask cache budget (0: 256) */
+    const char *spec;                 /* --spec: "ngram", "none" or NULL (predictions only) */
+    int32_t spec_draft_max;           /* --spec-draft-max (0: SPEC_K_MAX) */
+    float spec_row_cost;              /* --spec-row-cost (0: measured) */
+    const char *model_draft;          /* --model-draft FILE (NULL: none) */
     /* stored Responses (src/server/store/store.h) */
     const char *store;                /* --store: a file (SQLite), postgresql://... or
                                          "none"; NULL: responses.db in the state directory */
@@ -63,6 +67,7 @@ typedef struct {
 typedef struct {
     srv_config_t cfg;
     model_t *model;
+    model_t *draft_model;             /* --model-draft, or NULL */
     const vocab_t *vocab;
     sched_t *sched;
     struct grammar_engine *grammar;   /* structured output (grammar.h) */

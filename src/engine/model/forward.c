@@ -574,6 +574,13 @@ void fwd_seq_rm(fwd_t *f, int32_t seq)
     kv_seq_release(f->kv, seq);
 }
 
+lf_code_t fwd_seq_truncate(fwd_t *f, int32_t seq, int32_t len, lf_err_t *err)
+{
+    if (seq < 0 || seq >= f->n_seq)
+        return lf_err_set(err, LF_ERR_INVALID, "sequence %d out of range", seq);
+    return kv_seq_truncate(f->kv, seq, len, err);
+}
+
 int32_t fwd_seq_len(const fwd_t *f, int32_t seq)
 {
     return kv_seq_len(f->kv, seq);

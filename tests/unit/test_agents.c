@@ -10,7 +10,8 @@
  *   - blocks: event sequences -> blocks and the sink's calls;
  *   - mutation fuzzing of both parsers: flipped, dropped and duplicated
  *     bytes of valid bodies give a parse or a filled 4xx, never a crash
- *     (run it under ASan: configure --enable-sanitizers).
+ *     (run it under ASan: configure --enable-sanitizers; LLM_FUZZ_ROUNDS
+ *     sets the number of rounds, 6000 by default).
  */
 #include <json-c/json.h>
 #include <stdio.h>
@@ -367,7 +368,10 @@ static void fuzz(void)
     int bad = 0, total = 0, accepted = 0;
     static char buf[4096];
     req_limits_t lim = {.max_n = 16};
-    for (int round = 0; round < 6000; round++) {
+    /* LLM_FUZZ_ROUNDS: more rounds for a long run under ASan */
+    const char *env = getenv("LLM_FUZZ_ROUNDS");
+    int rounds = env && atoi(env) > 0 ? atoi(env) : 6000;
+    for (int round = 0; round < rounds; round++) {
         const char *src = seeds[round % 6];
         size_t len = strlen(src);
         memcpy(buf, src, len + 1);

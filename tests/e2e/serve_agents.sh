@@ -32,6 +32,11 @@ agents() { # agents PHASE
         run_node "$TOP_SRCDIR/tests/e2e/agents.test.mjs"
 }
 rows() { sqlite3 "$STORE" "$1" 2>&1; }
+# (sanitizer builds: configure --enable-sanitizers) nothing reported
+clean_log() {
+    ! grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$E2E_TMP/llm.log"
+    ok $? "$1: no sanitizer report in the server log"
+}
 
 if ! serve; then
     ok 1 "llm-fcgi starts on the fixture with --store $STORE"
@@ -52,6 +57,7 @@ ok $? "no API key in the store (owners are key hashes)"
 ok $? "rows are owned by a key hash"
 stop_server
 ok $([ "$LLM_STATUS" = 0 ]; echo $?) "SIGTERM: exit 0 (got $LLM_STATUS)"
+clean_log "the whole suite"
 
 # 2. restart on the same store
 if serve; then
@@ -65,6 +71,8 @@ if serve; then
     if serve; then
         agents restart
         stop_server
+        ok $([ "$LLM_STATUS" = 0 ]; echo $?) "SIGTERM after the restart: exit 0 (got $LLM_STATUS)"
+        clean_log "after kill -9"
     else
         ok 1 "llm-fcgi restarts after kill -9"
     fi
@@ -98,6 +106,7 @@ if serve --store-ttl 2; then
     ok $? "retention: logged"
     stop_server
     ok $([ "$LLM_STATUS" = 0 ]; echo $?) "SIGTERM: exit 0 (got $LLM_STATUS)"
+    clean_log "retention"
 else
     ok 1 "llm-fcgi starts with --store-ttl 2"
 fi

@@ -87,4 +87,14 @@ agents chain
 start_backend one
 ok $? "the killed backend restarts"
 agents ids
+# both stop cleanly (sanitizer builds: no report, no leak)
+for b in one two; do
+    eval "pid=\$PID_$b"
+    kill -TERM "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    st=$?
+    ok $([ "$st" = 0 ]; echo $?) "backend $b: SIGTERM, exit 0 (got $st)"
+    ! grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$E2E_TMP/$b.log"
+    ok $? "backend $b: no sanitizer report in its log"
+done
 e2e_done

@@ -17,6 +17,7 @@
 //                nginx take turns; store_pg.sh checks both served)
 // PHASE=scoping  key scoping only (KEY_A created, KEY_B must not see)
 // PHASE=ids      the responses of the last chain are readable and continue
+// PHASE=fuzz     mutated bodies through nginx (200 or a 4xx in shape, still up)
 // Environment: BASE, KEY_A, KEY_B, MODEL, STATE, PREFIX. Prints TAP lines.
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
@@ -433,6 +434,47 @@ if (PHASE === 'main') {
     ok(good === 3 * state.ids.length, `ids: ${good} of ${3 * state.ids.length} reads`);
     const r = await oa.responses.create({ ...base, previous_response_id: state.ids.at(-1), input: 'Hello there.' });
     ok(r.status === 'completed', 'ids: and the conversation continues', r);
+  });
+} else if (PHASE === 'fuzz') {
+  // mutated bodies through nginx: every answer is 200 or a 4xx in the
+  // route's error shape, and the server stays up (the unit test fuzzes the
+  // parsers alone; this reaches the handlers, the store and the runner)
+  await check('fuzz: mutated bodies', async () => {
+    const seeds = [
+      ['/v1/responses', { model: MODEL, input: [{ role: 'user', content: 'What is the weather in Paris?' },
+        { type: 'function_call', call_id: 'c', name: 'get_weather', arguments: '{}' },
+        { type: 'function_call_output', call_id: 'c', output: 'x' }], tools: [weather], max_output_tokens: 8,
+      temperature: 0, text: { format: { type: 'json_object' } } }],
+      ['/v1/responses', { model: MODEL, input: 'Hello there.', previous_response_id: state.plain, stream: true,
+        max_output_tokens: 8, reasoning: { effort: 'low' } }],
+      ['/v1/messages', { model: MODEL, max_tokens: 8, system: 's', stream: true, tools: [aWeather],
+        tool_choice: { type: 'auto' }, messages: [{ role: 'user', content: 'w' }, { role: 'assistant', content: [
+          { type: 'tool_use', id: 't', name: 'get_weather', input: { city: 'P' } }] }, { role: 'user', content: [
+          { type: 'tool_result', tool_use_id: 't', content: 'ok' }] }] }],
+      ['/v1/messages/count_tokens', { model: MODEL, messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+        thinking: { type: 'enabled', budget_tokens: 1024 } }],
+    ];
+    let rng = 26, bad = [], n = 0;
+    const next = () => (rng = (rng * 1103515245 + 12345) % 2147483648);
+    for (let round = 0; round < 240; round++) {
+      const [path, body] = seeds[round % seeds.length];
+      const b = [...Buffer.from(JSON.stringify(body))];
+      for (let k = 0; k <= round % 3; k++) {
+        const pos = next() % b.length, op = next() % 3;
+        if (op === 0) b[pos] = next() % 128;
+        else if (op === 1) b.splice(pos, 1);
+        else b.splice(pos, 0, b[pos]);
+      }
+      const r = await raw('POST', path, Buffer.from(b).toString('latin1'), { 'x-api-key': KEY_A });
+      n++;
+      const anthropic = path.startsWith('/v1/messages');
+      const shaped = r.status === 200 || (r.json && (anthropic ? r.json.type === 'error' && r.json.error.message
+        : r.json.error && r.json.error.message));
+      if (!shaped || r.status >= 500) bad.push([r.status, r.text.slice(0, 200)]);
+    }
+    ok(bad.length === 0, `fuzz: ${n} mutated bodies, every answer 200 or a 4xx in the route's shape`, bad.slice(0, 5));
+    const h = await raw('GET', '/health');
+    ok(h.status === 200, 'fuzz: the server is still up');
   });
 } else if (PHASE === 'killed') {
   // one more completed response, then the caller kills the server (-9)

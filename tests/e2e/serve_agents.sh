@@ -3,7 +3,8 @@
 # official clients (agents.test.mjs: `openai` responses.*, `@anthropic-ai/
 # sdk` messages.*) on the scripted fixture model, the Responses store on
 # SQLite:
-#  1. the whole suite (Responses, Messages, background, key scoping, errors);
+#  1. the whole suite (Responses, Messages, background, key scoping, errors),
+#     then mutated bodies through nginx (200 or a 4xx, the server stays up);
 #     the store file is a real SQLite database in WAL mode holding the rows
 #     and never the API keys;
 #  2. SIGTERM, restart on the same file: the stored responses are there and
@@ -46,6 +47,7 @@ fi
 grep -q "responses stored in $STORE (sqlite" "$E2E_TMP/llm.log"
 ok $? "start-up log: the SQLite store"
 NODE_TIMEOUT=300 agents main
+agents fuzz
 [ "$(rows 'PRAGMA journal_mode')" = wal ]
 ok $? "the store is a SQLite database in WAL mode"
 n=$(rows 'SELECT count(*) FROM llm_fcgi_responses')

@@ -35,6 +35,7 @@ static void usage(FILE *out)
             "             predict (each output as its prediction), edit (the output with its middle\n"
             "             tenth replaced), unrelated (a prediction that never matches), ngram, or\n"
             "             draft (with --model-draft FILE)\n"
+            "  --spec-text  predictions as text tokenized back (as the API does), not the tokens\n"
             "  --spec-draft-max K, --spec-row-cost F   as for serve (default 16, measured)\n");
 }
 
@@ -113,7 +114,7 @@ static lf_code_t run_prefix(fwd_t *fw, int32_t n, int32_t n_vocab, int reps, dou
     return rc;
 }
 
-static void stats(const double *v, int n, double *mean, double *sd)
+void bench_mean_sd(const double *v, int n, double *mean, double *sd)
 {
     double s = 0, q = 0;
     for (int i = 0; i < n; i++)
@@ -133,6 +134,7 @@ int cmd_bench(int argc, char **argv)
                                          {"spec-draft-max", required_argument, 0, 'K'},
                                          {"spec-row-cost", required_argument, 0, 'C'},
                                          {"model-draft", required_argument, 0, 'D'},
+                                         {"spec-text", no_argument, 0, 'T'},
                                          {"help", no_argument, 0, 'h'}, {0}};
     const char *path = NULL;
     long threads = 0, pp = 512, tg = 128, reps = 5, B = 1, prefix = 0;
@@ -140,6 +142,7 @@ int cmd_bench(int argc, char **argv)
     const char *spec = NULL, *draft = NULL;
     long spec_k = 0;
     double spec_cost = 0;
+    int spec_text = 0;
     while ((c = getopt_long(argc, argv, "m:t:p:n:r:h", opts, NULL)) != -1) {
         switch (c) {
         case 'm': path = optarg; break;
@@ -154,6 +157,7 @@ int cmd_bench(int argc, char **argv)
         case 'K': spec_k = strtol(optarg, NULL, 10); break;
         case 'C': spec_cost = strtod(optarg, NULL); break;
         case 'D': draft = optarg; break;
+        case 'T': spec_text = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -169,7 +173,7 @@ int cmd_bench(int argc, char **argv)
             return 2;
         }
         return bench_spec(path, spec, draft, (int32_t)threads, (int32_t)tg, (int32_t)reps, (int32_t)B, (int32_t)spec_k,
-                          spec_cost, json);
+                          spec_cost, spec_text, json);
     }
     lf_err_t err;
     model_t *m = model_load(path, &err);
@@ -217,8 +221,8 @@ int cmd_bench(int argc, char **argv)
         tg_ts[r] = tg ? (double)(tg * B) / (t2 - t1) : 0;
     }
     double ppm, pps, tgm, tgs, unc_ms = 0, cac_ms = 0;
-    stats(pp_ts, (int)reps, &ppm, &pps);
-    stats(tg_ts, (int)reps, &tgm, &tgs);
+    bench_mean_sd(pp_ts, (int)reps, &ppm, &pps);
+    bench_mean_sd(tg_ts, (int)reps, &tgm, &tgs);
     if (prefix && run_prefix(fw, (int32_t)prefix, hp->n_vocab, (int)reps, &unc_ms, &cac_ms, &err) != LF_OK)
         goto out;
     const char *isa = kern_isa_name(kern_isa());

@@ -2,14 +2,17 @@
  * without speculative decoding, through the scheduler as the server runs
  * it. Each stream generates greedily from its own random prompt; the
  * reference run (speculation off) gives the output, and the speculative
- * run gets a prediction made from it (MODE predict: the output itself as
- * text, tokenized back as the API does; edit: its middle tenth replaced;
- * unrelated: other text) or n-gram drafts (ngram). Runs alternate, the
+ * run gets a prediction made from it (MODE predict: the output itself;
+ * edit: its middle tenth replaced; unrelated: other tokens), n-gram drafts
+ * (ngram) or a draft model (draft). The prediction is the output's tokens
+ * themselves, or with text_pred its text tokenized back as the API does (a
+ * random model's output is often not the canonical tokenization of its
+ * text, which a trained model's is: the text round trip then measures the
+ * tokenizer as much as the speculation). Runs alternate, the
  * speculative output is checked against the reference, and the decode
  * tokens/s of both (tokens after the first / time from the first token to
  * the last) are reported with their ratio. */
 #include <json-c/json.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,9 +88,24 @@ static double bs_run(sched_t *s, int32_t streams, int32_t *const *prompts, const
 
 /* The prediction of MODE from a reference output, as text tokenized back
  * (what a client sends and the server tokenizes). */
-static int32_t *bs_prediction(const vocab_t *v, const char *mode, const int32_t *ref, int32_t n, int32_t *n_out,
-                              uint64_t seed, lf_err_t *err)
+static int32_t *bs_prediction(const vocab_t *v, const char *mode, bool text_pred, const int32_t *ref, int32_t n,
+                              int32_t *n_out, uint64_t seed, lf_err_t *err)
 {
+    if (!text_pred) {
+        int32_t *ids = malloc((size_t)(n > 0 ? n : 1) * sizeof *ids);
+        if (!ids)
+            return NULL;
+        const int32_t lo = n * 45 / 100, hi = n * 55 / 100;
+        for (int32_t i = 0; i < n; i++) {
+            ids[i] = ref[i];
+            if (!strcmp(mode, "unrelated") || (!strcmp(mode, "edit") && i >= lo && i < hi)) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                ids[i] = (int32_t)(3 + (seed >> 33) % (uint64_t)(vocab_n_tokens(v) - 3));
+            }
+        }
+        *n_out = n;
+        return ids;
+    }
     size_t cap = (size_t)n * 64 + 64, len = 0;
     char *text = malloc(cap);
     if (!text)
@@ -112,19 +130,8 @@ static int32_t *bs_prediction(const vocab_t *v, const char *mode, const int32_t 
     return rc == LF_OK ? ids : NULL;
 }
 
-static void bs_stats(const double *v, int n, double *mean, double *sd)
-{
-    double s = 0, q = 0;
-    for (int i = 0; i < n; i++)
-        s += v[i];
-    *mean = s / n;
-    for (int i = 0; i < n; i++)
-        q += (v[i] - *mean) * (v[i] - *mean);
-    *sd = n > 1 ? sqrt(q / (n - 1)) : 0;
-}
-
 int bench_spec(const char *path, const char *mode, const char *draft_path, int32_t threads, int32_t n_gen,
-               int32_t reps, int32_t streams, int32_t k_max, double row_cost, bool json)
+               int32_t reps, int32_t streams, int32_t k_max, double row_cost, bool text_pred, bool json)
 {
     const bool pred_mode = !strcmp(mode, "predict") || !strcmp(mode, "edit") || !strcmp(mode, "unrelated");
     const bool draft_mode = !strcmp(mode, "draft");
@@ -189,7 +196,7 @@ int bench_spec(const char *path, const char *mode, const char *draft_path, int32
     if (bs_run(off, streams, prompts, n_prompts, n_gen, NULL, NULL, &ref, &err) < 0)
         goto out;
     for (int32_t i = 0; pred_mode && i < streams; i++)
-        if (!(pred[i] = bs_prediction(v, mode, ref.out[i], ref.n[i], &n_pred[i], 99 + (uint64_t)i, &err)))
+        if (!(pred[i] = bs_prediction(v, mode, text_pred, ref.out[i], ref.n[i], &n_pred[i], 99 + (uint64_t)i, &err)))
             goto out;
     sched_stats_t st0, st1;
     sched_stats(on, &st0);
@@ -208,13 +215,14 @@ int bench_spec(const char *path, const char *mode, const char *draft_path, int32
         accepted += st1.spec_accepted[src] - st0.spec_accepted[src];
     }
     double m_off, sd_off, m_on, sd_on;
-    bs_stats(ts_off, reps, &m_off, &sd_off);
-    bs_stats(ts_on, reps, &m_on, &sd_on);
+    bench_mean_sd(ts_off, reps, &m_off, &sd_off);
+    bench_mean_sd(ts_on, reps, &m_on, &sd_on);
     const model_hparams_t *hp = model_hparams(m);
     if (json) {
         json_object *j = json_object_new_object();
         json_object_object_add(j, "model", json_object_new_string(path));
         json_object_object_add(j, "spec", json_object_new_string(mode));
+        json_object_object_add(j, "prediction_as_text", json_object_new_boolean(text_pred));
         json_object_object_add(j, "streams", json_object_new_int(streams));
         json_object_object_add(j, "n_gen", json_object_new_int(n_gen));
         json_object_object_add(j, "repetitions", json_object_new_int(reps));
@@ -237,8 +245,9 @@ int bench_spec(const char *path, const char *mode, const char *draft_path, int32
                hp->name[0] ? hp->name : hp->arch, kern_isa_name(kern_isa()), threads, streams, mode, m_off, sd_off,
                m_on, sd_on, m_off > 0 ? m_on / m_off : 0, (unsigned long long)accepted,
                (unsigned long long)drafted);
-        printf("\noutput with speculation %s the output without (greedy, %d tokens per stream)\n",
-               same ? "equals" : "DIFFERS FROM", n_gen);
+        printf("\noutput with speculation %s the output without (greedy, %d tokens per stream)%s\n",
+               same ? "equals" : "DIFFERS FROM", n_gen,
+               pred_mode ? (text_pred ? "; predictions sent as text" : "; predictions given as tokens") : "");
     }
     status = same ? 0 : 1;
 out:

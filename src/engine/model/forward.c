@@ -581,6 +581,12 @@ lf_code_t fwd_seq_truncate(fwd_t *f, int32_t seq, int32_t len, lf_err_t *err)
     return kv_seq_truncate(f->kv, seq, len, err);
 }
 
+bool fwd_can_truncate(const fwd_t *f)
+{
+    (void)f; /* every layer keeps K/V per position */
+    return true;
+}
+
 int32_t fwd_seq_len(const fwd_t *f, int32_t seq)
 {
     return kv_seq_len(f->kv, seq);

@@ -111,6 +111,10 @@ void fwd_seq_rm(fwd_t *f, int32_t seq);
  * forgotten positions never been computed. LF_ERR_INVALID when len is
  * beyond the sequence or inside its registered prompt blocks. */
 lf_code_t fwd_seq_truncate(fwd_t *f, int32_t seq, int32_t len, lf_err_t *err);
+/* Whether fwd_seq_truncate can forget positions of this model (false for
+ * layers whose per-sequence state cannot be rolled back): the scheduler
+ * speculates only when it can. */
+bool fwd_can_truncate(const fwd_t *f);
 
 /* Prefix caching (kv.h). For an empty sequence: reuses the cached K/V of
  * the longest registered prefix of the prompt tokens[0..n), in whole

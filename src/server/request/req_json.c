@@ -335,6 +335,17 @@ const char *req_json_str(json_object *o, const char *key)
 
 #define present req_json_get
 
+int req_json_flag(json_object *o, const char *key, bool *out, req_err_t *e)
+{
+    json_object *v = req_json_get(o, key);
+    if (!v)
+        return 0;
+    if (!json_object_is_type(v, json_type_boolean))
+        return req_err_set(e, 400, key, NULL, "'%s' must be a boolean", key);
+    *out = json_object_get_boolean(v);
+    return 1;
+}
+
 int req_json_int(json_object *o, const char *key, const char *param, int64_t lo, int64_t hi, int64_t *out,
                  req_err_t *e)
 {

@@ -386,16 +386,7 @@ static int parse_metadata(json_object *o, req_err_t *e)
     return 0;
 }
 
-static int get_flag(json_object *o, const char *k, bool *out, req_err_t *e)
-{
-    json_object *v = get(o, k);
-    if (!v)
-        return 0;
-    if (!json_object_is_type(v, json_type_boolean))
-        return fail(e, k, "'%s' must be a boolean", k);
-    *out = json_object_get_boolean(v);
-    return 0;
-}
+#define get_flag(o, k, out, e) (req_json_flag(o, k, out, e) < 0 ? -1 : 0)
 
 static int parse_fields(json_object *o, req_responses_t *q, req_err_t *e)
 {

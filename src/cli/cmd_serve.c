@@ -102,9 +102,17 @@ static const char usage[] =
     "      --media-dir DIR        allow file:// image URLs under DIR [LLM_MEDIA_DIR]\n"
     "      --media-timeout S      time limit of a remote image (default 10) [LLM_MEDIA_TIMEOUT]\n"
     "      --media-max-redirects N  redirects a remote image may take (default 3)\n"
+    "Stored responses (POST /v1/responses with store, previous_response_id, GET/DELETE):\n"
+    "      --store PATH|URL       a file: SQLite (WAL); postgresql://USER@HOST/DB: PostgreSQL, for\n"
+    "                             several backends sharing conversations; none: keep nothing\n"
+    "                             (default: responses.db in $STATE_DIRECTORY, else\n"
+    "                             ~/.local/state/llm-fcgi) [LLM_STORE]\n"
+    "      --store-ttl T          keep stored responses T (seconds, or with s/m/h/d; default 30d)\n"
+    "                             [LLM_STORE_TTL]\n"
     "  -h, --help                 this help\n"
     "\n"
-    "Endpoints: POST /v1/chat/completions, /v1/completions, /invocations, /tokenize, /detokenize;\n"
+    "Endpoints: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages,\n"
+    "/v1/messages/count_tokens, /invocations, /tokenize, /detokenize; GET/DELETE /v1/responses/ID;\n"
     "GET /v1/models[/ID], /metrics; GET /health, /ping (never need a key).\n"
     "Exit status: 0 after a clean stop, 1 if the model or socket fails, 2 on a usage error.\n";
 
@@ -261,7 +269,21 @@ enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, 
        O_BATCH, O_DRAIN, O_PING, O_LOGP, O_TEMP, O_TOPP, O_TOPK, O_MINP, O_REP, O_MAXN, O_MINDIE, O_LMIFIN, O_KVMB,
        O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE, O_IOTIME, O_MMPROJ, O_MAXIMG, O_IMGBYTES,
        O_IMGPX, O_IMGCACHE, O_MDOMAINS, O_MPRIVATE, O_MDIR, O_MTIMEOUT, O_MREDIR,
-       O_SPEC, O_SPECMAX, O_SPECCOST, O_DRAFT };
+       O_SPEC, O_SPECMAX, O_SPECCOST, O_DRAFT, O_STORE, O_STORE_TTL };
+
+/* A duration: seconds, or a number with s, m, h or d; -1 when bad. */
+static int64_t parse_duration(const char *s)
+{
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || v < 1)
+        return -1;
+    long long mul = !*end ? 1 : !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600
+                  : !strcmp(end, "d") ? 86400 : -1;
+    if (mul < 0 || v > (1LL << 40) / mul)
+        return -1;
+    return (int64_t)(v * mul);
+}
 
 /* A float in [lo, hi]; -1 when bad. */
 static int parse_float(const char *s, double lo, double hi, float *out)
@@ -325,6 +347,12 @@ int cmd_serve(int argc, char **argv)
         c.media.max_image_bytes = (int64_t)parse_size(e, &ok);
     if ((e = getenv("LLM_MAX_IMAGE_PIXELS")) && *e)
         c.media.max_image_pixels = (int64_t)parse_size(e, &ok);
+    if ((e = getenv("LLM_STORE")) && *e)
+        c.store = e;
+    if ((e = getenv("LLM_STORE_TTL")) && *e && (c.store_ttl = parse_duration(e)) < 0) {
+        fprintf(stderr, "llm-fcgi serve: bad LLM_STORE_TTL=%s\n", e);
+        return 2;
+    }
 
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},       {"socket", required_argument, 0, O_SOCKET},
@@ -353,6 +381,7 @@ int cmd_serve(int argc, char **argv)
         {"media-max-redirects", required_argument, 0, O_MREDIR},
         {"spec", required_argument, 0, O_SPEC}, {"spec-draft-max", required_argument, 0, O_SPECMAX},
         {"spec-row-cost", required_argument, 0, O_SPECCOST}, {"model-draft", required_argument, 0, O_DRAFT},
+        {"store", required_argument, 0, O_STORE}, {"store-ttl", required_argument, 0, O_STORE_TTL},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     int o;
     optind = 1;
@@ -413,6 +442,8 @@ int cmd_serve(int argc, char **argv)
         case O_SPECMAX: bad = parse_int(optarg, 1, &c.spec_draft_max); break;
         case O_SPECCOST: bad = parse_float(optarg, 1e-6, 100, &c.spec_row_cost); break;
         case O_DRAFT: c.model_draft = optarg; break;
+        case O_STORE: c.store = optarg; break;
+        case O_STORE_TTL: bad = (c.store_ttl = parse_duration(optarg)) < 0; break;
         case 'h': fputs(usage, stdout); rc = 0; goto out;
         default: fputs(usage, stderr); goto out;
         }

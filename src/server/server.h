@@ -60,6 +60,10 @@ typedef struct {
     int32_t spec_draft_max;           /* --spec-draft-max (0: SPEC_K_MAX) */
     float spec_row_cost;              /* --spec-row-cost (0: measured) */
     const char *model_draft;          /* --model-draft FILE (NULL: none) */
+    /* stored Responses (src/server/store/store.h) */
+    const char *store;                /* --store: a file (SQLite), postgresql://... or
+                                         "none"; NULL: responses.db in the state directory */
+    int64_t store_ttl;                /* --store-ttl seconds (<= 0: 30 days) */
 } srv_config_t;
 
 typedef struct {
@@ -79,10 +83,19 @@ typedef struct {
     struct fcgi_guard *guard;         /* the connection reader (NULL in unit
                                          tests); its counters go to /metrics */
     srv_media_t *media;               /* image inputs (NULL: started without --mmproj) */
+    struct store *store;              /* stored Responses (NULL: none) */
+    struct bg_registry *bg;           /* background Responses running here (api_responses_bg.c) */
 } srv_t;
 
 /* ---- routing (route.c) ---- */
 typedef void (*srv_handler_fn)(srv_t *s, http_req_t *r);
+
+/* The error shape of a route's route-level errors (401, 405, 413, ...). */
+typedef enum {
+    ROUTE_ERR_OPENAI = 0,
+    ROUTE_ERR_TGI,       /* {"error", "error_type"} (api_tgi.h) */
+    ROUTE_ERR_ANTHROPIC  /* {"type":"error","error":{type, message}} (api_messages.h) */
+} route_errors_t;
 
 typedef enum {
     ROUTE_EXACT,
@@ -95,7 +108,7 @@ typedef struct {
     route_match_t match;
     bool open;            /* no auth (health checks) */
     srv_handler_fn fn;
-    bool tgi_errors;      /* route-level errors in TGI's shape (api_tgi.h) */
+    route_errors_t errors;/* the shape of its errors */
 } route_t;
 
 /* Finds the handler for method+path in table[0..n). Returns the route, or
@@ -107,6 +120,13 @@ const route_t *route_find(const route_t *table, size_t n, const char *method, co
 /* Constant-time check of "Bearer KEY" against the configured keys (true
  * when no key is configured). */
 bool auth_check(const srv_config_t *c, const char *authorization);
+/* The configured key that "Authorization: Bearer KEY" or else the x-api-key
+ * header (Anthropic's clients) presents: its index, -1 when none matches,
+ * -2 when no key is configured. Constant-time over the keys. */
+int auth_key_index(const srv_config_t *c, const char *authorization, const char *x_api_key);
+/* Who owns what this request stores: the hex SHA-256 of its API key
+ * (keys themselves are never stored), "" on a server without keys. */
+void srv_request_owner(const srv_t *s, const http_req_t *r, char out[65]);
 
 /* The whole request pipeline: route, auth, dispatch, errors, log line. */
 void srv_handle(srv_t *s, http_req_t *r);
@@ -138,6 +158,21 @@ void api_tgi_generate_stream(srv_t *s, http_req_t *r); /* POST /generate_stream 
 void api_tgi_compat(srv_t *s, http_req_t *r);          /* POST / */
 void api_tgi_info(srv_t *s, http_req_t *r);            /* GET /info */
 void api_lmi_invocations(srv_t *s, http_req_t *r);     /* /invocations with `inputs` */
+/* OpenAI Responses (api_responses*.c) */
+void api_responses_create(srv_t *s, http_req_t *r);    /* POST /v1/responses */
+void api_responses_get(srv_t *s, http_req_t *r);       /* GET /v1/responses/{id}[/input_items] */
+void api_responses_delete(srv_t *s, http_req_t *r);    /* DELETE /v1/responses/{id} */
+void api_responses_cancel(srv_t *s, http_req_t *r);    /* POST /v1/responses/{id}/cancel */
+/* Background responses (api_responses_bg.c): init sets up s->bg before
+ * serving; drain, at shutdown, waits for them up to deadline (unix s), then
+ * stops what still runs (stored failed); free, once no acceptor runs,
+ * stops and joins what is left and frees s->bg. */
+void api_responses_init(srv_t *s);
+void api_responses_drain(srv_t *s, int64_t deadline);
+void api_responses_free(srv_t *s);
+/* Anthropic Messages (api_messages.c) */
+void api_messages(srv_t *s, http_req_t *r);            /* POST /v1/messages */
+void api_messages_count(srv_t *s, http_req_t *r);      /* POST /v1/messages/count_tokens */
 
 /* ---- images (api_media.c) ---- */
 /* The prompt of a chat request with images (q->n_images > 0) from its

@@ -38,6 +38,7 @@
 #include "server/chat/chat_setup.h"
 #include "grammar/grammar.h"
 #include "server/server.h"
+#include "server/store/store.h"
 #include "server/transport/fcgi_guard.h"
 #include "server/transport/listen_fd.h"
 
@@ -230,9 +231,12 @@ static void serve_conn(srv_t *s, FCGX_Request *q, fcgi_conn_t *c, atomic_int *bu
         uri = fcgi_req_param(&c->req, "DOCUMENT_URI");
     char path[1024];
     snprintf(path, sizeof path, "%s", uri ? uri : "/");
+    const char *qs = uri ? strchr(uri, '?') : NULL;
+    r.query = qs ? qs + 1 : fcgi_req_param(&c->req, "QUERY_STRING");
     path[strcspn(path, "?")] = '\0';
     r.path = path;
     r.auth = fcgi_req_param(&c->req, "HTTP_AUTHORIZATION");
+    r.api_key = fcgi_req_param(&c->req, "HTTP_X_API_KEY");
     uuid_t u;
     uuid_generate_random(u);
     for (int i = 0; i < 16; i++)
@@ -361,6 +365,36 @@ int srv_run(srv_config_t *cfg)
         return 1;
     }
 
+    /* the store of the Responses API (store.h) */
+    char store_path[4200], store_desc[4200];
+    const char *where = cfg->store;
+    if (!where && store_default_path(store_path, sizeof store_path))
+        where = store_path;
+    int64_t ttl = cfg->store_ttl > 0 ? cfg->store_ttl : 30 * 86400;
+    if (where && strcmp(where, "none")) {
+        store_describe(where, store_desc, sizeof store_desc);
+        s.store = store_open(where, ttl, &err);
+        if (!s.store && !cfg->store) { /* the default place: not worth failing the start */
+            fprintf(stderr, "llm-fcgi: WARNING: no response store: cannot open %s: %s (give --store)\n",
+                    store_desc, err.msg);
+        } else if (!s.store) {
+            fprintf(stderr, "llm-fcgi: cannot open the response store %s: %s\n", store_desc, err.msg);
+            sched_free(s.sched);
+            grammar_engine_free(s.grammar);
+            metrics_destroy(&s.metrics);
+            chat_tmpl_renderer_free(tmpl);
+            model_free(s.model);
+            return 1;
+        }
+        if (s.store)
+            fprintf(stderr, "llm-fcgi: responses stored in %s (%s, kept %lld s)\n", store_desc, store_kind(s.store),
+                    (long long)ttl);
+    } else {
+        fprintf(stderr, "llm-fcgi: no response store%s: /v1/responses keeps nothing\n",
+                where ? " (--store none)" : " (no state directory)");
+    }
+    api_responses_init(&s);
+
     int fd = -1;
     bool unlink_path = false, inherited = false;
     if (!cfg->listen_addr && !cfg->socket_path && (fd = listen_fd_inherited()) != -1) {
@@ -446,6 +480,8 @@ int srv_run(srv_config_t *cfg)
         struct timespec ts = {0, 50 * 1000000L};
         nanosleep(&ts, NULL);
     }
+    /* background responses get what is left of the drain time */
+    api_responses_drain(&s, (int64_t)deadline);
     /* stop the engine: still-running jobs end as cancelled, which unblocks
      * their workers; a worker still writing to a peer that does not read
      * gives up after --io-timeout */
@@ -461,6 +497,8 @@ out:
             pthread_join(wk[i].thread, NULL);
     }
     fcgi_guard_free(s.guard);
+    api_responses_free(&s);
+    store_close(s.store);
     free(wk);
     if (fd > 0)
         close(fd);

@@ -14,6 +14,11 @@ void ops_rms_norm(const float *x, const float *w, float *y, int64_t n, float eps
         sum += (double)(x[i] * x[i]);
     const float mean = (float)(sum / (double)n);
     const float scale = 1.0f / sqrtf(mean + eps);
+    if (!w) {
+        for (int64_t i = 0; i < n; i++)
+            y[i] = x[i] * scale;
+        return;
+    }
     for (int64_t i = 0; i < n; i++)
         y[i] = (x[i] * scale) * w[i];
 }
@@ -54,6 +59,15 @@ void ops_geglu_row(float *y, const float *g, const float *u, int64_t n)
     }
 }
 
+void ops_gelu_row(float *y, const float *x, int64_t n)
+{
+    pthread_once(&gelu_once, gelu_table_init);
+    for (int64_t i = 0; i < n; i++) {
+        const float v = x[i];
+        y[i] = v <= -10.0f ? 0.0f : v >= 10.0f ? v : fp16_to_fp32(gelu_table[fp16_from_fp32(v)]);
+    }
+}
+
 void ops_swiglu_oai_row(float *y, const float *g, const float *u, int64_t n, float alpha, float limit)
 {
     for (int64_t i = 0; i < n; i++) {
@@ -86,6 +100,18 @@ void ops_softmax(float *s, int64_t n)
     const float inv = (float)(1.0 / sum);
     for (i = 0; i < n; i++)
         s[i] *= inv;
+}
+
+float ops_ssm_conv(const float *in, int64_t stride, const float *w, int32_t K)
+{
+    const int32_t kv = K & ~3;
+    float sum = 0.0f;
+    int32_t i = 0;
+    for (; i < kv; i++)
+        sum = sum + in[(int64_t)i * stride] * w[i];
+    for (; i < K; i++)
+        sum = fmaf(in[(int64_t)i * stride], w[i], sum);
+    return sum;
 }
 
 void ops_softcap_row(float *x, int64_t n, float cap)

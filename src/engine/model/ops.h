@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 /* y = x / sqrt(mean(x^2) + eps) * w, the sum in double as ggml does
- * (x == y allowed). */
+ * (x == y allowed; w NULL: no weight, ggml_rms_norm alone). */
 void ops_rms_norm(const float *x, const float *w, float *y, int64_t n, float eps);
 
 /* ops_rms_norm of each of n_heads consecutive heads of head_dim values, in
@@ -22,6 +22,10 @@ void ops_rms_norm_heads(float *x, const float *w, int32_t n_heads, int32_t head_
  * output rounded to F16), 0 below -10, identity above 10 (y may alias g). */
 void ops_geglu_row(float *y, const float *g, const float *u, int64_t n);
 
+/* y[i] = gelu_tanh(x[i]) through the same table (ggml_vec_gelu_f32;
+ * y may alias x). */
+void ops_gelu_row(float *y, const float *x, int64_t n);
+
 /* gpt-oss's clamped SwiGLU: x = min(g, limit), u' = clamp(u, -limit,
  * limit), y = x / (1 + exp(-alpha x)) * (u' + 1) (y may alias g). */
 void ops_swiglu_oai_row(float *y, const float *g, const float *u, int64_t n, float alpha, float limit);
@@ -30,6 +34,14 @@ void ops_swiglu_oai_row(float *y, const float *g, const float *u, int64_t n, flo
  * blocks of 16 through ggml_v_expf (gx_expf16), each block's sum added in
  * double, the n % 16 rest through expf; then times (float)(1 / sum). */
 void ops_softmax(float *s, int64_t n);
+
+/* One output of ggml_ssm_conv: sum over taps i < K of in[i * stride] *
+ * w[i], from 0.0f in tap order, as gcc compiled ggml's loop: the taps in
+ * groups of four as rounded products added in order (its vectorised
+ * part), the K % 4 last ones with fused multiply-adds (the scalar
+ * epilogue, contracted). Checked against the goldens with K = 4 (qwen35)
+ * and K = 3 (lfm2). */
+float ops_ssm_conv(const float *in, int64_t stride, const float *w, int32_t K);
 
 /* x = cap * tanh(x / cap) (final logit soft-capping). */
 void ops_softcap_row(float *x, int64_t n, float cap);

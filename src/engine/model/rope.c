@@ -17,19 +17,37 @@ static float corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base)
 
 void rope_init(rope_t *r, const model_hparams_t *hp, float base, float freq_scale, const float *freq_factors)
 {
-    r->n_rot = hp->n_rot;
-    r->head_dim = hp->head_dim;
+    rope_init_dims(r, hp, base, freq_scale, freq_factors, hp->n_rot, hp->head_dim);
+}
+
+void rope_init_dims(rope_t *r, const model_hparams_t *hp, float base, float freq_scale, const float *freq_factors,
+                    int32_t n_rot, int32_t head_dim)
+{
+    r->n_rot = n_rot;
+    r->head_dim = head_dim;
     r->neox = hp->rope_neox;
-    r->theta_scale = powf(base, -2.0f / (float)hp->n_rot);
+    r->theta_scale = powf(base, -2.0f / (float)n_rot);
     r->freq_scale = freq_scale;
     r->ext_factor = hp->yarn_ext_factor;
     r->attn_factor = hp->rope_attn_factor;
     r->freq_factors = freq_factors;
     /* ggml_rope_yarn_corr_dims */
-    const float start = floorf(corr_dim(hp->n_rot, hp->n_ctx_orig, hp->yarn_beta_fast, base));
-    const float end = ceilf(corr_dim(hp->n_rot, hp->n_ctx_orig, hp->yarn_beta_slow, base));
+    const float start = floorf(corr_dim(n_rot, hp->n_ctx_orig, hp->yarn_beta_fast, base));
+    const float end = ceilf(corr_dim(n_rot, hp->n_ctx_orig, hp->yarn_beta_slow, base));
     r->corr[0] = start > 0.0f ? start : 0.0f;
-    r->corr[1] = end < (float)(hp->n_rot - 1) ? end : (float)(hp->n_rot - 1);
+    r->corr[1] = end < (float)(n_rot - 1) ? end : (float)(n_rot - 1);
+    /* ggml_mrope_cache_init, IMROPE, text positions (p, p, p, 0): pair i
+     * is in sector i % sum(sections); sectors 3j, 3j+1, 3j+2 take the t,
+     * h, w positions while j < that section's size, the others the 4th */
+    r->any_pos0 = false;
+    const int32_t *sec = hp->rope_sections;
+    const int sect = sec[0] + sec[1] + sec[2] + sec[3];
+    for (int i = 0; i < n_rot / 2 && sect > 0; i++) {
+        const int c = i % sect;
+        const bool t = c % 3 == 0 && c < 3 * sec[0], h = c % 3 == 1 && c < 3 * sec[1], w = c % 3 == 2 && c < 3 * sec[2];
+        r->pos0[i] = !(t || h || w);
+        r->any_pos0 |= r->pos0[i];
+    }
 }
 
 static float yarn_ramp(float low, float high, int i0)
@@ -43,7 +61,8 @@ void rope_angles(const rope_t *r, int32_t pos, float *cs)
     float theta = (float)pos;
     for (int i0 = 0; i0 < r->n_rot; i0 += 2) {
         const float ff = r->freq_factors ? r->freq_factors[i0 / 2] : 1.0f;
-        const float theta_extrap = theta / ff;
+        /* IMROPE's 4th section: position 0 (its theta stays 0) */
+        const float theta_extrap = (r->any_pos0 && r->pos0[i0 / 2] ? 0.0f : theta) / ff;
         const float theta_interp = r->freq_scale * theta_extrap;
         float th = theta_interp, mscale = r->attn_factor;
         if (r->ext_factor != 0.0f) {

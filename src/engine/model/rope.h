@@ -30,11 +30,20 @@ typedef struct {
     float attn_factor;         /* cos/sin multiplier before YaRN's own */
     float corr[2];             /* YaRN correction dimensions */
     const float *freq_factors; /* NULL, or [n_rot / 2] divisors of theta */
+    bool any_pos0;             /* IMROPE: some pairs see position 0 (below) */
+    uint8_t pos0[ROPE_MAX_ROT / 2]; /* pair i belongs to the 4th (extra) section, whose
+                                       position is 0 for text tokens */
 } rope_t;
 
 /* The rope of layers with base `base` and position scale `freq_scale`
  * (hp gives the rest), with optional frequency factors. */
 void rope_init(rope_t *r, const model_hparams_t *hp, float base, float freq_scale, const float *freq_factors);
+/* The same for layers of their own rotary dims and head size (gemma4's
+ * window layers). With hp->rope_sections set, text positions follow
+ * ggml's interleaved M-RoPE (IMROPE): every pair rotates by the token's
+ * position except those of the 4th section, which see position 0. */
+void rope_init_dims(rope_t *r, const model_hparams_t *hp, float base, float freq_scale, const float *freq_factors,
+                    int32_t n_rot, int32_t head_dim);
 
 /* cs[2 * i] = cos, cs[2 * i + 1] = sin of dimension pair i < n_rot / 2 at
  * position pos. */

@@ -522,19 +522,30 @@ void kv_seq_commit(kv_cache_t *kv, int32_t seq, const int32_t *tokens, int32_t l
     int32_t full = len / B;
     for (int32_t i = s->committed; i < full; i++) {
         int32_t b = s->blocks[i];
-        kv_block_t *k = &p->blocks[b];
         int32_t parent = i ? s->blocks[i - 1] : -1;
         uint32_t parent_gen = i ? p->blocks[parent].gen : 0;
         const int32_t *t = tokens + (size_t)i * B;
-        /* the same chain may have been registered by another sequence
-         * meanwhile: then this copy simply stays private */
-        if (k->registered || lookup(kv, parent, parent_gen, t) >= 0)
-            continue;
-        pool_register(p, b, parent, parent_gen, chain_hash(parent, parent_gen, t, B));
-        memcpy(kv->tokens + (size_t)b * B, t, (size_t)B * sizeof(int32_t));
-        /* the window block of the same index, while the sequence holds it */
+        if (!p->blocks[b].registered) {
+            /* the same chain may have been registered by another sequence
+             * meanwhile: take that block instead of this private copy (the
+             * same tokens after the same registered chain, computed in the
+             * prompt order: the same bits), so the chain continues from it
+             * and its window block can still be registered below */
+            const int32_t r = lookup(kv, parent, parent_gen, t);
+            if (r >= 0) {
+                block_ref(p, r);
+                block_unref(p, b);
+                s->blocks[i] = b = r;
+            } else {
+                pool_register(p, b, parent, parent_gen, chain_hash(parent, parent_gen, t, B));
+                memcpy(kv->tokens + (size_t)b * B, t, (size_t)B * sizeof(int32_t));
+            }
+        }
+        /* the window block of the same index, while the sequence holds it,
+         * unless one is already registered for that block */
+        const kv_block_t *k = &p->blocks[b];
         const int32_t w = kv->has_window ? s->wblocks[i] : -1;
-        if (w >= 0 && !kv->pool[1].blocks[w].registered)
+        if (w >= 0 && !kv->pool[1].blocks[w].registered && lookup_window(kv, b, k->gen) < 0)
             pool_register(&kv->pool[1], w, b, k->gen, chain_hash(b, k->gen, NULL, 0));
     }
     if (full > s->committed)
@@ -601,8 +612,7 @@ bool kv_seq_block_key(const kv_cache_t *kv, int32_t seq, int32_t idx, int32_t *b
     if (!seq_ok(kv, seq) || idx < 0 || idx >= kv->seqs[seq].n_blocks)
         return false;
     const int32_t b = kv->seqs[seq].blocks[idx];
-    /* a private copy of a chain another sequence registered first has no
-     * key: the snapshot, if any, belongs to that sequence */
+    /* not registered (yet, or beyond the prompt order): no key */
     if (!kv->pool[0].blocks[b].registered)
         return false;
     *block = b;

@@ -153,7 +153,10 @@ int32_t kv_seq_attach_prefix_if(kv_cache_t *kv, int32_t seq, const int32_t *toke
                                 void *ctx);
 
 /* Registers every full block of seq not yet registered; tokens[0..len) are
- * the tokens at its positions (len = kv_seq_len). */
+ * the tokens at its positions (len = kv_seq_len). A block whose chain
+ * another sequence registered meanwhile is replaced in seq's table by that
+ * registered block (the same contents; the copy is freed), so the chain
+ * continues and its window block can be registered with it. */
 void kv_seq_commit(kv_cache_t *kv, int32_t seq, const int32_t *tokens, int32_t len);
 
 /* Stores position pos of seq for layer `layer` (pos < reserved length):

@@ -294,7 +294,7 @@ int srv_run(srv_config_t *cfg)
     }
     sched_opts_t so = {.n_parallel = cfg->parallel, .n_ctx = cfg->ctx_size, .max_queue = cfg->max_queue,
                        .batch_tokens = cfg->batch_tokens, .n_threads = cfg->threads,
-                       .kv_mb = cfg->kv_cache_mb};
+                       .kv_mb = cfg->kv_cache_mb, .state_snapshots = cfg->state_snapshots};
     s.sched = sched_create(s.model, &so, &err);
     if (!s.sched) {
         fprintf(stderr, "llm-fcgi: cannot start the engine: %s\n", err.msg);

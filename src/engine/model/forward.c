@@ -582,15 +582,17 @@ static void attn_mixer(fwd_t *f, int l, const fwd_tok_t *toks, int32_t n)
 /* ---- recurrent layers: the batch's sequences and their snapshots ---- */
 
 /* Whether the state of seq after position P - 1 is worth a snapshot
- * (rstate.h): P a block boundary that is the prompt's last reusable one,
- * the end of the cached chain the prompt matched, or a multiple of the
- * snapshot interval. */
+ * (rstate.h): P a block boundary that is one of the prompt's last two
+ * reusable ones (a chat's next turn repeats this prompt up to just before
+ * its generation prompt, a few tokens before its end), the end of the
+ * cached chain the prompt matched, or a multiple of the snapshot interval. */
 static bool snap_point(const fwd_t *f, int32_t seq, int32_t P)
 {
     const int32_t bt = kv_block_tokens(f->kv);
     if (P <= 0 || P % bt)
         return false;
-    return P == f->hint_last[seq] || P == f->hint_match[seq] || P % f->snap_interval == 0;
+    return P == f->hint_last[seq] || P + bt == f->hint_last[seq] || P == f->hint_match[seq] ||
+           P % f->snap_interval == 0;
 }
 
 /* Groups the batch's tokens by sequence (position order) and decides the

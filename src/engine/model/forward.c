@@ -801,8 +801,8 @@ lf_code_t fwd_prefill(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n, b
     if (len0 + n > f->n_ctx)
         return lf_err_set(err, LF_ERR_CONTEXT, "%d prompt tokens do not fit the context of %d (%d used)", n,
                           f->n_ctx, len0);
-    if (f->rs && len0 == 0)
-        state_hints(f, seq, n);
+    if (f->rs && len0 == 0 && f->hint_last[seq] == 0)
+        state_hints(f, seq, n); /* unless fwd_seq_attach_prefix set them for the whole prompt */
     /* the whole prompt is the cached prefix and these tokens, so a prompt
      * that continues a reused prefix keeps the order recomputing it would
      * have (a cached prefix gives the same bits as recomputing it) */

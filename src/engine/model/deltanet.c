@@ -1,7 +1,7 @@
 /* deltanet.c - Gated DeltaNet layers (see deltanet.h for the maths).
  *
  * ggml operations reproduced (ggml-cpu ops.cpp, vec.h, unary-ops.cpp):
- *  - ggml_ssm_conv per channel (ops_ssm_conv);
+ *  - ggml_ssm_conv (ops_ssm_conv_row);
  *  - ggml_silu (ggml_vec_silu_f32: gx_silu_row over each row), ggml_sigmoid
  *    and ggml_softplus (scalar expf/logf; softplus is x above 20);
  *  - rms_norm (sum of x*x in double, scale = 1/sqrtf(mean + eps)) then
@@ -41,6 +41,8 @@ struct dn {
     float *g;     /* [B][DR] */
     float *o;     /* [B][DI] */
     float *cin;   /* [(K - 1) + B][CH] one sequence's conv input with its state */
+    float **wt;   /* [n_layer] the conv kernel tap-major [K][CH] (GDN layers) */
+    int32_t n_layer;
     void *act;
 };
 
@@ -84,7 +86,15 @@ dn_t *dn_create(const model_t *m, int32_t max_batch, lf_err_t *err)
             act = max_size(act, lin_act_bytes(ts[i], max_batch));
     }
     d->act = malloc(act);
-    if (!d->qkv || !d->cv || !d->z || !d->beta || !d->g || !d->o || !d->cin || !d->act) {
+    d->n_layer = hp->n_layer;
+    d->wt = calloc((size_t)hp->n_layer, sizeof *d->wt);
+    for (int l = 0; d->wt && l < hp->n_layer; l++)
+        if (w->layers[l].kind == MODEL_LAYER_GDN && (d->wt[l] = malloc((size_t)d->K * (size_t)d->CH * sizeof(float))))
+            ops_conv_transpose(w->layers[l].ssm_conv, d->CH, d->K, d->wt[l]);
+    bool wt_ok = d->wt != NULL;
+    for (int l = 0; wt_ok && l < hp->n_layer; l++)
+        wt_ok = w->layers[l].kind != MODEL_LAYER_GDN || d->wt[l];
+    if (!d->qkv || !d->cv || !d->z || !d->beta || !d->g || !d->o || !d->cin || !d->act || !wt_ok) {
         dn_free(d);
         return lf_err_set(err, LF_ERR_NOMEM, "out of memory for the Gated DeltaNet buffers"), NULL;
     }
@@ -103,6 +113,9 @@ void dn_free(dn_t *d)
     free(d->o);
     free(d->cin);
     free(d->act);
+    for (int l = 0; d->wt && l < d->n_layer; l++)
+        free(d->wt[l]);
+    free(d->wt);
     free(d);
 }
 
@@ -231,7 +244,7 @@ static void l2_norm(float *x, int64_t n, float eps, float post)
 
 /* The causal conv of one sequence's rows (with SiLU), its conv state
  * updated and snapshotted. */
-static void dn_conv(dn_t *d, const model_layer_t *L, int32_t layer, rs_t *rs, const rs_group_t *gr)
+static void dn_conv(dn_t *d, int32_t layer, rs_t *rs, const rs_group_t *gr)
 {
     const int32_t K = d->K, CH = d->CH, n = gr->n;
     float *st = rs_state(rs, gr->seq, layer); /* [K - 1][CH] first */
@@ -240,11 +253,7 @@ static void dn_conv(dn_t *d, const model_layer_t *L, int32_t layer, rs_t *rs, co
         memcpy(d->cin + (int64_t)(K - 1 + t) * CH, d->qkv + (int64_t)gr->rows[t] * CH, (size_t)CH * sizeof(float));
     for (int32_t t = 0; t < n; t++) {
         float *y = d->cv + (int64_t)gr->rows[t] * CH;
-        const float *in = d->cin + (int64_t)t * CH;
-        for (int32_t c = 0; c < CH; c++) {
-            const float *w = L->ssm_conv + (int64_t)c * K;
-            y[c] = ops_ssm_conv(in + c, CH, w, K);
-        }
+        ops_ssm_conv_row(d->cin + (int64_t)t * CH, d->wt[layer], CH, K, y);
         gx_silu_row(y, y, CH);
     }
     for (int32_t s = 0; s < gr->n_snap; s++) {
@@ -269,7 +278,7 @@ void dn_run(dn_t *d, tpool_t *pool, const model_layer_t *L, int32_t layer, rs_t 
             *g = (a > 20.0f ? a : logf(1.0f + expf(a))) * L->ssm_a[h];
         }
     for (int32_t i = 0; i < n_groups; i++)
-        dn_conv(d, L, layer, rs, &groups[i]);
+        dn_conv(d, layer, rs, &groups[i]);
     const float eps_n = d->eps / (float)S, post = 1.0f / sqrtf((float)S);
     for (int32_t i = 0; i < n_groups; i++)
         for (int32_t t = 0; t < groups[i].n; t++) {

@@ -13,6 +13,9 @@ struct sc {
     float *bcx;  /* [B][3 E] */
     float *cin;  /* [(K - 1) + B][E] one sequence's bx rows with its state */
     float *y;    /* [B][E] */
+    float *conv; /* [E] one row's convolution */
+    float **wt;  /* [n_layer] the conv kernel tap-major [K][E] (short-conv layers) */
+    int32_t n_layer;
     void *act;
 };
 
@@ -40,7 +43,17 @@ sc_t *sc_create(const model_t *m, int32_t max_batch, lf_err_t *err)
     s->cin = malloc((B + (size_t)s->K) * E * sizeof(float));
     s->y = malloc(B * E * sizeof(float));
     s->act = malloc(act);
-    if (!s->bcx || !s->cin || !s->y || !s->act) {
+    s->conv = malloc(E * sizeof(float));
+    s->n_layer = hp->n_layer;
+    s->wt = calloc((size_t)hp->n_layer, sizeof *s->wt);
+    bool wt_ok = s->wt != NULL;
+    for (int l = 0; wt_ok && l < hp->n_layer; l++)
+        if (w->layers[l].kind == MODEL_LAYER_SHORTCONV) {
+            wt_ok = (s->wt[l] = malloc((size_t)s->K * E * sizeof(float))) != NULL;
+            if (wt_ok)
+                ops_conv_transpose(w->layers[l].sc_conv, s->E, s->K, s->wt[l]);
+        }
+    if (!s->bcx || !s->cin || !s->y || !s->act || !s->conv || !wt_ok) {
         sc_free(s);
         return lf_err_set(err, LF_ERR_NOMEM, "out of memory for the short-convolution buffers"), NULL;
     }
@@ -55,6 +68,10 @@ void sc_free(sc_t *s)
     free(s->cin);
     free(s->y);
     free(s->act);
+    free(s->conv);
+    for (int l = 0; s->wt && l < s->n_layer; l++)
+        free(s->wt[l]);
+    free(s->wt);
     free(s);
 }
 
@@ -74,12 +91,11 @@ void sc_run(sc_t *s, tpool_t *pool, const model_layer_t *L, int32_t layer, rs_t 
                 bx[c] = r[c] * r[2 * E + c];
         }
         for (int32_t t = 0; t < gr->n; t++) {
-            const float *in = s->cin + (int64_t)t * E, *cgate = s->bcx + (int64_t)gr->rows[t] * 3 * E + E;
+            const float *cgate = s->bcx + (int64_t)gr->rows[t] * 3 * E + E;
             float *y = s->y + (int64_t)gr->rows[t] * E;
-            for (int32_t c = 0; c < E; c++) {
-                const float *w = L->sc_conv + (int64_t)c * K;
-                y[c] = cgate[c] * ops_ssm_conv(in + c, E, w, K);
-            }
+            ops_ssm_conv_row(s->cin + (int64_t)t * E, s->wt[layer], E, K, s->conv);
+            for (int32_t c = 0; c < E; c++)
+                y[c] = cgate[c] * s->conv[c];
         }
         for (int32_t i = 0; i < gr->n_snap; i++) {
             float *dst = rs_snap_state(rs, gr->snap_slot[i], layer);

@@ -6,7 +6,7 @@
  *   [B | C | X] = sc_in x (thirds of n_embd); bx = B * X;
  *   y = causal depthwise convolution of bx over time (l_cache taps, the
  *   previous l_cache - 1 bx rows from the state; ggml_ssm_conv as
- *   ops_ssm_conv computes it);
+ *   ops_ssm_conv_row computes it);
  *   out = sc_out (C * y).
  * The sequence's state (rstate.h) holds its last l_cache - 1 bx rows,
  * time-major. The products run on the whole batch; the convolution per

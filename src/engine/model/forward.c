@@ -11,17 +11,25 @@
  * llama.cpp's prompt order and its decode order (token_orders).
  *
  * Every value computed for one token depends only on that token's row and
- * its sequence's cache, never on the other tokens of the batch, so a
- * sequence decodes bitwise the same alone or batched (batch invariance).
+ * its sequence's cache (and recurrent state), never on the other tokens of
+ * the batch, so a sequence decodes bitwise the same alone or batched
+ * (batch invariance).
  *
  * One layer, with the architecture's options in brackets (arch.h):
  *   xn = rms_norm(x) * attn_norm
- *   q, k, v = Wq xn, Wk xn, Wv xn [fused Wqkv] [+ biases]
- *   q, k = rms_norm per head [q/k norm]; rope [per layer kind, or none];
- *   q *= q_scale [gemma3, phi3]; K, V to the cache as F16
- *   a = attention [sliding window, sinks]; o = Wo a [+ bias] [post-norm]
- *   x += o
+ *   mixer, by the layer's kind:
+ *     attention: q, k, v = Wq xn, Wk xn, Wv xn [fused Wqkv] [+ biases]
+ *       [q | gate rows]; q, k = rms_norm per head [q/k norm] [V norm];
+ *       rope [per layer kind, or none]; q *= q_scale [gemma3, phi3]; K, V
+ *       to the cache as F16 [not on KV-sharing layers]; a = attention over
+ *       the layer's (or its source's) cache [sliding window, sinks]
+ *       [* sigmoid(gate)]; o = Wo a [+ bias]
+ *     Gated DeltaNet (deltanet.h), short convolution (shortconv.h): o from
+ *       the sequence's recurrent state (rstate.h, snapshots taken here at
+ *       the block boundaries the prefix cache wants)
+ *   x += o [post-norm]
  *   xn = rms_norm(x) * ffn_norm; f = FFN(xn) (ffn.h) [post-norm]; x += f
+ *   [gemma4: x += per-layer embedding branch; x *= layer_output_scale]
  * then logits = output(rms_norm(x) * output_norm) [soft-capped].
  */
 #include "engine/model/forward.h"

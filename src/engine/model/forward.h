@@ -12,9 +12,13 @@
  *
  * Architectures (arch.h) are flags of this one pass: fused or separate
  * q/k/v, biases, per-head q/k norms, rope per layer kind (none, NEOX or
- * adjacent pairs, partial, YaRN, LongRoPE factors), sliding windows,
- * attention sinks, post-norms, the FFN kind (gated, fused, mixture of
- * experts: ffn.h), embedding scale and logit soft-capping.
+ * adjacent pairs, partial, YaRN, LongRoPE factors, IMROPE sections),
+ * sliding windows, attention sinks, gated attention, KV sharing, post-norms,
+ * the FFN kind (gated, fused, mixture of experts, shared experts, dense MLP
+ * beside experts: ffn.h), per-layer embeddings, embedding scale and logit
+ * soft-capping. Hybrid models' recurrent layers (Gated DeltaNet, short
+ * convolutions) keep a per-sequence state beside the KV cache (rstate.h):
+ * fwd_seq_rm resets it, and the prefix cache restores it from snapshots.
  */
 #ifndef LF_FORWARD_H
 #define LF_FORWARD_H

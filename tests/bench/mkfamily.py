@@ -110,6 +110,25 @@ def vocab_keys(gguf, n_vocab):
     return out
 
 
+def plan_ffn(p, c, E, ff=None):
+    """A layer's FFN: routed experts (router F32) or a dense gated FFN of width ff (default n_ff)."""
+    if c.get("n_expert"):
+        NE, FE = c["n_expert"], c["n_ff_exp"]
+        return [(p + "ffn_gate_inp.weight", (NE, E), "w32"),
+                (p + "ffn_gate_exps.weight", (NE, FE, E), "w"), (p + "ffn_up_exps.weight", (NE, FE, E), "w"),
+                (p + "ffn_down_exps.weight", (NE, E, FE), "w")]
+    ff = ff or c["n_ff"]
+    return [(p + "ffn_gate.weight", (ff, E), "w"), (p + "ffn_up.weight", (ff, E), "w"),
+            (p + "ffn_down.weight", (E, ff), "w")]
+
+
+def plan_output(plan, c, E, norm="output_norm.weight"):
+    plan.append((norm, (E,), "one"))
+    if not c["tied"]:
+        plan.append(("output.weight", (c["n_vocab"], E), "w"))
+    return plan
+
+
 def plan_qwen35(c):
     """qwen35 / qwen35moe: GDN layers where (i + 1) % interval != 0, gated attention otherwise."""
     E, HD, m = c["n_embd"], c["head_dim"], c["ssm"]
@@ -130,20 +149,12 @@ def plan_qwen35(c):
             plan += [(p + "attn_q.weight", (2 * Q, E), "w"), (p + "attn_k.weight", (KV, E), "w"),
                      (p + "attn_v.weight", (KV, E), "w"), (p + "attn_output.weight", (E, Q), "w"),
                      (p + "attn_q_norm.weight", (HD,), "one"), (p + "attn_k_norm.weight", (HD,), "one")]
-        if c.get("n_expert"):
-            NE, FE, FS = c["n_expert"], c["n_ff_exp"], c["n_ff_shexp"]
-            plan += [(p + "ffn_gate_inp.weight", (NE, E), "w32"),
-                     (p + "ffn_gate_exps.weight", (NE, FE, E), "w"), (p + "ffn_up_exps.weight", (NE, FE, E), "w"),
-                     (p + "ffn_down_exps.weight", (NE, E, FE), "w"), (p + "ffn_gate_inp_shexp.weight", (1, E), "w32"),
-                     (p + "ffn_gate_shexp.weight", (FS, E), "w"), (p + "ffn_up_shexp.weight", (FS, E), "w"),
-                     (p + "ffn_down_shexp.weight", (E, FS), "w")]
-        else:
-            plan += [(p + "ffn_gate.weight", (c["n_ff"], E), "w"), (p + "ffn_up.weight", (c["n_ff"], E), "w"),
-                     (p + "ffn_down.weight", (E, c["n_ff"]), "w")]
-    plan.append(("output_norm.weight", (E,), "one"))
-    if not c["tied"]:
-        plan.append(("output.weight", (c["n_vocab"], E), "w"))
-    return plan
+        plan += plan_ffn(p, c, E)
+        if c.get("n_ff_shexp"):
+            FS = c["n_ff_shexp"]
+            plan += [(p + "ffn_gate_inp_shexp.weight", (1, E), "w32"), (p + "ffn_gate_shexp.weight", (FS, E), "w"),
+                     (p + "ffn_up_shexp.weight", (FS, E), "w"), (p + "ffn_down_shexp.weight", (E, FS), "w")]
+    return plan_output(plan, c, E)
 
 
 def gemma4_layers(c):
@@ -171,13 +182,12 @@ def plan_gemma4(c):
         if own:
             plan += [(p + "attn_k.weight", (KV, E), "w"), (p + "attn_v.weight", (KV, E), "w"),
                      (p + "attn_k_norm.weight", (hd,), "one")]
-        plan += [(p + "post_attention_norm.weight", (E,), "one"), (p + "ffn_norm.weight", (E,), "one"),
-                 (p + "ffn_gate.weight", (ff, E), "w"), (p + "ffn_up.weight", (ff, E), "w"),
-                 (p + "ffn_down.weight", (E, ff), "w"), (p + "post_ffw_norm.weight", (E,), "one"),
+        plan += [(p + "post_attention_norm.weight", (E,), "one"), (p + "ffn_norm.weight", (E,), "one")]
+        plan += plan_ffn(p, c, E, ff)
+        plan += [(p + "post_ffw_norm.weight", (E,), "one"),
                  (p + "inp_gate.weight", (D, E), "w"), (p + "proj.weight", (E, D), "w"),
                  (p + "post_norm.weight", (E,), "one"), (p + "layer_output_scale.weight", (1,), "one")]
-    plan.append(("output_norm.weight", (E,), "one"))
-    return plan
+    return plan_output(plan, c, E)
 
 
 def plan_lfm2(c):
@@ -194,10 +204,8 @@ def plan_lfm2(c):
         else:
             plan += [(p + "shortconv.conv.weight", (E, c["l_cache"]), "conv"),
                      (p + "shortconv.in_proj.weight", (3 * E, E), "w"), (p + "shortconv.out_proj.weight", (E, E), "w")]
-        plan += [(p + "ffn_gate.weight", (c["n_ff"], E), "w"), (p + "ffn_up.weight", (c["n_ff"], E), "w"),
-                 (p + "ffn_down.weight", (E, c["n_ff"]), "w")]
-    plan.append(("token_embd_norm.weight", (E,), "one"))
-    return plan
+        plan += plan_ffn(p, c, E)
+    return plan_output(plan, c, E, "token_embd_norm.weight")
 
 
 def hybrid_keys(w, c, arch):
@@ -251,18 +259,8 @@ def tensor_plan(c):
                  (p + "ffn_norm.weight", (E,), "one")]
         if c["arch"] == "gemma3":
             plan += [(p + "post_attention_norm.weight", (E,), "one"), (p + "post_ffw_norm.weight", (E,), "one")]
-        if c.get("n_expert"):
-            NE, FE = c["n_expert"], c["n_ff_exp"]
-            plan += [(p + "ffn_gate_inp.weight", (NE, E), "w32"),
-                     (p + "ffn_gate_exps.weight", (NE, FE, E), "w"), (p + "ffn_up_exps.weight", (NE, FE, E), "w"),
-                     (p + "ffn_down_exps.weight", (NE, E, FE), "w")]
-        else:
-            plan += [(p + "ffn_gate.weight", (c["n_ff"], E), "w"), (p + "ffn_up.weight", (c["n_ff"], E), "w"),
-                     (p + "ffn_down.weight", (E, c["n_ff"]), "w")]
-    plan.append(("output_norm.weight", (E,), "one"))
-    if not c["tied"]:
-        plan.append(("output.weight", (c["n_vocab"], E), "w"))
-    return plan
+        plan += plan_ffn(p, c, E)
+    return plan_output(plan, c, E)
 
 
 def main():

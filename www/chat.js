@@ -6,7 +6,8 @@
 // calls as name + arguments. Stop aborts the request (nginx then closes the
 // FastCGI connection and llm-fcgi cancels the sequence). Errors are shown
 // with the API's own message. Settings and the API key live in
-// localStorage.
+// localStorage. Images (file picker, paste, drag and drop) are sent as
+// data: URLs in image_url content parts and shown in the conversation.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
@@ -14,7 +15,8 @@ const store = window.localStorage;
 const KEYS = { key: 'llm-fcgi.apiKey', system: 'llm-fcgi.system', temperature: 'llm-fcgi.temperature',
                'max-tokens': 'llm-fcgi.maxTokens', tools: 'llm-fcgi.tools' };
 
-const state = { model: null, history: [], controller: null };
+const state = { model: null, history: [], controller: null, attachments: [] };
+const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/webp'];
 
 function escapeHtml(s) {
   return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
@@ -93,11 +95,17 @@ async function loadModel() {
   }
 }
 
-function addMessage(role, text) {
+// Only data:image/ URLs the page made itself go into <img src>.
+const safeImage = (url) => /^data:image\/(png|jpeg|webp);base64,[A-Za-z0-9+/=]+$/.test(url) ? url : '';
+
+function addMessage(role, text, images) {
   const div = document.createElement('div');
   div.className = `msg ${role}`;
   if (role === 'user') {
-    div.innerHTML = `<div class="content">${escapeHtml(text).replace(/\n/g, '<br>')}</div>`;
+    const imgs = (images || []).map((a) =>
+      `<img class="attached" alt="${escapeHtml(a.name)}" src="${safeImage(a.url)}">`).join('');
+    div.innerHTML = (imgs ? `<div class="images">${imgs}</div>` : '') +
+      `<div class="content">${escapeHtml(text).replace(/\n/g, '<br>')}</div>`;
   } else {
     div.innerHTML = '<details class="reasoning" hidden><summary>Reasoning</summary><div class="reasoning-text"></div></details>' +
       '<div class="content"></div><div class="tool-calls"></div><div class="meta"></div>';
@@ -169,9 +177,36 @@ function setBusy(busy) {
   document.body.classList.toggle('busy', busy);
 }
 
+// Reads image files into the attachments strip.
+function attachFiles(files) {
+  for (const f of files) {
+    if (!IMAGE_TYPES.includes(f.type)) {
+      setStatus(`${f.name || 'file'}: only PNG, JPEG and WebP images can be attached`, true);
+      continue;
+    }
+    const r = new FileReader();
+    r.onload = () => { state.attachments.push({ name: f.name || 'pasted image', url: r.result }); drawAttachments(); };
+    r.readAsDataURL(f);
+  }
+}
+function drawAttachments() {
+  const box = $('attachments');
+  box.innerHTML = state.attachments.map((a, i) =>
+    `<span class="thumb"><img alt="${escapeHtml(a.name)}" src="${safeImage(a.url)}">` +
+    `<button type="button" data-i="${i}" title="remove">×</button></span>`).join('');
+  for (const b of box.querySelectorAll('button'))
+    b.addEventListener('click', () => { state.attachments.splice(Number(b.dataset.i), 1); drawAttachments(); });
+}
+
 async function send(text) {
   let body;
-  state.history.push({ role: 'user', content: text });
+  const images = state.attachments;
+  state.attachments = [];
+  drawAttachments();
+  const content = images.length
+    ? [...images.map((a) => ({ type: 'image_url', image_url: { url: a.url } })), ...(text ? [{ type: 'text', text }] : [])]
+    : text;
+  state.history.push({ role: 'user', content });
   try {
     body = requestBody();
   } catch (e) {
@@ -179,7 +214,7 @@ async function send(text) {
     setStatus(`tools: not valid JSON (${e.message})`, true);
     return;
   }
-  addMessage('user', text);
+  addMessage('user', text, images);
   const div = addMessage('assistant');
   const view = renderer(div);
   const meta = div.querySelector('.meta');
@@ -286,7 +321,7 @@ function init() {
   $('composer').addEventListener('submit', (ev) => {
     ev.preventDefault();
     const text = $('input').value.trim();
-    if (!text || state.controller) return;
+    if ((!text && !state.attachments.length) || state.controller) return;
     $('input').value = '';
     send(text);
   });
@@ -297,6 +332,19 @@ function init() {
     }
   });
   $('stop').addEventListener('click', () => { if (state.controller) state.controller.abort(); });
+  $('attach').addEventListener('click', () => $('file').click());
+  $('file').addEventListener('change', () => { attachFiles($('file').files); $('file').value = ''; });
+  $('input').addEventListener('paste', (ev) => {
+    const files = [...(ev.clipboardData ? ev.clipboardData.files : [])].filter((f) => f.type.startsWith('image/'));
+    if (files.length) { ev.preventDefault(); attachFiles(files); }
+  });
+  document.addEventListener('dragover', (ev) => { ev.preventDefault(); document.body.classList.add('dropping'); });
+  document.addEventListener('dragleave', () => document.body.classList.remove('dropping'));
+  document.addEventListener('drop', (ev) => {
+    ev.preventDefault();
+    document.body.classList.remove('dropping');
+    if (ev.dataTransfer && ev.dataTransfer.files.length) attachFiles(ev.dataTransfer.files);
+  });
   loadModel();
   $('input').focus();
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/gen_media.h"
 #include "engine/model/forward.h"
 #include "engine/sample/logprob.h"
 #include "engine/model/model.h"
@@ -33,11 +34,20 @@ static void usage(FILE *out)
             "      --no-bos         do not add the BOS/EOS tokens the model asks for\n"
             "      --json           print one JSON object: prompt_tokens, tokens, text and\n"
             "                       the top-5 logprobs (raw log-softmax) of every step\n"
+            "      --mmproj FILE    vision projector (mmproj GGUF) for --image\n"
+            "      --image FILE     an image (PNG, JPEG, WebP); repeatable: each <__media__>\n"
+            "                       in the prompt is replaced by the next image (the images\n"
+            "                       go first when the prompt has no marker)\n"
             "The prompt is tokenized with special-token parsing, as llama-server does.\n");
 }
 
+#define GEN_MAX_IMAGES 64
+
 typedef struct {
     const char *model;
+    const char *mmproj;
+    const char *images[GEN_MAX_IMAGES];
+    int n_images;
     long n_predict, top_k, ctx, threads;
     double temp, top_p, min_p;
     unsigned long long seed;
@@ -53,6 +63,7 @@ static int parse(int argc, char **argv, gen_opts_t *o)
         {"seed", required_argument, 0, 'S'},  {"ctx-size", required_argument, 0, 'c'},
         {"threads", required_argument, 0, 't'}, {"no-bos", no_argument, 0, 'B'},
         {"json", no_argument, 0, 'J'},        {"help", no_argument, 0, 'h'},
+        {"mmproj", required_argument, 0, 'V'}, {"image", required_argument, 0, 'I'},
         {0}};
     *o = (gen_opts_t){.n_predict = 128, .top_k = 40, .temp = 0.8, .top_p = 0.95, .min_p = 0.05};
     int c;
@@ -71,6 +82,14 @@ static int parse(int argc, char **argv, gen_opts_t *o)
         case 't': o->threads = strtol(optarg, &end, 10); break;
         case 'B': o->no_bos = 1; break;
         case 'J': o->json = 1; break;
+        case 'V': o->mmproj = optarg; break;
+        case 'I':
+            if (o->n_images == GEN_MAX_IMAGES) {
+                fprintf(stderr, "llm-fcgi generate: at most %d images\n", GEN_MAX_IMAGES);
+                return -1;
+            }
+            o->images[o->n_images++] = optarg;
+            break;
         case 'h': usage(stdout); exit(0);
         default: return -1;
         }
@@ -81,6 +100,10 @@ static int parse(int argc, char **argv, gen_opts_t *o)
     }
     if (!o->model || optind != argc - 1 || o->n_predict < 0 || o->ctx < 0 || o->threads < 0) {
         fprintf(stderr, "llm-fcgi generate: need -m MODEL and one PROMPT argument\n");
+        return -1;
+    }
+    if (o->n_images && !o->mmproj) {
+        fprintf(stderr, "llm-fcgi generate: --image needs --mmproj\n");
         return -1;
     }
     return 0;
@@ -130,6 +153,7 @@ int cmd_generate(int argc, char **argv)
     sp.has_seed = o.has_seed;
     sp.seed = o.seed;
     int32_t *ids = NULL, *gen = NULL;
+    gen_media_t *media = NULL;
     size_t n_ids = 0;
     int32_t n_gen = 0;
     float *scratch = malloc((size_t)hp->n_vocab * sizeof(float));
@@ -139,21 +163,33 @@ int cmd_generate(int argc, char **argv)
                       : NULL;
     if (!fw || !s || !scratch)
         goto out;
-    if (vocab_tokenize(v, prompt, strlen(prompt), !o.no_bos, true, &ids, &n_ids, &err) != LF_OK)
+    if (o.mmproj) {
+        /* the prompt with its images: ids keeps the text tokens (penalties) */
+        if (!(media = gen_media_open(o.mmproj, o.images, o.n_images, m, o.model, prompt, !o.no_bos, &err)))
+            goto out;
+        int32_t nt;
+        const int32_t *tt = gen_media_text_tokens(media, &nt);
+        if (!(ids = malloc(((size_t)nt + 1) * sizeof *ids)))
+            goto out;
+        memcpy(ids, tt, (size_t)nt * sizeof *ids);
+        n_ids = (size_t)nt;
+    } else if (vocab_tokenize(v, prompt, strlen(prompt), !o.no_bos, true, &ids, &n_ids, &err) != LF_OK)
         goto out;
-    if (n_ids == 0) {
+    const int32_t n_cells = media ? gen_media_n_cells(media) : (int32_t)n_ids;
+    if (n_cells == 0) {
         lf_err_set(&err, LF_ERR_INVALID, "the prompt is empty and the model adds no BOS token");
         goto out;
     }
-    if ((int64_t)n_ids + o.n_predict > n_ctx) {
-        lf_err_set(&err, LF_ERR_CONTEXT, "%zu prompt tokens + %ld to generate exceed the context of %d", n_ids,
+    if ((int64_t)n_cells + o.n_predict > n_ctx) {
+        lf_err_set(&err, LF_ERR_CONTEXT, "%d prompt tokens + %ld to generate exceed the context of %d", n_cells,
                    o.n_predict, n_ctx);
         goto out;
     }
     gen = malloc(((size_t)o.n_predict + 1) * sizeof *gen);
     struct timespec t0, t1, t2;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (!gen || fwd_prefill(fw, 0, ids, (int32_t)n_ids, true, &err) != LF_OK ||
+    if (!gen || (media ? gen_media_prefill(media, fw, &err) : fwd_prefill(fw, 0, ids, (int32_t)n_ids, true, &err)) !=
+                    LF_OK ||
         sampler_add_prompt(s, ids, (int32_t)n_ids, &err) != LF_OK)
         goto out;
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -163,7 +199,10 @@ int cmd_generate(int argc, char **argv)
     json_object *text = json_object_new_string("");
     struct printbuf *pb = printbuf_new();
     bool failed = false;
-    for (int32_t pos = (int32_t)n_ids; n_gen < o.n_predict; pos++) {
+    fwd_mm_t next_row = {0};
+    if (media)
+        gen_media_next_row(media, &next_row);
+    for (int32_t pos = n_cells; n_gen < o.n_predict; pos++) {
         const float *logits = fwd_logits(fw, 0);
         int32_t tok;
         if (o.json)
@@ -184,7 +223,7 @@ int cmd_generate(int argc, char **argv)
         if (vocab_is_eog(v, tok) || n_gen == o.n_predict)
             break;
         fwd_tok_t t = {tok, 0, pos, true, false};
-        if (fwd_decode(fw, &t, 1, &err) != LF_OK) {
+        if (fwd_decode_mm(fw, &t, media ? &next_row : NULL, 1, &err) != LF_OK) {
             failed = true;
             break;
         }
@@ -202,8 +241,13 @@ int cmd_generate(int argc, char **argv)
     double tg = (double)(t2.tv_sec - t1.tv_sec) + 1e-9 * (double)(t2.tv_nsec - t1.tv_nsec);
     if (o.json) {
         json_object *out = json_object_new_object(), *pa = json_object_new_array(), *ta = json_object_new_array();
-        for (size_t i = 0; i < n_ids; i++)
-            json_object_array_add(pa, json_object_new_int(ids[i]));
+        if (media) {
+            json_object_put(pa);
+            pa = gen_media_prompt_json(media);
+        } else {
+            for (size_t i = 0; i < n_ids; i++)
+                json_object_array_add(pa, json_object_new_int(ids[i]));
+        }
         for (int32_t i = 0; i < n_gen; i++)
             json_object_array_add(ta, json_object_new_int(gen[i]));
         json_object_object_add(out, "prompt_tokens", pa);
@@ -215,14 +259,15 @@ int cmd_generate(int argc, char **argv)
     } else {
         json_object_put(text);
         printf("\n");
-        fprintf(stderr, "prompt: %zu tokens in %.3f s (%.1f t/s); generated: %d tokens in %.3f s (%.1f t/s)\n",
-                n_ids, pp, (double)n_ids / pp, n_gen, tg, n_gen > 1 ? (double)(n_gen - 1) / tg : 0.0);
+        fprintf(stderr, "prompt: %d tokens in %.3f s (%.1f t/s); generated: %d tokens in %.3f s (%.1f t/s)\n",
+                n_cells, pp, (double)n_cells / pp, n_gen, tg, n_gen > 1 ? (double)(n_gen - 1) / tg : 0.0);
     }
     status = failed;
 out:
     if (status)
         fprintf(stderr, "llm-fcgi: %s\n", err.msg);
     json_object_put(tops);
+    gen_media_free(media);
     free(gen);
     free(ids);
     free(scratch);

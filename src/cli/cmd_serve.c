@@ -43,6 +43,16 @@ static const char usage[] =
     "      --state-snapshots N    hybrid models (qwen35, lfm2): snapshots of the recurrent state kept\n"
     "                             for the prefix cache (default: ~256 MiB worth, parallel + 2 to\n"
     "                             4 x parallel + 8; 0: none) [LLM_STATE_SNAPSHOTS]\n"
+    "Speculative decoding (the same tokens, several per step when the drafts are right):\n"
+    "      --spec S               draft sources besides a request's \"prediction\": ngram (the prompt\n"
+    "                             and output so far), or none (no speculation at all); default:\n"
+    "                             predictions only [LLM_SPEC]\n"
+    "      --spec-draft-max N     most draft tokens per step and stream, 1..16 (default 16)\n"
+    "                             [LLM_SPEC_DRAFT_MAX]\n"
+    "      --spec-row-cost F      what one more row costs relative to a step's fixed part (weights\n"
+    "                             read), which sets the draft lengths (default: measured)\n"
+    "      --model-draft FILE     a smaller GGUF with the same vocabulary that drafts tokens for the\n"
+    "                             streams that have no prediction to follow [LLM_MODEL_DRAFT]\n"
     "Requests:\n"
     "      --http-threads N       FastCGI acceptor threads (default parallel + max-queue + 4)\n"
     "                             [LLM_HTTP_THREADS]\n"
@@ -78,9 +88,34 @@ static const char usage[] =
     "                             deepseek_v31, kimi_k2, glm45, granite, pythonic, minimax_m2,\n"
     "                             seed_oss, phi4_mini_json or none (default: detected from the\n"
     "                             template) [LLM_TOOL_CALL_PARSER]\n"
+    "Images (vision models):\n"
+    "      --mmproj FILE          vision projector (mmproj GGUF) of the model: image parts in messages\n"
+    "                             [LLM_MMPROJ]\n"
+    "      --max-images N         images per request (default 8) [LLM_MAX_IMAGES]\n"
+    "      --max-image-bytes B    largest image as sent, k/m suffix ok (default 20m) [LLM_MAX_IMAGE_BYTES]\n"
+    "      --max-image-pixels N   largest decoded image (default 33554432 = 8192 x 4096)\n"
+    "                             [LLM_MAX_IMAGE_PIXELS]\n"
+    "      --image-cache-mb N     encoded images kept for follow-up requests (default 256; 0: none)\n"
+    "                             [LLM_IMAGE_CACHE_MB]\n"
+    "      --media-domains LIST   allow http(s) image URLs from these hosts (comma-separated; a name\n"
+    "                             covers its subdomains; * = any); default: remote images off\n"
+    "                             [LLM_MEDIA_DOMAINS]\n"
+    "      --media-allow-private  remote images may come from loopback / private / link-local\n"
+    "                             addresses (default: refused) [LLM_MEDIA_ALLOW_PRIVATE=1]\n"
+    "      --media-dir DIR        allow file:// image URLs under DIR [LLM_MEDIA_DIR]\n"
+    "      --media-timeout S      time limit of a remote image (default 10) [LLM_MEDIA_TIMEOUT]\n"
+    "      --media-max-redirects N  redirects a remote image may take (default 3)\n"
+    "Stored responses (POST /v1/responses with store, previous_response_id, GET/DELETE):\n"
+    "      --store PATH|URL       a file: SQLite (WAL); postgresql://USER@HOST/DB: PostgreSQL, for\n"
+    "                             several backends sharing conversations; none: keep nothing\n"
+    "                             (default: responses.db in $STATE_DIRECTORY, else\n"
+    "                             ~/.local/state/llm-fcgi) [LLM_STORE]\n"
+    "      --store-ttl T          keep stored responses T (seconds, or with s/m/h/d; default 30d)\n"
+    "                             [LLM_STORE_TTL]\n"
     "  -h, --help                 this help\n"
     "\n"
-    "Endpoints: POST /v1/chat/completions, /v1/completions, /invocations, /tokenize, /detokenize;\n"
+    "Endpoints: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages,\n"
+    "/v1/messages/count_tokens, /invocations, /tokenize, /detokenize; GET/DELETE /v1/responses/ID;\n"
     "GET /v1/models[/ID], /metrics; GET /health, /ping (never need a key).\n"
     "Exit status: 0 after a clean stop, 1 if the model or socket fails, 2 on a usage error.\n";
 
@@ -235,7 +270,23 @@ static int serve_resolve_model(srv_config_t *c, char *buf, size_t cap)
 
 enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, O_HTTP, O_QUEUE, O_BODY,
        O_BATCH, O_DRAIN, O_PING, O_LOGP, O_TEMP, O_TOPP, O_TOPK, O_MINP, O_REP, O_MAXN, O_MINDIE, O_LMIFIN, O_KVMB,
-       O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE, O_IOTIME, O_SNAPS };
+       O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE, O_IOTIME, O_MMPROJ, O_MAXIMG, O_IMGBYTES,
+       O_IMGPX, O_IMGCACHE, O_MDOMAINS, O_MPRIVATE, O_MDIR, O_MTIMEOUT, O_MREDIR,
+       O_SPEC, O_SPECMAX, O_SPECCOST, O_DRAFT, O_STORE, O_STORE_TTL, O_SNAPS };
+
+/* A duration: seconds, or a number with s, m, h or d; -1 when bad. */
+static int64_t parse_duration(const char *s)
+{
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || v < 1)
+        return -1;
+    long long mul = !*end ? 1 : !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600
+                  : !strcmp(end, "d") ? 86400 : -1;
+    if (mul < 0 || v > (1LL << 40) / mul)
+        return -1;
+    return (int64_t)(v * mul);
+}
 
 /* A float in [lo, hi]; -1 when bad. */
 static int parse_float(const char *s, double lo, double hi, float *out)
@@ -251,7 +302,8 @@ static int parse_float(const char *s, double lo, double hi, float *out)
 int cmd_serve(int argc, char **argv)
 {
     srv_config_t c = {.parallel = 4, .max_queue = 32, .max_body = 16u << 20, .drain_seconds = 30,
-                      .ping_seconds = 10, .batch_tokens = 512, .io_timeout_seconds = 60};
+                      .ping_seconds = 10, .batch_tokens = 512, .io_timeout_seconds = 60,
+                      .media = {.image_cache_mb = 256, .media_max_redirects = 3}};
     const char *e;
     int ok = 1, names_from_flags = 0, keys_from_flags = 0, rc = 2, snaps = -1;
     const char *key_file = getenv("LLM_API_KEY_FILE");
@@ -267,7 +319,10 @@ int cmd_serve(int argc, char **argv)
         {"LLM_HTTP_THREADS", &c.http_threads, 0}, {"LLM_MAX_QUEUE", &c.max_queue, 0},
         {"LLM_BATCH_TOKENS", &c.batch_tokens, 1}, {"LLM_DRAIN_TIMEOUT", &c.drain_seconds, 0},
         {"LLM_PING_INTERVAL", &c.ping_seconds, 1}, {"LLM_KV_CACHE_MB", &c.kv_cache_mb, 0},
-        {"LLM_IO_TIMEOUT", &c.io_timeout_seconds, 1}, {"LLM_STATE_SNAPSHOTS", &snaps, 0}};
+        {"LLM_IO_TIMEOUT", &c.io_timeout_seconds, 1}, {"LLM_MAX_IMAGES", &c.media.max_images, 1},
+        {"LLM_IMAGE_CACHE_MB", &c.media.image_cache_mb, 0}, {"LLM_MEDIA_TIMEOUT", &c.media.media_timeout_s, 1},
+        {"LLM_SPEC_DRAFT_MAX", &c.spec_draft_max, 1},
+        {"LLM_STATE_SNAPSHOTS", &snaps, 0}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if ((e = getenv(ints[i].var)) && *e && parse_int(e, ints[i].lo, ints[i].dst) < 0) {
             fprintf(stderr, "llm-fcgi serve: bad %s=%s\n", ints[i].var, e);
@@ -281,10 +336,27 @@ int cmd_serve(int argc, char **argv)
         c.log_prompts = true;
     if ((e = getenv("LLM_LMI_FINISH_REASONS")) && *e == '1')
         c.lmi_finish_reasons = true;
+    c.spec = getenv("LLM_SPEC");
+    c.model_draft = getenv("LLM_MODEL_DRAFT");
     c.reasoning_parser = getenv("LLM_REASONING_PARSER");
     c.tool_call_parser = getenv("LLM_TOOL_CALL_PARSER");
     c.reasoning_start = getenv("LLM_REASONING_START");
     c.reasoning_end = getenv("LLM_REASONING_END");
+    c.media.mmproj_path = getenv("LLM_MMPROJ");
+    c.media.media_domains = getenv("LLM_MEDIA_DOMAINS");
+    c.media.media_dir = getenv("LLM_MEDIA_DIR");
+    if ((e = getenv("LLM_MEDIA_ALLOW_PRIVATE")) && *e == '1')
+        c.media.media_allow_private = true;
+    if ((e = getenv("LLM_MAX_IMAGE_BYTES")) && *e)
+        c.media.max_image_bytes = (int64_t)parse_size(e, &ok);
+    if ((e = getenv("LLM_MAX_IMAGE_PIXELS")) && *e)
+        c.media.max_image_pixels = (int64_t)parse_size(e, &ok);
+    if ((e = getenv("LLM_STORE")) && *e)
+        c.store = e;
+    if ((e = getenv("LLM_STORE_TTL")) && *e && (c.store_ttl = parse_duration(e)) < 0) {
+        fprintf(stderr, "llm-fcgi serve: bad LLM_STORE_TTL=%s\n", e);
+        return 2;
+    }
 
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},       {"socket", required_argument, 0, O_SOCKET},
@@ -305,6 +377,15 @@ int cmd_serve(int argc, char **argv)
         {"reasoning-start", required_argument, 0, O_RSTART}, {"reasoning-end", required_argument, 0, O_REND},
         {"grammar-cache-mb", required_argument, 0, O_GCACHE},
         {"io-timeout", required_argument, 0, O_IOTIME},
+        {"mmproj", required_argument, 0, O_MMPROJ}, {"max-images", required_argument, 0, O_MAXIMG},
+        {"max-image-bytes", required_argument, 0, O_IMGBYTES}, {"max-image-pixels", required_argument, 0, O_IMGPX},
+        {"image-cache-mb", required_argument, 0, O_IMGCACHE}, {"media-domains", required_argument, 0, O_MDOMAINS},
+        {"media-allow-private", no_argument, 0, O_MPRIVATE}, {"media-dir", required_argument, 0, O_MDIR},
+        {"media-timeout", required_argument, 0, O_MTIMEOUT},
+        {"media-max-redirects", required_argument, 0, O_MREDIR},
+        {"spec", required_argument, 0, O_SPEC}, {"spec-draft-max", required_argument, 0, O_SPECMAX},
+        {"spec-row-cost", required_argument, 0, O_SPECCOST}, {"model-draft", required_argument, 0, O_DRAFT},
+        {"store", required_argument, 0, O_STORE}, {"store-ttl", required_argument, 0, O_STORE_TTL},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     int o;
     optind = 1;
@@ -352,6 +433,22 @@ int cmd_serve(int argc, char **argv)
         case O_RSTART: c.reasoning_start = optarg; break;
         case O_REND: c.reasoning_end = optarg; break;
         case O_GCACHE: bad = parse_int(optarg, 1, &c.grammar_cache_mb); break;
+        case O_MMPROJ: c.media.mmproj_path = optarg; break;
+        case O_MAXIMG: bad = parse_int(optarg, 1, &c.media.max_images); break;
+        case O_IMGBYTES: c.media.max_image_bytes = (int64_t)parse_size(optarg, &ok); break;
+        case O_IMGPX: c.media.max_image_pixels = (int64_t)parse_size(optarg, &ok); break;
+        case O_IMGCACHE: bad = parse_int(optarg, 0, &c.media.image_cache_mb); break;
+        case O_MDOMAINS: c.media.media_domains = optarg; break;
+        case O_MPRIVATE: c.media.media_allow_private = true; break;
+        case O_MDIR: c.media.media_dir = optarg; break;
+        case O_MTIMEOUT: bad = parse_int(optarg, 1, &c.media.media_timeout_s); break;
+        case O_MREDIR: bad = parse_int(optarg, 0, &c.media.media_max_redirects); break;
+        case O_SPEC: c.spec = optarg; break;
+        case O_SPECMAX: bad = parse_int(optarg, 1, &c.spec_draft_max); break;
+        case O_SPECCOST: bad = parse_float(optarg, 1e-6, 100, &c.spec_row_cost); break;
+        case O_DRAFT: c.model_draft = optarg; break;
+        case O_STORE: c.store = optarg; break;
+        case O_STORE_TTL: bad = (c.store_ttl = parse_duration(optarg)) < 0; break;
         case 'h': fputs(usage, stdout); rc = 0; goto out;
         default: fputs(usage, stderr); goto out;
         }
@@ -366,6 +463,14 @@ int cmd_serve(int argc, char **argv)
         c.reasoning_parser = "generic"; /* the markers imply the generic parser */
     if (serve_check_parsers(&c) < 0)
         goto out;
+    if (c.spec && *c.spec && strcmp(c.spec, "ngram") && strcmp(c.spec, "none")) {
+        fprintf(stderr, "llm-fcgi serve: --spec %s: expected ngram or none\n", c.spec);
+        goto out;
+    }
+    if (c.spec_draft_max > SPEC_K_MAX) {
+        fprintf(stderr, "llm-fcgi serve: --spec-draft-max %d: at most %d\n", c.spec_draft_max, SPEC_K_MAX);
+        goto out;
+    }
     if (optind < argc) {
         fprintf(stderr, "llm-fcgi serve: unexpected argument '%s'\n", argv[optind]);
         goto out;

@@ -141,6 +141,26 @@ static void render_state(buf_t *b, const char *model, const sched_stats_t *st)
             model, (unsigned long long)st->state_restores);
 }
 
+/* The encoded-image cache and the encoder's work (issue 29). */
+static void metrics_render_images(buf_t *b, const sched_stats_t *st, const char *model)
+{
+    const struct { const char *name, *type, *help; uint64_t v; } rows[] = {
+        {"llm_image_cache_entries", "gauge", "Encoded image arrays held for reuse.", st->image_cache_entries},
+        {"llm_image_cache_bytes", "gauge", "Memory of the encoded-image cache.", st->image_cache_bytes},
+        {"llm_image_cache_capacity_bytes", "gauge", "Budget of the encoded-image cache (--image-cache-mb).",
+         st->image_cache_max_bytes},
+        {"llm_image_cache_hits_total", "counter", "Image arrays found encoded in the cache.", st->image_cache_hits},
+        {"llm_image_cache_misses_total", "counter", "Image arrays not in the cache (encoded).",
+         st->image_cache_misses},
+        {"llm_image_cache_evictions_total", "counter", "Encoded images dropped for room.", st->image_cache_evictions},
+        {"llm_image_encode_stages_total", "counter", "Vision encoder stages run (patches, layers, projector).",
+         st->image_encode_stages},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        bprintf(b, "# HELP %s %s\n# TYPE %s %s\n%s{model_name=\"%s\"} %llu\n", rows[i].name, rows[i].help,
+                rows[i].name, rows[i].type, rows[i].name, model, (unsigned long long)rows[i].v);
+}
+
 char *metrics_render(metrics_t *m, const sched_stats_t *st, const char *model_name)
 {
     char model[256];
@@ -192,6 +212,17 @@ char *metrics_render(metrics_t *m, const sched_stats_t *st, const char *model_na
                 (unsigned long long)st->kv_used_bytes);
         if (st->state_per_seq_bytes)
             render_state(&b, model, st);
+        bprintf(&b, "# HELP llm_spec_draft_tokens_total Draft tokens verified by speculative decoding, per source.\n"
+                    "# TYPE llm_spec_draft_tokens_total counter\n");
+        for (int src = SPEC_SRC_NONE + 1; src < SPEC_SRC_COUNT; src++)
+            bprintf(&b, "llm_spec_draft_tokens_total{model_name=\"%s\",source=\"%s\"} %llu\n", model,
+                    spec_src_name((spec_src_t)src), (unsigned long long)st->spec_drafted[src]);
+        bprintf(&b, "# HELP llm_spec_accepted_tokens_total Draft tokens kept (the output is the same either way).\n"
+                    "# TYPE llm_spec_accepted_tokens_total counter\n");
+        for (int src = SPEC_SRC_NONE + 1; src < SPEC_SRC_COUNT; src++)
+            bprintf(&b, "llm_spec_accepted_tokens_total{model_name=\"%s\",source=\"%s\"} %llu\n", model,
+                    spec_src_name((spec_src_t)src), (unsigned long long)st->spec_accepted[src]);
+        metrics_render_images(&b, st, model);
     }
     return b.s;
 }

@@ -188,7 +188,9 @@ await check('errors', async () => {
   r = await post('/v1/chat/completions', chatBody({ stream_options: { include_usage: true } }));
   ok(r.status === 400 && r.json.error.param === 'stream_options', 'stream_options without stream -> 400');
   r = await post('/v1/chat/completions', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'http://x/y.png' } }] }] });
-  ok(r.status === 400 && r.json.error.message === 'this model does not accept image input', 'image part -> 400 image input', r.json);
+  ok(r.status === 400 && r.json.error.param === 'messages[0].content[0]' &&
+    /image input is not supported by this server \(it was started without --mmproj\)/.test(r.json.error.message),
+    'image part to a server without --mmproj -> 400 naming the part', r.json);
   r = await post('/v1/chat/completions', chatBody({ best_of: 3 }));
   ok(r.status === 400 && r.json.error.param === 'best_of', 'unsupported sampling field -> 400 naming it');
   r = await post('/v1/chat/completions', { messages: [] });

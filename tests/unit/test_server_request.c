@@ -2,6 +2,7 @@
  * the right status and `param`, valid bodies give the right typed struct. */
 #include "server/request/request.h"
 #include "tap.h"
+#include "unit/mutate.h"
 
 #include <string.h>
 
@@ -27,7 +28,10 @@ static const case_t chat_cases[] = {
     {"bad role", "{\"messages\":[{\"role\":\"wizard\",\"content\":\"x\"}]}", 400, "messages[0].role"},
     {"missing content", "{\"messages\":[{\"role\":\"user\"}]}", 400, "messages[0].content"},
     {"content number", "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", 400, "messages[0].content"},
-    {"image part", "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":{\"url\":\"x\"}}]}]}", 400, "messages[0].content"},
+    {"image part", "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":{\"url\":\"x\"}}]}]}", 0, ""},
+    {"image_url as a string", "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":\"x\"}]}]}", 0, ""},
+    {"image detail bad", "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":{\"url\":\"x\",\"detail\":\"max\"}}]}]}", 400, "messages[0].content[0]"},
+    {"image part without url", "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":{}}]}]}", 400, "messages[0].content[0]"},
     {"audio part", "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_audio\"}]}]}", 400, "messages[0].content"},
     {"max_tokens string", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":\"5\"}", 400, "max_tokens"},
     {"max_tokens zero", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":0}", 400, "max_tokens"},
@@ -106,6 +110,20 @@ int main(void)
         tap_ok(q.gen.has_seed && q.gen.seed == 42 && !strcmp(q.gen.model, "m"), "seed and model");
         req_chat_free(&q);
     }
+    /* image parts: recorded in order, CHAT_MEDIA_MARKER in the content,
+     * text parts joined with "\n" except next to an image */
+    b = "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"},"
+        "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64,AA\",\"detail\":\"low\"}},"
+        "{\"type\":\"text\",\"text\":\"c\"}]},{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":\"u2\"}]}]}";
+    if (tap_ok(req_chat_parse(b, strlen(b), &q, &e) == 0, "chat with image parts parses")) {
+        tap_ok(!strcmp(q.msgs[0].content, "a\nb<__media__>c") && !strcmp(q.msgs[1].content, "<__media__>"),
+               "image parts become markers");
+        tap_ok(q.n_images == 2 && !strcmp(q.images[0].url, "data:image/png;base64,AA") &&
+                   !strcmp(q.images[0].param, "messages[0].content[2]") && !strcmp(q.images[1].url, "u2") &&
+                   !strcmp(q.images[1].param, "messages[1].content[0]"),
+               "images recorded in order with their part names");
+        req_chat_free(&q);
+    }
     b = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}";
     if (tap_ok(req_chat_parse(b, strlen(b), &q, &e) == 0, "defaults parse")) {
         tap_ok(q.gen.max_tokens == -1 && q.gen.temperature == 1.0f && !q.gen.stream && !q.gen.model,
@@ -151,20 +169,7 @@ int main(void)
         const char *src = seeds[round % 5];
         size_t len = strlen(src);
         memcpy(buf, src, len + 1);
-        for (int k = 0; k < 1 + round % 4; k++) {
-            rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-            size_t pos = (size_t)(rng >> 33) % len;
-            int op = (int)((rng >> 20) % 3);
-            if (op == 0)
-                buf[pos] = (char)(rng >> 40);
-            else if (op == 1 && len > 1) {
-                memmove(buf + pos, buf + pos + 1, len - pos);
-                len--;
-            } else if (len + 1 < sizeof buf) {
-                memmove(buf + pos + 1, buf + pos, len - pos + 1);
-                len++;
-            }
-        }
+        mutate(buf, &len, sizeof buf, &rng, 1 + round % 4);
         req_err_t fe = {0};
         chat_req_t fq;
         cmpl_req_t fc;

@@ -16,9 +16,18 @@ static const arch_desc_t archs[] = {
     /* Qwen2/2.5: q/k/v biases, NEOX rope, base 1e6 by convention. */
     {.name = "qwen2", .rope_neox = true, .ffn_norm = "ffn_norm",
      .default_rope_theta = 1000000.0f, .default_rms_eps = 1e-6f},
+    /* Qwen2-VL / Qwen2.5-VL text model: qwen2 with multi-section rope
+     * (t, h, w sections over the rotary pairs). */
+    {.name = "qwen2vl", .rope_neox = true, .mrope = ARCH_MROPE_SECTIONS, .ffn_norm = "ffn_norm", .ref_2026 = true,
+     .default_rope_theta = 1000000.0f, .default_rms_eps = 1e-6f},
     /* Qwen3 dense: per-head RMS norm of q and k before NEOX rope, no biases. */
     {.name = "qwen3", .qk_norm = true, .rope_neox = true, .ffn_norm = "ffn_norm", .ref_2026 = true,
      .default_rope_theta = 1000000.0f, .default_rms_eps = 1e-6f},
+    /* Qwen3-VL text model: qwen3 with interleaved multi-section rope and
+     * deepstack (image rows add their extra embeddings after the first
+     * n_deepstack_layers layers). */
+    {.name = "qwen3vl", .qk_norm = true, .rope_neox = true, .mrope = ARCH_MROPE_INTERLEAVED, .deepstack = true,
+     .ffn_norm = "ffn_norm", .ref_2026 = true, .default_rope_theta = 1000000.0f, .default_rms_eps = 1e-6f},
     /* Qwen3 MoE (30B-A3B, 235B-A22B): qwen3 attention; every layer a
      * mixture of experts, softmax router, top-k renormalised. */
     {.name = "qwen3moe", .qk_norm = true, .rope_neox = true, .ffn_norm = "ffn_norm", .ffn = ARCH_FFN_MOE,
@@ -51,15 +60,16 @@ static const arch_desc_t archs[] = {
      * full attention (q/k norms, partial rotary through IMROPE sections,
      * sigmoid output gate); the pre-FFN norm is post_attention_norm; the
      * trailing MTP block is bound but not run; logits rows kept after the
-     * last layer. */
+     * last layer. Its rope is qwen3vl's interleaved multi-section rope
+     * (text positions (p, p, p, 0)). */
     {.name = "qwen35", .qk_norm = true, .rope_neox = true, .ffn_norm = "post_attention_norm", .out_rows_late = true,
-     .ref_2026 = true, .recurrent = ARCH_REC_GDN, .attn_gate = true, .rope_sections = true, .nextn = true,
+     .ref_2026 = true, .recurrent = ARCH_REC_GDN, .attn_gate = true, .mrope = ARCH_MROPE_INTERLEAVED, .nextn = true,
      .default_rope_theta = 10000000.0f, .default_rms_eps = 1e-6f},
     /* Qwen3.5 MoE (35B-A3B ...): qwen35 layers, every FFN a softmax top-k
      * renormalised MoE plus a sigmoid-gated shared expert. */
     {.name = "qwen35moe", .qk_norm = true, .rope_neox = true, .ffn_norm = "post_attention_norm",
      .ffn = ARCH_FFN_MOE, .gating = ARCH_GATING_SOFTMAX, .moe_norm_w = true, .moe_shexp = true,
-     .out_rows_late = true, .ref_2026 = true, .recurrent = ARCH_REC_GDN, .attn_gate = true, .rope_sections = true,
+     .out_rows_late = true, .ref_2026 = true, .recurrent = ARCH_REC_GDN, .attn_gate = true, .mrope = ARCH_MROPE_INTERLEAVED,
      .nextn = true, .default_rope_theta = 10000000.0f, .default_rms_eps = 1e-6f},
     /* Gemma 4 (E2B/E4B, 26B-A4B, 31B): gemma3's block with per-layer head
      * sizes and KV heads, proportional rope (rope_freqs) on the full layers,

@@ -59,6 +59,16 @@ typedef enum {
     ARCH_REC_SHORTCONV,    /* gated short convolution (lfm2): the layers whose head_count_kv is 0 */
 } arch_rec_t;
 
+/* Multi-section rope of vision-language text models: the rotary pairs
+ * take their angles from the (t, h, w) position components of each token
+ * (rope.dimension_sections), so image tokens carry their grid row and
+ * column (forward.h: fwd_tok_t.my / mx). */
+typedef enum {
+    ARCH_MROPE_NONE = 0,
+    ARCH_MROPE_SECTIONS,     /* contiguous sections (qwen2vl, qwen2.5-vl) */
+    ARCH_MROPE_INTERLEAVED,  /* pair k % 3 picks t / h / w (qwen3vl) */
+} arch_mrope_t;
+
 typedef struct {
     const char *name;         /* general.architecture */
     /* attention */
@@ -67,6 +77,9 @@ typedef struct {
     bool attn_sinks;          /* attn_sinks: one extra softmax logit per head, no value (gpt-oss) */
     bool rope_neox;           /* rotate pairs (i, i + n_rot/2) instead of (2i, 2i+1) */
     int no_rope_step;         /* > 0: layer il has no rope iff (il + 1) % step == 0 (smollm3) */
+    arch_mrope_t mrope;       /* multi-section rope (rope.dimension_sections required) */
+    bool deepstack;           /* n_deepstack_layers: input rows carry extra embeddings added to
+                                 the residual after the first layers (qwen3vl) */
     arch_swa_t swa;
     int swa_pattern;          /* default pattern period for ARCH_SWA_PATTERN */
     bool swa_required;        /* attention.sliding_window must be present */
@@ -94,8 +107,6 @@ typedef struct {
     arch_rec_t recurrent;     /* non-attention layers and their state (deltanet.h, shortconv.h) */
     bool attn_gate;           /* attn_q holds per head [q | gate]; the attention output is multiplied by
                                  sigmoid(gate) before attn_output (qwen35) */
-    bool rope_sections;       /* rope.dimension_sections (IMROPE): text positions rotate the pairs of the
-                                 t/h/w sections, those of the 4th section see position 0 (qwen35) */
     bool nextn;               /* the last nextn_predict_layers blocks are MTP blocks: bound, never run */
     bool per_layer_dims;      /* window layers have their own head size (key_length_swa) and rotary
                                  dims (rope.dimension_count_swa) and no rope_freqs (gemma4) */

@@ -409,14 +409,18 @@ static void token_orders(const fwd_tok_t *toks, int32_t n, uint8_t *order)
 
 }
 
-static lf_code_t validate(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
+static const fwd_mm_t no_mm;
+#define MM(mm, i) ((mm) ? &(mm)[i] : &no_mm)
+
+static lf_code_t validate(fwd_t *f, const fwd_tok_t *toks, const fwd_mm_t *mm, int32_t n, lf_err_t *err)
 {
     if (n <= 0 || n > f->max_batch)
         return lf_err_set(err, LF_ERR_INVALID, "batch of %d tokens (1 to %d allowed)", n, f->max_batch);
     /* positions must continue each sequence in order */
     for (int32_t i = 0; i < n; i++) {
         const fwd_tok_t *t = &toks[i];
-        if (t->token < 0 || t->token >= f->hp->n_vocab)
+        const fwd_mm_t *x = MM(mm, i);
+        if (!x->embd && (t->token < 0 || t->token >= f->hp->n_vocab))
             return lf_err_set(err, LF_ERR_INVALID, "token id %d out of range (vocabulary of %d)", t->token,
                               f->hp->n_vocab);
         if (t->seq < 0 || t->seq >= f->n_seq)
@@ -431,6 +435,22 @@ static lf_code_t validate(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *
         if (t->pos >= f->n_ctx)
             return lf_err_set(err, LF_ERR_CONTEXT, "sequence %d: position %d beyond the context of %d", t->seq,
                               t->pos, f->n_ctx);
+        if (t->pos + x->dpos < 0 || ((x->my || x->mx) && f->arch->mrope == ARCH_MROPE_NONE))
+            return lf_err_set(err, LF_ERR_INVALID, "sequence %d: rope position %d + %d invalid", t->seq, t->pos,
+                              x->dpos);
+    }
+    /* a bidirectional span must end inside the batch: the K/V it reads are
+     * stored before any attention runs */
+    for (int32_t i = 0; mm && i < n; i++) {
+        if (mm[i].attn_end <= toks[i].pos + 1)
+            continue;
+        int32_t last = -1;
+        for (int32_t j = 0; j < n; j++)
+            if (toks[j].seq == toks[i].seq && toks[j].pos > last)
+                last = toks[j].pos;
+        if (mm[i].attn_end > last + 1)
+            return lf_err_set(err, LF_ERR_INVALID, "sequence %d: position %d attends up to %d, beyond the batch",
+                              toks[i].seq, toks[i].pos, mm[i].attn_end);
     }
     return LF_OK;
 }
@@ -448,7 +468,7 @@ static lf_code_t reserve(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *e
     return LF_OK;
 }
 
-static void attention_layer(fwd_t *f, int layer, const fwd_tok_t *toks, int32_t n)
+static void attention_layer(fwd_t *f, int layer, const fwd_tok_t *toks, const fwd_mm_t *mm, int32_t n)
 {
     const model_hparams_t *hp = f->hp;
     const model_layer_t *L = &f->w->layers[layer];
@@ -479,7 +499,7 @@ static void attention_layer(fwd_t *f, int layer, const fwd_tok_t *toks, int32_t 
     };
     for (int32_t i = 0; i < n; i++) {
         f->blocks[i] = kv_seq_table(f->kv, toks[i].seq, src);
-        f->n_kv[i] = toks[i].pos + 1;
+        f->n_kv[i] = mm && mm[i].attn_end > toks[i].pos + 1 ? mm[i].attn_end : toks[i].pos + 1;
         f->kv_start[i] = window > 0 && toks[i].pos + 1 > window ? toks[i].pos + 1 - window : 0;
     }
     attn_run(f->pool, &job);
@@ -572,12 +592,12 @@ static void qk_finish(fwd_t *f, int layer, const fwd_tok_t *toks, int32_t n)
 }
 
 /* The attention mixer of layer l: its output (n_embd per token) in f->xn. */
-static void attn_mixer(fwd_t *f, int l, const fwd_tok_t *toks, int32_t n)
+static void attn_mixer(fwd_t *f, int l, const fwd_tok_t *toks, const fwd_mm_t *mm, int32_t n)
 {
     const model_layer_t *L = &f->w->layers[l];
     qkv_project(f, L, n);
     qk_finish(f, l, toks, n);
-    attention_layer(f, l, toks, n);
+    attention_layer(f, l, toks, mm, n);
     if (f->arch->attn_gate) {
         /* ggml_sigmoid (expf) of the gate, then ggml_mul */
         const int64_t m = (int64_t)n * f->hp->n_head * L->head_dim;
@@ -647,8 +667,9 @@ static void build_groups(fwd_t *f, const fwd_tok_t *toks, int32_t n)
 /* Per token: P = rms_norm(model_proj(e) / sqrt(n_embd)) * proj_norm per
  * layer chunk, plus the token's per-layer embedding * sqrt(width), times
  * 1/sqrt(2) (build_inp_per_layer, project_per_layer_inputs); e is the
- * scaled input embedding in f->x. */
-static void ple_inputs(fwd_t *f, const fwd_tok_t *toks, int32_t n)
+ * input embedding in f->x. An image row takes the per-layer embedding of
+ * token 0 (llama.cpp's padding row for embedding inputs). */
+static void ple_inputs(fwd_t *f, const fwd_tok_t *toks, const fwd_mm_t *mm, int32_t n)
 {
     const model_hparams_t *hp = f->hp;
     const model_weights_t *w = f->w;
@@ -661,8 +682,9 @@ static void ple_inputs(fwd_t *f, const fwd_tok_t *toks, int32_t n)
             p[j] *= ps;
         for (int l = 0; l < hp->n_layer; l++)
             ops_rms_norm(p + l * D, w->ple_proj_norm, p + l * D, D, hp->rms_eps);
-        quant_dequantize_row(w->ple_embd.type,
-                             (const uint8_t *)w->ple_embd.data + (size_t)toks[i].token * w->ple_embd.row_bytes, e, P);
+        const int32_t tok = MM(mm, i)->embd ? 0 : toks[i].token;
+        quant_dequantize_row(w->ple_embd.type, (const uint8_t *)w->ple_embd.data + (size_t)tok * w->ple_embd.row_bytes,
+                             e, P);
         for (int64_t j = 0; j < P; j++)
             p[j] = (p[j] + e[j] * es) * is;
     }
@@ -691,7 +713,12 @@ static void ple_layer(fwd_t *f, const model_layer_t *L, int l, int32_t n)
 
 lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
 {
-    lf_code_t rc = validate(f, toks, n, err);
+    return fwd_decode_mm(f, toks, NULL, n, err);
+}
+
+lf_code_t fwd_decode_mm(fwd_t *f, const fwd_tok_t *toks, const fwd_mm_t *mm, int32_t n, lf_err_t *err)
+{
+    lf_code_t rc = validate(f, toks, mm, n, err);
     if (rc == LF_OK)
         rc = reserve(f, toks, n, err);
     if (rc != LF_OK)
@@ -703,23 +730,39 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
     if (f->rs)
         build_groups(f, toks, n);
 
-    for (int32_t i = 0; i < n; i++)
-        quant_dequantize_row(w->tok_embd.type, (const uint8_t *)w->tok_embd.data +
-                                                   (size_t)toks[i].token * w->tok_embd.row_bytes,
-                             f->x + i * E, E);
+    for (int32_t i = 0; i < n; i++) {
+        if (MM(mm, i)->embd)
+            memcpy(f->x + i * E, MM(mm, i)->embd, (size_t)E * sizeof(float));
+        else
+            quant_dequantize_row(w->tok_embd.type,
+                                 (const uint8_t *)w->tok_embd.data + (size_t)toks[i].token * w->tok_embd.row_bytes,
+                                 f->x + i * E, E);
+    }
     /* the rope tables of the batch's positions, once for all layers */
     for (int32_t i = 0; i < n; i++) {
-        rope_angles(&f->rope_full, toks[i].pos, f->cs + (int64_t)i * f->rot_stride);
+        const fwd_mm_t *x = MM(mm, i);
+        const int32_t p = toks[i].pos + x->dpos;
+        if (f->arch->mrope != ARCH_MROPE_NONE) {
+            /* text: (p, p, p, 0); an image row adds its grid row and column */
+            const int32_t mp[4] = {p, p + x->my, p + x->mx, 0};
+            rope_angles_multi(&f->rope_full, mp, hp->rope_sections, f->arch->mrope == ARCH_MROPE_INTERLEAVED, false,
+                              f->cs + (int64_t)i * f->rot_stride);
+        } else {
+            rope_angles(&f->rope_full, p, f->cs + (int64_t)i * f->rot_stride);
+        }
         if (hp->n_swa > 0)
-            rope_angles(&f->rope_swa, toks[i].pos, f->cs + ((int64_t)f->max_batch + i) * f->rot_stride);
+            rope_angles(&f->rope_swa, p, f->cs + ((int64_t)f->max_batch + i) * f->rot_stride);
     }
+    /* text embeddings are scaled (gemma), image embeddings are not */
     if (f->arch->embd_scale) {
         const float s = sqrtf((float)E);
-        for (int64_t j = 0; j < n * E; j++)
-            f->x[j] *= s;
+        for (int32_t i = 0; i < n; i++)
+            if (!MM(mm, i)->embd)
+                for (int64_t j = 0; j < E; j++)
+                    f->x[i * E + j] *= s;
     }
     if (f->ple)
-        ple_inputs(f, toks, n);
+        ple_inputs(f, toks, mm, n);
 
     for (int l = 0; l < hp->n_layer; l++) {
         const model_layer_t *L = &w->layers[l];
@@ -728,7 +771,7 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
         float *mo = f->xn; /* the mixer's output */
         switch (L->kind) {
         case MODEL_LAYER_ATTN:
-            attn_mixer(f, l, toks, n);
+            attn_mixer(f, l, toks, mm, n);
             break;
         case MODEL_LAYER_GDN:
             dn_run(f->dn, f->pool, L, l, f->rs, f->groups, f->n_groups, f->xn, n, f->order, f->ffo);
@@ -770,6 +813,12 @@ lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
         if (L->out_scale)
             for (int64_t j = 0; j < n * E; j++)
                 f->x[j] *= L->out_scale[0];
+        /* deepstack: image rows add their (l + 1)-th extra embedding */
+        if (l < hp->n_deepstack)
+            for (int32_t i = 0; i < n; i++)
+                if (MM(mm, i)->embd)
+                    for (int64_t j = 0; j < E; j++)
+                        f->x[i * E + j] += mm[i].embd[(int64_t)(l + 1) * E + j];
     }
 
     /* logits only for the tokens that asked: gather, norm, project */
@@ -832,12 +881,18 @@ enum { REF_BATCH = 2048, REF_UBATCH = 512, REF_CKPT_LAST = 4 };
 
 bool fwd_prompt_order(const fwd_t *f, int32_t n_prompt, int32_t pos)
 {
-    if (n_prompt < 2 || pos < 0 || pos >= n_prompt)
+    return fwd_prompt_order_chunk(f, n_prompt, 0, n_prompt, true, pos);
+}
+
+bool fwd_prompt_order_chunk(const fwd_t *f, int32_t n_prompt, int32_t chunk_start, int32_t chunk_end, bool text,
+                            int32_t pos)
+{
+    if (pos < chunk_start || pos >= chunk_end || chunk_end > n_prompt || chunk_end - chunk_start < 2)
         return false;
-    /* the batch boundaries around pos: the prompt's start and end, and the
-     * checkpoint breaks of sliding-window models */
-    int32_t a = 0, b = n_prompt;
-    if (f->hp->n_swa > 0 || f->rs) {
+    /* the batch boundaries around pos: the chunk's start and end, and the
+     * checkpoint breaks of sliding-window and hybrid models inside text */
+    int32_t a = chunk_start, b = chunk_end;
+    if (text && (f->hp->n_swa > 0 || f->rs)) {
         const int32_t cuts[2] = {n_prompt - REF_CKPT_LAST - REF_UBATCH, n_prompt - REF_CKPT_LAST};
         for (int i = 0; i < 2; i++) {
             if (cuts[i] < 1)
@@ -912,6 +967,21 @@ static bool prefix_has_state(void *arg, int32_t k, int32_t block, uint32_t gen)
     if (k > c->k_max)
         c->k_max = k;
     return rs_snap_find(c->f->rs, block, gen, k * kv_block_tokens(c->f->kv)) >= 0;
+}
+
+lf_code_t fwd_seq_truncate(fwd_t *f, int32_t seq, int32_t len, lf_err_t *err)
+{
+    if (seq < 0 || seq >= f->n_seq)
+        return lf_err_set(err, LF_ERR_INVALID, "sequence %d out of range", seq);
+    if (f->rs && len != kv_seq_len(f->kv, seq))
+        return lf_err_set(err, LF_ERR_UNSUPPORTED, "a recurrent state cannot be rolled back");
+    return kv_seq_truncate(f->kv, seq, len, err);
+}
+
+bool fwd_can_truncate(const fwd_t *f)
+{
+    /* a recurrent state holds no per-position history (rstate.h) */
+    return f->rs == NULL;
 }
 
 int32_t fwd_seq_len(const fwd_t *f, int32_t seq)

@@ -39,6 +39,25 @@ typedef struct {
                       see below and fwd_prompt_order) */
 } fwd_tok_t;
 
+/* Multimodal input of one batch row (fwd_decode_mm); all zero: a text
+ * token at rope position pos, causal. */
+typedef struct {
+    const float *embd; /* NULL, or the row (model n_embd_inp floats) that replaces
+                          the token's embedding: an image embedding (not scaled by
+                          embd_scale; with deepstack its extra parts are added
+                          to the residual after the first layers). The token id
+                          is then ignored. */
+    int32_t dpos;      /* rope position = pos + dpos (multi-section rope: the
+                          positions an image advances are fewer than its rows) */
+    int16_t my, mx;    /* multi-section rope: the h and w components are
+                          pos + dpos + my and pos + dpos + mx (an image row's
+                          grid row and column; 0 for text) */
+    int32_t attn_end;  /* > pos + 1: the row also attends positions pos + 1 ..
+                          attn_end - 1 of its sequence, which must be in the
+                          same batch (bidirectional attention inside an image,
+                          or an encoder); 0: causal */
+} fwd_mm_t;
+
 /* Numerics: llama.cpp sums in one order for a prompt (a batch of >= 2
  * tokens: llamafile's tinyBLAS) and in another for a decode step (one
  * token: ggml_vec_dot). The engine reproduces both but must not let the
@@ -87,6 +106,10 @@ tpool_t *fwd_pool(const fwd_t *f);
  * the batch (the caller frees a sequence, e.g. preempts one, and retries).
  * On error no position is added to any sequence. */
 lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err);
+/* fwd_decode with multimodal rows: mm[i] describes toks[i] (mm NULL: all
+ * text). LF_ERR_INVALID also for a bidirectional span that ends outside
+ * the batch or grid offsets on a model without multi-section rope. */
+lf_code_t fwd_decode_mm(fwd_t *f, const fwd_tok_t *toks, const fwd_mm_t *mm, int32_t n, lf_err_t *err);
 
 /* Appends tokens[0..n) to sequence seq (positions continuing its cache), in
  * batches of at most max_batch; keeps the logits of the last token only if
@@ -109,6 +132,13 @@ int32_t fwd_max_batch(const fwd_t *f);
  * computes in the decode order. */
 bool fwd_prompt_order(const fwd_t *f, int32_t n_prompt, int32_t pos);
 
+/* The same for a prompt of several chunks (text and image embeddings):
+ * llama-server decodes each chunk [chunk_start, chunk_end) on its own; a
+ * text chunk is cut as above (batches, sliding-window breaks), an image
+ * chunk only into batches and micro-batches. */
+bool fwd_prompt_order_chunk(const fwd_t *f, int32_t n_prompt, int32_t chunk_start, int32_t chunk_end, bool text,
+                            int32_t pos);
+
 /* Logits (n_vocab floats) of the j-th token of the last batch that asked for
  * logits, counting only those tokens, in batch order. Valid until the next
  * fwd_decode. NULL if j is out of range. */
@@ -117,6 +147,18 @@ const float *fwd_logits(const fwd_t *f, int32_t j);
 /* Forgets sequence seq and gives its KV blocks back (registered prefix
  * blocks stay cached for reuse); it may be refilled from 0. */
 void fwd_seq_rm(fwd_t *f, int32_t seq);
+
+/* Forgets the last positions of seq so it holds len (speculative
+ * decoding: the K/V of rejected draft tokens); the next token of seq is
+ * then at position len and computes exactly what it would have had the
+ * forgotten positions never been computed. LF_ERR_INVALID when len is
+ * beyond the sequence or inside its registered prompt blocks;
+ * LF_ERR_UNSUPPORTED on a model with recurrent layers (fwd_can_truncate). */
+lf_code_t fwd_seq_truncate(fwd_t *f, int32_t seq, int32_t len, lf_err_t *err);
+/* Whether fwd_seq_truncate can forget positions of this model (false for
+ * layers whose per-sequence state cannot be rolled back): the scheduler
+ * speculates only when it can. */
+bool fwd_can_truncate(const fwd_t *f);
 
 /* Prefix caching (kv.h). For an empty sequence: reuses the cached K/V of
  * the longest registered prefix of the prompt tokens[0..n), in whole

@@ -65,7 +65,6 @@ typedef struct {
     int32_t n_layer_kv;          /* layers with a KV cache of their own */
     int32_t max_head_dim;        /* largest head size / KV width / q width of any layer */
     int32_t max_kv_dim, max_q_dim, max_n_ff, max_n_rot;
-    int32_t rope_sections[4];    /* IMROPE sections (rope_sections families; all 0: none) */
     int32_t head_dim_swa;        /* per_layer_dims: window layers' head size and rotary dims */
     int32_t n_rot_swa;
     bool attn_scale_one;         /* attention scores not scaled */
@@ -82,6 +81,10 @@ typedef struct {
     int32_t n_kv_from;           /* layers >= this have no KV of their own (shared_kv_layers) */
     /* shared expert (moe_shexp) */
     int32_t n_ff_shexp;
+    /* ---- vision-language text models (issue 29) ---- */
+    int32_t rope_sections[4];    /* multi-section rope (arch mrope): rotary pairs per t, h, w, e */
+    int32_t n_deepstack;         /* deepstack layers (arch deepstack): extra input embeddings */
+    int32_t n_embd_inp;          /* width of an embedding input row: n_embd * (1 + n_deepstack) */
 } model_hparams_t;
 
 /* A weight matrix: n_out rows of n_in values of `type`, rows contiguous

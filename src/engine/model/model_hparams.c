@@ -215,6 +215,44 @@ static bool read_moe(const reader_t *r, const arch_desc_t *a, model_hparams_t *h
     return true;
 }
 
+/* Vision-language text models: rope.dimension_sections (4 integers, a
+ * shorter array padded with zeros, as llama.cpp's get_key_or_arr) and
+ * n_deepstack_layers. */
+static bool read_vl(const reader_t *r, const arch_desc_t *a, model_hparams_t *hp)
+{
+    char key[160];
+    hp->n_embd_inp = hp->n_embd;
+    if (a->mrope != ARCH_MROPE_NONE) {
+        const gguf_kv_t *arr = gguf_get_arr(r->f, key_of(r, "rope.dimension_sections", key, sizeof key));
+        if (!arr || arr->arr_len < 1 || arr->arr_len > 4 ||
+            (arr->arr_type != GGUF_VT_INT32 && arr->arr_type != GGUF_VT_UINT32))
+            return lf_err_set(r->err, LF_ERR_FORMAT, "%s: '%s' must be an array of up to 4 integers", r->path, key),
+                   false;
+        int64_t sum = 0;
+        for (uint64_t i = 0; i < arr->arr_len; i++) {
+            int32_t v;
+            memcpy(&v, (const uint8_t *)arr->data + 4 * i, 4);
+            if (v < 0 || v > hp->n_rot)
+                return lf_err_set(r->err, LF_ERR_FORMAT, "%s: rope section %d is invalid", r->path, v), false;
+            hp->rope_sections[i] = v;
+            sum += v;
+        }
+        if (sum <= 0 || sum > hp->n_rot / 2)
+            return lf_err_set(r->err, LF_ERR_FORMAT, "%s: rope sections cover %lld pairs of %d", r->path,
+                              (long long)sum, hp->n_rot / 2), false;
+    }
+    if (a->deepstack) {
+        uint32_t v = 0;
+        if (!get_u32(r, "n_deepstack_layers", true, &v))
+            return false;
+        if (v > (uint32_t)hp->n_layer)
+            return lf_err_set(r->err, LF_ERR_FORMAT, "%s: %u deepstack layers of %d", r->path, v, hp->n_layer), false;
+        hp->n_deepstack = (int32_t)v;
+        hp->n_embd_inp = hp->n_embd * (1 + hp->n_deepstack);
+    }
+    return true;
+}
+
 /* Which layers are recurrent (hybrid families), before anything reads the
  * per-layer head counts. */
 static bool read_layer_kinds(const reader_t *r, const arch_desc_t *a, model_hparams_t *hp, model_layer_kinds_t *k)
@@ -342,30 +380,6 @@ static bool kinds_alloc(model_layer_kinds_t *k, int n)
     return k->swa && k->rope && k->kind && k->n_head_kv && k->head_dim && k->n_rot && k->n_ff && k->kv_layer;
 }
 
-/* rope.dimension_sections (IMROPE): up to 4 integers. */
-static bool read_rope_sections(const reader_t *r, model_hparams_t *hp)
-{
-    char key[160];
-    const gguf_kv_t *arr = gguf_get_arr(r->f, key_of(r, "rope.dimension_sections", key, sizeof key));
-    if (!arr)
-        return true;
-    if ((arr->arr_type != GGUF_VT_UINT32 && arr->arr_type != GGUF_VT_INT32) || arr->arr_len < 1 || arr->arr_len > 4)
-        return lf_err_set(r->err, LF_ERR_FORMAT, "%s: '%s' must be 1 to 4 integers", r->path, key), false;
-    int sum = 0;
-    for (uint64_t i = 0; i < arr->arr_len; i++) {
-        int32_t v;
-        memcpy(&v, (const uint8_t *)arr->data + 4 * (size_t)i, 4);
-        if (v < 0 || v > 4096)
-            return lf_err_set(r->err, LF_ERR_FORMAT, "%s: '%s' has an invalid entry", r->path, key), false;
-        hp->rope_sections[i] = v;
-        sum += v;
-    }
-    if (sum == 0 || sum > hp->n_rot / 2)
-        return lf_err_set(r->err, LF_ERR_FORMAT, "%s: rope sections sum %d for %d rotated pairs", r->path, sum,
-                          hp->n_rot / 2), false;
-    return true;
-}
-
 bool model_hparams_read(const gguf_file_t *f, const char *path, const arch_desc_t **arch_out, model_hparams_t *hp,
                         model_layer_kinds_t *kinds, lf_err_t *err)
 {
@@ -474,7 +488,6 @@ bool model_hparams_read(const gguf_file_t *f, const char *path, const arch_desc_
             goto fail;
         }
     }
-    if (a->rope_sections && !read_rope_sections(&r, hp)) goto fail;
     hp->rms_eps = a->default_rms_eps;
     hp->rope_theta = a->default_rope_theta;
     if (!get_f32(&r, "attention.layer_norm_rms_epsilon", &hp->rms_eps) ||
@@ -512,6 +525,8 @@ bool model_hparams_read(const gguf_file_t *f, const char *path, const arch_desc_
                           ? 1.0f / sqrtf((float)(hp->n_embd / hp->n_head))
                           : 1.0f / sqrtf((float)hp->head_dim);
 
+    if (!read_vl(&r, a, hp))
+        goto fail;
     if (!read_swa_layers(&r, a, hp, kinds))
         goto fail;
     for (int i = 0; i < N; i++) {

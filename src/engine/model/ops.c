@@ -64,7 +64,12 @@ void ops_gelu_row(float *y, const float *x, int64_t n)
     pthread_once(&gelu_once, gelu_table_init);
     for (int64_t i = 0; i < n; i++) {
         const float v = x[i];
-        y[i] = v <= -10.0f ? 0.0f : v >= 10.0f ? v : fp16_to_fp32(gelu_table[fp16_from_fp32(v)]);
+        if (v <= -10.0f)
+            y[i] = 0.0f;
+        else if (v >= 10.0f)
+            y[i] = v;
+        else
+            y[i] = fp16_to_fp32(gelu_table[fp16_from_fp32(v)]);
     }
 }
 

@@ -22,8 +22,8 @@ void ops_rms_norm_heads(float *x, const float *w, int32_t n_heads, int32_t head_
  * output rounded to F16), 0 below -10, identity above 10 (y may alias g). */
 void ops_geglu_row(float *y, const float *g, const float *u, int64_t n);
 
-/* y[i] = gelu_tanh(x[i]) through the same table (ggml_vec_gelu_f32;
- * y may alias x). */
+/* y[i] = gelu_tanh(x[i]) with ggml's F16 table (as ops_geglu_row, no
+ * gate): 0 below -10, x above 10 (y may alias x). */
 void ops_gelu_row(float *y, const float *x, int64_t n);
 
 /* gpt-oss's clamped SwiGLU: x = min(g, limit), u' = clamp(u, -limit,

@@ -36,18 +36,6 @@ void rope_init_dims(rope_t *r, const model_hparams_t *hp, float base, float freq
     const float end = ceilf(corr_dim(n_rot, hp->n_ctx_orig, hp->yarn_beta_slow, base));
     r->corr[0] = start > 0.0f ? start : 0.0f;
     r->corr[1] = end < (float)(n_rot - 1) ? end : (float)(n_rot - 1);
-    /* ggml_mrope_cache_init, IMROPE, text positions (p, p, p, 0): pair i
-     * is in sector i % sum(sections); sectors 3j, 3j+1, 3j+2 take the t,
-     * h, w positions while j < that section's size, the others the 4th */
-    r->any_pos0 = false;
-    const int32_t *sec = hp->rope_sections;
-    const int sect = sec[0] + sec[1] + sec[2] + sec[3];
-    for (int i = 0; i < n_rot / 2 && sect > 0; i++) {
-        const int c = i % sect;
-        const bool t = c % 3 == 0 && c < 3 * sec[0], h = c % 3 == 1 && c < 3 * sec[1], w = c % 3 == 2 && c < 3 * sec[2];
-        r->pos0[i] = !(t || h || w);
-        r->any_pos0 |= r->pos0[i];
-    }
 }
 
 static float yarn_ramp(float low, float high, int i0)
@@ -56,23 +44,60 @@ static float yarn_ramp(float low, float high, int i0)
     return 1.0f - fminf(1.0f, fmaxf(0.0f, y));
 }
 
+/* cos and sin of pair i0 / 2 at angle theta (ggml's rope_yarn). */
+static void pair_angles(const rope_t *r, int i0, float theta, float *cs)
+{
+    const float ff = r->freq_factors ? r->freq_factors[i0 / 2] : 1.0f;
+    const float theta_extrap = theta / ff;
+    const float theta_interp = r->freq_scale * theta_extrap;
+    float th = theta_interp, mscale = r->attn_factor;
+    if (r->ext_factor != 0.0f) {
+        const float ramp_mix = yarn_ramp(r->corr[0], r->corr[1], i0) * r->ext_factor;
+        th = fmaf(theta_interp, 1 - ramp_mix, theta_extrap * ramp_mix);
+        mscale *= 1.0f + 0.1f * logf(1.0f / r->freq_scale);
+    }
+    cs[i0] = cosf(th) * mscale;
+    cs[i0 + 1] = sinf(th) * mscale;
+}
+
 void rope_angles(const rope_t *r, int32_t pos, float *cs)
 {
     float theta = (float)pos;
     for (int i0 = 0; i0 < r->n_rot; i0 += 2) {
-        const float ff = r->freq_factors ? r->freq_factors[i0 / 2] : 1.0f;
-        /* IMROPE's 4th section: position 0 (its theta stays 0) */
-        const float theta_extrap = (r->any_pos0 && r->pos0[i0 / 2] ? 0.0f : theta) / ff;
-        const float theta_interp = r->freq_scale * theta_extrap;
-        float th = theta_interp, mscale = r->attn_factor;
-        if (r->ext_factor != 0.0f) {
-            const float ramp_mix = yarn_ramp(r->corr[0], r->corr[1], i0) * r->ext_factor;
-            th = fmaf(theta_interp, 1 - ramp_mix, theta_extrap * ramp_mix);
-            mscale *= 1.0f + 0.1f * logf(1.0f / r->freq_scale);
-        }
-        cs[i0] = cosf(th) * mscale;
-        cs[i0 + 1] = sinf(th) * mscale;
+        pair_angles(r, i0, theta, cs);
         theta *= r->theta_scale;
+    }
+}
+
+void rope_angles_multi(const rope_t *r, const int32_t pos[4], const int32_t sections[4], bool interleaved,
+                       bool indep, float *cs)
+{
+    float th[4] = {(float)pos[0], (float)pos[1], (float)pos[2], (float)pos[3]};
+    const int s0 = sections[0], s1 = sections[1], s2 = sections[2];
+    const int sect_dims = s0 + s1 + s2 + sections[3], sec_w = s0 + s1, sec_e = sec_w + s2;
+    for (int i0 = 0; i0 < r->n_rot; i0 += 2) {
+        const int sector = sect_dims > 0 ? (i0 / 2) % sect_dims : 0;
+        if (indep) { /* each section restarts its frequencies (vision) */
+            if (sector == 0)
+                th[0] = (float)pos[0];
+            else if (sector == s0)
+                th[1] = (float)pos[1];
+            else if (sector == sec_w)
+                th[2] = (float)pos[2];
+            else if (sector == sec_e)
+                th[3] = (float)pos[3];
+        }
+        int c;
+        if (interleaved) /* qwen3vl: t, h, w by pair index modulo 3 */
+            c = sector % 3 == 1 && sector < 3 * s1   ? 1
+                : sector % 3 == 2 && sector < 3 * s2 ? 2
+                : sector % 3 == 0 && sector < 3 * s0 ? 0
+                                                     : 3;
+        else
+            c = sector < s0 ? 0 : sector < sec_w ? 1 : sector < sec_e ? 2 : 3;
+        pair_angles(r, i0, th[c], cs);
+        for (int k = 0; k < 4; k++)
+            th[k] *= r->theta_scale;
     }
 }
 

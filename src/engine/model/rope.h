@@ -30,24 +30,28 @@ typedef struct {
     float attn_factor;         /* cos/sin multiplier before YaRN's own */
     float corr[2];             /* YaRN correction dimensions */
     const float *freq_factors; /* NULL, or [n_rot / 2] divisors of theta */
-    bool any_pos0;             /* IMROPE: some pairs see position 0 (below) */
-    uint8_t pos0[ROPE_MAX_ROT / 2]; /* pair i belongs to the 4th (extra) section, whose
-                                       position is 0 for text tokens */
 } rope_t;
 
 /* The rope of layers with base `base` and position scale `freq_scale`
  * (hp gives the rest), with optional frequency factors. */
 void rope_init(rope_t *r, const model_hparams_t *hp, float base, float freq_scale, const float *freq_factors);
 /* The same for layers of their own rotary dims and head size (gemma4's
- * window layers). With hp->rope_sections set, text positions follow
- * ggml's interleaved M-RoPE (IMROPE): every pair rotates by the token's
- * position except those of the 4th section, which see position 0. */
+ * window layers). */
 void rope_init_dims(rope_t *r, const model_hparams_t *hp, float base, float freq_scale, const float *freq_factors,
                     int32_t n_rot, int32_t head_dim);
 
 /* cs[2 * i] = cos, cs[2 * i + 1] = sin of dimension pair i < n_rot / 2 at
  * position pos. */
 void rope_angles(const rope_t *r, int32_t pos, float *cs);
+
+/* The same for multi-section rope (ggml_rope_multi): pair k takes its angle
+ * from one of the four position components pos[0..3] (t, h, w, e) by the
+ * sections: contiguous [s0 | s1 | s2 | s3] (M-RoPE, qwen2vl) or, with
+ * interleaved, k % 3 == 0 / 1 / 2 -> t / h / w while k < 3 * s of that
+ * component (IMRoPE, qwen3vl); indep restarts the frequencies at each
+ * section (the vision encoders' 2-D rope). */
+void rope_angles_multi(const rope_t *r, const int32_t pos[4], const int32_t sections[4], bool interleaved,
+                       bool indep, float *cs);
 
 /* Rotates n_heads heads of head_dim values (contiguous) with table cs. */
 void rope_rotate(const rope_t *r, const float *cs, float *vec, int32_t n_heads);

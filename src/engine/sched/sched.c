@@ -16,6 +16,8 @@
 #include <time.h>
 
 #include "engine/model/forward.h"
+#include "engine/sched/sched_media.h"
+#include "engine/sched/spec_draft.h"
 #include "engine/vocab/vocab.h"
 #include "grammar/grammar.h"
 
@@ -64,6 +66,13 @@ typedef struct job {
     int mask_state;       /* MASK_* (guarded by sched.gmu) */
     lf_code_t mask_code;
     struct job *gnext;    /* mask queue link */
+    sched_media_t *media; /* the prompt's images (NULL: text only) */
+    /* speculative decoding (spec.h): this step's drafts follow `last` */
+    spec_seq_t *spec;     /* NULL: the job never speculates */
+    int32_t draft[SPEC_K_MAX];
+    int32_t n_draft;
+    spec_src_t draft_src;
+    int32_t pred_accepted, pred_rejected;
 } job_t;
 
 enum { MASK_NONE = 0, MASK_QUEUED, MASK_READY, MASK_FAILED };
@@ -85,10 +94,19 @@ struct sched {
     uint64_t arrivals;
     bool kv_tight;        /* a preemption happened: admit nothing until a job leaves */
     fwd_tok_t *batch;
+    fwd_mm_t *batch_mm;   /* multimodal rows of the batch (used when has_mm) */
+    bool has_mm;
+    vis_cache_t *vcache;  /* encoded images (image_cache_mb) */
     job_t **batch_owner;  /* job per logits-wanted token, in order */
     int32_t *batch_lpos;  /* position of each logits-wanted token */
     float *lp_buf;        /* n_vocab: log-softmax scratch */
     sched_stats_t st;
+    spec_cost_t cost;     /* measured step time per row (draft lengths) */
+    spec_draft_t *draft;  /* the draft model's context, or NULL */
+    spec_draft_req_t *dreq; /* this step's draft-model requests [n_parallel] */
+    int32_t *dreq_row;    /* batch index of each request's first draft row */
+    int32_t n_dreq;
+    bool spec_hold;       /* this step: no drafts (the last one ran out of KV) */
     /* mask thread: computes constrained jobs' token masks */
     pthread_t gthread;
     bool gstarted, gstop;
@@ -301,6 +319,7 @@ static void job_free(job_t *j)
 {
     if (!j)
         return;
+    spec_seq_free(j->spec);
     sampler_free(j->smp);
     free(j->prompt);
     free(j->stop_ids);
@@ -308,6 +327,7 @@ static void job_free(job_t *j)
     grammar_matcher_free(j->gm);
     grammar_release(j->params.grammar);
     free(j->mask);
+    sched_media_release(j->media);
     free(j);
 }
 
@@ -317,7 +337,8 @@ static void job_finish_tok(sched_t *s, job_t *j, sched_finish_t why, lf_code_t c
         mask_wait(s, j); /* the mask thread may still hold it */
     sched_event_t ev = {.kind = SCHED_EV_DONE, .index = j->index, .finish = why, .code = code,
                         .n_prompt = j->n_prompt, .n_cached = j->n_cached, .n_gen = j->n_gen,
-                        .stop_token = stop_token};
+                        .stop_token = stop_token, .n_pred_accepted = j->pred_accepted,
+                        .n_pred_rejected = j->pred_rejected};
     if (j->params.share_group > 0 && !j->follower)
         j->ch->group_ready[j->params.share_group] = true; /* never leave followers waiting */
     chan_push(j->ch, &ev);
@@ -427,6 +448,52 @@ static bool preempt_newest(sched_t *s)
     return true;
 }
 
+/* The prefill chunk of a job with images: only cells whose image rows are
+ * ready, and a bidirectional image wholly in one batch (cut before it when
+ * it does not fit what is left of the step; alone in a batch it always
+ * fits, submit checks that). False: nothing of this job this step. */
+static bool media_limit(sched_t *s, job_t *j, int32_t n_batch, int32_t *take)
+{
+    const int32_t ready = sched_media_ready_until(j->media, s->vcache, j->n_past);
+    if (ready <= j->n_past)
+        return false;
+    if (j->n_past + *take > ready)
+        *take = ready - j->n_past;
+    const int32_t end = j->n_past + *take;
+    for (int32_t pos = j->n_past; pos < end; pos++) {
+        const int32_t be = sched_media_bidir_end(j->media, pos);
+        if (be < 0 || be <= end)
+            continue;
+        if (pos > j->n_past) { /* stop before the image */
+            *take = pos - j->n_past;
+            return true;
+        }
+        /* the image starts this chunk: all of it or nothing this step */
+        if (be - j->n_past > s->o.batch_tokens - n_batch || be > ready)
+            return false;
+        *take = be - j->n_past;
+        return true;
+    }
+    return *take > 0;
+}
+
+/* One encoder stage for the first job whose prefill waits on an image
+ * (called without s->mu: the media is only touched by this thread).
+ * Returns whether there was one. */
+static bool media_encode(sched_t *s, job_t *const *jobs, int32_t n_jobs)
+{
+    for (int32_t i = 0; i < n_jobs; i++) {
+        job_t *j = jobs[i];
+        if (!j || !j->media || j->state != JOB_PREFILL)
+            continue;
+        if (sched_media_ready_until(j->media, s->vcache, j->n_past) >= j->target)
+            continue;
+        if (sched_media_encode_step(j->media, s->vcache, fwd_pool(s->fwd), j->n_past))
+            return true;
+    }
+    return false;
+}
+
 /* Builds this step's batch; returns its token count.
  *
  * Numerics (forward.h): every token is computed with the same flags whatever
@@ -437,20 +504,75 @@ static bool preempt_newest(sched_t *s)
 static int32_t batch_build(sched_t *s, int32_t *n_logits)
 {
     int32_t n = 0, nl = 0, budget = s->o.batch_tokens;
+    s->has_mm = false;
+    memset(s->batch_mm, 0, (size_t)s->o.batch_tokens * sizeof *s->batch_mm);
+    s->n_dreq = 0;
     for (int32_t i = 0; i < s->o.n_parallel; i++)
         if (s->slots[i])
             s->slots[i]->logit_j = -1;
     /* decode tokens first: running streams never wait for a long prefill */
-    for (int32_t i = 0; i < s->o.n_parallel && n < budget; i++) {
+    int32_t n_dec = 0;
+    for (int32_t i = 0; i < s->o.n_parallel && n_dec < budget; i++) {
         job_t *j = s->slots[i];
-        if (!j)
+        if (j)
+            j->n_draft = 0;
+        if (j && j->state == JOB_DECODE && chan_reserve(j->ch)) {
+            j->logit_j = 0; /* in this step (placed below) */
+            n_dec++;
+        }
+    }
+    /* then their drafts (spec.h), within what the budget leaves, each
+     * followed by its drafts so its rows are consecutive */
+    int32_t spare = budget - n_dec;
+    for (int32_t i = 0; i < s->o.n_parallel; i++) {
+        job_t *j = s->slots[i];
+        if (!j || j->state != JOB_DECODE || j->logit_j < 0)
             continue;
-        if (j->state != JOB_DECODE || !chan_reserve(j->ch))
-            continue;
+        memset(&s->batch_mm[n], 0, sizeof s->batch_mm[n]);
+        if (j->media) {
+            sched_media_row(j->media, j->n_past, &s->batch_mm[n]);
+            s->has_mm = true;
+        }
         s->batch[n++] = (fwd_tok_t){.token = j->last, .seq = i, .pos = j->n_past, .logits = true};
         j->logit_j = nl;
         s->batch_lpos[nl] = j->n_past;
         s->batch_owner[nl++] = j;
+        if (!j->spec || s->spec_hold || spare <= 0)
+            continue;
+        /* drafts never run past max_tokens or the context */
+        int32_t cap = j->params.max_tokens - j->n_gen - 1;
+        if (cap > s->o.n_ctx - j->n_past - 1)
+            cap = s->o.n_ctx - j->n_past - 1;
+        if (cap > spare)
+            cap = spare;
+        const int32_t n_hist = j->n_prompt + j->n_gen;
+        spec_src_t src = spec_seq_next_source(j->spec, j->prompt, n_hist, j->n_prompt);
+        const int32_t want = spec_seq_length(j->spec, src, &s->cost, n_dec, cap);
+        int32_t k = spec_seq_propose(j->spec, j->prompt, n_hist, j->n_prompt, want, j->draft, &j->draft_src);
+        if (k == 0 && j->draft_src == SPEC_SRC_DRAFT && s->draft && want > 0) {
+            /* the draft model fills these rows once the lock is released
+             * (sched_main); until then they repeat the input, a valid
+             * (if unlikely) draft */
+            k = want;
+            for (int32_t r = 0; r < k; r++)
+                j->draft[r] = j->last;
+        }
+        int32_t d = 0;
+        while (d < k && chan_reserve(j->ch)) /* each draft may become a TOKEN event */
+            d++;
+        if (d > 0 && j->draft_src == SPEC_SRC_DRAFT) {
+            s->dreq[s->n_dreq] = (spec_draft_req_t){.slot = i, .owner = j->arrival, .hist = j->prompt,
+                                                    .n_hist = n_hist, .k = d, .out = j->draft};
+            s->dreq_row[s->n_dreq++] = n; /* the rows added below */
+        }
+        for (int32_t r = 0; r < d; r++) {
+            const int32_t pos = j->n_past + 1 + r;
+            s->batch[n++] = (fwd_tok_t){.token = j->draft[r], .seq = i, .pos = pos, .logits = true};
+            s->batch_lpos[nl] = pos;
+            s->batch_owner[nl++] = j;
+        }
+        j->n_draft = d;
+        spare -= d;
     }
     /* then prompt chunks (and recomputations) up to the step's budget */
     for (int32_t i = 0; i < s->o.n_parallel && n < budget; i++) {
@@ -460,6 +582,8 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
         int32_t take = j->target - j->n_past;
         if (take > budget - n)
             take = budget - n;
+        if (j->media && !media_limit(s, j, n, &take))
+            continue;
         /* the chunk that ends a first prefill yields a token: it needs room */
         bool sample = j->n_gen == 0 && j->n_past + take == j->target;
         if (sample) {
@@ -476,14 +600,36 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
             bool logits = pos >= j->n_prompt - 1 || (in_prompt && j->plp);
             /* prompt order as llama-server batches the prompt: llama.cpp's
              * numerics (forward.h, fwd_prompt_order) */
-            s->batch[n++] = (fwd_tok_t){.token = j->prompt[pos], .seq = i, .pos = pos, .logits = logits,
-                                        .prompt = in_prompt && fwd_prompt_order(s->fwd, j->n_prompt, pos)};
+            memset(&s->batch_mm[n], 0, sizeof s->batch_mm[n]);
+            bool order = in_prompt && fwd_prompt_order(s->fwd, j->n_prompt, pos);
+            if (j->media) {
+                /* images: each chunk of the layout on its own (forward.h) */
+                const vis_prompt_t *vp = sched_media_prompt(j->media);
+                sched_media_row(j->media, pos, &s->batch_mm[n]);
+                if (in_prompt) {
+                    int32_t cs, ce;
+                    bool text;
+                    vis_prompt_chunk(vp, pos, &cs, &ce, &text);
+                    order = fwd_prompt_order_chunk(s->fwd, j->n_prompt, cs, ce, text, pos);
+                }
+                s->has_mm = true;
+            }
+            const int32_t tok = s->batch_mm[n].embd ? 0 : j->prompt[pos];
+            s->batch[n++] = (fwd_tok_t){.token = tok, .seq = i, .pos = pos, .logits = logits, .prompt = order};
             if (sample && pos == j->target - 1)
                 j->logit_j = nl;
             if (logits) {
                 s->batch_lpos[nl] = pos;
                 s->batch_owner[nl++] = j;
             }
+        }
+    }
+    /* every row of a job with images, drafts included: its rope offset */
+    for (int32_t k = 0; k < n; k++) {
+        job_t *j = s->slots[s->batch[k].seq];
+        if (j && j->media && !s->batch_mm[k].embd) {
+            sched_media_row(j->media, s->batch[k].pos, &s->batch_mm[k]);
+            s->has_mm = true;
         }
     }
     *n_logits = nl;
@@ -510,7 +656,7 @@ static void prompt_lp_collect(sched_t *s, int32_t n_logits)
     for (int32_t k = 0; k < n_logits; k++) {
         job_t *j = s->batch_owner[k];
         int32_t pos = s->batch_lpos[k];
-        if (!j->plp || j->state != JOB_PREFILL || pos + 1 >= j->n_prompt)
+        if (!j->plp || j->state != JOB_PREFILL || pos + 1 >= j->n_prompt || j->prompt[pos + 1] < 0)
             continue;
         const float *logits = fwd_logits(s->fwd, k);
         if (logits)
@@ -524,6 +670,128 @@ static bool is_stop_id(const job_t *j, int32_t tok)
         if (j->stop_ids[i] == tok)
             return true;
     return false;
+}
+
+/* What one sampled token did to its job. */
+typedef struct {
+    sched_finish_t finish; /* NONE: the job goes on */
+    lf_code_t code;
+    int32_t stop_token;    /* a stop_token_ids entry that ended it, else -1 */
+} emit_t;
+
+/* Samples j's next token from logits (the grammar's mask must be in
+ * j->mask already), records and emits it. Returns false when nothing was
+ * emitted (the job must end: *e says how). j->n_past must be the number of
+ * positions the sequence holds once this token's row is kept. */
+static bool job_emit(sched_t *s, job_t *j, const float *logits, emit_t *e)
+{
+    *e = (emit_t){.finish = SCHED_FINISH_NONE, .code = LF_OK, .stop_token = -1};
+    if (!logits) {
+        *e = (emit_t){SCHED_FINISH_ERROR, LF_ERR_INTERNAL, -1};
+        return false;
+    }
+    int32_t tok = -1;
+    lf_err_t serr;
+    if (j->gm)
+        sampler_set_allowed(j->smp, j->mask);
+    if (sampler_sample(j->smp, logits, &tok, &serr) != LF_OK || sampler_accept(j->smp, tok, &serr) != LF_OK) {
+        /* a complete grammar whose only continuation (the end) is banned
+         * (min_tokens, ignore_eos) still ends normally */
+        if (j->gm && grammar_matcher_accepting(j->gm))
+            *e = (emit_t){SCHED_FINISH_STOP, LF_OK, -1};
+        else
+            *e = (emit_t){SCHED_FINISH_ERROR, serr.code, -1};
+        return false;
+    }
+    if (j->gm && !grammar_matcher_accept(j->gm, tok)) {
+        *e = (emit_t){SCHED_FINISH_ERROR, LF_ERR_INTERNAL, -1};
+        return false;
+    }
+    j->last = tok;
+    j->prompt[j->n_prompt + j->n_gen] = tok;
+    j->n_gen++;
+    s->st.gen_tokens++;
+    sched_event_t ev = {.kind = SCHED_EV_TOKEN, .index = j->index, .token = tok};
+    if (j->params.logprobs)
+        lp_fill(s, logits, tok, j->params.top_logprobs, &ev.lp);
+    bool eog = (!j->params.ignore_eos || j->gm) && vocab_is_eog(s->vocab, tok);
+    ev.ends = eog || is_stop_id(j, tok);
+    chan_push(j->ch, &ev);
+    if (eog)
+        e->finish = SCHED_FINISH_STOP;
+    else if (ev.ends)
+        *e = (emit_t){SCHED_FINISH_STOP, LF_OK, tok};
+    else if (j->gm && grammar_matcher_done(j->gm))
+        e->finish = SCHED_FINISH_STOP; /* the grammar is complete */
+    else if (j->n_gen >= j->params.max_tokens || j->n_past >= s->o.n_ctx)
+        e->finish = SCHED_FINISH_LENGTH;
+    return true;
+}
+
+/* One row of a verification (spec_verify's callback). */
+typedef struct {
+    sched_t *s;
+    job_t *j;
+    int32_t p; /* position of the decode input */
+    emit_t e;
+} verify_ctx_t;
+
+static int32_t verify_row(void *arg, int32_t r)
+{
+    verify_ctx_t *v = arg;
+    job_t *j = v->j;
+    j->n_past = v->p + r + 1;
+    if (r > 0 && j->gm) {
+        /* the next row's mask, after the token just accepted */
+        lf_err_t gerr = {0};
+        lf_code_t rc = grammar_matcher_mask(j->gm, j->mask, &gerr);
+        if (rc != LF_OK) {
+            v->e = (emit_t){SCHED_FINISH_ERROR, rc, -1};
+            return -1;
+        }
+    }
+    if (!job_emit(v->s, j, fwd_logits(v->s->fwd, j->logit_j + r), &v->e) || v->e.finish != SCHED_FINISH_NONE)
+        return -1;
+    return j->last;
+}
+
+/* Samples j's rows of this step (spec_verify): its decode input's row,
+ * then one row per draft while the token sampled from the row before
+ * equals the draft. The drafts after the first mismatch are rejected:
+ * their K/V are forgotten (fwd_seq_truncate). */
+static void job_verify(sched_t *s, job_t *j)
+{
+    verify_ctx_t v = {s, j, j->n_past - 1 - j->n_draft, {SCHED_FINISH_NONE, LF_OK, -1}};
+    if (j->gm) {
+        int ms = mask_wait(s, j);
+        if (ms != MASK_READY) {
+            job_finish(s, j, SCHED_FINISH_ERROR, ms == MASK_FAILED ? j->mask_code : LF_ERR_INTERNAL);
+            return;
+        }
+    }
+    const int32_t accepted = spec_verify(j->draft, j->n_draft, verify_row, &v);
+    if (j->n_draft > 0) {
+        const spec_src_t src = j->draft_src;
+        spec_seq_feedback(j->spec, src, j->n_draft, accepted);
+        s->st.spec_drafted[src] += (uint64_t)j->n_draft;
+        s->st.spec_accepted[src] += (uint64_t)accepted;
+        s->st.spec_verifications++;
+        if (src == SPEC_SRC_PREDICTION) {
+            j->pred_accepted += accepted;
+            j->pred_rejected += j->n_draft - accepted;
+        }
+        /* keep the input and the accepted drafts; the next input (the
+         * token sampled last) goes at the position after them */
+        j->n_past = v.p + 1 + accepted;
+        lf_err_t terr = {0};
+        if (v.e.finish == SCHED_FINISH_NONE && fwd_seq_truncate(s->fwd, j->slot, j->n_past, &terr) != LF_OK)
+            v.e = (emit_t){SCHED_FINISH_ERROR, terr.code, -1};
+        j->n_draft = 0;
+    }
+    if (v.e.finish != SCHED_FINISH_NONE)
+        job_finish_tok(s, j, v.e.finish, v.e.code, v.e.stop_token);
+    else if (j->gm)
+        mask_request(s, j); /* overlaps the next forward pass */
 }
 
 /* After a successful fwd_decode: advance positions, sample, emit. */
@@ -572,54 +840,7 @@ static void step_commit(sched_t *s, int32_t n_tok, int32_t n_logits)
                 chan_push(j->ch, &pe);
             }
         }
-        const float *logits = fwd_logits(s->fwd, j->logit_j);
-        if (!logits) {
-            job_finish(s, j, SCHED_FINISH_ERROR, LF_ERR_INTERNAL);
-            continue;
-        }
-        int32_t tok = -1;
-        lf_err_t serr;
-        if (j->gm) {
-            int ms = mask_wait(s, j);
-            if (ms != MASK_READY) {
-                job_finish(s, j, SCHED_FINISH_ERROR, ms == MASK_FAILED ? j->mask_code : LF_ERR_INTERNAL);
-                continue;
-            }
-            sampler_set_allowed(j->smp, j->mask);
-        }
-        if (sampler_sample(j->smp, logits, &tok, &serr) != LF_OK || sampler_accept(j->smp, tok, &serr) != LF_OK) {
-            /* a complete grammar whose only continuation (the end) is banned
-             * (min_tokens, ignore_eos) still ends normally */
-            if (j->gm && grammar_matcher_accepting(j->gm))
-                job_finish(s, j, SCHED_FINISH_STOP, LF_OK);
-            else
-                job_finish(s, j, SCHED_FINISH_ERROR, serr.code);
-            continue;
-        }
-        if (j->gm && !grammar_matcher_accept(j->gm, tok)) {
-            job_finish(s, j, SCHED_FINISH_ERROR, LF_ERR_INTERNAL);
-            continue;
-        }
-        j->last = tok;
-        j->prompt[j->n_prompt + j->n_gen] = tok;
-        j->n_gen++;
-        s->st.gen_tokens++;
-        sched_event_t ev = {.kind = SCHED_EV_TOKEN, .index = j->index, .token = tok};
-        if (j->params.logprobs)
-            lp_fill(s, logits, tok, j->params.top_logprobs, &ev.lp);
-        bool eog = (!j->params.ignore_eos || j->gm) && vocab_is_eog(s->vocab, tok);
-        ev.ends = eog || is_stop_id(j, tok);
-        chan_push(j->ch, &ev);
-        if (eog)
-            job_finish(s, j, SCHED_FINISH_STOP, LF_OK);
-        else if (ev.ends)
-            job_finish_tok(s, j, SCHED_FINISH_STOP, LF_OK, tok);
-        else if (j->gm && grammar_matcher_done(j->gm))
-            job_finish(s, j, SCHED_FINISH_STOP, LF_OK); /* the grammar is complete */
-        else if (j->n_gen >= j->params.max_tokens || j->n_past >= s->o.n_ctx)
-            job_finish(s, j, SCHED_FINISH_LENGTH, LF_OK);
-        else if (j->gm)
-            mask_request(s, j); /* overlaps the next forward pass */
+        job_verify(s, j);
     }
 }
 
@@ -636,6 +857,40 @@ static void drop_cancelled(sched_t *s)
     }
 }
 
+enum { SCHED_MAX_SLOTS_ENC = 64 };
+
+/* Whether a running prefill waits on an image encode. */
+static bool media_waiting(sched_t *s)
+{
+    for (int32_t i = 0; i < s->o.n_parallel; i++) {
+        job_t *j = s->slots[i];
+        if (j && j->media && j->state == JOB_PREFILL &&
+            sched_media_ready_until(j->media, s->vcache, j->n_past) < j->target)
+            return true;
+    }
+    return false;
+}
+
+/* The running jobs (the first SCHED_MAX_SLOTS_ENC slots) for media_encode,
+ * which runs without the lock: slots are only changed by this thread. */
+static int32_t snapshot_slots(sched_t *s, job_t **jobs)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < s->o.n_parallel && n < SCHED_MAX_SLOTS_ENC; i++)
+        jobs[n++] = s->slots[i];
+    return n;
+}
+
+/* Jobs whose image could not be encoded end with an error. */
+static void fail_media(sched_t *s)
+{
+    for (int32_t i = 0; i < s->o.n_parallel; i++) {
+        job_t *j = s->slots[i];
+        if (j && j->media && sched_media_failed(j->media))
+            job_finish(s, j, SCHED_FINISH_ERROR, LF_ERR_INTERNAL);
+    }
+}
+
 static void *sched_main(void *arg)
 {
     sched_t *s = arg;
@@ -645,7 +900,19 @@ static void *sched_main(void *arg)
         if (s->stop)
             break;
         admit(s);
+        fail_media(s);
         int32_t nl = 0, n = batch_build(s, &nl);
+        bool encode = media_waiting(s);
+        if (n == 0 && encode) {
+            /* only images to encode: one stage, then look again */
+            job_t *jobs[SCHED_MAX_SLOTS_ENC];
+            int32_t nj = snapshot_slots(s, jobs);
+            pthread_mutex_unlock(&s->mu);
+            media_encode(s, jobs, nj);
+            pthread_mutex_lock(&s->mu);
+            s->st.image_encode_stages++;
+            continue;
+        }
         if (n == 0) {
             /* idle, or every channel is full: wait for work or a reader */
             struct timespec t;
@@ -661,16 +928,51 @@ static void *sched_main(void *arg)
                 pthread_cond_timedwait(&s->cv, &s->mu, &t);
             continue;
         }
+        job_t *jobs[SCHED_MAX_SLOTS_ENC];
+        int32_t nj = encode ? snapshot_slots(s, jobs) : 0;
         pthread_mutex_unlock(&s->mu);
         lf_err_t err = {0};
-        lf_code_t rc = fwd_decode(s->fwd, s->batch, n, &err);
+        if (s->n_dreq > 0) {
+            /* the draft model's rows (only this thread touches the jobs) */
+            lf_err_t derr = {0};
+            spec_draft_run(s->draft, s->dreq, s->n_dreq, &derr);
+            for (int32_t q = 0; q < s->n_dreq; q++)
+                for (int32_t r = 0; r < s->dreq[q].k; r++)
+                    s->batch[s->dreq_row[q] + r].token = s->dreq[q].out[r];
+            s->cost.t_draft = spec_draft_step_seconds(s->draft);
+        }
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        lf_code_t rc = fwd_decode_mm(s->fwd, s->batch, s->has_mm ? s->batch_mm : NULL, n, &err);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        /* an image encode advances one stage per step, between decode
+         * steps: running streams never wait for a whole image */
+        bool encoded = nj && media_encode(s, jobs, nj);
         pthread_mutex_lock(&s->mu);
+        if (encoded)
+            s->st.image_encode_stages++;
         s->st.steps++;
+        bool drafted = false;
         for (int32_t i = 0; i < s->o.n_parallel; i++)
-            if (s->slots[i])
+            if (s->slots[i]) {
                 chan_unplan(s->slots[i]->ch);
+                drafted |= s->slots[i]->n_draft > 0;
+            }
+        if (rc == LF_ERR_NOMEM && drafted && !s->spec_hold) {
+            /* drafts are optional: retry the step without them first */
+            s->spec_hold = true;
+            continue;
+        }
+        s->spec_hold = false;
         if (rc == LF_ERR_NOMEM && preempt_newest(s))
             continue; /* nothing was added: rebuild the step without it */
+        /* the cost of decode rows (prompt rows are computed differently) */
+        bool decode_only = true;
+        for (int32_t k = 0; k < n && decode_only; k++)
+            decode_only = !s->batch[k].prompt && s->batch[k].logits;
+        if (rc == LF_OK && decode_only)
+            spec_cost_observe(&s->cost, n,
+                              (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
         if (rc != LF_OK) {
             /* fail every sequence that was in the batch; the cache is
              * unchanged, the others keep running */
@@ -691,6 +993,26 @@ static void *sched_main(void *arg)
     return NULL;
 }
 
+/* The sampler's prompt (penalties) without image placeholders. */
+static lf_code_t sampler_add_prompt_text(sampler_t *smp, const int32_t *p, int32_t n, lf_err_t *err)
+{
+    int32_t k = 0;
+    while (k < n && p[k] >= 0)
+        k++;
+    if (k == n)
+        return sampler_add_prompt(smp, p, n, err);
+    int32_t *t = malloc((size_t)n * sizeof *t);
+    if (!t)
+        return lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+    int32_t m = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (p[i] >= 0)
+            t[m++] = p[i];
+    lf_code_t rc = sampler_add_prompt(smp, t, m, err);
+    free(t);
+    return rc;
+}
+
 /* ---- public ---- */
 
 sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
@@ -703,6 +1025,10 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
     s->model = m;
     s->vocab = model_vocab(m);
     s->o = *opts;
+    if (s->o.spec_row_cost > 0)
+        spec_cost_fix(&s->cost, s->o.spec_row_cost);
+    else
+        spec_cost_init(&s->cost);
     if (s->o.n_parallel < 1)
         s->o.n_parallel = 1;
     if (s->o.batch_tokens <= 0)
@@ -724,17 +1050,27 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
         return NULL;
     }
     s->o.n_ctx = fwd_n_ctx(s->fwd);
+    if (!fwd_can_truncate(s->fwd))
+        s->o.spec_off = true; /* rejected drafts could not be forgotten */
     if (fwd_max_batch(s->fwd) > 0 && fwd_max_batch(s->fwd) < s->o.batch_tokens)
         s->o.batch_tokens = fwd_max_batch(s->fwd);
     s->slots = calloc((size_t)s->o.n_parallel, sizeof *s->slots);
     s->batch = calloc((size_t)s->o.batch_tokens, sizeof *s->batch);
+    s->batch_mm = calloc((size_t)s->o.batch_tokens, sizeof *s->batch_mm);
+    s->vcache = vis_cache_create(s->o.image_cache_mb > 0 ? s->o.image_cache_mb << 20 : 0);
     s->batch_owner = calloc((size_t)s->o.batch_tokens + (size_t)s->o.n_parallel, sizeof *s->batch_owner);
     s->batch_lpos = calloc((size_t)s->o.batch_tokens + (size_t)s->o.n_parallel, sizeof *s->batch_lpos);
     s->lp_buf = malloc((size_t)vocab_n_tokens(s->vocab) * sizeof *s->lp_buf);
-    if (!s->slots || !s->batch || !s->batch_owner || !s->batch_lpos || !s->lp_buf) {
+    s->dreq = calloc((size_t)s->o.n_parallel, sizeof *s->dreq);
+    s->dreq_row = calloc((size_t)s->o.n_parallel, sizeof *s->dreq_row);
+    if (!s->slots || !s->batch || !s->batch_mm || !s->vcache || !s->batch_owner || !s->batch_lpos || !s->lp_buf || !s->dreq || !s->dreq_row) {
         lf_err_set(err, LF_ERR_NOMEM, "out of memory");
         goto fail;
     }
+    if (opts->draft_model && !s->o.spec_off &&
+        !(s->draft = spec_draft_create(opts->draft_model, m, s->o.n_parallel, s->o.n_ctx, s->o.batch_tokens,
+                                       s->o.n_threads, err)))
+        goto fail;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     pthread_mutex_init(&s->gmu, NULL);
@@ -757,9 +1093,14 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
     s->started = true;
     return s;
 fail:
+    spec_draft_free(s->draft);
+    free(s->dreq);
+    free(s->dreq_row);
     fwd_free(s->fwd);
     free(s->slots);
     free(s->batch);
+    free(s->batch_mm);
+    vis_cache_free(s->vcache);
     free(s->batch_owner);
     free(s->batch_lpos);
     free(s->lp_buf);
@@ -796,9 +1137,14 @@ void sched_free(sched_t *s)
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->gmu);
     pthread_cond_destroy(&s->gcv);
+    spec_draft_free(s->draft);
+    free(s->dreq);
+    free(s->dreq_row);
     fwd_free(s->fwd);
     free(s->slots);
     free(s->batch);
+    free(s->batch_mm);
+    vis_cache_free(s->vcache);
     free(s->batch_owner);
     free(s->batch_lpos);
     free(s->lp_buf);
@@ -836,6 +1182,14 @@ void sched_stats(sched_t *s, sched_stats_t *out)
     out->state_snapshots = su.snap_cached;
     out->state_restores = su.snap_restored;
     pthread_mutex_unlock(&s->mu);
+    vis_cache_stats_t vc;
+    vis_cache_stats(s->vcache, &vc);
+    out->image_cache_entries = vc.entries;
+    out->image_cache_bytes = vc.bytes;
+    out->image_cache_max_bytes = vc.max_bytes;
+    out->image_cache_hits = vc.hits;
+    out->image_cache_misses = vc.misses;
+    out->image_cache_evictions = vc.evictions;
 }
 
 lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *prompts,
@@ -860,9 +1214,23 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
                               s->o.n_ctx, (long long)n_prompts[i] + params[i].max_tokens, n_prompts[i],
                               params[i].max_tokens);
         for (size_t k = 0; k < n_prompts[i]; k++)
-            if (prompts[i][k] < 0 || prompts[i][k] >= n_vocab)
+            if ((prompts[i][k] < 0 && !params[i].media) || prompts[i][k] >= n_vocab)
                 return lf_err_set(err, LF_ERR_INVALID, "token id %d is out of vocabulary (0..%d)",
                                   prompts[i][k], n_vocab - 1);
+        if (params[i].media) {
+            const vis_prompt_t *vp = sched_media_prompt(params[i].media);
+            if ((size_t)vp->n != n_prompts[i] || memcmp(vp->tokens, prompts[i], n_prompts[i] * sizeof(int32_t)))
+                return lf_err_set(err, LF_ERR_INTERNAL, "the prompt is not its image layout's");
+            if (sched_media_max_bidir(params[i].media) > s->o.batch_tokens)
+                return lf_err_set(err, LF_ERR_INVALID, "an image of %d tokens does not fit a batch of %d "
+                                  "(--batch-tokens)", sched_media_max_bidir(params[i].media), s->o.batch_tokens);
+        }
+        if (params[i].spec.n_prediction < 0 || (params[i].spec.n_prediction > 0 && !params[i].spec.prediction))
+            return lf_err_set(err, LF_ERR_INVALID, "bad prediction");
+        for (int32_t k = 0; k < params[i].spec.n_prediction; k++)
+            if (params[i].spec.prediction[k] < 0 || params[i].spec.prediction[k] >= n_vocab)
+                return lf_err_set(err, LF_ERR_INVALID, "prediction token id %d is out of vocabulary (0..%d)",
+                                  params[i].spec.prediction[k], n_vocab - 1);
     }
     job_t **jobs = calloc((size_t)n, sizeof *jobs);
     if (!jobs)
@@ -937,10 +1305,22 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
             jobs[i]->gm = grammar_matcher_create(params[i].grammar_engine, params[i].grammar, err);
             jobs[i]->mask = malloc((size_t)grammar_engine_n_words(params[i].grammar_engine) * sizeof(uint32_t));
         }
-        if (jobs[i] && jobs[i]->prompt && (!nst || jobs[i]->stop_ids) &&
+        /* speculation (spec.h): the job's prediction, the server's n-grams */
+        spec_params_t spp = params[i].spec;
+        spp.ngram = spp.ngram || s->o.spec_ngram;
+        spp.draft_model = s->draft != NULL;
+        if (s->o.spec_k_max > 0 && (spp.k_max <= 0 || spp.k_max > s->o.spec_k_max))
+            spp.k_max = s->o.spec_k_max;
+        bool spec_ok = true;
+        if (jobs[i] && !s->o.spec_off) {
+            lf_err_t serr = {0};
+            jobs[i]->spec = spec_seq_create(&spp, &serr);
+            spec_ok = jobs[i]->spec || serr.code == LF_OK;
+        }
+        if (jobs[i] && jobs[i]->prompt && (!nst || jobs[i]->stop_ids) && spec_ok &&
             (!params[i].prompt_logprobs || jobs[i]->plp) && (!params[i].grammar || (jobs[i]->gm && jobs[i]->mask))) {
             jobs[i]->smp = sampler_create(&sp, n_vocab, params[i].entropy, err);
-            rc = jobs[i]->smp ? sampler_add_prompt(jobs[i]->smp, prompts[i], (int32_t)n_prompts[i], err)
+            rc = jobs[i]->smp ? sampler_add_prompt_text(jobs[i]->smp, prompts[i], (int32_t)n_prompts[i], err)
                               : (err ? err->code : LF_ERR_INVALID);
         } else {
             lf_err_set(err, LF_ERR_NOMEM, "out of memory");
@@ -961,6 +1341,7 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
         if (nst)
             memcpy(jobs[i]->stop_ids, params[i].stop_token_ids, nst * sizeof(int32_t));
         jobs[i]->params.stop_token_ids = jobs[i]->stop_ids;
+        jobs[i]->params.spec.prediction = NULL; /* borrowed: the spec state has its copy */
         if (jobs[i]->plp)
             jobs[i]->plp->n = (int32_t)n_prompts[i];
         /* the first job of a share group leads, the later ones follow */
@@ -969,6 +1350,10 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
                 jobs[i]->follower = true;
         jobs[i]->index = i;
         jobs[i]->ch = ch;
+        if (params[i].media) {
+            sched_media_retain(params[i].media);
+            jobs[i]->media = params[i].media;
+        }
         jobs[i]->state = JOB_WAITING;
         jobs[i]->slot = -1;
     }

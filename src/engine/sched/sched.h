@@ -57,6 +57,7 @@
 #include "engine/sample/logprob.h"
 #include "engine/model/model.h"
 #include "engine/sample/sampler.h"
+#include "engine/sched/spec.h"
 
 typedef struct {
     int32_t n_parallel;   /* slots = sequences decoded together (>= 1) */
@@ -70,6 +71,16 @@ typedef struct {
     int32_t state_snapshots; /* hybrid models: state snapshot slots for the
                                 prefix cache (0: the engine's default, < 0:
                                 none; forward.h) */
+    int64_t image_cache_mb; /* encoded-image cache (vis_cache.h) in MiB (<= 0: none) */
+    /* ---- speculative decoding (issue 27, spec.h) ---- */
+    bool spec_ngram;      /* every job also drafts from n-grams */
+    int32_t spec_k_max;   /* most drafts per step and sequence (<= 0: SPEC_K_MAX) */
+    bool spec_off;        /* never speculate (for comparisons) */
+    double spec_row_cost; /* > 0: what one more row costs relative to a step's
+                             fixed part (draft lengths); else measured */
+    const model_t *draft_model; /* a draft model (spec_draft.h: the same
+                                   vocabulary), or NULL; must outlive the
+                                   scheduler */
 } sched_opts_t;
 
 /* Parameters of one job. `sampling` is the whole sampler chain
@@ -109,6 +120,18 @@ typedef struct {
                                  at once. Masks are computed by the
                                  scheduler's mask thread while the forward
                                  pass runs. */
+    /* ---- images (issue 29) ---- */
+    struct sched_media *media; /* NULL, or the prompt's images (sched_media.h):
+                                  the prompt is its layout's tokens (negative
+                                  ids at image rows); submit takes a reference.
+                                  The scheduler encodes what the image cache
+                                  lacks, one encoder stage per step, before
+                                  the prefill reaches it. */
+    /* ---- speculative decoding (issue 27) ---- */
+    spec_params_t spec;       /* draft sources of this job (prediction
+                                 tokens copied by submit; ngram also when
+                                 the scheduler's spec_ngram is set). The
+                                 tokens are the same with or without. */
 } sched_params_t;
 
 /* Prompt logprobs of one job: entries[0] is the first prompt token (no
@@ -152,6 +175,9 @@ typedef struct {
     int32_t n_cached;       /* of which reused from the prefix cache (DONE) */
     int32_t n_gen;          /* tokens generated (DONE) */
     int32_t stop_token;     /* DONE/STOP by a stop_token_ids entry: it; else -1 */
+    int32_t n_pred_accepted; /* DONE: prediction tokens drafted and kept */
+    int32_t n_pred_rejected; /* DONE: prediction tokens drafted and rejected
+                                (computed, then discarded) */
     bool ends;              /* TOKEN: this token (EOS / a stop_token_ids
                                entry) ends the job with STOP */
     sched_lp_t lp;          /* TOKEN with logprobs (lp.has) */
@@ -182,6 +208,14 @@ typedef struct {
     int32_t state_snap_slots; /* snapshot slots */
     int32_t state_snapshots;  /* snapshots cached for reuse */
     uint64_t state_restores;  /* prompts resumed from a snapshot */
+    /* images (issue 29) */
+    uint64_t image_encode_stages; /* encoder stages run (patches, layers, projector) */
+    uint64_t images_encoded;      /* pixel arrays encoded */
+    uint64_t image_cache_entries, image_cache_bytes, image_cache_max_bytes;
+    uint64_t image_cache_hits, image_cache_misses, image_cache_evictions;
+    uint64_t spec_drafted[SPEC_SRC_COUNT];  /* draft tokens verified, per source */
+    uint64_t spec_accepted[SPEC_SRC_COUNT]; /* of which kept */
+    uint64_t spec_verifications; /* steps of a sequence that verified drafts */
 } sched_stats_t;
 
 typedef struct sched sched_t;

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dlist.h"
+
 /* ---- cache ---------------------------------------------------------------- */
 
 typedef struct entry {
@@ -17,14 +19,15 @@ typedef struct entry {
     int32_t n_exits;
     int32_t refs;
     size_t bytes;
-    struct entry *prev, *next, *hnext; /* LRU list, hash chain */
+    dlist_node_t lru;       /* LRU order */
+    struct entry *hnext;    /* hash chain */
 } entry_t;
 
 struct gr_mask_cache {
     pthread_mutex_t mu;
     entry_t **buckets;
     size_t n_buckets;
-    entry_t *head, *tail;   /* most recent first */
+    dlist_t lru;            /* most recent first */
     size_t bytes, budget, entries;
     uint64_t hits, misses, evictions;
 };
@@ -57,11 +60,10 @@ void gr_mask_cache_free(gr_mask_cache_t *c)
 {
     if (!c)
         return;
-    entry_t *e = c->head;
-    while (e) {
-        entry_t *n = e->next;
+    for (dlist_node_t *n = c->lru.head; n;) {
+        entry_t *e = DLIST_ENTRY(n, entry_t, lru);
+        n = n->next;
         entry_free(e);
-        e = n;
     }
     free(c->buckets);
     pthread_mutex_destroy(&c->mu);
@@ -81,26 +83,12 @@ void gr_mask_cache_stats(gr_mask_cache_t *c, gr_mask_cache_stats_t *out)
 
 static void lru_unlink(gr_mask_cache_t *c, entry_t *e)
 {
-    if (e->prev)
-        e->prev->next = e->next;
-    else
-        c->head = e->next;
-    if (e->next)
-        e->next->prev = e->prev;
-    else
-        c->tail = e->prev;
-    e->prev = e->next = NULL;
+    dlist_unlink(&c->lru, &e->lru);
 }
 
 static void lru_front(gr_mask_cache_t *c, entry_t *e)
 {
-    e->next = c->head;
-    e->prev = NULL;
-    if (c->head)
-        c->head->prev = e;
-    c->head = e;
-    if (!c->tail)
-        c->tail = e;
+    dlist_push_front(&c->lru, &e->lru);
 }
 
 /* Under the lock. */
@@ -114,9 +102,9 @@ static entry_t *lookup(gr_mask_cache_t *c, uint64_t h1, uint64_t h2)
 
 static void evict(gr_mask_cache_t *c)
 {
-    entry_t *e = c->tail;
+    entry_t *e = c->lru.tail ? DLIST_ENTRY(c->lru.tail, entry_t, lru) : NULL;
     while (e && c->bytes > c->budget) {
-        entry_t *p = e->prev;
+        entry_t *p = e->lru.prev ? DLIST_ENTRY(e->lru.prev, entry_t, lru) : NULL;
         if (e->refs == 0) {
             entry_t **pp = &c->buckets[e->h1 % c->n_buckets];
             while (*pp != e)

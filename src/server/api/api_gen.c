@@ -91,12 +91,17 @@ static const char *to_json(json_object *o)
 
 static json_object *usage_json(const run_t *g)
 {
-    int32_t gen = 0, cached = 0;
+    int32_t gen = 0, cached = 0, pred_acc = 0, pred_rej = 0;
     for (size_t i = 0; i < g->n; i++) {
         gen += g->ch[i].n_gen;
+        pred_acc += g->ch[i].pred_accepted;
+        pred_rej += g->ch[i].pred_rejected;
         if (i % g->per == 0) /* the prompt is counted once, not per choice */
             cached += g->ch[i].n_cached;
     }
+    /* OpenAI counts rejected prediction tokens as completion tokens (they
+     * were computed): completion_tokens_details says how many */
+    gen += pred_rej;
     json_object *u = json_object_new_object();
     json_object_object_add(u, "prompt_tokens", json_object_new_int(g->prompt_total));
     json_object_object_add(u, "total_tokens", json_object_new_int(g->prompt_total + gen));
@@ -104,14 +109,22 @@ static json_object *usage_json(const run_t *g)
     json_object *d = json_object_new_object();
     json_object_object_add(d, "cached_tokens", json_object_new_int(cached));
     json_object_object_add(u, "prompt_tokens_details", d);
+    json_object *cd = NULL;
     if (g->n && g->ch[0].co && chat_out_reasoning_on(g->ch[0].co)) {
         int32_t rt = 0;
         for (size_t i = 0; i < g->n; i++)
             rt += g->ch[i].co ? chat_out_reasoning_tokens(g->ch[i].co) : 0;
-        json_object *cd = json_object_new_object();
+        cd = json_object_new_object();
         json_object_object_add(cd, "reasoning_tokens", json_object_new_int(rt));
-        json_object_object_add(u, "completion_tokens_details", cd);
     }
+    if (g->prediction) {
+        if (!cd)
+            cd = json_object_new_object();
+        json_object_object_add(cd, "accepted_prediction_tokens", json_object_new_int(pred_acc));
+        json_object_object_add(cd, "rejected_prediction_tokens", json_object_new_int(pred_rej));
+    }
+    if (cd)
+        json_object_object_add(u, "completion_tokens_details", cd);
     if (g->mindie && g->n > 0) {
         const choice_t *c = &g->ch[0];
         json_object_object_add(u, "prefill_time",
@@ -310,6 +323,8 @@ static void run_events(run_t *g, sched_chan_t *chan, int32_t **job_prompts)
         /* SCHED_EV_DONE */
         c->dead = true;
         c->n_cached = ev.n_cached;
+        c->pred_accepted = ev.n_pred_accepted;
+        c->pred_rejected = ev.n_pred_rejected;
         n_done++;
         if (ev.finish == SCHED_FINISH_ERROR) {
             lf_err_t e;
@@ -372,6 +387,8 @@ void gen_run(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t *
     size_t *jn = NULL;
     char **echo_owned = NULL;
     sched_chan_t *chan = NULL;
+    int32_t *pred = NULL; /* the prediction's tokens (OpenAI Predicted Outputs) */
+    size_t n_pred = 0;
     int32_t max_n = srv_max_n(s);
     if (sp->n > max_n) { /* parsed with the server's limits, so only for other parsers */
         char msg[160];
@@ -415,6 +432,18 @@ void gen_run(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t *
             gen_fail(fmt, r, 400, msg, "stop_token_ids", NULL);
             goto out;
         }
+    /* the prediction, tokenized as text (no BOS, control-token text
+     * literal): where the output follows it, it drafts the next tokens */
+    if (sp->prediction && *sp->prediction) {
+        if (vocab_tokenize(s->vocab, sp->prediction, strlen(sp->prediction), false, false, &pred, &n_pred, &e) !=
+            LF_OK) {
+            gen_fail_err(fmt, r, &e, "prediction", NULL);
+            goto out;
+        }
+        if (n_pred > (size_t)n_ctx)
+            n_pred = (size_t)n_ctx; /* beyond what any output can reach */
+    }
+    g.prediction = sp->prediction != NULL;
     bool want_plp = sp->prompt_logprobs >= 0 || (sp->echo && sp->logprobs);
     for (size_t i = 0; i < n_in; i++) {
         g.prompt_total += (int32_t)n_prompts[i];
@@ -475,12 +504,15 @@ void gen_run(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t *
             params[j].n_stop_token_ids = gram ? 0 : sp->n_stop_token_ids;
             params[j].grammar = gram;
             params[j].grammar_engine = gram ? s->grammar : NULL;
+            params[j].media = gen->media;
             params[j].logprobs = sp->logprobs;
             params[j].top_logprobs = sp->top_logprobs;
             /* chat: prompt_logprobs once (root); completions: per choice */
             params[j].prompt_logprobs = want_plp && (!chat || k == 0) && (sp->echo || sp->prompt_logprobs >= 0);
             params[j].n_prompt_top = sp->prompt_logprobs >= 0 ? sp->prompt_logprobs : sp->top_logprobs;
             params[j].share_group = per > 1 && !params[j].prompt_logprobs ? (int32_t)i + 1 : 0;
+            params[j].spec.prediction = pred;
+            params[j].spec.n_prediction = (int32_t)n_pred;
             vocab_detok_init(&ch[j].detok, s->vocab, !sp->skip_special_tokens);
             ch[j].ss = stopstr_create((const char *const *)sp->stop, NULL, gram ? 0 : sp->n_stop,
                                       sp->include_stop_str_in_output, &e);
@@ -561,6 +593,7 @@ out:
     free(jp);
     free(jn);
     free(params);
+    free(pred);
 }
 
 static int tokenize_text(srv_t *s, http_req_t *r, const char *text, bool add_special, int32_t **ids, size_t *n)
@@ -586,6 +619,47 @@ static int chat_output_config(srv_t *s, http_req_t *r, const chat_req_t *q, cons
     return 0;
 }
 
+int api_chat_prompt(srv_t *s, http_req_t *r, chat_req_t *q, char **prompt, int32_t **ids, size_t *n)
+{
+    lf_err_t le = {0};
+    *prompt = NULL;
+    *ids = NULL;
+    *n = 0;
+    if (s->render(s->render_ctx, q, true, prompt, &le) != LF_OK) {
+        http_reply_err(r, &le, "messages", NULL);
+        return -1;
+    }
+    if (s->cfg.log_prompts)
+        fprintf(stderr, "req %s prompt: %s\n", r->id, *prompt);
+    /* image parts: the prompt with each image's rows (api_media.c) */
+    return q->n_images ? api_chat_media(s, r, q, *prompt, ids, n) : tokenize_text(s, r, *prompt, true, ids, n);
+}
+
+void api_chat_generate(srv_t *s, http_req_t *r, chat_req_t *q, const gen_fmt_t *fmt, void *fmt_ctx)
+{
+    char *prompt = NULL;
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    grammar_t *g = NULL;
+    if (!srv_require_model(s, r, q->gen.model))
+        goto out;
+    if (api_chat_prompt(s, r, q, &prompt, &ids, &n_ids) < 0)
+        goto out;
+    chat_out_cfg_t oc;
+    bool parse = false;
+    if (chat_output_config(s, r, q, prompt, &oc, &parse) < 0)
+        goto out;
+    if (api_constraint_build(s, r, &q->gen, q, &oc, &g) < 0)
+        goto out;
+    gen_run(s, r, true, &q->gen, &ids, &n_ids, 1, NULL, parse ? &oc : NULL, fmt, fmt_ctx, g);
+out:
+    grammar_release(g);
+    free(ids);
+    free(prompt);
+    sched_media_release(q->gen.media);
+    q->gen.media = NULL;
+}
+
 void api_chat(srv_t *s, http_req_t *r)
 {
     chat_req_t q;
@@ -595,32 +669,7 @@ void api_chat(srv_t *s, http_req_t *r)
         srv_reply_req_err(r, &e);
         return;
     }
-    char *prompt = NULL;
-    int32_t *ids = NULL;
-    size_t n_ids = 0;
-    lf_err_t le = {0};
-    grammar_t *g = NULL;
-    if (!srv_require_model(s, r, q.gen.model))
-        goto out;
-    if (s->render(s->render_ctx, &q, true, &prompt, &le) != LF_OK) {
-        http_reply_err(r, &le, "messages", NULL);
-        goto out;
-    }
-    if (s->cfg.log_prompts)
-        fprintf(stderr, "req %s prompt: %s\n", r->id, prompt);
-    if (tokenize_text(s, r, prompt, true, &ids, &n_ids) < 0)
-        goto out;
-    chat_out_cfg_t oc;
-    bool parse = false;
-    if (chat_output_config(s, r, &q, prompt, &oc, &parse) < 0)
-        goto out;
-    if (api_constraint_build(s, r, &q.gen, &q, &oc, &g) < 0)
-        goto out;
-    gen_run(s, r, true, &q.gen, &ids, &n_ids, 1, NULL, parse ? &oc : NULL, NULL, NULL, g);
-out:
-    grammar_release(g);
-    free(ids);
-    free(prompt);
+    api_chat_generate(s, r, &q, NULL, NULL);
     req_chat_free(&q);
 }
 

@@ -75,6 +75,81 @@ static void resolve_seed(const http_req_t *r, tgi_req_t *q)
     q->gen.seed = strtoull(hex, NULL, 16) & ((1ull << 53) - 1);
 }
 
+/* Markdown images in input i, as TGI takes them: "![](URL)" (data: URL,
+ * base64 or a URL) where the image goes. 1 when there were some (ids
+ * set), 0 when none, -1 after replying. */
+static int tgi_media_inputs(srv_t *s, http_req_t *r, tgi_req_t *q, bool lmi, size_t i, int32_t **ids, size_t *n_ids)
+{
+    const char *in = q->inputs[i];
+    if (!strstr(in, "![]("))
+        return 0;
+    size_t len = strlen(in), n = 0, cap = 0;
+    char *text = malloc(len + 1), **urls = NULL, (*params)[48] = NULL;
+    size_t w = 0;
+    int rc = text ? 1 : -1;
+    for (const char *p = in; rc > 0 && *p;) {
+        const char *m = strstr(p, "![](");
+        const char *e = m ? strchr(m + 4, ')') : NULL;
+        if (!m || !e) {
+            size_t l = strlen(p);
+            memcpy(text + w, p, l);
+            w += l;
+            break;
+        }
+        memcpy(text + w, p, (size_t)(m - p));
+        w += (size_t)(m - p);
+        if (n == cap) {
+            cap = cap ? 2 * cap : 4;
+            char **nu = realloc(urls, cap * sizeof *nu);
+            char(*np)[48] = nu ? realloc(params, cap * sizeof *np) : NULL;
+            if (nu)
+                urls = nu;
+            if (!np) {
+                rc = -1;
+                break;
+            }
+            params = np;
+        }
+        urls[n] = strndup(m + 4, (size_t)(e - m - 4));
+        snprintf(params[n], sizeof params[n], "inputs image %zu", n + 1);
+        n++;
+        if (w + strlen(CHAT_MEDIA_MARKER) > len) { /* "![](x)" is longer than the marker: cannot happen */
+            rc = -1;
+            break;
+        }
+        memcpy(text + w, CHAT_MEDIA_MARKER, strlen(CHAT_MEDIA_MARKER));
+        w += strlen(CHAT_MEDIA_MARKER);
+        p = e + 1;
+    }
+    if (rc > 0) {
+        text[w] = '\0';
+        const char **pp = calloc(n, sizeof *pp);
+        req_err_t err = {0};
+        for (size_t k = 0; pp && k < n; k++)
+            pp[k] = params[k];
+        if (!pp || q->n_inputs > 1 || q->gen.media) {
+            req_err_set(&err, 422, "inputs", NULL, "images are accepted in one input per request");
+            rc = -1;
+        } else if (api_text_media(s, &q->gen, text, (const char *const *)urls, pp, n, ids, n_ids, &err) < 0) {
+            rc = -1;
+        }
+        if (rc < 0) {
+            if (err.status == 400) /* TGI answers a bad input 422 */
+                err.status = 422;
+            tgi_reply_req_err(r, lmi, &err);
+        }
+        free(pp);
+    } else {
+        http_reply_error(r, 503, "out of memory", NULL, NULL, NULL);
+    }
+    for (size_t k = 0; k < n; k++)
+        free(urls[k]);
+    free(urls);
+    free(params);
+    free(text);
+    return rc;
+}
+
 /* Tokenizes every input, applies `truncate` and TGI's length limits, and
  * fixes max_new_tokens. 0, or -1 after replying. */
 static int prepare_inputs(srv_t *s, http_req_t *r, tgi_req_t *q, bool lmi, int32_t **ids, size_t *n_ids)
@@ -90,9 +165,18 @@ static int prepare_inputs(srv_t *s, http_req_t *r, tgi_req_t *q, bool lmi, int32
         lf_err_t le = {0};
         if (s->cfg.log_prompts)
             fprintf(stderr, "req %s inputs[%zu]: %s\n", r->id, i, q->inputs[i]);
-        if (vocab_tokenize(s->vocab, q->inputs[i], strlen(q->inputs[i]), true, true, &ids[i], &n_ids[i], &le) !=
+        int mi = tgi_media_inputs(s, r, q, lmi, i, &ids[i], &n_ids[i]);
+        if (mi < 0)
+            return -1;
+        if (mi == 0 &&
+            vocab_tokenize(s->vocab, q->inputs[i], strlen(q->inputs[i]), true, true, &ids[i], &n_ids[i], &le) !=
             LF_OK) {
             refuse(r, lmi, http_status_of(le.code), "inputs", "%s", le.msg);
+            return -1;
+        }
+        if (mi > 0 && q->truncate > 0 && n_ids[i] > (size_t)q->truncate) {
+            refuse(r, lmi, 422, "truncate", "`truncate` cannot cut an input with images (%zu tokens, truncate %d)",
+                   n_ids[i], q->truncate);
             return -1;
         }
         if (q->truncate > 0 && n_ids[i] > (size_t)q->truncate) { /* keep the end, as TGI */
@@ -168,6 +252,7 @@ out:
         free(ids[i]);
     free(ids);
     free(n_ids);
+    sched_media_release(q.gen.media);
     req_tgi_free(&q);
 }
 

@@ -130,6 +130,39 @@ static bool iterates_content(const char *src)
     return false;
 }
 
+/* What the template writes for an image part between two text parts
+ * (trimmed), into marker ("" when nothing or the probe fails). */
+static void probe_image_marker(const chat_template_t *t, const char *bos, const char *eos, char *marker, size_t cap)
+{
+    static const char ctx_text[] =
+        "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"Probe one.\"},"
+        " {\"type\": \"image\"}, {\"type\": \"text\", \"text\": \"Probe two.\"}]}], \"add_generation_prompt\": true}";
+    marker[0] = '\0';
+    json_object *ctx = json_tokener_parse(ctx_text);
+    if (!ctx)
+        return;
+    if (bos)
+        json_object_object_add(ctx, "bos_token", json_object_new_string(bos));
+    if (eos)
+        json_object_object_add(ctx, "eos_token", json_object_new_string(eos));
+    char *out = NULL;
+    chat_render_opts_t opts = {.now = 1, .extensions = true};
+    if (chat_template_render(t, ctx, &opts, &out, NULL, NULL, NULL) == LF_OK && out) {
+        const char *a = strstr(out, "Probe one."), *b = a ? strstr(a, "Probe two.") : NULL;
+        if (a && b) {
+            a += strlen("Probe one.");
+            while (a < b && isspace((unsigned char)*a))
+                a++;
+            while (b > a && isspace((unsigned char)b[-1]))
+                b--;
+            if (b > a && (size_t)(b - a) < cap)
+                snprintf(marker, cap, "%.*s", (int)(b - a), a);
+        }
+    }
+    free(out);
+    json_object_put(ctx);
+}
+
 void chat_caps_probe(const chat_template_t *t, const char *src, const char *bos, const char *eos, chat_caps_t *caps)
 {
     memset(caps, 0, sizeof *caps);
@@ -144,6 +177,8 @@ void chat_caps_probe(const chat_template_t *t, const char *src, const char *bos,
     int a = caps->args_as_string;
     caps->null_content = shown[a][1] && !shown[a][0];
     caps->content_parts = iterates_content(src);
+    if (caps->content_parts)
+        probe_image_marker(t, bos, eos, caps->image_marker, sizeof caps->image_marker);
     caps->knows_developer = strstr(src, "developer") != NULL;
     caps->reads_thinking = strstr(src, ".thinking") || strstr(src, "'thinking'") || strstr(src, "\"thinking\"");
     caps->reads_effort = strstr(src, "reasoning_effort") != NULL;
@@ -180,19 +215,36 @@ static json_object *view_call(const chat_caps_t *caps, json_object *call)
     return copy;
 }
 
-/* Text parts joined with "\n" (vLLM's string content format). */
+static bool is_image_part(json_object *p)
+{
+    json_object *t = get(p, "type");
+    return t && json_object_is_type(t, json_type_string) && !strcmp(json_object_get_string(t), "image_url");
+}
+
+/* Text parts joined with "\n" (vLLM's string content format); image parts
+ * as CHAT_MEDIA_MARKER with no "\n" next to them (llama-server's rule). */
 static json_object *joined_parts(json_object *parts)
 {
     size_t n = json_object_array_length(parts), total = 1;
     for (size_t i = 0; i < n; i++)
-        total += (size_t)json_object_get_string_len(get(json_object_array_get_idx(parts, i), "text")) + 1;
+        total += (size_t)json_object_get_string_len(get(json_object_array_get_idx(parts, i), "text")) + 1 +
+                 strlen(CHAT_MEDIA_MARKER);
     char *s = malloc(total), *w = s;
     if (!s)
         return NULL;
+    bool last_media = false;
     for (size_t i = 0; i < n; i++) {
-        json_object *tx = get(json_object_array_get_idx(parts, i), "text");
-        if (i)
+        json_object *p = json_object_array_get_idx(parts, i);
+        if (is_image_part(p)) {
+            memcpy(w, CHAT_MEDIA_MARKER, strlen(CHAT_MEDIA_MARKER));
+            w += strlen(CHAT_MEDIA_MARKER);
+            last_media = true;
+            continue;
+        }
+        json_object *tx = get(p, "text");
+        if (w > s && !last_media)
             *w++ = '\n';
+        last_media = false;
         size_t l = (size_t)json_object_get_string_len(tx);
         memcpy(w, json_object_get_string(tx), l);
         w += l;
@@ -201,6 +253,32 @@ static json_object *joined_parts(json_object *parts)
     json_object *o = json_object_new_string_len(s, (int)(w - s));
     free(s);
     return o;
+}
+
+static bool has_images(json_object *parts)
+{
+    for (size_t i = 0; i < json_object_array_length(parts); i++)
+        if (is_image_part(json_object_array_get_idx(parts, i)))
+            return true;
+    return false;
+}
+
+/* The parts as templates take them: image parts become {"type": "image"}
+ * (the data stays out of the template's context). */
+static json_object *typed_parts(json_object *parts)
+{
+    json_object *a = json_object_new_array();
+    for (size_t i = 0; a && i < json_object_array_length(parts); i++) {
+        json_object *p = json_object_array_get_idx(parts, i);
+        if (is_image_part(p)) {
+            json_object *o = json_object_new_object();
+            json_object_object_add(o, "type", json_object_new_string("image"));
+            json_object_array_add(a, o);
+        } else {
+            json_object_array_add(a, json_object_get(p));
+        }
+    }
+    return a;
 }
 
 static json_object *view_message(const chat_caps_t *caps, json_object *m)
@@ -219,8 +297,11 @@ static json_object *view_message(const chat_caps_t *caps, json_object *m)
             nv = json_object_new_string("system");
         else if (!strcmp(k, "content") && !v)
             nv = caps->null_content ? NULL : json_object_new_string("");
-        else if (!strcmp(k, "content") && json_object_is_type(v, json_type_array) && !caps->content_parts)
+        else if (!strcmp(k, "content") && json_object_is_type(v, json_type_array) &&
+                 (!caps->content_parts || (has_images(v) && !caps->image_marker[0])))
             nv = joined_parts(v);
+        else if (!strcmp(k, "content") && json_object_is_type(v, json_type_array) && has_images(v))
+            nv = typed_parts(v);
         else if (!strcmp(k, "tool_calls") && json_object_is_type(v, json_type_array)) {
             nv = json_object_new_array();
             for (size_t i = 0; nv && i < json_object_array_length(v); i++)

@@ -31,6 +31,11 @@
  *   - the request's reasoning_effort becomes the template variable
  *     `reasoning_effort` when the template reads it (chat_template_kwargs
  *     win);
+ *   - image parts: {"type": "image"} items for a template that iterates
+ *     content and writes something for them (caps.image_marker), else the
+ *     message becomes a string with CHAT_MEDIA_MARKER where the images go
+ *     (text parts joined with "\n", not next to an image: llama-server's
+ *     rule);
  *   - `functions`, `datetime` and `date_string` are given to templates that
  *     read them, as llama.cpp gives them (firefunction v2 needs the first
  *     two).
@@ -58,6 +63,11 @@ typedef struct chat_caps {
     bool reads_functions;  /* the template reads `functions` (firefunction v2) */
     bool reads_datetime;   /* ... `datetime` */
     bool reads_date_string;/* ... `date_string` */
+    /* images (issue 29): what the template writes for a {"type": "image"}
+     * content part (its own marker, e.g. "<start_of_image>"), "" when it
+     * writes nothing for one (then an image goes in the text as
+     * CHAT_MEDIA_MARKER, as llama-server does) */
+    char image_marker[64];
 } chat_caps_t;
 
 /* Reads the template source and probes the compiled template (bos/eos may

@@ -175,8 +175,39 @@ const char *chat_role_name(chat_role_t r)
     return (unsigned)r < 5 ? names[r] : "user";
 }
 
-/* Content: string, null, or an array of text parts (joined). */
-static int parse_content(json_object *c, size_t idx, char **out, req_err_t *e)
+/* An image part: image_url as a string or {url, detail}; records it. */
+static int parse_image_part(json_object *p, size_t idx, size_t j, chat_req_t *out, req_err_t *e)
+{
+    char param[64];
+    snprintf(param, sizeof param, "messages[%zu].content[%zu]", idx, j);
+    json_object *iu = field(p, "image_url"), *url = iu;
+    if (iu && json_object_is_type(iu, json_type_object)) {
+        url = field(iu, "url");
+        json_object *d = field(iu, "detail");
+        if (d && !json_object_is_type(d, json_type_null)) {
+            const char *ds = json_object_is_type(d, json_type_string) ? json_object_get_string(d) : "";
+            if (strcmp(ds, "auto") && strcmp(ds, "low") && strcmp(ds, "high"))
+                return fail(e, 400, param, NULL, "'%s.image_url.detail' must be 'auto', 'low' or 'high'", param);
+        }
+    }
+    if (!url || !json_object_is_type(url, json_type_string) || !json_object_get_string_len(url))
+        return fail(e, 400, param, NULL, "'%s' needs 'image_url' with a non-empty 'url' (a data: URL, base64 data "
+                    "or a URL)", param);
+    chat_image_t *im = realloc(out->images, (out->n_images + 1) * sizeof *im);
+    if (!im)
+        return fail(e, 503, NULL, NULL, "out of memory");
+    out->images = im;
+    im[out->n_images].url = json_object_get_string(url);
+    snprintf(im[out->n_images].param, sizeof im[out->n_images].param, "%s", param);
+    out->n_images++;
+    return 0;
+}
+
+/* Content: string, null, or an array of text and image parts. Text parts
+ * are joined; an image part becomes CHAT_MEDIA_MARKER, and in a message
+ * with images the text parts are joined with "\n" except next to an image
+ * (llama-server's rule). */
+static int parse_content(json_object *c, size_t idx, char **out, chat_req_t *req, req_err_t *e)
 {
     char param[40];
     snprintf(param, sizeof param, "messages[%zu].content", idx);
@@ -190,15 +221,22 @@ static int parse_content(json_object *c, size_t idx, char **out, req_err_t *e)
     }
     if (!json_object_is_type(c, json_type_array))
         return fail(e, 400, param, NULL, "'%s' must be a string or an array of content parts", param);
-    size_t n = json_object_array_length(c), total = 0;
+    size_t n = json_object_array_length(c), total = 0, n_img = 0;
     for (size_t i = 0; i < n; i++) {
         json_object *p = json_object_array_get_idx(c, i), *t = NULL, *tx = NULL;
         if (!json_object_is_type(p, json_type_object) || !(t = field(p, "type")) ||
             !json_object_is_type(t, json_type_string))
             return fail(e, 400, param, NULL, "each content part needs a string 'type'");
         const char *type = json_object_get_string(t);
-        if (!strcmp(type, "image_url") || !strcmp(type, "image"))
-            return fail(e, 400, param, NULL, "this model does not accept image input");
+        if (!strcmp(type, "image_url")) {
+            if (parse_image_part(p, idx, i, req, e) < 0)
+                return -1;
+            n_img++;
+            total += strlen(CHAT_MEDIA_MARKER) + 1;
+            continue;
+        }
+        if (!strcmp(type, "image"))
+            return fail(e, 400, param, NULL, "image parts are {\"type\": \"image_url\", \"image_url\": {\"url\": ...}}");
         if (!strcmp(type, "input_audio") || !strcmp(type, "audio_url"))
             return fail(e, 400, param, NULL, "this model does not accept audio input");
         if (!strcmp(type, "video_url") || !strcmp(type, "file"))
@@ -209,14 +247,25 @@ static int parse_content(json_object *c, size_t idx, char **out, req_err_t *e)
                         type);
         if (!(tx = field(p, "text")) || !json_object_is_type(tx, json_type_string))
             return fail(e, 400, param, NULL, "a text content part needs a string 'text'");
-        total += (size_t)json_object_get_string_len(tx);
+        total += (size_t)json_object_get_string_len(tx) + 1;
     }
     char *s = malloc(total + 1);
     if (!s)
         return fail(e, 503, NULL, NULL, "out of memory");
     size_t w = 0;
+    bool last_media = false;
     for (size_t i = 0; i < n; i++) {
-        json_object *tx = field(json_object_array_get_idx(c, i), "text");
+        json_object *p = json_object_array_get_idx(c, i);
+        if (!strcmp(json_object_get_string(field(p, "type")), "image_url")) {
+            memcpy(s + w, CHAT_MEDIA_MARKER, strlen(CHAT_MEDIA_MARKER));
+            w += strlen(CHAT_MEDIA_MARKER);
+            last_media = true;
+            continue;
+        }
+        json_object *tx = field(p, "text");
+        if (n_img && w && !last_media)
+            s[w++] = '\n';
+        last_media = false;
         size_t l = (size_t)json_object_get_string_len(tx);
         memcpy(s + w, json_object_get_string(tx), l);
         w += l;
@@ -264,7 +313,7 @@ static int parse_messages(json_object *o, chat_req_t *out, req_err_t *e)
             snprintf(param, sizeof param, "messages[%zu].content", i);
             return fail(e, 400, param, NULL, "'%s' is required", param);
         }
-        if (parse_content(c, i, &out->msgs[i].content, e) < 0)
+        if (parse_content(c, i, &out->msgs[i].content, out, e) < 0)
             return -1;
         if (!out->msgs[i].content)
             return fail(e, 503, NULL, NULL, "out of memory");
@@ -286,6 +335,12 @@ int req_chat_parse_limited(const char *body, size_t len, const req_limits_t *lim
     json_object *o = parse_object(body, len, e);
     if (!o)
         return -1;
+    return req_chat_from_json(o, lim, out, e);
+}
+
+int req_chat_from_json(json_object *o, const req_limits_t *lim, chat_req_t *out, req_err_t *e)
+{
+    memset(out, 0, sizeof *out);
     out->raw = o;
     int rc = parse_messages(o, out, e);
     if (rc == 0)
@@ -304,6 +359,7 @@ void req_chat_free(chat_req_t *r)
         free(r->msgs[i].name);
     }
     free(r->msgs);
+    free(r->images);
     free(r->gen.model);
     req_sampling_free(&r->gen.samp);
     req_format_free(&r->gen.constraint);

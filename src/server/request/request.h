@@ -49,6 +49,9 @@ typedef struct {
     uint64_t seed;
     req_sampling_t samp;  /* every other decoding control (request_sampling.h) */
     req_constraint_t constraint; /* structured output (request_format.h) */
+    struct sched_media *media; /* the prompt's images: set by the handler
+                                  after parsing (not a request field), owned
+                                  by it; gen_run passes it to the jobs */
 } req_gen_t;
 
 typedef enum {
@@ -67,10 +70,21 @@ typedef struct {
 
 struct json_object;
 
+/* An image content part (issue 29): image_url.url as sent (borrowed from
+ * chat_req_t.raw) and the part's name for errors. The message's content
+ * holds CHAT_MEDIA_MARKER where the image goes. */
+#define CHAT_MEDIA_MARKER "<__media__>"
+typedef struct {
+    const char *url;
+    char param[64];      /* "messages[i].content[j]" */
+} chat_image_t;
+
 typedef struct {
     req_gen_t gen;
     chat_msg_t *msgs;
     size_t n_msgs;
+    chat_image_t *images; /* image parts in order (n_images of them) */
+    size_t n_images;
     /* The whole parsed request body (owned; freed by req_chat_free), for
      * renderers that need more than the typed messages: a Jinja chat
      * template gets messages with tool_calls, tools, chat_template_kwargs. */
@@ -102,6 +116,11 @@ int req_chat_parse(const char *body, size_t len, chat_req_t *out, req_err_t *e);
 int req_cmpl_parse(const char *body, size_t len, cmpl_req_t *out, req_err_t *e);
 int req_chat_parse_limited(const char *body, size_t len, const req_limits_t *lim, chat_req_t *out, req_err_t *e);
 int req_cmpl_parse_limited(const char *body, size_t len, const req_limits_t *lim, cmpl_req_t *out, req_err_t *e);
+/* A chat request from its JSON object o (taken: owned by out, put on
+ * failure too), with the same checks as req_chat_parse_limited; lim may be
+ * NULL. For the APIs that translate their requests into a chat request
+ * (Responses, Anthropic Messages). */
+int req_chat_from_json(struct json_object *o, const req_limits_t *lim, chat_req_t *out, req_err_t *e);
 void req_chat_free(chat_req_t *r);
 void req_cmpl_free(cmpl_req_t *r);
 

@@ -18,6 +18,7 @@
 
 #include "engine/model/forward.h"
 #include "engine/model/model.h"
+#include "golden_util.h"
 #include "tap.h"
 
 /* How each golden file is judged.
@@ -176,34 +177,8 @@ static void lse_of(const float *logits, int n_vocab, float *max, double *lse)
     *lse = log(s);
 }
 
-static int argmax(const float *logits, int n)
-{
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (logits[i] > logits[best])
-            best = i;
-    return best;
-}
 
-static int ids_of(json_object *arr, int32_t *out, int cap)
-{
-    int n = (int)json_object_array_length(arr);
-    if (n > cap)
-        n = cap;
-    for (int i = 0; i < n; i++)
-        out[i] = json_object_get_int(json_object_array_get_idx(arr, (size_t)i));
-    return n;
-}
 
-/* The golden top1 - top2 logprob gap of a step's top list (inf if < 2). */
-static double golden_gap(json_object *top)
-{
-    if (json_object_array_length(top) < 2)
-        return INFINITY;
-    double a = json_object_get_double(json_object_object_get(json_object_array_get_idx(top, 0), "logprob"));
-    double b = json_object_get_double(json_object_object_get(json_object_array_get_idx(top, 1), "logprob"));
-    return a - b;
-}
 
 /* Evaluates prompt + completion[0..n_comp) in batches (seq 0 from pos 0),
  * keeping logits rows for steps 0..n_comp (the prediction after the prompt

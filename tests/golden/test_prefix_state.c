@@ -21,29 +21,13 @@
 
 #include "engine/model/forward.h"
 #include "engine/model/model.h"
+#include "golden_util.h"
 #include "tap.h"
 
 #define MAX_TOK 2048
 #define NGEN 48
 
-static int ids_of(json_object *arr, int32_t *out, int cap)
-{
-    int n = (int)json_object_array_length(arr);
-    if (n > cap)
-        n = cap;
-    for (int i = 0; i < n; i++)
-        out[i] = json_object_get_int(json_object_array_get_idx(arr, (size_t)i));
-    return n;
-}
 
-static int argmax(const float *l, int n)
-{
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (l[i] > l[b])
-            b = i;
-    return b;
-}
 
 /* Computes prompt[from..n) on seq (the prompt order of a prompt of n, as
  * the scheduler does) and registers its blocks; logits of the last. */
@@ -174,14 +158,9 @@ static void run_file(const char *gdir, const char *mdir, const bar_t *bar)
                                       json_object_get_double(json_object_object_get(e, "logprob")));
                 max_d = d > max_d ? d : max_d;
             }
-            if (!bar->f32 && json_object_array_length(top) >= 2) {
-                const double g =
-                    json_object_get_double(json_object_object_get(json_object_array_get_idx(top, 0), "logprob")) -
-                    json_object_get_double(json_object_object_get(json_object_array_get_idx(top, 1), "logprob"));
-                if (g < 2.7) {
-                    limit = s;
-                    break;
-                }
+            if (!bar->f32 && golden_gap(top) < 2.7) {
+                limit = s;
+                break;
             }
         }
         int same = 0;

@@ -40,6 +40,9 @@ static const char usage[] =
     "      --kv-cache-mb N        KV cache budget in MiB (default: parallel x ctx-size positions);\n"
     "                             when full, the newest stream is preempted and resumed later\n"
     "                             [LLM_KV_CACHE_MB]\n"
+    "      --state-snapshots N    hybrid models (qwen35, lfm2): snapshots of the recurrent state kept\n"
+    "                             for the prefix cache (default: ~256 MiB worth, parallel + 2 to\n"
+    "                             4 x parallel + 8; 0: none) [LLM_STATE_SNAPSHOTS]\n"
     "Speculative decoding (the same tokens, several per step when the drafts are right):\n"
     "      --spec S               draft sources besides a request's \"prediction\": ngram (the prompt\n"
     "                             and output so far), or none (no speculation at all); default:\n"
@@ -269,7 +272,7 @@ enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, 
        O_BATCH, O_DRAIN, O_PING, O_LOGP, O_TEMP, O_TOPP, O_TOPK, O_MINP, O_REP, O_MAXN, O_MINDIE, O_LMIFIN, O_KVMB,
        O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE, O_IOTIME, O_MMPROJ, O_MAXIMG, O_IMGBYTES,
        O_IMGPX, O_IMGCACHE, O_MDOMAINS, O_MPRIVATE, O_MDIR, O_MTIMEOUT, O_MREDIR,
-       O_SPEC, O_SPECMAX, O_SPECCOST, O_DRAFT, O_STORE, O_STORE_TTL };
+       O_SPEC, O_SPECMAX, O_SPECCOST, O_DRAFT, O_STORE, O_STORE_TTL, O_SNAPS };
 
 /* A duration: seconds, or a number with s, m, h or d; -1 when bad. */
 static int64_t parse_duration(const char *s)
@@ -302,7 +305,7 @@ int cmd_serve(int argc, char **argv)
                       .ping_seconds = 10, .batch_tokens = 512, .io_timeout_seconds = 60,
                       .media = {.image_cache_mb = 256, .media_max_redirects = 3}};
     const char *e;
-    int ok = 1, names_from_flags = 0, keys_from_flags = 0, rc = 2;
+    int ok = 1, names_from_flags = 0, keys_from_flags = 0, rc = 2, snaps = -1;
     const char *key_file = getenv("LLM_API_KEY_FILE");
     c.model_path = getenv("LLM_MODEL");
     c.socket_path = getenv("LLM_SOCKET");
@@ -318,7 +321,8 @@ int cmd_serve(int argc, char **argv)
         {"LLM_PING_INTERVAL", &c.ping_seconds, 1}, {"LLM_KV_CACHE_MB", &c.kv_cache_mb, 0},
         {"LLM_IO_TIMEOUT", &c.io_timeout_seconds, 1}, {"LLM_MAX_IMAGES", &c.media.max_images, 1},
         {"LLM_IMAGE_CACHE_MB", &c.media.image_cache_mb, 0}, {"LLM_MEDIA_TIMEOUT", &c.media.media_timeout_s, 1},
-        {"LLM_SPEC_DRAFT_MAX", &c.spec_draft_max, 1}};
+        {"LLM_SPEC_DRAFT_MAX", &c.spec_draft_max, 1},
+        {"LLM_STATE_SNAPSHOTS", &snaps, 0}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if ((e = getenv(ints[i].var)) && *e && parse_int(e, ints[i].lo, ints[i].dst) < 0) {
             fprintf(stderr, "llm-fcgi serve: bad %s=%s\n", ints[i].var, e);
@@ -363,7 +367,7 @@ int cmd_serve(int argc, char **argv)
         {"max-queue", required_argument, 0, O_QUEUE}, {"max-body", required_argument, 0, O_BODY},
         {"batch-tokens", required_argument, 0, O_BATCH}, {"drain-timeout", required_argument, 0, O_DRAIN},
         {"ping-interval", required_argument, 0, O_PING}, {"log-prompts", no_argument, 0, O_LOGP},
-        {"kv-cache-mb", required_argument, 0, O_KVMB},
+        {"kv-cache-mb", required_argument, 0, O_KVMB}, {"state-snapshots", required_argument, 0, O_SNAPS},
         {"temperature", required_argument, 0, O_TEMP}, {"top-p", required_argument, 0, O_TOPP},
         {"top-k", required_argument, 0, O_TOPK},    {"min-p", required_argument, 0, O_MINP},
         {"repetition-penalty", required_argument, 0, O_REP}, {"max-n", required_argument, 0, O_MAXN},
@@ -422,6 +426,7 @@ int cmd_serve(int argc, char **argv)
         case O_LMIFIN: c.lmi_finish_reasons = true; break;
         case O_LOGP: c.log_prompts = true; break;
         case O_KVMB: bad = parse_int(optarg, 0, &c.kv_cache_mb); break;
+        case O_SNAPS: bad = parse_int(optarg, 0, &snaps); break;
         case O_TMPL: c.chat_template_file = optarg; break;
         case O_RPARSE: c.reasoning_parser = optarg; break;
         case O_TPARSE: c.tool_call_parser = optarg; break;
@@ -452,6 +457,7 @@ int cmd_serve(int argc, char **argv)
             goto out;
         }
     }
+    c.state_snapshots = snaps < 0 ? 0 : snaps == 0 ? -1 : snaps; /* sched_opts_t: 0 default, < 0 none */
     if ((!c.reasoning_parser || !*c.reasoning_parser) &&
         ((c.reasoning_start && *c.reasoning_start) || (c.reasoning_end && *c.reasoning_end)))
         c.reasoning_parser = "generic"; /* the markers imply the generic parser */

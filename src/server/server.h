@@ -35,6 +35,7 @@ typedef struct {
     const char *listen_addr;          /* "HOST:PORT" or NULL */
     int32_t ctx_size, parallel, threads, http_threads, max_queue, batch_tokens;
     int32_t kv_cache_mb;              /* KV budget in MiB (0: parallel x ctx) */
+    int32_t state_snapshots;          /* hybrid models: state snapshot slots (0: default, -1: none) */
     size_t max_body;
     int drain_seconds;                /* graceful shutdown limit */
     int ping_seconds;                 /* SSE comment interval while waiting */

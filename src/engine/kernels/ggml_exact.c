@@ -762,7 +762,9 @@ static void gx_mm_worker(void *arg, int ith, int nth)
     const int64_t per = (j->n_rows + nth - 1) / nth;
     const int64_t r0 = per * ith;
     const int64_t r1 = r0 + per < j->n_rows ? r0 + per : j->n_rows;
-    const bool tiny_ok = j->k % 16 == 0;
+    /* tinyBLAS takes k % 16 == 0 and a multiple of 4 rows (else ggml falls
+     * back to ggml_vec_dot) */
+    const bool tiny_ok = j->k % 16 == 0 && j->n_rows % 4 == 0;
     const int lv = gx_level();
     const size_t es = j->f16 ? sizeof(uint16_t) : sizeof(float);
     const size_t row_bytes = (size_t)j->k * es;

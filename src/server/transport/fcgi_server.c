@@ -321,7 +321,7 @@ int srv_run(srv_config_t *cfg)
     }
     sched_opts_t so = {.n_parallel = cfg->parallel, .n_ctx = cfg->ctx_size, .max_queue = cfg->max_queue,
                        .batch_tokens = cfg->batch_tokens, .n_threads = cfg->threads,
-                       .kv_mb = cfg->kv_cache_mb,
+                       .kv_mb = cfg->kv_cache_mb, .state_snapshots = cfg->state_snapshots,
                        .spec_ngram = cfg->spec && !strcmp(cfg->spec, "ngram"),
                        .spec_off = cfg->spec && !strcmp(cfg->spec, "none"),
                        .spec_k_max = cfg->spec_draft_max, .spec_row_cost = cfg->spec_row_cost,

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "engine/model/attn_lanes.h"
+#include "engine/model/ops.h"
 #include "engine/kernels/ggml_exact.h"
 
 /* Per-thread scratch, carved from job->scratch (see attn_scratch_floats). */
@@ -223,9 +224,69 @@ static void attn_item(const attn_job_t *job, const attn_lanes_t *L, attn_item_t 
     attn_pv_vec(job, L, it, s, n16);
 }
 
+/* ---- rows mode ---------------------------------------------------------- */
+
+int64_t attn_rows_scratch_floats(int32_t max_batch)
+{
+    return round16(max_batch > 0 ? max_batch : 1) + 16;
+}
+
+void attn_alibi_slopes(int32_t n_head, float max_bias, float *slopes)
+{
+    const uint32_t n_head_log2 = 1u << (uint32_t)floor(log2((double)n_head));
+    const float m0 = powf(2.0f, -(max_bias) / (float)n_head_log2);
+    const float m1 = powf(2.0f, -(max_bias / 2.0f) / (float)n_head_log2);
+    for (int32_t h = 0; h < n_head; h++)
+        slopes[h] = (uint32_t)h < n_head_log2 ? powf(m0, (float)(h + 1))
+                                              : powf(m1, (float)(2 * ((uint32_t)h - n_head_log2) + 1));
+}
+
+/* Token t, query head h, over its sequence's rows. */
+static void attn_rows_item(const attn_job_t *job, int32_t t, int32_t h, float *sc)
+{
+    const int32_t hd = job->head_dim, kvh = h / (job->n_head / job->n_head_kv);
+    const int64_t qd = (int64_t)job->n_head * hd, kd = (int64_t)job->n_head_kv * hd;
+    const int32_t len = job->seq_n[t], r0 = job->row0[t], lo = job->kv_start[t], hi = job->n_kv[t];
+    const int32_t pos = job->pos[t];
+    const float *q = job->q + t * qd + (int64_t)h * hd;
+    const bool tiny = job->order && job->order[t] == ATTN_ORDER_TINY;
+    /* with one head, q is contiguous and tinyBLAS takes K.q too */
+    const bool kq_tiny = tiny && job->n_head == 1 && hd % 16 == 0;
+    for (int32_t p = 0; p < len; p++) {
+        if (p < lo || p >= hi) {
+            sc[p] = -INFINITY;
+            continue;
+        }
+        const float *k = job->k_rows + (int64_t)(r0 + p) * kd + (int64_t)kvh * hd;
+        float s = (kq_tiny ? gx_dot_f32_tiny(k, q, hd) : gx_dot_f32_vec(k, q, hd)) * job->scale;
+        if (job->alibi)
+            s = fmaf(job->alibi[h], (float)-(p > pos ? p - pos : pos - p), s);
+        sc[p] = s;
+    }
+    ops_softmax(sc, len);
+    float *out = job->out + t * qd + (int64_t)h * hd;
+    const bool pv_tiny = tiny && len % 16 == 0;
+    for (int32_t d = 0; d < hd; d++) {
+        const float *vc = job->v_cols + (int64_t)(kvh * hd + d) * job->v_stride + r0;
+        out[d] = pv_tiny ? gx_dot_f32_tiny(vc, sc, len) : gx_dot_f32_vec(vc, sc, len);
+    }
+}
+
+static void attn_rows_worker(const attn_job_t *job, int ith, int nth)
+{
+    float *sc = job->scratch + (int64_t)ith * job->scratch_stride;
+    const int32_t total = job->n_tok * job->n_head;
+    for (int32_t i = ith; i < total; i += nth)
+        attn_rows_item(job, i / job->n_head, i % job->n_head, sc);
+}
+
 static void attn_worker(void *arg, int ith, int nth)
 {
     const attn_job_t *job = arg;
+    if (job->k_rows) {
+        attn_rows_worker(job, ith, nth);
+        return;
+    }
     attn_scr_t s;
     scratch_layout(job->scratch + (int64_t)ith * job->scratch_stride, job->n_ctx, job->head_dim, &s);
     const attn_lanes_t *L = attn_lanes(gx_level());

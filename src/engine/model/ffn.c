@@ -191,19 +191,26 @@ static void ffn_gated(ffn_t *f, tpool_t *pool, const model_layer_t *L, const flo
                       const uint8_t *order, float *out)
 {
     const int64_t FF = f->hp->n_ff;
-    if (f->arch->ffn == ARCH_FFN_GATED_FUSED) {
+    if (L->up_fused) {
         /* one product of 2 n_ff rows: gate | up, split per token */
-        lin_run(pool, f->act, &L->w_up, NULL, x, n, order, f->a);
+        lin_run(pool, f->act, &L->w_up, L->b_up, x, n, order, f->a);
         for (int32_t t = 0; t < n; t++)
             gate_act(f->arch->act, f->a + t * 2 * FF, f->a + t * 2 * FF + FF, 1, FF, 0, 0);
         for (int32_t t = 0; t < n; t++) /* compact the rows for the down product */
             memmove(f->a + t * FF, f->a + t * 2 * FF, (size_t)FF * sizeof(float));
+    } else if (!L->w_gate.data) {
+        /* no gate (bert): act(up x + b) */
+        lin_run(pool, f->act, &L->w_up, L->b_up, x, n, order, f->a);
+        if (f->arch->act == ARCH_ACT_SILU)
+            gx_silu_row(f->a, f->a, (int64_t)n * FF);
+        else
+            ops_gelu_row(f->a, f->a, (int64_t)n * FF);
     } else {
-        lin_run_n(pool, f->act, 2, (const model_tensor_t *[]){&L->w_gate, &L->w_up}, (const float *[]){NULL, NULL},
-                  x, n, order, (float *[]){f->a, f->b});
+        lin_run_n(pool, f->act, 2, (const model_tensor_t *[]){&L->w_gate, &L->w_up},
+                  (const float *[]){L->b_gate, L->b_up}, x, n, order, (float *[]){f->a, f->b});
         gate_act(f->arch->act, f->a, f->b, n, FF, FF, FF);
     }
-    lin_run(pool, f->act, &L->w_down, NULL, f->a, n, order, out);
+    lin_run(pool, f->act, &L->w_down, L->b_down, f->a, n, order, out);
 }
 
 /* ---- mixture of experts ---- */

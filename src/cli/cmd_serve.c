@@ -74,10 +74,21 @@ static const char usage[] =
     "                             deepseek_v31, kimi_k2, glm45, granite, pythonic, minimax_m2,\n"
     "                             seed_oss, phi4_mini_json or none (default: detected from the\n"
     "                             template) [LLM_TOOL_CALL_PARSER]\n"
+    "Embeddings and reranking (a server serves them instead of generation):\n"
+    "      --embedding            serve embeddings: /v1/embeddings, /embed (TEI), /embedding, /score\n"
+    "                             (automatic for a file with a pooling type or an encoder family)\n"
+    "                             [LLM_EMBEDDING=1]; also --embeddings\n"
+    "      --rerank               serve reranking: /rerank, /v1/rerank, /v2/rerank, /score\n"
+    "                             [LLM_RERANK=1]; also --reranking\n"
+    "      --pooling P            none, mean, cls, last or rank (default: the file's) [LLM_POOLING]\n"
+    "      --max-batch-inputs N   inputs (or documents) of one request before 413 (default 2048)\n"
+    "                             [LLM_MAX_BATCH_INPUTS]\n"
     "  -h, --help                 this help\n"
     "\n"
     "Endpoints: POST /v1/chat/completions, /v1/completions, /invocations, /tokenize, /detokenize;\n"
-    "GET /v1/models[/ID], /metrics; GET /health, /ping (never need a key).\n"
+    "GET /v1/models[/ID], /metrics; GET /health, /ping (never need a key). An embedding server:\n"
+    "POST /v1/embeddings, /embedding(s), /embed, /rerank, /v1/rerank, /v2/rerank, /score,\n"
+    "/invocations (TEI's shapes) instead of the generation routes.\n"
     "Exit status: 0 after a clean stop, 1 if the model or socket fails, 2 on a usage error.\n";
 
 static size_t parse_size(const char *s, int *ok)
@@ -203,7 +214,8 @@ static int serve_resolve_model(srv_config_t *c, char *buf, size_t cap)
 
 enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, O_HTTP, O_QUEUE, O_BODY,
        O_BATCH, O_DRAIN, O_PING, O_LOGP, O_TEMP, O_TOPP, O_TOPK, O_MINP, O_REP, O_MAXN, O_MINDIE, O_LMIFIN, O_KVMB,
-       O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE, O_IOTIME };
+       O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE, O_IOTIME, O_EMBED, O_RERANK, O_POOLING,
+       O_MAXINPUTS };
 
 /* A float in [lo, hi]; -1 when bad. */
 static int parse_float(const char *s, double lo, double hi, float *out)
@@ -235,7 +247,7 @@ int cmd_serve(int argc, char **argv)
         {"LLM_HTTP_THREADS", &c.http_threads, 0}, {"LLM_MAX_QUEUE", &c.max_queue, 0},
         {"LLM_BATCH_TOKENS", &c.batch_tokens, 1}, {"LLM_DRAIN_TIMEOUT", &c.drain_seconds, 0},
         {"LLM_PING_INTERVAL", &c.ping_seconds, 1}, {"LLM_KV_CACHE_MB", &c.kv_cache_mb, 0},
-        {"LLM_IO_TIMEOUT", &c.io_timeout_seconds, 1}};
+        {"LLM_IO_TIMEOUT", &c.io_timeout_seconds, 1}, {"LLM_MAX_BATCH_INPUTS", &c.max_batch_inputs, 1}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if ((e = getenv(ints[i].var)) && *e && parse_int(e, ints[i].lo, ints[i].dst) < 0) {
             fprintf(stderr, "llm-fcgi serve: bad %s=%s\n", ints[i].var, e);
@@ -249,6 +261,12 @@ int cmd_serve(int argc, char **argv)
         c.log_prompts = true;
     if ((e = getenv("LLM_LMI_FINISH_REASONS")) && *e == '1')
         c.lmi_finish_reasons = true;
+    if ((e = getenv("LLM_EMBEDDING")) && *e == '1')
+        c.embedding = true;
+    if ((e = getenv("LLM_RERANK")) && *e == '1')
+        c.rerank = true;
+    if ((e = getenv("LLM_POOLING")) && *e)
+        c.pooling = e;
     c.reasoning_parser = getenv("LLM_REASONING_PARSER");
     c.tool_call_parser = getenv("LLM_TOOL_CALL_PARSER");
     c.reasoning_start = getenv("LLM_REASONING_START");
@@ -273,6 +291,9 @@ int cmd_serve(int argc, char **argv)
         {"reasoning-start", required_argument, 0, O_RSTART}, {"reasoning-end", required_argument, 0, O_REND},
         {"grammar-cache-mb", required_argument, 0, O_GCACHE},
         {"io-timeout", required_argument, 0, O_IOTIME},
+        {"embedding", no_argument, 0, O_EMBED},     {"embeddings", no_argument, 0, O_EMBED},
+        {"rerank", no_argument, 0, O_RERANK},       {"reranking", no_argument, 0, O_RERANK},
+        {"pooling", required_argument, 0, O_POOLING}, {"max-batch-inputs", required_argument, 0, O_MAXINPUTS},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     int o;
     optind = 1;
@@ -319,6 +340,10 @@ int cmd_serve(int argc, char **argv)
         case O_RSTART: c.reasoning_start = optarg; break;
         case O_REND: c.reasoning_end = optarg; break;
         case O_GCACHE: bad = parse_int(optarg, 1, &c.grammar_cache_mb); break;
+        case O_EMBED: c.embedding = true; break;
+        case O_RERANK: c.rerank = true; break;
+        case O_POOLING: c.pooling = optarg; break;
+        case O_MAXINPUTS: bad = parse_int(optarg, 1, &c.max_batch_inputs); break;
         case 'h': fputs(usage, stdout); rc = 0; goto out;
         default: fputs(usage, stderr); goto out;
         }

@@ -1,6 +1,8 @@
 /* route.c - routing table lookup, Bearer auth, the request pipeline. */
 #include "server/server.h"
+#include "server/api/api_embed.h"
 #include "server/api/api_tgi.h"
+#include "engine/embed/embed_sched.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -93,6 +95,11 @@ int32_t srv_max_n(const srv_t *s)
     return s->cfg.max_n > 0 ? s->cfg.max_n : 16;
 }
 
+int32_t srv_n_ctx(const srv_t *s)
+{
+    return s->sched ? sched_n_ctx(s->sched) : s->embed ? embed_sched_max_tokens(s->embed) : 0;
+}
+
 void srv_reply_req_err(http_req_t *r, const req_err_t *e)
 {
     http_reply_error(r, e->status, e->msg, e->param[0] ? e->param : NULL, e->code[0] ? e->code : NULL, NULL);
@@ -114,7 +121,31 @@ static const route_t routes[] = {
     {"POST", "/generate_stream", ROUTE_EXACT, false, api_tgi_generate_stream, true},
     {"POST", "/", ROUTE_EXACT, false, api_tgi_compat, true},
     {"GET", "/info", ROUTE_EXACT, false, api_tgi_info, true},
+    /* embeddings and reranking (api_embed.c) */
+    {"POST", "/v1/embeddings", ROUTE_EXACT, false, api_embeddings, false},
+    {"POST", "/embeddings", ROUTE_EXACT, false, api_embedding_llama, false},
+    {"POST", "/embedding", ROUTE_EXACT, false, api_embedding_llama, false},
+    {"POST", "/embed", ROUTE_EXACT, false, api_tei_embed, true},
+    {"POST", "/rerank", ROUTE_EXACT, false, api_rerank, false},
+    {"POST", "/v1/rerank", ROUTE_EXACT, false, api_rerank, false},
+    {"POST", "/v2/rerank", ROUTE_EXACT, false, api_rerank, false},
+    {"POST", "/reranking", ROUTE_EXACT, false, api_rerank, false},
+    {"POST", "/v1/reranking", ROUTE_EXACT, false, api_rerank, false},
+    {"POST", "/score", ROUTE_EXACT, false, api_score, false},
+    {"POST", "/v1/score", ROUTE_EXACT, false, api_score, false},
 };
+
+/* Routes that generate text: an embedding server (no generation
+ * scheduler) answers them 404. */
+static bool generation_route(const route_t *rt)
+{
+    const srv_handler_fn gen[] = {api_chat, api_completions, api_tgi_generate, api_tgi_generate_stream,
+                                  api_tgi_compat};
+    for (size_t i = 0; i < sizeof gen / sizeof gen[0]; i++)
+        if (rt->fn == gen[i])
+            return true;
+    return false;
+}
 
 /* Whether path is served by a route whose errors are TGI-shaped (for a
  * 405, where no route matched the method). */
@@ -183,6 +214,12 @@ void srv_handle(srv_t *s, http_req_t *r)
             route_error(r, true, bad_body.status, bad_body.msg, NULL, NULL);
         else
             srv_reply_req_err(r, &bad_body);
+    } else if (!s->sched && generation_route(rt)) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "This server serves %s, not text generation: %s is not available (start another "
+                 "llm-fcgi without --embedding / --rerank for a chat model)", s->embed ? "embeddings" : "no model",
+                 path);
+        route_error(r, rt->tgi_errors, 404, msg, "not_found", NULL);
     } else {
         rt->fn(s, r);
     }

@@ -40,6 +40,8 @@
 #include "server/server.h"
 #include "server/transport/fcgi_guard.h"
 #include "server/transport/listen_fd.h"
+#include "server/embed_setup.h"
+#include "engine/embed/embed_sched.h"
 
 typedef struct {
     srv_t *srv;
@@ -292,19 +294,29 @@ int srv_run(srv_config_t *cfg)
         int32_t train = model_hparams(s.model)->n_ctx_train;
         cfg->ctx_size = train > 0 && train < 4096 ? train : 4096;
     }
+    /* an embedding or rerank server runs the embedding scheduler instead
+     * (embed_setup.h) */
+    const int embed_mode = srv_embed_setup(&s, cfg, &err);
+    if (embed_mode < 0) {
+        fprintf(stderr, "llm-fcgi: %s\n", err.msg);
+        model_free(s.model);
+        return 1;
+    }
     sched_opts_t so = {.n_parallel = cfg->parallel, .n_ctx = cfg->ctx_size, .max_queue = cfg->max_queue,
                        .batch_tokens = cfg->batch_tokens, .n_threads = cfg->threads,
                        .kv_mb = cfg->kv_cache_mb};
-    s.sched = sched_create(s.model, &so, &err);
-    if (!s.sched) {
+    if (!embed_mode)
+        s.sched = sched_create(s.model, &so, &err);
+    if (!s.sched && !s.embed) {
         fprintf(stderr, "llm-fcgi: cannot start the engine: %s\n", err.msg);
         model_free(s.model);
         return 1;
     }
     /* the grammar engine (structured output): vocabulary tries, caches */
-    s.grammar = grammar_engine_create(s.vocab, (size_t)(cfg->grammar_cache_mb > 0 ? cfg->grammar_cache_mb : 256) << 20,
-                                      &err);
-    if (!s.grammar) {
+    if (!embed_mode)
+        s.grammar = grammar_engine_create(s.vocab,
+                                          (size_t)(cfg->grammar_cache_mb > 0 ? cfg->grammar_cache_mb : 256) << 20, &err);
+    if (!s.grammar && !embed_mode) {
         fprintf(stderr, "llm-fcgi: cannot start the grammar engine: %s\n", err.msg);
         sched_free(s.sched);
         model_free(s.model);
@@ -319,7 +331,7 @@ int srv_run(srv_config_t *cfg)
     }
     /* the chat template (compiled once) and the output parsers */
     chat_tmpl_renderer_t *tmpl = NULL;
-    if (srv_chat_setup(&s, cfg, &tmpl) < 0) {
+    if (!embed_mode && srv_chat_setup(&s, cfg, &tmpl) < 0) {
         sched_free(s.sched);
         grammar_engine_free(s.grammar);
         metrics_destroy(&s.metrics);
@@ -384,7 +396,7 @@ int srv_run(srv_config_t *cfg)
             cfg->model_path, cfg->names[0],
             fd == 0 ? "fd 0" : inherited ? "fd 3 (systemd)" : cfg->listen_addr ? cfg->listen_addr : cfg->socket_path,
             cfg->parallel,
-            sched_n_ctx(s.sched), started);
+            srv_n_ctx(&s), started);
 
     int sig = 0;
     sigwait(&set, &sig);
@@ -415,7 +427,9 @@ int srv_run(srv_config_t *cfg)
     /* stop the engine: still-running jobs end as cancelled, which unblocks
      * their workers; a worker still writing to a peer that does not read
      * gives up after --io-timeout */
-    sched_stop(s.sched);
+    if (s.sched)
+        sched_stop(s.sched);
+    embed_sched_stop(s.embed);
     for (int i = 0; i < started; i++)
         pthread_join(wk[i].thread, NULL);
     status = 0;
@@ -431,6 +445,7 @@ out:
     if (fd > 0)
         close(fd);
     sched_free(s.sched);
+    embed_sched_free(s.embed);
     grammar_engine_free(s.grammar);
     metrics_destroy(&s.metrics);
     chat_tmpl_renderer_free(tmpl);

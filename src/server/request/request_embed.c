@@ -295,7 +295,7 @@ int req_rerank_parse(const char *body, size_t len, rerank_req_t *q, req_err_t *e
         req_err_set(e, 500, NULL, NULL, "out of memory");
         goto out;
     }
-    const char *param = field(o, "documents") ? "documents" : "texts";
+    const char *param = field(o, "documents") || !q->tei ? "documents" : "texts";
     json_object *dv = field(o, param);
     if (!dv || !json_object_is_type(dv, json_type_array) || json_object_array_length(dv) == 0) {
         req_err_set(e, 400, param, NULL, "'%s' must be a non-empty array of strings", param);

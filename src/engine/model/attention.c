@@ -226,9 +226,10 @@ static void attn_item(const attn_job_t *job, const attn_lanes_t *L, attn_item_t 
 
 /* ---- rows mode ---------------------------------------------------------- */
 
-int64_t attn_rows_scratch_floats(int32_t max_batch)
+int64_t attn_rows_scratch_floats(int32_t max_batch, int32_t head_dim)
 {
-    return round16(max_batch > 0 ? max_batch : 1) + 16;
+    const int64_t n8 = round16(max_batch > 0 ? max_batch : 1);
+    return n8 * head_dim + 2 * n8 + 16;
 }
 
 void attn_alibi_slopes(int32_t n_head, float max_bias, float *slopes)
@@ -241,43 +242,156 @@ void attn_alibi_slopes(int32_t n_head, float max_bias, float *slopes)
                                               : powf(m1, (float)(2 * ((uint32_t)h - n_head_log2) + 1));
 }
 
-/* Token t, query head h, over its sequence's rows. */
-static void attn_rows_item(const attn_job_t *job, int32_t t, int32_t h, float *sc)
+/* The rows mode keeps ggml's per-dot operation order exactly, but runs 8
+ * dots at once with one in each SIMD lane: K.q with the positions in the
+ * lanes (K transposed), P.V with the dimensions in the lanes. Every lane
+ * performs the scalar order of gx_dot_f32_vec / gx_dot_f32_tiny (16
+ * accumulators of one tinyBLAS lane or 4 x 16 of ggml_vec_dot_f32, the
+ * same reduction tree, the leftovers in order), so the values are those of
+ * one dot at a time, bit for bit (test_attention checks it). */
+enum { RL = 8 }; /* lanes */
+
+/* ggml's 16-lane reduction of acc[16][RL] (gx_hsum16 per lane). */
+static void hsum16_lanes(float acc[16][RL], float *out)
+{
+    for (int l = 0; l < RL; l++) {
+        float t3[8], t6[4];
+        for (int i = 0; i < 8; i++)
+            t3[i] = acc[i + 8][l] + acc[i][l];
+        for (int i = 0; i < 4; i++)
+            t6[i] = t3[i + 4] + t3[i];
+        out[l] = (t6[0] + t6[2]) + (t6[1] + t6[3]);
+    }
+}
+
+/* RL dots of n terms: dot l = sum_i a(i, l) * b[i], where a(i, l) =
+ * a[i * a_stride + l]; tiny: tinyBLAS's order (n % 16 == 0), else
+ * ggml_vec_dot_f32's. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+__attribute__((target("avx2,fma"))) static void dots8_avx2(const float *a, int64_t a_stride, const float *b,
+                                                            int64_t n, bool tiny, float *out)
+{
+    float acc[64][RL] __attribute__((aligned(32)));
+    if (tiny) {
+        __m256 v[16];
+        for (int j = 0; j < 16; j++)
+            v[j] = _mm256_setzero_ps();
+        for (int64_t i = 0; i < n; i += 16)
+            for (int j = 0; j < 16; j++)
+                v[j] = _mm256_fmadd_ps(_mm256_loadu_ps(a + (i + j) * a_stride), _mm256_set1_ps(b[i + j]), v[j]);
+        for (int j = 0; j < 16; j++)
+            _mm256_store_ps(acc[j], v[j]);
+        hsum16_lanes((float(*)[RL])acc, out);
+        return;
+    }
+    const int64_t np = n & ~(int64_t)63;
+    __m256 sum = _mm256_setzero_ps();
+    if (np) {
+        for (int j = 0; j < 64; j++)
+            _mm256_store_ps(acc[j], _mm256_setzero_ps());
+        for (int64_t i = 0; i < np; i += 64)
+            for (int j = 0; j < 64; j++)
+                _mm256_store_ps(acc[j], _mm256_fmadd_ps(_mm256_loadu_ps(a + (i + j) * a_stride),
+                                                        _mm256_set1_ps(b[i + j]), _mm256_load_ps(acc[j])));
+        /* GGML_F32x16_REDUCE: accumulator k is acc[16k .. 16k+15] */
+        for (int l = 0; l < 16; l++) {
+            _mm256_store_ps(acc[l], _mm256_add_ps(_mm256_load_ps(acc[l]), _mm256_load_ps(acc[32 + l])));
+            _mm256_store_ps(acc[16 + l], _mm256_add_ps(_mm256_load_ps(acc[16 + l]), _mm256_load_ps(acc[48 + l])));
+        }
+        for (int l = 0; l < 16; l++)
+            _mm256_store_ps(acc[l], _mm256_add_ps(_mm256_load_ps(acc[l]), _mm256_load_ps(acc[16 + l])));
+        float s[RL] __attribute__((aligned(32)));
+        hsum16_lanes((float(*)[RL])acc, s);
+        sum = _mm256_load_ps(s);
+    }
+    const int64_t nv = np + ((n - np) & ~(int64_t)7);
+    int64_t i = np;
+    for (; i < nv; i++) /* rounded products added in order */
+        sum = _mm256_add_ps(sum, _mm256_mul_ps(_mm256_loadu_ps(a + i * a_stride), _mm256_set1_ps(b[i])));
+    for (; i < n; i++)
+        sum = _mm256_fmadd_ps(_mm256_loadu_ps(a + i * a_stride), _mm256_set1_ps(b[i]), sum);
+    _mm256_storeu_ps(out, sum);
+}
+#endif
+
+static void dots8(const float *a, int64_t a_stride, const float *b, int64_t n, bool tiny, float *out)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (gx_level() >= GX_LEVEL_AVX2) {
+        dots8_avx2(a, a_stride, b, n, tiny, out);
+        return;
+    }
+#endif
+    float col[RL][4096];
+    for (int l = 0; l < RL; l++) {
+        float *c = n <= 4096 ? col[l] : NULL;
+        if (!c) { /* not reached: rows-mode sequences are at most a batch */
+            out[l] = 0.0f;
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++)
+            c[i] = a[i * a_stride + l];
+        out[l] = tiny ? gx_dot_f32_tiny(c, b, n) : gx_dot_f32_vec(c, b, n);
+    }
+}
+
+/* Sequence whose position 0 is row t0, query head h. Scratch: K of the
+ * sequence's KV head transposed ([hd][n8]), one row of scores. */
+static void attn_rows_seq(const attn_job_t *job, int32_t t0, int32_t h, float *scr)
 {
     const int32_t hd = job->head_dim, kvh = h / (job->n_head / job->n_head_kv);
     const int64_t qd = (int64_t)job->n_head * hd, kd = (int64_t)job->n_head_kv * hd;
-    const int32_t len = job->seq_n[t], r0 = job->row0[t], lo = job->kv_start[t], hi = job->n_kv[t];
-    const int32_t pos = job->pos[t];
-    const float *q = job->q + t * qd + (int64_t)h * hd;
-    const bool tiny = job->order && job->order[t] == ATTN_ORDER_TINY;
-    /* with one head, q is contiguous and tinyBLAS takes K.q too */
-    const bool kq_tiny = tiny && job->n_head == 1 && hd % 16 == 0;
-    for (int32_t p = 0; p < len; p++) {
-        if (p < lo || p >= hi) {
-            sc[p] = -INFINITY;
-            continue;
-        }
-        const float *k = job->k_rows + (int64_t)(r0 + p) * kd + (int64_t)kvh * hd;
-        float s = (kq_tiny ? gx_dot_f32_tiny(k, q, hd) : gx_dot_f32_vec(k, q, hd)) * job->scale;
-        if (job->alibi)
-            s = fmaf(job->alibi[h], (float)-(p > pos ? p - pos : pos - p), s);
-        sc[p] = s;
-    }
-    ops_softmax(sc, len);
-    float *out = job->out + t * qd + (int64_t)h * hd;
-    const bool pv_tiny = tiny && len % 16 == 0;
+    const int32_t len = job->seq_n[t0], n8 = (len + RL - 1) / RL * RL;
+    float *kt = scr, *sc = scr + (int64_t)hd * n8;
+    const float *krows = job->k_rows + (int64_t)t0 * kd + (int64_t)kvh * hd;
+    const float *vrows = job->v_rows + (int64_t)t0 * kd + (int64_t)kvh * hd;
     for (int32_t d = 0; d < hd; d++) {
-        const float *vc = job->v_cols + (int64_t)(kvh * hd + d) * job->v_stride + r0;
-        out[d] = pv_tiny ? gx_dot_f32_tiny(vc, sc, len) : gx_dot_f32_vec(vc, sc, len);
+        for (int32_t p = 0; p < len; p++)
+            kt[(int64_t)d * n8 + p] = krows[(int64_t)p * kd + d];
+        for (int32_t p = len; p < n8; p++)
+            kt[(int64_t)d * n8 + p] = 0.0f;
+    }
+    /* with one head, q is contiguous and tinyBLAS takes K.q too */
+    const bool one_head = job->n_head == 1 && hd % 16 == 0;
+    for (int32_t t = t0; t < t0 + len; t++) {
+        const int32_t lo = job->kv_start[t], hi = job->n_kv[t], pos = job->pos[t];
+        const bool tiny = job->order && job->order[t] == ATTN_ORDER_TINY;
+        const float *q = job->q + t * qd + (int64_t)h * hd;
+        for (int32_t p = 0; p < n8; p += RL)
+            dots8(kt + p, n8, q, hd, tiny && one_head, sc + p);
+        for (int32_t p = 0; p < len; p++) {
+            if (p < lo || p >= hi) {
+                sc[p] = -INFINITY;
+                continue;
+            }
+            sc[p] = sc[p] * job->scale;
+            if (job->alibi)
+                sc[p] = fmaf(job->alibi[h], (float)-(p > pos ? p - pos : pos - p), sc[p]);
+        }
+        ops_softmax(sc, len);
+        float *out = job->out + t * qd + (int64_t)h * hd;
+        const bool pv_tiny = tiny && len % 16 == 0;
+        int32_t d = 0;
+        for (; d + RL <= hd; d += RL)
+            dots8(vrows + d, kd, sc, len, pv_tiny, out + d);
+        for (float *col = sc + n8; d < hd; d++) { /* head sizes not a multiple of 8 */
+            for (int32_t p = 0; p < len; p++)
+                col[p] = vrows[(int64_t)p * kd + d];
+            out[d] = pv_tiny ? gx_dot_f32_tiny(col, sc, len) : gx_dot_f32_vec(col, sc, len);
+        }
     }
 }
 
 static void attn_rows_worker(const attn_job_t *job, int ith, int nth)
 {
-    float *sc = job->scratch + (int64_t)ith * job->scratch_stride;
-    const int32_t total = job->n_tok * job->n_head;
-    for (int32_t i = ith; i < total; i += nth)
-        attn_rows_item(job, i / job->n_head, i % job->n_head, sc);
+    float *scr = job->scratch + (int64_t)ith * job->scratch_stride;
+    /* work items: (sequence, head), a sequence named by its first row */
+    int32_t item = 0;
+    for (int32_t t = 0; t < job->n_tok; t += job->seq_n[t])
+        for (int32_t h = 0; h < job->n_head; h++, item++)
+            if (item % nth == ith)
+                attn_rows_seq(job, t, h, scr);
 }
 
 static void attn_worker(void *arg, int ith, int nth)

@@ -65,14 +65,14 @@ typedef struct {
     float *scratch;              /* per thread: scratch_stride floats */
     int64_t scratch_stride;      /* >= attn_scratch_floats(n_ctx, head_dim, n_rep) */
     /* ---- rows mode (no KV cache; k_rows non-NULL) ----
-     * K and V are the batch's own F32 rows; token t's sequence occupies
-     * rows row0[t] .. row0[t] + seq_n[t] - 1 (positions 0 ..), and it
-     * attends positions kv_start[t] .. n_kv[t] - 1 of it. kv, layer,
+     * K and V are the batch's own F32 rows; a sequence occupies
+     * consecutive rows (positions 0, 1, ...) and each of its rows says its
+     * length (seq_n); token t attends positions kv_start[t] .. n_kv[t] - 1
+     * of its sequence. kv, layer,
      * blocks, sinks, kq_tiny, vec_pad and n_ctx are not used. */
     const float *k_rows;         /* [n_tok][n_head_kv * head_dim] */
-    const float *v_cols;         /* [n_head_kv * head_dim][v_stride]: V transposed */
-    int64_t v_stride;
-    const int32_t *row0, *seq_n, *pos; /* [n_tok] */
+    const float *v_rows;         /* [n_tok][n_head_kv * head_dim] */
+    const int32_t *seq_n, *pos;  /* [n_tok] */
     const float *alibi;          /* NULL, or [n_head] ALiBi slopes (bias -slope |i - j|) */
 } attn_job_t;
 
@@ -84,7 +84,7 @@ void attn_run(tpool_t *pool, const attn_job_t *job);
 
 /* Floats of scratch per thread for the rows mode, batches of up to
  * max_batch tokens. */
-int64_t attn_rows_scratch_floats(int32_t max_batch);
+int64_t attn_rows_scratch_floats(int32_t max_batch, int32_t head_dim);
 
 /* ggml_soft_max_ext's ALiBi slopes for n_head heads and max_bias (8 for
  * jina-bert-v2) into slopes[n_head]. */

@@ -79,8 +79,6 @@ struct fwd {
     int64_t attn_stride;
     /* ---- encoders and embeddings (issue 25) ---- */
     float *x0;               /* [B][n_embd] a post-LN layer's input, or NULL */
-    float *vt;               /* [kv_dim][B] V transposed (no KV cache), or NULL */
-    int32_t *row0;           /* [B] batch row of position 0 of the token's sequence */
     int32_t *seq_n;          /* [B] tokens of the token's sequence in the batch */
     int32_t *pos;            /* [B] the token's position */
     float *alibi;            /* [n_head] ALiBi slopes, or NULL */
@@ -237,17 +235,14 @@ fwd_t *fwd_create(const model_t *m, const fwd_opts_t *opts, lf_err_t *err)
     f->kv_start = malloc((size_t)B * sizeof *f->kv_start);
     f->order = malloc((size_t)B);
     f->attn_stride = f->kv ? attn_scratch_floats(f->n_ctx, hp->head_dim, hp->n_head / hp->n_head_kv)
-                           : attn_rows_scratch_floats(f->max_batch);
-    f->row0 = malloc((size_t)B * sizeof *f->row0);
+                           : attn_rows_scratch_floats(f->max_batch, hp->head_dim);
     f->seq_n = malloc((size_t)B * sizeof *f->seq_n);
     f->pos = malloc((size_t)B * sizeof *f->pos);
-    if (!f->kv)
-        f->vt = malloc((size_t)(B * f->kv_dim) * sizeof(float));
     if (f->arch->post_ln)
         f->x0 = malloc((size_t)(B * E) * sizeof(float));
     if (f->arch->alibi && (f->alibi = malloc((size_t)hp->n_head * sizeof(float))))
         attn_alibi_slopes(hp->n_head, 8.0f, f->alibi);
-    if (!f->row0 || !f->seq_n || !f->pos || (!f->kv && !f->vt) || (f->arch->post_ln && !f->x0) ||
+    if (!f->seq_n || !f->pos || (f->arch->post_ln && !f->x0) ||
         (f->arch->alibi && !f->alibi)) {
         lf_err_set(err, LF_ERR_NOMEM, "out of memory for the batch buffers (%d tokens)", f->max_batch);
         goto fail;
@@ -296,8 +291,6 @@ void fwd_free(fwd_t *f)
     free(f->order);
     free(f->attn_scratch);
     free(f->x0);
-    free(f->vt);
-    free(f->row0);
     free(f->seq_n);
     free(f->pos);
     free(f->alibi);
@@ -319,7 +312,7 @@ static void token_orders(const fwd_tok_t *toks, int32_t n, uint8_t *order)
 }
 
 /* Without a KV cache a batch holds whole sequences: each one's tokens are
- * consecutive rows with positions 0, 1, ...; fills row0, seq_n and pos. */
+ * consecutive rows with positions 0, 1, ...; fills seq_n and pos. */
 static lf_code_t validate_rows(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
 {
     for (int32_t i = 0; i < n;) {
@@ -337,7 +330,6 @@ static lf_code_t validate_rows(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_er
             if (toks[k].seq == toks[i].seq)
                 return lf_err_set(err, LF_ERR_INVALID, "sequence %d is split in the batch", toks[i].seq);
         for (int32_t k = i; k < j; k++) {
-            f->row0[k] = i;
             f->seq_n[k] = j - i;
             f->pos[k] = k - i;
         }
@@ -402,10 +394,6 @@ static void attention_rows(fwd_t *f, int layer, int32_t n)
 {
     const model_hparams_t *hp = f->hp;
     const model_layer_t *L = &f->w->layers[layer];
-    const int64_t KVD = f->kv_dim, B = f->max_batch;
-    for (int32_t i = 0; i < n; i++) /* V transposed: one dimension's values of the batch contiguous */
-        for (int64_t c = 0; c < KVD; c++)
-            f->vt[c * B + i] = f->v[i * KVD + c];
     const int32_t window = L->swa ? hp->n_swa : 0;
     for (int32_t i = 0; i < n; i++) {
         const int32_t p = f->pos[i], len = f->seq_n[i];
@@ -433,9 +421,7 @@ static void attention_rows(fwd_t *f, int layer, int32_t n)
         .scratch = f->attn_scratch,
         .scratch_stride = f->attn_stride,
         .k_rows = f->k,
-        .v_cols = f->vt,
-        .v_stride = B,
-        .row0 = f->row0,
+        .v_rows = f->v,
         .seq_n = f->seq_n,
         .pos = f->pos,
         .alibi = f->alibi,

@@ -5,7 +5,7 @@
  *  - attention rows mode (families without a KV cache): for random shapes
  *    (head sizes 8..72, lengths 1..70, grouped heads, windows, ALiBi,
  *    causal or not), every output equals, bit for bit, the scalar
- *    computation with gx_dot_f32_vec / gx_dot_f32_tiny per dot;
+ *    computation with gx_dot_f32_vec_e4 / gx_dot_f32_tiny per dot;
  *  - the scheduler: one job of many inputs gives the same vectors as one
  *    job per input; a decoder embedding model split over several forward
  *    passes (batch budget smaller than the input) gives the same vector as
@@ -48,7 +48,7 @@ static void ref_attention(int n_head, int n_kv_head, int hd, int len, const floa
                 }
                 /* with one head q is contiguous: tinyBLAS takes K.q too */
                 const float *kp = k + (p * n_kv_head + kvh) * hd, *qt = q + (t * n_head + h) * hd;
-                sc[p] = (tiny && n_head == 1 && hd % 16 == 0 ? gx_dot_f32_tiny(kp, qt, hd) : gx_dot_f32_vec(kp, qt, hd)) *
+                sc[p] = (tiny && n_head == 1 && hd % 16 == 0 ? gx_dot_f32_tiny(kp, qt, hd) : gx_dot_f32_vec_e4(kp, qt, hd)) *
                         scale;
                 if (alibi)
                     sc[p] = fmaf(alibi[h], (float)-abs(p - t), sc[p]);
@@ -58,7 +58,7 @@ static void ref_attention(int n_head, int n_kv_head, int hd, int len, const floa
                 for (int p = 0; p < len; p++)
                     col[p] = v[(p * n_kv_head + kvh) * hd + d];
                 out[(t * n_head + h) * hd + d] =
-                    tiny && len % 16 == 0 ? gx_dot_f32_tiny(col, sc, len) : gx_dot_f32_vec(col, sc, len);
+                    tiny && len % 16 == 0 ? gx_dot_f32_tiny(col, sc, len) : gx_dot_f32_vec_e4(col, sc, len);
             }
         }
     free(sc);
@@ -199,6 +199,26 @@ static void test_sched(const char *name, int32_t small_batch)
     model_free(m);
 }
 
+/* gx_dot_f32_vec_e4: the leftovers after the 8s: 4 more rounded
+ * products when at least 4 remain, the last n % 4 fused. -(1 + 2^-11) +
+ * (1 + 2^-12)^2 is 2^-24 fused and 0 with the product rounded. */
+static void test_dot_e4(void)
+{
+    float x[16], y[16];
+    const int cases[][3] = {{2, 0, 1}, {6, 0, 0}, {12, 8, 0}, {14, 12, 1}, {10, 8, 1}, {4, 0, 0}, {7, 4, 1}};
+    int ok = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        for (int i = 0; i < 16; i++)
+            x[i] = 0.0f, y[i] = 1.0f;
+        const int at = cases[c][1];
+        x[at] = -(1.0f + 0x1p-11f);
+        x[at + 1] = y[at + 1] = 1.0f + 0x1p-12f;
+        const float got = gx_dot_f32_vec_e4(x, y, cases[c][0]);
+        ok += got == (cases[c][2] ? 0x1p-24f : 0.0f);
+    }
+    tap_ok(ok == (int)(sizeof cases / sizeof cases[0]), "gx_dot_f32_vec_e4: the 4-wide epilogue rounds, the rest fuses");
+}
+
 static void test_normalize(void)
 {
     float v[4] = {3, 4, 0, 0}, w[4] = {3, -4, 0, 0}, z[2] = {0, 0};
@@ -216,6 +236,7 @@ static void test_normalize(void)
 int main(void)
 {
     test_rows_attention();
+    test_dot_e4();
     test_normalize();
     test_sched("tinybert-mean-f32.gguf", 64);      /* encoder: whole sequences per pass */
     test_sched("tinyqwen3-embed-f32.gguf", 7);     /* decoder: sequences split over passes */

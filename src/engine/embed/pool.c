@@ -155,7 +155,7 @@ static void pool_mean(pool_ctx_t *c, const float *h, int32_t n_tok, float *out)
     for (int64_t e = 0; e < E; e++) {
         for (int32_t t = 0; t < n_tok; t++)
             c->col[t] = h[t * E + e];
-        out[e] = gx_dot_f32_vec(c->col, c->div, n_tok);
+        out[e] = gx_dot_f32_vec_e4(c->col, c->div, n_tok);
     }
 }
 

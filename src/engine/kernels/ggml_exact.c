@@ -102,6 +102,30 @@ static float dot_f32_vec_c(const float *x, const float *y, int64_t n)
     return left_f32(x + np, y + np, n - np, sumf);
 }
 
+/* The 2026 reference build's ggml_vec_dot_f32 (gx_dot_f32_vec_e4): its
+ * leftover loop has a vectorised epilogue, 4 more rounded products after
+ * the multiples of 8 when at least 4 remain, the last n % 4 fused. */
+float gx_dot_f32_vec_e4(const float *x, const float *y, int64_t n)
+{
+    const int64_t np = n & ~(int64_t)63;
+    float acc[4][16];
+    memset(acc, 0, sizeof acc);
+    for (int64_t i = 0; i < np; i += 64)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 16; l++)
+                acc[j][l] = fmaf(x[i + j * 16 + l], y[i + j * 16 + l], acc[j][l]);
+    float sumf = reduce4x16(acc);
+    const int64_t left = n - np, nv = np + (left & ~(int64_t)7) + ((left & 7) >= 4 ? 4 : 0);
+    int64_t i = np;
+    for (; i < nv; i++) {
+        const float p = x[i] * y[i];
+        sumf = sumf + p;
+    }
+    for (; i < n; i++)
+        sumf = fmaf(x[i], y[i], sumf);
+    return sumf;
+}
+
 static float dot_f32_tiny_c(const float *x, const float *y, int64_t n)
 {
     float acc[16] = {0};

@@ -245,7 +245,7 @@ void attn_alibi_slopes(int32_t n_head, float max_bias, float *slopes)
 /* The rows mode keeps ggml's per-dot operation order exactly, but runs 8
  * dots at once with one in each SIMD lane: K.q with the positions in the
  * lanes (K transposed), P.V with the dimensions in the lanes. Every lane
- * performs the scalar order of gx_dot_f32_vec / gx_dot_f32_tiny (16
+ * performs the scalar order of gx_dot_f32_vec_e4 / gx_dot_f32_tiny (16
  * accumulators of one tinyBLAS lane or 4 x 16 of ggml_vec_dot_f32, the
  * same reduction tree, the leftovers in order), so the values are those of
  * one dot at a time, bit for bit (test_attention checks it). */
@@ -305,7 +305,7 @@ __attribute__((target("avx2,fma"))) static void dots8_avx2(const float *a, int64
         hsum16_lanes((float(*)[RL])acc, s);
         sum = _mm256_load_ps(s);
     }
-    const int64_t nv = np + ((n - np) & ~(int64_t)7);
+    const int64_t nv = np + ((n - np) & ~(int64_t)7) + (((n - np) & 7) >= 4 ? 4 : 0);
     int64_t i = np;
     for (; i < nv; i++) /* rounded products added in order */
         sum = _mm256_add_ps(sum, _mm256_mul_ps(_mm256_loadu_ps(a + i * a_stride), _mm256_set1_ps(b[i])));
@@ -332,7 +332,7 @@ static void dots8(const float *a, int64_t a_stride, const float *b, int64_t n, b
         }
         for (int64_t i = 0; i < n; i++)
             c[i] = a[i * a_stride + l];
-        out[l] = tiny ? gx_dot_f32_tiny(c, b, n) : gx_dot_f32_vec(c, b, n);
+        out[l] = tiny ? gx_dot_f32_tiny(c, b, n) : gx_dot_f32_vec_e4(c, b, n);
     }
 }
 
@@ -378,7 +378,7 @@ static void attn_rows_seq(const attn_job_t *job, int32_t t0, int32_t h, float *s
         for (float *col = sc + n8; d < hd; d++) { /* head sizes not a multiple of 8 */
             for (int32_t p = 0; p < len; p++)
                 col[p] = vrows[(int64_t)p * kd + d];
-            out[d] = pv_tiny ? gx_dot_f32_tiny(col, sc, len) : gx_dot_f32_vec(col, sc, len);
+            out[d] = pv_tiny ? gx_dot_f32_tiny(col, sc, len) : gx_dot_f32_vec_e4(col, sc, len);
         }
     }
 }

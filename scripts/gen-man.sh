@@ -116,13 +116,33 @@ the hub (default https://huggingface.co), e.g. a mirror.
 a token for private or gated repositories, sent to the hub only.
 .TP
 .B LLM_FCGI_ISA
-caps the SIMD level of the engine's kernels:
+selects the SIMD level of the engine's kernels instead of the best one the
+CPU has:
 .BR scalar ,
 .BR avx2 ,
 .B avxvnni
 (AVX2 with AVX-VNNI)
 or
 .BR avx512 .
+A level the CPU cannot run is refused at start, naming the CPU features it
+lacks.
+.TP
+.B LLM_FCGI_CPU_DISABLE
+comma-separated CPU features the kernels must not use (e.g.
+.BR avx512f,avxvnni ),
+as if the CPU lacked them:
+.BR avx ,
+.BR fma ,
+.BR f16c ,
+.BR avx2 ,
+.BR os-ymm-state ,
+.BR avxvnni ,
+.BR avx512f ,
+.BR avx512dq ,
+.BR avx512bw ,
+.BR avx512vl ,
+.BR avx512vnni ,
+.BR os-zmm-state .
 .TP
 .BR LISTEN_FDS ", " LISTEN_PID
 systemd socket activation: with neither

@@ -8,7 +8,7 @@ PKGS="build-essential autoconf automake libtool pkg-config
       libfcgi-dev libjson-c-dev uuid-dev libpcre2-dev libcurl4-openssl-dev
       nginx-light lighttpd curl daemontools
       debhelper dpkg-dev lintian systemd iproute2 openssl man-db groff-base bsdextrautils
-      chromium libjs-marked"
+      chromium libjs-marked qemu-user"
 # Node.js (for the tests' official `openai` client): use the one on the
 # machine if there is one (it may come from outside Debian, with its own
 # npm, which Debian's npm package conflicts with); else Debian's.
@@ -16,6 +16,7 @@ if ! command -v node >/dev/null 2>&1; then PKGS="$PKGS nodejs"; fi
 if ! command -v npm >/dev/null 2>&1; then PKGS="$PKGS npm"; fi
 SUDO=
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+
 missing=
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"
@@ -33,6 +34,13 @@ if [ -n "$missing" ]; then
         $SUDO chmod 755 "$policy"
         trap '$SUDO rm -f "$policy"' EXIT
     fi
-    $SUDO apt-get update -q
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q $missing
+    # A fresh cloud VM often runs unattended upgrades (or cloud-init's
+    # package step) at boot: wait for the package manager's locks instead
+    # of failing with "Could not get lock". apt waits on the dpkg lock by
+    # itself with DPkg::Lock::Timeout; the lists lock of `apt-get update`
+    # is waited for here, retrying while apt says it is held.
+    wait=${LLM_APT_LOCK_WAIT:-900}
+    sh "$(dirname "$0")/apt-retry.sh" "$wait" $SUDO apt-get -o DPkg::Lock::Timeout="$wait" update -q
+    sh "$(dirname "$0")/apt-retry.sh" "$wait" $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout="$wait" \
+        install -y -q $missing
 fi

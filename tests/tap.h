@@ -31,6 +31,21 @@ static inline int tap_ok(int cond, const char *fmt, ...)
     return cond;
 }
 
+/* Records one skipped case (TAP "# SKIP"): what the harness counts as
+ * skipped, never as passed or failed; fmt says why. */
+static inline void tap_skip(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), unused));
+static inline void tap_skip(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("ok %d # SKIP ", ++tap_count_);
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    fflush(stdout);
+}
+
 /* A diagnostic line (ignored by the harness, shown in the log). */
 static inline void tap_diag(const char *fmt, ...)
     __attribute__((format(printf, 1, 2), unused));

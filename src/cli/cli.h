@@ -17,4 +17,15 @@ int cmd_grammar(int argc, char **argv);
 int cmd_pull(int argc, char **argv);
 int cmd_embed(int argc, char **argv);
 
+#include <stdbool.h>
+#include <stdint.h>
+
+/* cmd_bench.c: mean and sample standard deviation of v[0..n). */
+void bench_mean_sd(const double *v, int n, double *mean, double *sd);
+
+/* cmd_bench_spec.c: `bench --spec MODE` (speculative decoding with and
+ * without, through the scheduler). Returns the exit status. */
+int bench_spec(const char *path, const char *mode, const char *draft_path, int32_t threads, int32_t n_gen,
+               int32_t reps, int32_t streams, int32_t k_max, double row_cost, bool json);
+
 #endif

@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "engine/model/forward.h"
+#include "engine/sched/spec.h"
 #include "engine/kernels/kernels.h"
 #include "engine/model/model.h"
 #include "cli/membw.h"
@@ -28,7 +29,13 @@ static void usage(FILE *out)
             "             the aggregate tokens/s (default 1)\n"
             "  --prefix N prefix-cache case: time to the first token of an N-token prompt\n"
             "             computed from scratch and with its first N-16 tokens cached\n"
-            "  --json     one JSON object with pp_tokens_per_s and tg_tokens_per_s\n");
+            "  --json     one JSON object with pp_tokens_per_s and tg_tokens_per_s\n"
+            "  --spec M   speculative decoding through the scheduler, greedy from random prompts:\n"
+            "             tg N with and without it, runs alternating, --batch streams at once; M is\n"
+            "             predict (each output as its prediction), edit (the output with its middle\n"
+            "             tenth replaced), unrelated (a prediction that never matches), ngram, or\n"
+            "             draft (with --model-draft FILE)\n"
+            "  --spec-draft-max K, --spec-row-cost F   as for serve (default 16, measured)\n");
 }
 
 static double now(void)
@@ -106,7 +113,7 @@ static lf_code_t run_prefix(fwd_t *fw, int32_t n, int32_t n_vocab, int reps, dou
     return rc;
 }
 
-static void stats(const double *v, int n, double *mean, double *sd)
+void bench_mean_sd(const double *v, int n, double *mean, double *sd)
 {
     double s = 0, q = 0;
     for (int i = 0; i < n; i++)
@@ -122,10 +129,17 @@ int cmd_bench(int argc, char **argv)
     static const struct option opts[] = {{"model", required_argument, 0, 'm'}, {"threads", required_argument, 0, 't'},
                                          {"batch", required_argument, 0, 'B'}, {"json", no_argument, 0, 'J'},
                                          {"prefix", required_argument, 0, 'X'},
+                                         {"spec", required_argument, 0, 'S'},
+                                         {"spec-draft-max", required_argument, 0, 'K'},
+                                         {"spec-row-cost", required_argument, 0, 'C'},
+                                         {"model-draft", required_argument, 0, 'D'},
                                          {"help", no_argument, 0, 'h'}, {0}};
     const char *path = NULL;
     long threads = 0, pp = 512, tg = 128, reps = 5, B = 1, prefix = 0;
     int json = 0, c;
+    const char *spec = NULL, *draft = NULL;
+    long spec_k = 0;
+    double spec_cost = 0;
     while ((c = getopt_long(argc, argv, "m:t:p:n:r:h", opts, NULL)) != -1) {
         switch (c) {
         case 'm': path = optarg; break;
@@ -136,6 +150,10 @@ int cmd_bench(int argc, char **argv)
         case 'B': B = strtol(optarg, NULL, 10); break;
         case 'X': prefix = strtol(optarg, NULL, 10); break;
         case 'J': json = 1; break;
+        case 'S': spec = optarg; break;
+        case 'K': spec_k = strtol(optarg, NULL, 10); break;
+        case 'C': spec_cost = strtod(optarg, NULL); break;
+        case 'D': draft = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -144,6 +162,14 @@ int cmd_bench(int argc, char **argv)
         threads < 0 || pp > 65536 || tg > 65536 || prefix < 0 || prefix > 65536 || (prefix && prefix < 32)) {
         usage(stderr);
         return 2;
+    }
+    if (spec) {
+        if (spec_k < 0 || spec_k > SPEC_K_MAX || spec_cost < 0) {
+            usage(stderr);
+            return 2;
+        }
+        return bench_spec(path, spec, draft, (int32_t)threads, (int32_t)tg, (int32_t)reps, (int32_t)B, (int32_t)spec_k,
+                          spec_cost, json);
     }
     lf_err_t err;
     model_t *m = model_load(path, &err);
@@ -191,8 +217,8 @@ int cmd_bench(int argc, char **argv)
         tg_ts[r] = tg ? (double)(tg * B) / (t2 - t1) : 0;
     }
     double ppm, pps, tgm, tgs, unc_ms = 0, cac_ms = 0;
-    stats(pp_ts, (int)reps, &ppm, &pps);
-    stats(tg_ts, (int)reps, &tgm, &tgs);
+    bench_mean_sd(pp_ts, (int)reps, &ppm, &pps);
+    bench_mean_sd(tg_ts, (int)reps, &tgm, &tgs);
     if (prefix && run_prefix(fw, (int32_t)prefix, hp->n_vocab, (int)reps, &unc_ms, &cac_ms, &err) != LF_OK)
         goto out;
     const char *isa = kern_isa_name(kern_isa());

@@ -15,14 +15,16 @@
 #include "engine/kernels/kernels.h"
 #include "engine/model/forward.h"
 #include "engine/model/model.h"
+#include "engine/sched/spec_draft.h"
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: llm-fcgi info [--ctx-size N] MODEL.gguf\n\n"
+    fprintf(out, "usage: llm-fcgi info [--ctx-size N] [--model-draft FILE] MODEL.gguf\n\n"
                  "Prints the architecture, size, vocabulary, special tokens, chat template\n"
                  "presence, tensor types and the KV cache memory for a context of N tokens\n"
                  "(default: the model's training context; sliding-window layers count their\n"
-                 "window, not the context).\n");
+                 "window, not the context). With --model-draft: the draft model serve would\n"
+                 "speculate with, and whether it can draft for MODEL (the same vocabulary).\n");
 }
 
 static void print_token(const vocab_t *v, const char *label, int32_t id)
@@ -111,12 +113,16 @@ static int info_not_runnable(const char *path, const lf_err_t *model_err)
 
 int cmd_info(int argc, char **argv)
 {
-    static const struct option opts[] = {{"ctx-size", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'}, {0}};
+    static const struct option opts[] = {{"ctx-size", required_argument, 0, 'c'},
+                                         {"model-draft", required_argument, 0, 'D'},
+                                         {"help", no_argument, 0, 'h'}, {0}};
     long ctx = 0;
+    const char *draft = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
         switch (c) {
         case 'c': ctx = strtol(optarg, NULL, 10); break;
+        case 'D': draft = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -179,6 +185,25 @@ int cmd_info(int argc, char **argv)
     printf("kernels:            %s (%s)\n", kern_isa_name(kern_isa()), kern_isa_reason());
     printf("decode layout:      %d matrices packed (%.2f MiB); %.2f MiB of weights read per decode step\n", n_packed,
            (double)pack_bytes / (1 << 20), (double)model_decode_bytes(m) / (1 << 20));
+    int status = 0;
+    if (draft) {
+        model_t *dm = model_load(draft, &err);
+        char why[200];
+        if (!dm) {
+            printf("draft model:        %s: cannot load: %s\n", draft, err.msg);
+            status = 1;
+        } else if (!spec_draft_compatible(dm, m, why, sizeof why)) {
+            printf("draft model:        %s: cannot draft for this model: %s\n", draft, why);
+            status = 1;
+        } else {
+            const model_hparams_t *dh = model_hparams(dm);
+            printf("draft model:        %s (%s, %.1f M parameters, %.2f MiB read per draft step: %.0f%% of a decode "
+                   "step); same vocabulary, can draft\n",
+                   draft, dh->arch, (double)dh->n_params / 1e6, (double)model_decode_bytes(dm) / (1 << 20),
+                   100.0 * (double)model_decode_bytes(dm) / (double)model_decode_bytes(m));
+        }
+        model_free(dm);
+    }
     model_free(m);
-    return 0;
+    return status;
 }

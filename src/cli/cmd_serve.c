@@ -21,7 +21,8 @@ static const char usage[] =
     "  -m, --model PATH           GGUF model file, or OWNER/NAME[:QUANT] or a URL: pulled into the\n"
     "                             model directory when missing (see llm-fcgi pull) [LLM_MODEL]\n"
     "      --served-model-name N  name accepted in \"model\"; repeat for aliases; the first is\n"
-    "                             reported (default: MODEL as given) [LLM_SERVED_MODEL_NAME, a,b]\n"
+    "                             reported (default: the model file's name without its\n"
+    "                             directory; a hub reference as given) [LLM_SERVED_MODEL_NAME, a,b]\n"
     "Listening:\n"
     "      --socket PATH          unix socket, mode 0660 (default /run/llm-fcgi/llm-fcgi.sock)\n"
     "                             [LLM_SOCKET]; refuses a path held by a live server\n"
@@ -39,6 +40,16 @@ static const char usage[] =
     "      --kv-cache-mb N        KV cache budget in MiB (default: parallel x ctx-size positions);\n"
     "                             when full, the newest stream is preempted and resumed later\n"
     "                             [LLM_KV_CACHE_MB]\n"
+    "Speculative decoding (the same tokens, several per step when the drafts are right):\n"
+    "      --spec S               draft sources besides a request's \"prediction\": ngram (the prompt\n"
+    "                             and output so far), or none (no speculation at all); default:\n"
+    "                             predictions only [LLM_SPEC]\n"
+    "      --spec-draft-max N     most draft tokens per step and stream, 1..16 (default 16)\n"
+    "                             [LLM_SPEC_DRAFT_MAX]\n"
+    "      --spec-row-cost F      what one more row costs relative to a step's fixed part (weights\n"
+    "                             read), which sets the draft lengths (default: measured)\n"
+    "      --model-draft FILE     a smaller GGUF with the same vocabulary that drafts tokens for the\n"
+    "                             streams that have no prediction to follow [LLM_MODEL_DRAFT]\n"
     "Requests:\n"
     "      --http-threads N       FastCGI acceptor threads (default parallel + max-queue + 4)\n"
     "                             [LLM_HTTP_THREADS]\n"
@@ -193,6 +204,34 @@ static int serve_check_parsers(const srv_config_t *c)
     return 0;
 }
 
+/* The served model name when --served-model-name is not given: a file's
+ * name without its directory, as llama-server reports it (clients never
+ * see the server's paths in /v1/models, "model" or the chat page); a URL's
+ * last path segment; a hub reference (OWNER/NAME[:QUANT]) as given.
+ * Returns a malloc'd string. */
+static char *serve_default_name(const char *model)
+{
+    struct stat st;
+    const char *scheme = strstr(model, "://");
+    if (scheme) {
+        const char *path = strchr(scheme + 3, '/');
+        size_t len = path ? strcspn(path, "?#") : 0;
+        while (len > 1 && path[len - 1] == '/')
+            len--;
+        const char *seg = path;
+        for (size_t i = 0; path && i < len; i++)
+            if (path[i] == '/')
+                seg = path + i + 1;
+        if (seg && seg < path + len)
+            return strndup(seg, (size_t)(path + len - seg));
+        return strdup(model);
+    }
+    if (stat(model, &st) != 0 && hub_ref_looks_like(model))
+        return strdup(model);
+    const char *base = strrchr(model, '/');
+    return strdup(base && base[1] ? base + 1 : model);
+}
+
 /* -m OWNER/NAME[:QUANT] or a URL: the pulled file, downloaded when it is
  * not in the model directory yet ($LLM_MODELS_DIR). An existing path is
  * always a path. buf (cap bytes) holds the resolved path. */
@@ -214,8 +253,8 @@ static int serve_resolve_model(srv_config_t *c, char *buf, size_t cap)
 
 enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, O_HTTP, O_QUEUE, O_BODY,
        O_BATCH, O_DRAIN, O_PING, O_LOGP, O_TEMP, O_TOPP, O_TOPK, O_MINP, O_REP, O_MAXN, O_MINDIE, O_LMIFIN, O_KVMB,
-       O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE, O_IOTIME, O_EMBED, O_RERANK, O_POOLING,
-       O_MAXINPUTS };
+       O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE, O_IOTIME, O_SPEC, O_SPECMAX, O_SPECCOST, O_DRAFT,
+       O_EMBED, O_RERANK, O_POOLING, O_MAXINPUTS };
 
 /* A float in [lo, hi]; -1 when bad. */
 static int parse_float(const char *s, double lo, double hi, float *out)
@@ -247,7 +286,8 @@ int cmd_serve(int argc, char **argv)
         {"LLM_HTTP_THREADS", &c.http_threads, 0}, {"LLM_MAX_QUEUE", &c.max_queue, 0},
         {"LLM_BATCH_TOKENS", &c.batch_tokens, 1}, {"LLM_DRAIN_TIMEOUT", &c.drain_seconds, 0},
         {"LLM_PING_INTERVAL", &c.ping_seconds, 1}, {"LLM_KV_CACHE_MB", &c.kv_cache_mb, 0},
-        {"LLM_IO_TIMEOUT", &c.io_timeout_seconds, 1}, {"LLM_MAX_BATCH_INPUTS", &c.max_batch_inputs, 1}};
+        {"LLM_IO_TIMEOUT", &c.io_timeout_seconds, 1}, {"LLM_SPEC_DRAFT_MAX", &c.spec_draft_max, 1},
+        {"LLM_MAX_BATCH_INPUTS", &c.max_batch_inputs, 1}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if ((e = getenv(ints[i].var)) && *e && parse_int(e, ints[i].lo, ints[i].dst) < 0) {
             fprintf(stderr, "llm-fcgi serve: bad %s=%s\n", ints[i].var, e);
@@ -267,6 +307,8 @@ int cmd_serve(int argc, char **argv)
         c.rerank = true;
     if ((e = getenv("LLM_POOLING")) && *e)
         c.pooling = e;
+    c.spec = getenv("LLM_SPEC");
+    c.model_draft = getenv("LLM_MODEL_DRAFT");
     c.reasoning_parser = getenv("LLM_REASONING_PARSER");
     c.tool_call_parser = getenv("LLM_TOOL_CALL_PARSER");
     c.reasoning_start = getenv("LLM_REASONING_START");
@@ -294,6 +336,8 @@ int cmd_serve(int argc, char **argv)
         {"embedding", no_argument, 0, O_EMBED},     {"embeddings", no_argument, 0, O_EMBED},
         {"rerank", no_argument, 0, O_RERANK},       {"reranking", no_argument, 0, O_RERANK},
         {"pooling", required_argument, 0, O_POOLING}, {"max-batch-inputs", required_argument, 0, O_MAXINPUTS},
+        {"spec", required_argument, 0, O_SPEC}, {"spec-draft-max", required_argument, 0, O_SPECMAX},
+        {"spec-row-cost", required_argument, 0, O_SPECCOST}, {"model-draft", required_argument, 0, O_DRAFT},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     int o;
     optind = 1;
@@ -344,6 +388,10 @@ int cmd_serve(int argc, char **argv)
         case O_RERANK: c.rerank = true; break;
         case O_POOLING: c.pooling = optarg; break;
         case O_MAXINPUTS: bad = parse_int(optarg, 1, &c.max_batch_inputs); break;
+        case O_SPEC: c.spec = optarg; break;
+        case O_SPECMAX: bad = parse_int(optarg, 1, &c.spec_draft_max); break;
+        case O_SPECCOST: bad = parse_float(optarg, 1e-6, 100, &c.spec_row_cost); break;
+        case O_DRAFT: c.model_draft = optarg; break;
         case 'h': fputs(usage, stdout); rc = 0; goto out;
         default: fputs(usage, stderr); goto out;
         }
@@ -357,6 +405,14 @@ int cmd_serve(int argc, char **argv)
         c.reasoning_parser = "generic"; /* the markers imply the generic parser */
     if (serve_check_parsers(&c) < 0)
         goto out;
+    if (c.spec && *c.spec && strcmp(c.spec, "ngram") && strcmp(c.spec, "none")) {
+        fprintf(stderr, "llm-fcgi serve: --spec %s: expected ngram or none\n", c.spec);
+        goto out;
+    }
+    if (c.spec_draft_max > SPEC_K_MAX) {
+        fprintf(stderr, "llm-fcgi serve: --spec-draft-max %d: at most %d\n", c.spec_draft_max, SPEC_K_MAX);
+        goto out;
+    }
     if (optind < argc) {
         fprintf(stderr, "llm-fcgi serve: unexpected argument '%s'\n", argv[optind]);
         goto out;
@@ -368,7 +424,7 @@ int cmd_serve(int argc, char **argv)
     if (!names_from_flags && (e = getenv("LLM_SERVED_MODEL_NAME")) && *e)
         add_list(&c, e, 1);
     if (c.n_names == 0)
-        c.names[c.n_names++] = strdup(c.model_path);
+        c.names[c.n_names++] = serve_default_name(c.model_path);
     char resolved[4096];
     if (serve_resolve_model(&c, resolved, sizeof resolved) < 0) {
         rc = 1;

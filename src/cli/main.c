@@ -1,6 +1,8 @@
 /* main.c - the llm-fcgi binary: dispatches to a subcommand. */
 #include "cli/cli.h"
+#include "engine/kernels/kernels.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -8,20 +10,21 @@ typedef struct {
     const char *name;
     int (*run)(int argc, char **argv);
     const char *summary;
+    bool kernels; /* runs the engine: refused when the kernel level asked for cannot run */
 } command_t;
 
 /* Keep this table sorted by the order a new user meets the commands. */
 static const command_t commands[] = {
-    {"serve", cmd_serve, "serve the OpenAI-compatible API over FastCGI (behind nginx)"},
-    {"pull", cmd_pull, "download a GGUF model from a Hugging Face-style hub or a URL"},
-    {"info", cmd_info, "describe a GGUF model (architecture, vocabulary, tensors, KV memory)"},
-    {"tokenize", cmd_tokenize, "print the token ids of a text"},
-    {"embed", cmd_embed, "print the embeddings (or rerank scores) of texts as JSON"},
-    {"generate", cmd_generate, "generate a completion of a prompt on the command line"},
-    {"chat-template", cmd_chat_template, "render a chat request's prompt with a model's chat template"},
-    {"bench", cmd_bench, "measure prompt-processing and generation speed"},
-    {"grammar", cmd_grammar, "compile a JSON schema / regex / GBNF constraint and check instances (MaskBench style)"},
-    {"help", NULL, "list the subcommands"},
+    {"serve", cmd_serve, "serve the OpenAI-compatible API over FastCGI (behind nginx)", true},
+    {"pull", cmd_pull, "download a GGUF model from a Hugging Face-style hub or a URL", false},
+    {"info", cmd_info, "describe a GGUF model (architecture, vocabulary, tensors, KV memory)", true},
+    {"tokenize", cmd_tokenize, "print the token ids of a text", false},
+    {"embed", cmd_embed, "print the embeddings (or rerank scores) of texts as JSON", true},
+    {"generate", cmd_generate, "generate a completion of a prompt on the command line", true},
+    {"chat-template", cmd_chat_template, "render a chat request's prompt with a model's chat template", false},
+    {"bench", cmd_bench, "measure prompt-processing and generation speed", true},
+    {"grammar", cmd_grammar, "compile a JSON schema / regex / GBNF constraint and check instances (MaskBench style)", false},
+    {"help", NULL, "list the subcommands", false},
 };
 
 static int print_help(FILE *out)
@@ -50,8 +53,17 @@ int main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (commands[i].run && !strcmp(name, commands[i].name))
+        if (commands[i].run && !strcmp(name, commands[i].name)) {
+            /* LLM_FCGI_ISA naming a level this CPU cannot run (or a bad
+             * LLM_FCGI_CPU_DISABLE) is refused before anything loads, not
+             * at the first request */
+            const char *isa_err = commands[i].kernels ? kern_isa_error() : NULL;
+            if (isa_err) {
+                fprintf(stderr, "llm-fcgi: %s\n", isa_err);
+                return 2;
+            }
             return commands[i].run(argc - 1, argv + 1);
+        }
     fprintf(stderr, "llm-fcgi: unknown command '%s' (try `llm-fcgi help`)\n", name);
     return 2;
 }

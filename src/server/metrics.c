@@ -163,6 +163,16 @@ char *metrics_render(metrics_t *m, const sched_stats_t *st, const char *model_na
         bprintf(&b, "# HELP llm_kv_cache_used_bytes KV cache memory held by running sequences.\n"
                     "# TYPE llm_kv_cache_used_bytes gauge\nllm_kv_cache_used_bytes{model_name=\"%s\"} %llu\n", model,
                 (unsigned long long)st->kv_used_bytes);
+        bprintf(&b, "# HELP llm_spec_draft_tokens_total Draft tokens verified by speculative decoding, per source.\n"
+                    "# TYPE llm_spec_draft_tokens_total counter\n");
+        for (int src = SPEC_SRC_NONE + 1; src < SPEC_SRC_COUNT; src++)
+            bprintf(&b, "llm_spec_draft_tokens_total{model_name=\"%s\",source=\"%s\"} %llu\n", model,
+                    spec_src_name((spec_src_t)src), (unsigned long long)st->spec_drafted[src]);
+        bprintf(&b, "# HELP llm_spec_accepted_tokens_total Draft tokens kept (the output is the same either way).\n"
+                    "# TYPE llm_spec_accepted_tokens_total counter\n");
+        for (int src = SPEC_SRC_NONE + 1; src < SPEC_SRC_COUNT; src++)
+            bprintf(&b, "llm_spec_accepted_tokens_total{model_name=\"%s\",source=\"%s\"} %llu\n", model,
+                    spec_src_name((spec_src_t)src), (unsigned long long)st->spec_accepted[src]);
     }
     return b.s;
 }

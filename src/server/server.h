@@ -59,11 +59,16 @@ typedef struct {
     bool rerank;                      /* --rerank: serve reranking (pooling rank) */
     const char *pooling;              /* --pooling none|mean|cls|last|rank (NULL: the file's) */
     int32_t max_batch_inputs;         /* inputs of one request before 413 (0: 2048) */
+    const char *spec;                 /* --spec: "ngram", "none" or NULL (predictions only) */
+    int32_t spec_draft_max;           /* --spec-draft-max (0: SPEC_K_MAX) */
+    float spec_row_cost;              /* --spec-row-cost (0: measured) */
+    const char *model_draft;          /* --model-draft FILE (NULL: none) */
 } srv_config_t;
 
 typedef struct {
     srv_config_t cfg;
     model_t *model;
+    model_t *draft_model;             /* --model-draft, or NULL */
     const vocab_t *vocab;
     sched_t *sched;
     struct grammar_engine *grammar;   /* structured output (grammar.h) */

@@ -11,15 +11,33 @@ const words = ('the of and to in is was for on that with as by at from it an be 
   'season data model server engine memory network search query document answer language text question computer ' +
   'science paper research study result method analysis value table report market price').split(' ');
 let seed = 25;
-const rnd = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+const rnd = () => { /* xorshift32: the same texts on every run */
+  seed ^= seed << 13; seed ^= seed >>> 17; seed ^= seed << 5; return (seed >>> 0) / 4294967296;
+};
 const texts = Array.from({ length: N }, () => Array.from({ length: 18 + Math.floor(rnd() * 181) },
   () => words[Math.floor(rnd() * words.length)]).join(' '));
-async function post(input) {
-  const r = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: 'Bearer none' },
-    body: JSON.stringify({ input, model: 'm' }) });
-  const j = await r.json();
-  if (!r.ok || !j.data) throw new Error(`HTTP ${r.status}: ${JSON.stringify(j).slice(0, 200)}`);
-  return j;
+import http from 'node:http';
+// node:http, not fetch: a request queued behind others may wait minutes
+// on a slow machine, past fetch's fixed header timeout
+const agent = new http.Agent({ keepAlive: false, maxSockets: 64 });
+function post(input) {
+  const body = JSON.stringify({ input, model: 'm' });
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', agent, headers: { 'Content-Type': 'application/json',
+      Authorization: 'Bearer none', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
+      const parts = [];
+      res.on('data', (d) => parts.push(d));
+      res.on('end', () => {
+        try {
+          const j = JSON.parse(Buffer.concat(parts).toString());
+          if (res.statusCode !== 200 || !j.data) reject(new Error(`HTTP ${res.statusCode}: ${JSON.stringify(j).slice(0, 200)}`));
+          else resolve(j);
+        } catch (e) { reject(e); }
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 await post(['warm up']);
 const chunks = [];

@@ -1,7 +1,9 @@
 // grammar_score.mjs - scores `llm-fcgi grammar --batch` output for
 // test_grammar_batch.sh (TAP lines, no plan).
-//   node grammar_score.mjs suite2jsonl FILE...        JSON-Schema-Test-Suite
-//        files -> batch lines {"schema","valid","invalid","name"} on stdout
+//   node grammar_score.mjs suite2jsonl [--draft URI] FILE...   JSON-Schema-Test-
+//        Suite files -> batch lines {"schema","valid","invalid","name"} on
+//        stdout; --draft URI gives each object schema that "$schema" (the
+//        suite's draft folders leave the draft to the validator)
 //   node grammar_score.mjs bench CASES OUT FORMAT_ONLY MIN_CORRECT
 //   node grammar_score.mjs suite CASES OUT MIN_TESTS
 // A schema is fully correct when it compiled, every valid instance was
@@ -14,12 +16,16 @@ const lines = (f) => fs.readFileSync(f, 'utf8').split('\n').filter((l) => l.trim
 const ok = (c, name) => console.log(`${c ? 'ok' : 'not ok'} - ${name}`);
 
 if (mode === 'suite2jsonl') {
+  let draft = null;
+  if (args[0] === '--draft') { draft = args[1]; args.splice(0, 2); }
   for (const f of args) {
     const base = f.split('/').pop();
     for (const g of JSON.parse(fs.readFileSync(f, 'utf8'))) {
       const valid = g.tests.filter((t) => t.valid).map((t) => t.data);
       const invalid = g.tests.filter((t) => !t.valid).map((t) => t.data);
-      console.log(JSON.stringify({ file: base, name: g.description, schema: g.schema, valid, invalid }));
+      const schema = draft && g.schema && typeof g.schema === 'object' && !Array.isArray(g.schema)
+        ? { $schema: draft, ...g.schema } : g.schema;
+      console.log(JSON.stringify({ file: base, name: g.description, schema, valid, invalid }));
     }
   }
 } else if (mode === 'bench' || mode === 'suite') {

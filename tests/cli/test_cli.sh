@@ -36,6 +36,38 @@ grep -q "4.36 MiB for a context of 32768 tokens.*24.00 MiB if the window were ig
 ok $? "info counts the window layers' window only"
 "$BIN" info "$MODELS/tinyqwen3moe-f32.gguf" | grep -q "^experts: *8, 2 per token"; ok $? "info gives the experts"
 
+# kernel levels: LLM_FCGI_ISA never selects a level the CPU cannot run.
+# LLM_FCGI_CPU_DISABLE makes this machine a CPU without the named features,
+# so the refusals are tested whatever CPU runs the suite.
+LLM_FCGI_CPU_DISABLE=avxvnni LLM_FCGI_ISA=avxvnni "$BIN" info "$M" >"$TMP/isa" 2>&1
+st=$?
+[ $st -eq 2 ] && grep -q "LLM_FCGI_ISA=avxvnni: this CPU (.*) cannot run that level: it lacks avxvnni$" "$TMP/isa"
+ok $? "LLM_FCGI_ISA naming a level the CPU lacks: refused at start naming the missing feature (exit $st)"
+for c in serve generate bench; do
+    LLM_FCGI_CPU_DISABLE=avx512vnni LLM_FCGI_ISA=avx512 "$BIN" $c -m "$M" x >"$TMP/isa" 2>&1
+    st=$?
+    [ $st -eq 2 ] && grep -q "cannot run that level: it lacks .*avx512vnni" "$TMP/isa"
+    ok $? "$c refuses LLM_FCGI_ISA=avx512 without AVX-512 VNNI (exit $st)"
+done
+LLM_FCGI_CPU_DISABLE=os-ymm-state LLM_FCGI_ISA=avx2 "$BIN" info "$M" >"$TMP/isa" 2>&1
+[ $? -eq 2 ] && grep -q "lacks os-ymm-state" "$TMP/isa"; ok $? "a level whose registers the OS does not save is refused"
+LLM_FCGI_ISA=avx3 "$BIN" info "$M" >"$TMP/isa" 2>&1
+[ $? -eq 2 ] && grep -q "LLM_FCGI_ISA=avx3 is not a kernel level (scalar, avx2, avxvnni or avx512)" "$TMP/isa"
+ok $? "an unknown LLM_FCGI_ISA is refused with the levels"
+LLM_FCGI_CPU_DISABLE=sse9 "$BIN" info "$M" >"$TMP/isa" 2>&1
+[ $? -eq 2 ] && grep -q "unknown CPU feature 'sse9'" "$TMP/isa"; ok $? "an unknown LLM_FCGI_CPU_DISABLE name is refused"
+LLM_FCGI_CPU_DISABLE=avx2 "$BIN" info "$M" >"$TMP/isa" 2>&1
+grep -q "^kernels: *scalar (.*the best level it has; LLM_FCGI_CPU_DISABLE takes away avx2)" "$TMP/isa"
+ok $? "without AVX2 the best level is scalar, and info says why"
+LLM_FCGI_ISA=scalar "$BIN" info "$M" | grep -q "^kernels: *scalar (.*LLM_FCGI_ISA=scalar selects it"
+ok $? "LLM_FCGI_ISA=scalar runs anywhere"
+LLM_FCGI_CPU_DISABLE=avx2 LLM_FCGI_ISA=avx512 "$BIN" tokenize -m "$M" "Once" >/dev/null 2>&1
+ok $? "commands that run no kernels ignore the kernel level"
+LLM_FCGI_CPU_DISABLE=avx512f,avxvnni "$BIN" generate -m "$M" --temp 0 -n 24 "Once upon a time" >"$TMP/gen_avx2" 2>/dev/null &&
+    LLM_FCGI_ISA=scalar "$BIN" generate -m "$M" --temp 0 -n 24 "Once upon a time" >"$TMP/gen_scalar" 2>/dev/null &&
+    cmp -s "$TMP/gen_avx2" "$TMP/gen_scalar"
+ok $? "a CPU without AVX-512 or AVX-VNNI generates the same text as the scalar level"
+
 # vocabulary-only files and architectures the engine does not run
 V="$GOLDEN/tokenizer/ggml-vocab-gemma-4.gguf"
 "$BIN" info "$V" > "$TMP/vinfo" 2>&1; ok $? "info on a vocabulary-only gemma4 file exits 0"

@@ -34,6 +34,16 @@ st=$?
 n=$((n + 1)); if [ $st = 0 ]; then echo "ok - suite: grammar --batch exits 0"; else echo "not ok - suite: grammar --batch exits $st"; failed=1; fi
 score suite "$tmp/suite.jsonl" "$tmp/suite.out" 632
 
+# the draft-04 files of the same suite (tests/fixtures): draft-04's own
+# integers and boolean exclusive bounds
+d4=$top/tests/fixtures/json-schema-test-suite-draft4
+node "$top/tests/cli/grammar_score.mjs" suite2jsonl --draft http://json-schema.org/draft-04/schema# "$d4"/*.json \
+    >"$tmp/suite4.jsonl"
+"$LLM_FCGI" grammar -m "$vocab" --batch "$tmp/suite4.jsonl" >"$tmp/suite4.out" 2>"$tmp/suite4.err"
+st=$?
+n=$((n + 1)); if [ $st = 0 ]; then echo "ok - draft-04 suite: grammar --batch exits 0"; else echo "not ok - draft-04 suite: grammar --batch exits $st"; failed=1; fi
+score suite "$tmp/suite4.jsonl" "$tmp/suite4.out" ${GRAMMAR_SUITE4_MIN:-424}
+
 # the visible JSONSchemaBench sample
 "$LLM_FCGI" grammar -m "$vocab" --batch "$data/jsonschemabench-visible.jsonl" >"$tmp/bench.out" 2>"$tmp/bench.err"
 st=$?

@@ -181,6 +181,16 @@ stop_server
 printf '%s\n' "{% for m in messages %}{% if m.role == 'tool' %}{{ raise_exception('no tool turns here') }}{% endif %}[{{ m.role }}]{{ m.content }}{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}" >"$E2E_TMP/tmpl.jinja"
 start_server "$SRV" serve -m "$M" --threads 1 || ok 1 "server without a template starts"
 grep -q "the model has no chat template: using ChatML" "$E2E_TMP/llm.log"; ok $? "no template in the model: ChatML (logged)"
+# no --served-model-name: the file's name, never the server's path
+models=$(c "$BASE/v1/models")
+reply=$(c -d '{"prompt":"Once","max_tokens":2,"model":"stories260K.gguf"}' "$BASE/v1/completions")
+page=$(c "$BASE/metrics")
+dir=$(dirname "$M")
+ok $(echo "$models" | grep -q '"id":"stories260K.gguf"' && echo "$reply" | grep -q '"model":"stories260K.gguf"' &&
+     ! printf '%s%s%s' "$models" "$reply" "$page" | grep -qF "$dir"; echo $?) \
+    "the default served name is the model file's name: /v1/models, \"model\" and /metrics never show its directory"
+code=$(c -o /dev/null -w '%{http_code}' -d "{\"prompt\":\"Once\",\"max_tokens\":1,\"model\":\"$M\"}" "$BASE/v1/completions")
+ok $([ "$code" = 404 ]; echo $?) "the model's path is not a served name (404)"
 toks=$(c -d '{"messages":[{"role":"user","content":"hello"}]}' "$BASE/tokenize" | sed -n 's/.*"tokens":\(\[[0-9,]*\]\).*/\1/p')
 text=$(c -d "{\"tokens\":$toks}" "$BASE/detokenize")
 printf '%s' "$text" | grep -q 'user\\nhello.*assistant\\n'; ok $? "ChatML rendering of a chat prompt"

@@ -156,6 +156,73 @@ static void test_budget_and_errors(const model_t *m)
     fwd_free(f16);
 }
 
+/* Speculative decoding: k decode-order rows of one sequence in one batch
+ * (beside another sequence's prompt chunk) give each row bitwise the
+ * logits single-token decoding gives, and after truncating the rejected
+ * rows the sequence continues exactly as if they had never been computed
+ * (over the sliding windows of the families that have them). */
+static void test_spec_rows(const model_t *m, const char *name)
+{
+    fwd_opts_t o = {.n_seq = 2, .n_ctx = 256, .max_batch = 64, .n_threads = 2};
+    lf_err_t err;
+    fwd_t *f = fwd_create(m, &o, &err);
+    enum { NP = 40, K = 8 };
+    int32_t pa[NP], pb[21], next[K + 1], alt[K + 1];
+    for (int i = 0; i < NP; i++)
+        pa[i] = (i * 11 + 5) % n_vocab;
+    for (int i = 0; i < 21; i++)
+        pb[i] = (i * 3 + 2) % n_vocab;
+    for (int i = 0; i <= K; i++)
+        next[i] = (i * 29 + 7) % n_vocab, alt[i] = next[i];
+    alt[3] = (next[3] + 1) % n_vocab;
+    float *ref[K];
+    for (int s = 0; s < K; s++)
+        ref[s] = run_alone(f, 0, pa, NP, next, s + 1);
+    /* after rejecting rows 3.. : prompt, next[0..2], then alt[3] */
+    fwd_seq_rm(f, 0);
+    fwd_prefill(f, 0, pa, NP, true, NULL);
+    for (int i = 0; i < 3; i++) {
+        fwd_tok_t t = {next[i], 0, NP + i, true, false};
+        fwd_decode(f, &t, 1, NULL);
+    }
+    fwd_tok_t ta = {alt[3], 0, NP + 3, true, false};
+    fwd_decode(f, &ta, 1, NULL);
+    float *ref_alt = copy_logits(f, 0);
+
+    fwd_seq_rm(f, 0);
+    fwd_seq_rm(f, 1);
+    fwd_prefill(f, 0, pa, NP, true, NULL);
+    fwd_tok_t b[K + 21];
+    int32_t n = 0;
+    for (int i = 0; i < K; i++)
+        b[n++] = (fwd_tok_t){next[i], 0, NP + i, true, false};
+    for (int i = 0; i < 21; i++)
+        b[n++] = (fwd_tok_t){pb[i], 1, i, i == 20, fwd_prompt_order(f, 21, i)};
+    lf_code_t rc = fwd_decode(f, b, n, &err);
+    int same = rc == LF_OK;
+    for (int i = 0; i < K && same; i++)
+        same = same_logits(fwd_logits(f, i), ref[i]);
+    tap_ok(same, "%s: %d draft rows in one batch give each row's single-step logits", name, K);
+    /* keep next[0..2] (positions NP..NP+2), reject the rest */
+    rc = fwd_seq_truncate(f, 0, NP + 3, &err);
+    fwd_tok_t t = {alt[3], 0, NP + 3, true, false};
+    tap_ok(rc == LF_OK && fwd_seq_len(f, 0) == NP + 3 && fwd_decode(f, &t, 1, &err) == LF_OK &&
+               same_logits(fwd_logits(f, 0), ref_alt),
+           "%s: truncated past the rejected rows, the sequence continues bitwise as without them", name);
+    tap_ok(fwd_seq_truncate(f, 0, NP + 10, &err) == LF_ERR_INVALID && fwd_seq_truncate(f, 7, 1, &err) == LF_ERR_INVALID,
+           "%s: truncating beyond the sequence or a bad sequence is refused", name);
+    /* a sequence attached to cached prompt blocks cannot lose them */
+    fwd_seq_commit(f, 0, pa, NP);
+    fwd_seq_rm(f, 1);
+    int32_t reused = fwd_seq_attach_prefix(f, 1, pa, NP);
+    tap_ok(reused > 0 && fwd_seq_truncate(f, 1, reused - 1, &err) == LF_ERR_INVALID,
+           "%s: positions in shared prompt blocks cannot be truncated (%d reused)", name, reused);
+    for (int s = 0; s < K; s++)
+        free(ref[s]);
+    free(ref_alt);
+    fwd_free(f);
+}
+
 int main(void)
 {
     const char *dir = tap_env_dir("LLM_MODELS_DIR", "../shared/models");
@@ -172,6 +239,7 @@ int main(void)
         n_vocab = model_hparams(m)->n_vocab;
         test_batch_invariance(m, files[i]);
         test_prefix_reuse(m, files[i]);
+        test_spec_rows(m, files[i]);
         if (i == 0)
             test_budget_and_errors(m);
         model_free(m);

@@ -300,6 +300,33 @@ int main(void)
         /* whitespace: bounded */
         {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}}}", "{ \"a\" :\n  1 }", 1},
         {"{\"type\":\"integer\"}", "                         1", 0},
+        /* JSON Schema drafts */
+        {"{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"type\":\"integer\"}", "12345", 1},
+        {"{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"type\":\"integer\"}", "12345.0", 0},
+        {"{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"type\":\"integer\"}", "-0", 1},
+        {"{\"$schema\":\"http://json-schema.org/draft-06/schema#\",\"type\":\"integer\"}", "12345.0", 1},
+        {"{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"type\":\"integer\",\"minimum\":1,\"maximum\":3}", "2", 1},
+        {"{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"type\":\"integer\",\"minimum\":1,\"maximum\":3}", "2.0", 0},
+        {"{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"type\":\"integer\",\"multipleOf\":5}", "10.0", 0},
+        {"{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"type\":\"integer\",\"multipleOf\":5}", "10", 1},
+        {"{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"type\":[\"integer\",\"string\"]}", "3.0", 0},
+        {"{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"type\":\"number\"}", "3.0", 1},
+        {"{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"type\":\"integer\",\"enum\":[1,2.0,\"x\"]}", "2.0", 0},
+        {"{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"type\":\"integer\",\"enum\":[1,2.0,\"x\"]}", "1", 1},
+        {"{\"type\":\"integer\",\"enum\":[1,2.0,\"x\"]}", "2.0", 1},
+        {"{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"type\":\"integer\",\"maximum\":3,\"exclusiveMaximum\":true}", "3", 0},
+        {"{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"type\":\"integer\",\"maximum\":3,\"exclusiveMaximum\":true}", "2", 1},
+        {"{\"$schema\":\"http://json-schema.org/draft-06/schema#\",\"type\":\"integer\",\"maximum\":3,\"exclusiveMaximum\":true}", "3", 1},
+        {"{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"const\":5}", "6", 1},
+        {"{\"$schema\":\"http://json-schema.org/draft-06/schema#\",\"const\":5}", "6", 0},
+        {"{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"type\":\"object\",\"propertyNames\":{\"maxLength\":1}}", "{\"long\":1}", 1},
+        {"{\"$schema\":\"http://json-schema.org/draft-06/schema#\",\"type\":\"object\",\"propertyNames\":{\"maxLength\":1}}", "{\"long\":1}", 0},
+        {"{\"$schema\":\"http://json-schema.org/draft-06/schema#\",\"if\":{\"type\":\"integer\"},\"then\":{\"minimum\":10}}", "3", 1},
+        {"{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"type\":\"array\",\"contains\":{\"type\":\"integer\"}}", "[\"a\"]", 1},
+        {"{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"type\":\"array\",\"prefixItems\":[{\"type\":\"integer\"}]}", "[\"a\"]", 1},
+        {"{\"$schema\":\"https://json-schema.org/draft/2019-09/schema\",\"type\":\"object\",\"dependencies\":{\"a\":[\"b\"]}}", "{\"a\":1}", 1},
+        {"{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"type\":\"object\",\"dependencies\":{\"a\":[\"b\"]}}", "{\"a\":1}", -1},
+        {"{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"type\":\"object\",\"dependentRequired\":{\"a\":[\"b\"]}}", "{\"a\":1}", 1},
     };
     for (size_t i = 0; i < sizeof schema / sizeof *schema; i++) {
         int got = check_schema(schema[i].a, schema[i].text, true);

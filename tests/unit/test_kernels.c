@@ -530,7 +530,14 @@ int main(void)
     tap_ok(!kern_supports(QTYPE_Q8_K) && kern_act_size(QTYPE_Q8_K, 256, 1) == 0, "q8_K weights refused");
     tap_ok(kern_act_size(QTYPE_Q4_K, 100, 1) == 0, "act size 0 for a ragged row");
     tap_ok(kern_act_size(QTYPE_Q4_K, 512, 3) == 3 * 2 * 292, "act size");
-    for (int isa = KERN_ISA_SCALAR; isa <= (int)max; isa++) {
+    for (int isa = KERN_ISA_SCALAR; isa <= KERN_ISA_AVX512; isa++) {
+        char miss[160];
+        if (!kern_isa_runnable((kern_isa_t)isa)) {
+            /* never forced onto a CPU that would fault (SIGILL) */
+            tap_skip("%s level: this CPU lacks %s", kern_isa_name((kern_isa_t)isa),
+                     kern_isa_missing((kern_isa_t)isa, miss, sizeof miss));
+            continue;
+        }
         if (!tap_ok(kern_isa_set((kern_isa_t)isa) == (kern_isa_t)isa, "select %s", kern_isa_name((kern_isa_t)isa)))
             continue;
         test_quantize_act((kern_isa_t)isa);
@@ -542,6 +549,13 @@ int main(void)
         test_packed((kern_isa_t)isa, pool2);
     }
     tap_ok(kern_isa_set((kern_isa_t)99) == max, "isa request capped at cpu max");
+    for (int isa = KERN_ISA_SCALAR; isa <= KERN_ISA_AVX512; isa++) {
+        kern_isa_t got = kern_isa_set((kern_isa_t)isa);
+        tap_ok(kern_isa_runnable(got) && got <= (kern_isa_t)isa &&
+                   (got == (kern_isa_t)isa) == kern_isa_runnable((kern_isa_t)isa),
+               "asking for %s selects %s, a level this CPU runs", kern_isa_name((kern_isa_t)isa),
+               kern_isa_name(got));
+    }
     tpool_free(pool2);
     return tap_done();
 }

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/kernels/cpu_features.h"
 #include "engine/kernels/kernels_impl.h"
 #include "engine/kernels/kpack.h"
 #include "engine/quant/quant.h"
@@ -57,6 +58,8 @@ static kern_quant_fn_t kern_quant[QTYPE_COUNT]; /* by vec_dot type; NULL: quant_
 static kern_ptile_fn_t kern_ptiles[QTYPE_COUNT]; /* packed (kpack.h) tiles; NULL: none */
 static kern_isa_t kern_level;
 static kern_isa_t kern_level_max;
+static cpuf_t kern_features; /* what this CPU and OS let us use (cpu_features.h) */
+static char kern_error[320];  /* LLM_FCGI_ISA / LLM_FCGI_CPU_DISABLE refused, or empty */
 static pthread_once_t kern_once = PTHREAD_ONCE_INIT;
 
 /* Scalar level: the reference, one token at a time. */
@@ -111,7 +114,7 @@ static void kern_fill_scalar(kern_dot_fn_t tab[QTYPE_COUNT])
     tab[QTYPE_MXFP4] = kern_dot_ref_MXFP4;
 }
 
-static char kern_reason[160];
+static char kern_reason[384];
 
 /* The CPU's vendor and family, for the record of why a level was chosen. */
 static void kern_cpu_name(char *buf, size_t n)
@@ -140,24 +143,6 @@ static void kern_cpu_name(char *buf, size_t n)
 #endif
 }
 
-static kern_isa_t kern_detect(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-          __builtin_cpu_supports("f16c")))
-        return KERN_ISA_SCALAR;
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
-        return KERN_ISA_AVX512;
-    if (__builtin_cpu_supports("avxvnni"))
-        return KERN_ISA_AVXVNNI;
-    return KERN_ISA_AVX2;
-#else
-    return KERN_ISA_SCALAR;
-#endif
-}
-
 static void kern_build(kern_isa_t isa)
 {
     kern_dot_fn_t tab[QTYPE_COUNT];
@@ -166,13 +151,15 @@ static void kern_build(kern_isa_t isa)
     kern_ptile_fn_t ptiles[QTYPE_COUNT] = {0};
     kern_fill_scalar(tab);
 #if defined(__x86_64__) || defined(__i386__)
+    /* The AVX-VNNI and AVX-512 levels each build on the AVX2 level, never
+     * on each other: neither's CPUs need have the other's features. */
     if (isa >= KERN_ISA_AVX2) {
         kern_fill_avx2(tab, tiles, quant);
         kern_fill_packed_avx2(ptiles);
     }
-    if (isa >= KERN_ISA_AVXVNNI)
+    if (isa == KERN_ISA_AVXVNNI)
         kern_fill_packed_avxvnni(ptiles);
-    if (isa >= KERN_ISA_AVX512) {
+    if (isa == KERN_ISA_AVX512) {
         kern_fill_avx512(tab, tiles, quant);
         kern_fill_packed_avx512(ptiles);
     }
@@ -184,27 +171,53 @@ static void kern_build(kern_isa_t isa)
     kern_level = isa;
 }
 
+/* The level LLM_FCGI_ISA names, or -1 (unknown name). */
+static int kern_isa_parse(const char *name)
+{
+    for (int l = KERN_ISA_SCALAR; l <= KERN_ISA_AVX512; l++)
+        if (!strcmp(name, kern_isa_name((kern_isa_t)l)))
+            return l;
+    return -1;
+}
+
 static void kern_init(void)
 {
-    kern_level_max = kern_detect();
+    char cpu[96], miss[160], known[160];
+    kern_cpu_name(cpu, sizeof cpu);
+    const char *off = getenv("LLM_FCGI_CPU_DISABLE");
+    cpuf_t off_set = 0;
+    if (off && *off && cpuf_parse(off, &off_set, miss, sizeof miss) != 0)
+        snprintf(kern_error, sizeof kern_error, "LLM_FCGI_CPU_DISABLE: %s (known: %s)", miss,
+                 cpuf_format(CPUF_ALL, known, sizeof known));
+    kern_features = cpuf_detect();
+    kern_level_max = (kern_isa_t)cpuf_best_level(kern_features);
     kern_isa_t isa = kern_level_max;
     const char *env = getenv("LLM_FCGI_ISA");
-    char cpu[96];
-    kern_cpu_name(cpu, sizeof cpu);
-    if (env && !strcmp(env, "scalar"))
-        isa = KERN_ISA_SCALAR;
-    else if (env && !strcmp(env, "avx2") && isa > KERN_ISA_AVX2)
-        isa = KERN_ISA_AVX2;
-    else if (env && !strcmp(env, "avxvnni") && isa > KERN_ISA_AVXVNNI)
-        isa = KERN_ISA_AVXVNNI;
+    if (env && *env) {
+        const int want = kern_isa_parse(env);
+        if (want < 0)
+            snprintf(kern_error, sizeof kern_error,
+                     "LLM_FCGI_ISA=%.32s is not a kernel level (scalar, avx2, avxvnni or avx512)", env);
+        else if (cpuf_missing(want, kern_features))
+            snprintf(kern_error, sizeof kern_error,
+                     "LLM_FCGI_ISA=%s: this CPU (%s) cannot run that level: it lacks %s", env, cpu,
+                     cpuf_format(cpuf_missing(want, kern_features), miss, sizeof miss));
+        else
+            isa = (kern_isa_t)want;
+    }
+    char off_note[200] = "";
+    const cpuf_t taken = cpuf_detect_raw() & ~kern_features;
+    if (taken)
+        snprintf(off_note, sizeof off_note, "; LLM_FCGI_CPU_DISABLE takes away %s",
+                 cpuf_format(taken, miss, sizeof miss));
     if (isa != kern_level_max)
-        snprintf(kern_reason, sizeof kern_reason, "%s; LLM_FCGI_ISA=%s caps the level below %s", cpu, env,
-                 kern_isa_name(kern_level_max));
+        snprintf(kern_reason, sizeof kern_reason, "%s; LLM_FCGI_ISA=%s selects it instead of %s%s", cpu, env,
+                 kern_isa_name(kern_level_max), off_note);
     else
-        snprintf(kern_reason, sizeof kern_reason, "%s; the best level it has%s", cpu,
+        snprintf(kern_reason, sizeof kern_reason, "%s; the best level it has%s%s", cpu,
                  isa == KERN_ISA_AVX512 ? " (VNNI tiles, packed decode layouts)"
                  : isa == KERN_ISA_AVXVNNI ? " (packed decode layouts, AVX-VNNI sums)"
-                 : isa == KERN_ISA_AVX2 ? " (packed decode layouts)" : "");
+                 : isa == KERN_ISA_AVX2 ? " (packed decode layouts)" : "", off_note);
     kern_build(isa);
 }
 
@@ -226,11 +239,31 @@ kern_isa_t kern_isa_max(void)
     return kern_level_max;
 }
 
+bool kern_isa_runnable(kern_isa_t isa)
+{
+    pthread_once(&kern_once, kern_init);
+    return isa >= KERN_ISA_SCALAR && isa <= KERN_ISA_AVX512 && !cpuf_missing((int)isa, kern_features);
+}
+
+const char *kern_isa_missing(kern_isa_t isa, char *buf, size_t n)
+{
+    pthread_once(&kern_once, kern_init);
+    return cpuf_format(cpuf_missing((int)isa, kern_features), buf, n);
+}
+
+const char *kern_isa_error(void)
+{
+    pthread_once(&kern_once, kern_init);
+    return kern_error[0] ? kern_error : NULL;
+}
+
 kern_isa_t kern_isa_set(kern_isa_t isa)
 {
     pthread_once(&kern_once, kern_init);
-    if (isa > kern_level_max)
-        isa = kern_level_max;
+    if (isa > KERN_ISA_AVX512)
+        isa = KERN_ISA_AVX512;
+    while (isa > KERN_ISA_SCALAR && !kern_isa_runnable(isa))
+        isa = (kern_isa_t)(isa - 1);
     if (isa < KERN_ISA_SCALAR)
         isa = KERN_ISA_SCALAR;
     kern_build(isa);

@@ -16,9 +16,11 @@
  * bytes each: a (row, token) value does not depend on the other tokens).
  *
  * Implementations are chosen once at run time from the CPU's features
- * (scalar, AVX2+FMA+F16C, AVX-512 VL/BW/VNNI); the environment variable
- * LLM_FCGI_ISA=scalar|avx2|avx512 caps the level (never raises it above what
- * the CPU has). Integer block sums are exact (equal to the scalar reference
+ * (cpu_features.h: each level states every CPUID feature and OS register
+ * state it needs, and a level is used only where all are present). The
+ * environment variable LLM_FCGI_ISA=scalar|avx2|avxvnni|avx512 selects a
+ * level instead of the best one; naming one the CPU cannot run is an error
+ * (kern_isa_error), never a level that would fault. Integer block sums are exact (equal to the scalar reference
  * quant_vec_dot_ref); only float accumulation order differs between levels.
  *
  * Batch invariance (a product requirement): at a given ISA level, the value
@@ -43,16 +45,22 @@
 #include "engine/quant/qtype.h"
 #include "engine/kernels/tpool.h"
 
+/* Levels in order of preference. AVX-VNNI and AVX-512 both build on AVX2
+ * and need different features (cpu_features.h): an AVX-512 Xeon before
+ * Sapphire Rapids lacks AVX-VNNI, an Alder Lake lacks AVX-512. */
 typedef enum {
     KERN_ISA_SCALAR = 0,
-    KERN_ISA_AVX2 = 1,    /* AVX2 + FMA + F16C */
-    KERN_ISA_AVXVNNI = 2, /* + AVX-VNNI (VEX vpdpbusd: Intel client cores since
-                           * Alder Lake, Zen 5): the AVX2 kernels, the packed
-                           * ones summing with vpdpbusd (the same values) */
-    KERN_ISA_AVX512 = 3   /* + AVX-512 F/BW/VL/VNNI (256/512-bit VNNI tiles) */
+    KERN_ISA_AVX2 = 1,    /* AVX + AVX2 + FMA + F16C, OS YMM state */
+    KERN_ISA_AVXVNNI = 2, /* the AVX2 level + AVX-VNNI (VEX vpdpbusd: Intel
+                           * client cores since Alder Lake, Zen 5): the packed
+                           * kernels sum with vpdpbusd (the same values) */
+    KERN_ISA_AVX512 = 3   /* the AVX2 level + AVX-512 F/DQ/BW/VL/VNNI, OS ZMM
+                           * state (256/512-bit VNNI tiles) */
 } kern_isa_t;
 
-/* The ISA level in use (the first call detects it; reads LLM_FCGI_ISA). */
+/* The ISA level in use (the first call detects it; reads LLM_FCGI_ISA and
+ * LLM_FCGI_CPU_DISABLE). Where those ask for what cannot run, the best
+ * level the CPU has, and kern_isa_error() says why. */
 kern_isa_t kern_isa(void);
 
 /* Why kern_isa() is what it is: the CPU (vendor, family, model and, where
@@ -62,9 +70,22 @@ const char *kern_isa_reason(void);
 /* The best level this CPU supports (ignores LLM_FCGI_ISA). */
 kern_isa_t kern_isa_max(void);
 
-/* Selects a level for tests and benchmarks; capped at kern_isa_max().
- * Returns the level actually selected. Not thread-safe against running
- * kernels: call it before computing. */
+/* True when this CPU (and OS) has every feature isa needs. */
+bool kern_isa_runnable(kern_isa_t isa);
+
+/* The features isa needs that this CPU lacks, comma-separated, in buf
+ * (empty when it runs); returns buf. */
+const char *kern_isa_missing(kern_isa_t isa, char *buf, size_t n);
+
+/* NULL, or why LLM_FCGI_ISA / LLM_FCGI_CPU_DISABLE were refused (an
+ * unknown name, or a level this CPU cannot run, with the missing
+ * features). The command line refuses to start with it. */
+const char *kern_isa_error(void);
+
+/* Selects a level for tests and benchmarks: isa if this CPU can run it,
+ * else the best runnable level below it. Returns the level actually
+ * selected. Not thread-safe against running kernels: call it before
+ * computing. */
 kern_isa_t kern_isa_set(kern_isa_t isa);
 
 /* "scalar", "avx2", "avxvnni" or "avx512". */

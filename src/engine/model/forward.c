@@ -797,6 +797,20 @@ void fwd_seq_rm(fwd_t *f, int32_t seq)
         kv_seq_release(f->kv, seq);
 }
 
+lf_code_t fwd_seq_truncate(fwd_t *f, int32_t seq, int32_t len, lf_err_t *err)
+{
+    if (seq < 0 || seq >= f->n_seq)
+        return lf_err_set(err, LF_ERR_INVALID, "sequence %d out of range", seq);
+    if (!f->kv)
+        return lf_err_set(err, LF_ERR_INVALID, "no KV cache to truncate (an encoder model)");
+    return kv_seq_truncate(f->kv, seq, len, err);
+}
+
+bool fwd_can_truncate(const fwd_t *f)
+{
+    return f->kv != NULL; /* every layer keeps K/V per position */
+}
+
 int32_t fwd_seq_len(const fwd_t *f, int32_t seq)
 {
     return f->kv ? kv_seq_len(f->kv, seq) : 0;

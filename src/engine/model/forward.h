@@ -127,6 +127,17 @@ bool fwd_has_cache(const fwd_t *f);
  * blocks stay cached for reuse); it may be refilled from 0. */
 void fwd_seq_rm(fwd_t *f, int32_t seq);
 
+/* Forgets the last positions of seq so it holds len (speculative
+ * decoding: the K/V of rejected draft tokens); the next token of seq is
+ * then at position len and computes exactly what it would have had the
+ * forgotten positions never been computed. LF_ERR_INVALID when len is
+ * beyond the sequence or inside its registered prompt blocks. */
+lf_code_t fwd_seq_truncate(fwd_t *f, int32_t seq, int32_t len, lf_err_t *err);
+/* Whether fwd_seq_truncate can forget positions of this model (false for
+ * layers whose per-sequence state cannot be rolled back): the scheduler
+ * speculates only when it can. */
+bool fwd_can_truncate(const fwd_t *f);
+
 /* Prefix caching (kv.h). For an empty sequence: reuses the cached K/V of
  * the longest registered prefix of the prompt tokens[0..n), in whole
  * blocks, leaving at least one token to compute and stopping before the

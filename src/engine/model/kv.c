@@ -427,6 +427,19 @@ void kv_seq_set_len(kv_cache_t *kv, int32_t seq, int32_t len)
     s->len = len < 0 ? 0 : len > cap ? cap : len;
 }
 
+lf_code_t kv_seq_truncate(kv_cache_t *kv, int32_t seq, int32_t len, lf_err_t *err)
+{
+    if (!seq_ok(kv, seq))
+        return lf_err_set(err, LF_ERR_INVALID, "sequence %d out of range", seq);
+    kv_seq_t *s = &kv->seqs[seq];
+    if (len < 0 || len > s->len)
+        return lf_err_set(err, LF_ERR_INVALID, "sequence %d: cannot truncate %d positions to %d", seq, s->len, len);
+    if (len < s->committed * kv->o.block_tokens)
+        return lf_err_set(err, LF_ERR_INVALID, "sequence %d: position %d is in a shared block", seq, len);
+    s->len = len;
+    return LF_OK;
+}
+
 void kv_seq_release(kv_cache_t *kv, int32_t seq)
 {
     if (!seq_ok(kv, seq))

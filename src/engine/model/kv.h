@@ -120,6 +120,15 @@ lf_code_t kv_seq_reserve(kv_cache_t *kv, int32_t seq, int32_t n_tokens, lf_err_t
 /* Records that positions [0, len) of seq are computed (len <= reserved). */
 void kv_seq_set_len(kv_cache_t *kv, int32_t seq, int32_t len);
 
+/* Forgets positions [len, kv_seq_len) of seq (speculative decoding: the
+ * K/V of rejected draft tokens). Only positions after the sequence's
+ * registered or attached blocks can go (they are private to it). Blocks
+ * stay reserved for the positions that follow; what the forgotten columns
+ * hold is never read (attention reads positions < its query's + 1) and is
+ * overwritten by the next kv_store. LF_ERR_INVALID when len is beyond the
+ * sequence's length or inside a shared block. */
+lf_code_t kv_seq_truncate(kv_cache_t *kv, int32_t seq, int32_t len, lf_err_t *err);
+
 /* Gives back all blocks of seq (registered full blocks stay cached). */
 void kv_seq_release(kv_cache_t *kv, int32_t seq);
 

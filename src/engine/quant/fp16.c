@@ -12,6 +12,8 @@
  */
 #include "engine/quant/fp16.h"
 
+#include "engine/kernels/cpu_features.h"
+
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -108,8 +110,8 @@ static int fp16_cpu_has_f16c(void)
 {
     static int cached = -1; /* benign race: every thread computes the same */
     if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+        const cpuf_t need = CPUF_AVX | CPUF_F16C | CPUF_OS_YMM;
+        cached = (cpuf_detect() & need) == need;
     }
     return cached;
 }

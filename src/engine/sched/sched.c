@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "engine/model/forward.h"
+#include "engine/sched/spec_draft.h"
 #include "engine/vocab/vocab.h"
 #include "grammar/grammar.h"
 
@@ -64,6 +65,12 @@ typedef struct job {
     int mask_state;       /* MASK_* (guarded by sched.gmu) */
     lf_code_t mask_code;
     struct job *gnext;    /* mask queue link */
+    /* speculative decoding (spec.h): this step's drafts follow `last` */
+    spec_seq_t *spec;     /* NULL: the job never speculates */
+    int32_t draft[SPEC_K_MAX];
+    int32_t n_draft;
+    spec_src_t draft_src;
+    int32_t pred_accepted, pred_rejected;
 } job_t;
 
 enum { MASK_NONE = 0, MASK_QUEUED, MASK_READY, MASK_FAILED };
@@ -89,6 +96,12 @@ struct sched {
     int32_t *batch_lpos;  /* position of each logits-wanted token */
     float *lp_buf;        /* n_vocab: log-softmax scratch */
     sched_stats_t st;
+    spec_cost_t cost;     /* measured step time per row (draft lengths) */
+    spec_draft_t *draft;  /* the draft model's context, or NULL */
+    spec_draft_req_t *dreq; /* this step's draft-model requests [n_parallel] */
+    int32_t *dreq_row;    /* batch index of each request's first draft row */
+    int32_t n_dreq;
+    bool spec_hold;       /* this step: no drafts (the last one ran out of KV) */
     /* mask thread: computes constrained jobs' token masks */
     pthread_t gthread;
     bool gstarted, gstop;
@@ -301,6 +314,7 @@ static void job_free(job_t *j)
 {
     if (!j)
         return;
+    spec_seq_free(j->spec);
     sampler_free(j->smp);
     free(j->prompt);
     free(j->stop_ids);
@@ -317,7 +331,8 @@ static void job_finish_tok(sched_t *s, job_t *j, sched_finish_t why, lf_code_t c
         mask_wait(s, j); /* the mask thread may still hold it */
     sched_event_t ev = {.kind = SCHED_EV_DONE, .index = j->index, .finish = why, .code = code,
                         .n_prompt = j->n_prompt, .n_cached = j->n_cached, .n_gen = j->n_gen,
-                        .stop_token = stop_token};
+                        .stop_token = stop_token, .n_pred_accepted = j->pred_accepted,
+                        .n_pred_rejected = j->pred_rejected};
     if (j->params.share_group > 0 && !j->follower)
         j->ch->group_ready[j->params.share_group] = true; /* never leave followers waiting */
     chan_push(j->ch, &ev);
@@ -437,20 +452,68 @@ static bool preempt_newest(sched_t *s)
 static int32_t batch_build(sched_t *s, int32_t *n_logits)
 {
     int32_t n = 0, nl = 0, budget = s->o.batch_tokens;
+    s->n_dreq = 0;
     for (int32_t i = 0; i < s->o.n_parallel; i++)
         if (s->slots[i])
             s->slots[i]->logit_j = -1;
     /* decode tokens first: running streams never wait for a long prefill */
-    for (int32_t i = 0; i < s->o.n_parallel && n < budget; i++) {
+    int32_t n_dec = 0;
+    for (int32_t i = 0; i < s->o.n_parallel && n_dec < budget; i++) {
         job_t *j = s->slots[i];
-        if (!j)
-            continue;
-        if (j->state != JOB_DECODE || !chan_reserve(j->ch))
+        if (j)
+            j->n_draft = 0;
+        if (j && j->state == JOB_DECODE && chan_reserve(j->ch)) {
+            j->logit_j = 0; /* in this step (placed below) */
+            n_dec++;
+        }
+    }
+    /* then their drafts (spec.h), within what the budget leaves, each
+     * followed by its drafts so its rows are consecutive */
+    int32_t spare = budget - n_dec;
+    for (int32_t i = 0; i < s->o.n_parallel; i++) {
+        job_t *j = s->slots[i];
+        if (!j || j->state != JOB_DECODE || j->logit_j < 0)
             continue;
         s->batch[n++] = (fwd_tok_t){.token = j->last, .seq = i, .pos = j->n_past, .logits = true};
         j->logit_j = nl;
         s->batch_lpos[nl] = j->n_past;
         s->batch_owner[nl++] = j;
+        if (!j->spec || s->spec_hold || spare <= 0)
+            continue;
+        /* drafts never run past max_tokens or the context */
+        int32_t cap = j->params.max_tokens - j->n_gen - 1;
+        if (cap > s->o.n_ctx - j->n_past - 1)
+            cap = s->o.n_ctx - j->n_past - 1;
+        if (cap > spare)
+            cap = spare;
+        const int32_t n_hist = j->n_prompt + j->n_gen;
+        spec_src_t src = spec_seq_next_source(j->spec, j->prompt, n_hist, j->n_prompt);
+        const int32_t want = spec_seq_length(j->spec, src, &s->cost, n_dec, cap);
+        int32_t k = spec_seq_propose(j->spec, j->prompt, n_hist, j->n_prompt, want, j->draft, &j->draft_src);
+        if (k == 0 && j->draft_src == SPEC_SRC_DRAFT && s->draft && want > 0) {
+            /* the draft model fills these rows once the lock is released
+             * (sched_main); until then they repeat the input, a valid
+             * (if unlikely) draft */
+            k = want;
+            for (int32_t r = 0; r < k; r++)
+                j->draft[r] = j->last;
+        }
+        int32_t d = 0;
+        while (d < k && chan_reserve(j->ch)) /* each draft may become a TOKEN event */
+            d++;
+        if (d > 0 && j->draft_src == SPEC_SRC_DRAFT) {
+            s->dreq[s->n_dreq] = (spec_draft_req_t){.slot = i, .owner = j->arrival, .hist = j->prompt,
+                                                    .n_hist = n_hist, .k = d, .out = j->draft};
+            s->dreq_row[s->n_dreq++] = n; /* the rows added below */
+        }
+        for (int32_t r = 0; r < d; r++) {
+            const int32_t pos = j->n_past + 1 + r;
+            s->batch[n++] = (fwd_tok_t){.token = j->draft[r], .seq = i, .pos = pos, .logits = true};
+            s->batch_lpos[nl] = pos;
+            s->batch_owner[nl++] = j;
+        }
+        j->n_draft = d;
+        spare -= d;
     }
     /* then prompt chunks (and recomputations) up to the step's budget */
     for (int32_t i = 0; i < s->o.n_parallel && n < budget; i++) {
@@ -526,6 +589,128 @@ static bool is_stop_id(const job_t *j, int32_t tok)
     return false;
 }
 
+/* What one sampled token did to its job. */
+typedef struct {
+    sched_finish_t finish; /* NONE: the job goes on */
+    lf_code_t code;
+    int32_t stop_token;    /* a stop_token_ids entry that ended it, else -1 */
+} emit_t;
+
+/* Samples j's next token from logits (the grammar's mask must be in
+ * j->mask already), records and emits it. Returns false when nothing was
+ * emitted (the job must end: *e says how). j->n_past must be the number of
+ * positions the sequence holds once this token's row is kept. */
+static bool job_emit(sched_t *s, job_t *j, const float *logits, emit_t *e)
+{
+    *e = (emit_t){.finish = SCHED_FINISH_NONE, .code = LF_OK, .stop_token = -1};
+    if (!logits) {
+        *e = (emit_t){SCHED_FINISH_ERROR, LF_ERR_INTERNAL, -1};
+        return false;
+    }
+    int32_t tok = -1;
+    lf_err_t serr;
+    if (j->gm)
+        sampler_set_allowed(j->smp, j->mask);
+    if (sampler_sample(j->smp, logits, &tok, &serr) != LF_OK || sampler_accept(j->smp, tok, &serr) != LF_OK) {
+        /* a complete grammar whose only continuation (the end) is banned
+         * (min_tokens, ignore_eos) still ends normally */
+        if (j->gm && grammar_matcher_accepting(j->gm))
+            *e = (emit_t){SCHED_FINISH_STOP, LF_OK, -1};
+        else
+            *e = (emit_t){SCHED_FINISH_ERROR, serr.code, -1};
+        return false;
+    }
+    if (j->gm && !grammar_matcher_accept(j->gm, tok)) {
+        *e = (emit_t){SCHED_FINISH_ERROR, LF_ERR_INTERNAL, -1};
+        return false;
+    }
+    j->last = tok;
+    j->prompt[j->n_prompt + j->n_gen] = tok;
+    j->n_gen++;
+    s->st.gen_tokens++;
+    sched_event_t ev = {.kind = SCHED_EV_TOKEN, .index = j->index, .token = tok};
+    if (j->params.logprobs)
+        lp_fill(s, logits, tok, j->params.top_logprobs, &ev.lp);
+    bool eog = (!j->params.ignore_eos || j->gm) && vocab_is_eog(s->vocab, tok);
+    ev.ends = eog || is_stop_id(j, tok);
+    chan_push(j->ch, &ev);
+    if (eog)
+        e->finish = SCHED_FINISH_STOP;
+    else if (ev.ends)
+        *e = (emit_t){SCHED_FINISH_STOP, LF_OK, tok};
+    else if (j->gm && grammar_matcher_done(j->gm))
+        e->finish = SCHED_FINISH_STOP; /* the grammar is complete */
+    else if (j->n_gen >= j->params.max_tokens || j->n_past >= s->o.n_ctx)
+        e->finish = SCHED_FINISH_LENGTH;
+    return true;
+}
+
+/* One row of a verification (spec_verify's callback). */
+typedef struct {
+    sched_t *s;
+    job_t *j;
+    int32_t p; /* position of the decode input */
+    emit_t e;
+} verify_ctx_t;
+
+static int32_t verify_row(void *arg, int32_t r)
+{
+    verify_ctx_t *v = arg;
+    job_t *j = v->j;
+    j->n_past = v->p + r + 1;
+    if (r > 0 && j->gm) {
+        /* the next row's mask, after the token just accepted */
+        lf_err_t gerr = {0};
+        lf_code_t rc = grammar_matcher_mask(j->gm, j->mask, &gerr);
+        if (rc != LF_OK) {
+            v->e = (emit_t){SCHED_FINISH_ERROR, rc, -1};
+            return -1;
+        }
+    }
+    if (!job_emit(v->s, j, fwd_logits(v->s->fwd, j->logit_j + r), &v->e) || v->e.finish != SCHED_FINISH_NONE)
+        return -1;
+    return j->last;
+}
+
+/* Samples j's rows of this step (spec_verify): its decode input's row,
+ * then one row per draft while the token sampled from the row before
+ * equals the draft. The drafts after the first mismatch are rejected:
+ * their K/V are forgotten (fwd_seq_truncate). */
+static void job_verify(sched_t *s, job_t *j)
+{
+    verify_ctx_t v = {s, j, j->n_past - 1 - j->n_draft, {SCHED_FINISH_NONE, LF_OK, -1}};
+    if (j->gm) {
+        int ms = mask_wait(s, j);
+        if (ms != MASK_READY) {
+            job_finish(s, j, SCHED_FINISH_ERROR, ms == MASK_FAILED ? j->mask_code : LF_ERR_INTERNAL);
+            return;
+        }
+    }
+    const int32_t accepted = spec_verify(j->draft, j->n_draft, verify_row, &v);
+    if (j->n_draft > 0) {
+        const spec_src_t src = j->draft_src;
+        spec_seq_feedback(j->spec, src, j->n_draft, accepted);
+        s->st.spec_drafted[src] += (uint64_t)j->n_draft;
+        s->st.spec_accepted[src] += (uint64_t)accepted;
+        s->st.spec_verifications++;
+        if (src == SPEC_SRC_PREDICTION) {
+            j->pred_accepted += accepted;
+            j->pred_rejected += j->n_draft - accepted;
+        }
+        /* keep the input and the accepted drafts; the next input (the
+         * token sampled last) goes at the position after them */
+        j->n_past = v.p + 1 + accepted;
+        lf_err_t terr = {0};
+        if (v.e.finish == SCHED_FINISH_NONE && fwd_seq_truncate(s->fwd, j->slot, j->n_past, &terr) != LF_OK)
+            v.e = (emit_t){SCHED_FINISH_ERROR, terr.code, -1};
+        j->n_draft = 0;
+    }
+    if (v.e.finish != SCHED_FINISH_NONE)
+        job_finish_tok(s, j, v.e.finish, v.e.code, v.e.stop_token);
+    else if (j->gm)
+        mask_request(s, j); /* overlaps the next forward pass */
+}
+
 /* After a successful fwd_decode: advance positions, sample, emit. */
 static void step_commit(sched_t *s, int32_t n_tok, int32_t n_logits)
 {
@@ -572,54 +757,7 @@ static void step_commit(sched_t *s, int32_t n_tok, int32_t n_logits)
                 chan_push(j->ch, &pe);
             }
         }
-        const float *logits = fwd_logits(s->fwd, j->logit_j);
-        if (!logits) {
-            job_finish(s, j, SCHED_FINISH_ERROR, LF_ERR_INTERNAL);
-            continue;
-        }
-        int32_t tok = -1;
-        lf_err_t serr;
-        if (j->gm) {
-            int ms = mask_wait(s, j);
-            if (ms != MASK_READY) {
-                job_finish(s, j, SCHED_FINISH_ERROR, ms == MASK_FAILED ? j->mask_code : LF_ERR_INTERNAL);
-                continue;
-            }
-            sampler_set_allowed(j->smp, j->mask);
-        }
-        if (sampler_sample(j->smp, logits, &tok, &serr) != LF_OK || sampler_accept(j->smp, tok, &serr) != LF_OK) {
-            /* a complete grammar whose only continuation (the end) is banned
-             * (min_tokens, ignore_eos) still ends normally */
-            if (j->gm && grammar_matcher_accepting(j->gm))
-                job_finish(s, j, SCHED_FINISH_STOP, LF_OK);
-            else
-                job_finish(s, j, SCHED_FINISH_ERROR, serr.code);
-            continue;
-        }
-        if (j->gm && !grammar_matcher_accept(j->gm, tok)) {
-            job_finish(s, j, SCHED_FINISH_ERROR, LF_ERR_INTERNAL);
-            continue;
-        }
-        j->last = tok;
-        j->prompt[j->n_prompt + j->n_gen] = tok;
-        j->n_gen++;
-        s->st.gen_tokens++;
-        sched_event_t ev = {.kind = SCHED_EV_TOKEN, .index = j->index, .token = tok};
-        if (j->params.logprobs)
-            lp_fill(s, logits, tok, j->params.top_logprobs, &ev.lp);
-        bool eog = (!j->params.ignore_eos || j->gm) && vocab_is_eog(s->vocab, tok);
-        ev.ends = eog || is_stop_id(j, tok);
-        chan_push(j->ch, &ev);
-        if (eog)
-            job_finish(s, j, SCHED_FINISH_STOP, LF_OK);
-        else if (ev.ends)
-            job_finish_tok(s, j, SCHED_FINISH_STOP, LF_OK, tok);
-        else if (j->gm && grammar_matcher_done(j->gm))
-            job_finish(s, j, SCHED_FINISH_STOP, LF_OK); /* the grammar is complete */
-        else if (j->n_gen >= j->params.max_tokens || j->n_past >= s->o.n_ctx)
-            job_finish(s, j, SCHED_FINISH_LENGTH, LF_OK);
-        else if (j->gm)
-            mask_request(s, j); /* overlaps the next forward pass */
+        job_verify(s, j);
     }
 }
 
@@ -663,14 +801,42 @@ static void *sched_main(void *arg)
         }
         pthread_mutex_unlock(&s->mu);
         lf_err_t err = {0};
+        if (s->n_dreq > 0) {
+            /* the draft model's rows (only this thread touches the jobs) */
+            lf_err_t derr = {0};
+            spec_draft_run(s->draft, s->dreq, s->n_dreq, &derr);
+            for (int32_t q = 0; q < s->n_dreq; q++)
+                for (int32_t r = 0; r < s->dreq[q].k; r++)
+                    s->batch[s->dreq_row[q] + r].token = s->dreq[q].out[r];
+            s->cost.t_draft = spec_draft_step_seconds(s->draft);
+        }
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         lf_code_t rc = fwd_decode(s->fwd, s->batch, n, &err);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
         pthread_mutex_lock(&s->mu);
         s->st.steps++;
+        bool drafted = false;
         for (int32_t i = 0; i < s->o.n_parallel; i++)
-            if (s->slots[i])
+            if (s->slots[i]) {
                 chan_unplan(s->slots[i]->ch);
+                drafted |= s->slots[i]->n_draft > 0;
+            }
+        if (rc == LF_ERR_NOMEM && drafted && !s->spec_hold) {
+            /* drafts are optional: retry the step without them first */
+            s->spec_hold = true;
+            continue;
+        }
+        s->spec_hold = false;
         if (rc == LF_ERR_NOMEM && preempt_newest(s))
             continue; /* nothing was added: rebuild the step without it */
+        /* the cost of decode rows (prompt rows are computed differently) */
+        bool decode_only = true;
+        for (int32_t k = 0; k < n && decode_only; k++)
+            decode_only = !s->batch[k].prompt && s->batch[k].logits;
+        if (rc == LF_OK && decode_only)
+            spec_cost_observe(&s->cost, n,
+                              (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
         if (rc != LF_OK) {
             /* fail every sequence that was in the batch; the cache is
              * unchanged, the others keep running */
@@ -703,6 +869,10 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
     s->model = m;
     s->vocab = model_vocab(m);
     s->o = *opts;
+    if (s->o.spec_row_cost > 0)
+        spec_cost_fix(&s->cost, s->o.spec_row_cost);
+    else
+        spec_cost_init(&s->cost);
     if (s->o.n_parallel < 1)
         s->o.n_parallel = 1;
     if (s->o.batch_tokens <= 0)
@@ -723,6 +893,8 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
         return NULL;
     }
     s->o.n_ctx = fwd_n_ctx(s->fwd);
+    if (!fwd_can_truncate(s->fwd))
+        s->o.spec_off = true; /* rejected drafts could not be forgotten */
     if (fwd_max_batch(s->fwd) > 0 && fwd_max_batch(s->fwd) < s->o.batch_tokens)
         s->o.batch_tokens = fwd_max_batch(s->fwd);
     s->slots = calloc((size_t)s->o.n_parallel, sizeof *s->slots);
@@ -730,10 +902,16 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
     s->batch_owner = calloc((size_t)s->o.batch_tokens + (size_t)s->o.n_parallel, sizeof *s->batch_owner);
     s->batch_lpos = calloc((size_t)s->o.batch_tokens + (size_t)s->o.n_parallel, sizeof *s->batch_lpos);
     s->lp_buf = malloc((size_t)vocab_n_tokens(s->vocab) * sizeof *s->lp_buf);
-    if (!s->slots || !s->batch || !s->batch_owner || !s->batch_lpos || !s->lp_buf) {
+    s->dreq = calloc((size_t)s->o.n_parallel, sizeof *s->dreq);
+    s->dreq_row = calloc((size_t)s->o.n_parallel, sizeof *s->dreq_row);
+    if (!s->slots || !s->batch || !s->batch_owner || !s->batch_lpos || !s->lp_buf || !s->dreq || !s->dreq_row) {
         lf_err_set(err, LF_ERR_NOMEM, "out of memory");
         goto fail;
     }
+    if (opts->draft_model && !s->o.spec_off &&
+        !(s->draft = spec_draft_create(opts->draft_model, m, s->o.n_parallel, s->o.n_ctx, s->o.batch_tokens,
+                                       s->o.n_threads, err)))
+        goto fail;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     pthread_mutex_init(&s->gmu, NULL);
@@ -756,6 +934,9 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
     s->started = true;
     return s;
 fail:
+    spec_draft_free(s->draft);
+    free(s->dreq);
+    free(s->dreq_row);
     fwd_free(s->fwd);
     free(s->slots);
     free(s->batch);
@@ -795,6 +976,9 @@ void sched_free(sched_t *s)
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->gmu);
     pthread_cond_destroy(&s->gcv);
+    spec_draft_free(s->draft);
+    free(s->dreq);
+    free(s->dreq_row);
     fwd_free(s->fwd);
     free(s->slots);
     free(s->batch);
@@ -854,6 +1038,12 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
             if (prompts[i][k] < 0 || prompts[i][k] >= n_vocab)
                 return lf_err_set(err, LF_ERR_INVALID, "token id %d is out of vocabulary (0..%d)",
                                   prompts[i][k], n_vocab - 1);
+        if (params[i].spec.n_prediction < 0 || (params[i].spec.n_prediction > 0 && !params[i].spec.prediction))
+            return lf_err_set(err, LF_ERR_INVALID, "bad prediction");
+        for (int32_t k = 0; k < params[i].spec.n_prediction; k++)
+            if (params[i].spec.prediction[k] < 0 || params[i].spec.prediction[k] >= n_vocab)
+                return lf_err_set(err, LF_ERR_INVALID, "prediction token id %d is out of vocabulary (0..%d)",
+                                  params[i].spec.prediction[k], n_vocab - 1);
     }
     job_t **jobs = calloc((size_t)n, sizeof *jobs);
     if (!jobs)
@@ -928,7 +1118,19 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
             jobs[i]->gm = grammar_matcher_create(params[i].grammar_engine, params[i].grammar, err);
             jobs[i]->mask = malloc((size_t)grammar_engine_n_words(params[i].grammar_engine) * sizeof(uint32_t));
         }
-        if (jobs[i] && jobs[i]->prompt && (!nst || jobs[i]->stop_ids) &&
+        /* speculation (spec.h): the job's prediction, the server's n-grams */
+        spec_params_t spp = params[i].spec;
+        spp.ngram = spp.ngram || s->o.spec_ngram;
+        spp.draft_model = s->draft != NULL;
+        if (s->o.spec_k_max > 0 && (spp.k_max <= 0 || spp.k_max > s->o.spec_k_max))
+            spp.k_max = s->o.spec_k_max;
+        bool spec_ok = true;
+        if (jobs[i] && !s->o.spec_off) {
+            lf_err_t serr = {0};
+            jobs[i]->spec = spec_seq_create(&spp, &serr);
+            spec_ok = jobs[i]->spec || serr.code == LF_OK;
+        }
+        if (jobs[i] && jobs[i]->prompt && (!nst || jobs[i]->stop_ids) && spec_ok &&
             (!params[i].prompt_logprobs || jobs[i]->plp) && (!params[i].grammar || (jobs[i]->gm && jobs[i]->mask))) {
             jobs[i]->smp = sampler_create(&sp, n_vocab, params[i].entropy, err);
             rc = jobs[i]->smp ? sampler_add_prompt(jobs[i]->smp, prompts[i], (int32_t)n_prompts[i], err)
@@ -952,6 +1154,7 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
         if (nst)
             memcpy(jobs[i]->stop_ids, params[i].stop_token_ids, nst * sizeof(int32_t));
         jobs[i]->params.stop_token_ids = jobs[i]->stop_ids;
+        jobs[i]->params.spec.prediction = NULL; /* borrowed: the spec state has its copy */
         if (jobs[i]->plp)
             jobs[i]->plp->n = (int32_t)n_prompts[i];
         /* the first job of a share group leads, the later ones follow */

@@ -57,6 +57,7 @@
 #include "engine/sample/logprob.h"
 #include "engine/model/model.h"
 #include "engine/sample/sampler.h"
+#include "engine/sched/spec.h"
 
 typedef struct {
     int32_t n_parallel;   /* slots = sequences decoded together (>= 1) */
@@ -67,6 +68,15 @@ typedef struct {
     int32_t chan_cap;     /* events a channel holds (<= 0: 64) */
     int64_t kv_mb;        /* KV cache budget in MiB (<= 0: n_parallel x n_ctx
                              positions); at least one full context */
+    /* ---- speculative decoding (issue 27, spec.h) ---- */
+    bool spec_ngram;      /* every job also drafts from n-grams */
+    int32_t spec_k_max;   /* most drafts per step and sequence (<= 0: SPEC_K_MAX) */
+    bool spec_off;        /* never speculate (for comparisons) */
+    double spec_row_cost; /* > 0: what one more row costs relative to a step's
+                             fixed part (draft lengths); else measured */
+    const model_t *draft_model; /* a draft model (spec_draft.h: the same
+                                   vocabulary), or NULL; must outlive the
+                                   scheduler */
 } sched_opts_t;
 
 /* Parameters of one job. `sampling` is the whole sampler chain
@@ -106,6 +116,11 @@ typedef struct {
                                  at once. Masks are computed by the
                                  scheduler's mask thread while the forward
                                  pass runs. */
+    /* ---- speculative decoding (issue 27) ---- */
+    spec_params_t spec;       /* draft sources of this job (prediction
+                                 tokens copied by submit; ngram also when
+                                 the scheduler's spec_ngram is set). The
+                                 tokens are the same with or without. */
 } sched_params_t;
 
 /* Prompt logprobs of one job: entries[0] is the first prompt token (no
@@ -149,6 +164,9 @@ typedef struct {
     int32_t n_cached;       /* of which reused from the prefix cache (DONE) */
     int32_t n_gen;          /* tokens generated (DONE) */
     int32_t stop_token;     /* DONE/STOP by a stop_token_ids entry: it; else -1 */
+    int32_t n_pred_accepted; /* DONE: prediction tokens drafted and kept */
+    int32_t n_pred_rejected; /* DONE: prediction tokens drafted and rejected
+                                (computed, then discarded) */
     bool ends;              /* TOKEN: this token (EOS / a stop_token_ids
                                entry) ends the job with STOP */
     sched_lp_t lp;          /* TOKEN with logprobs (lp.has) */
@@ -172,6 +190,9 @@ typedef struct {
     uint64_t gen_tokens;      /* total tokens generated */
     uint64_t steps;           /* engine steps run */
     uint64_t preemptions;     /* running jobs preempted for KV memory */
+    uint64_t spec_drafted[SPEC_SRC_COUNT];  /* draft tokens verified, per source */
+    uint64_t spec_accepted[SPEC_SRC_COUNT]; /* of which kept */
+    uint64_t spec_verifications; /* steps of a sequence that verified drafts */
 } sched_stats_t;
 
 typedef struct sched sched_t;

@@ -407,7 +407,7 @@ static void summarize(sc_t *c, const conj_t *base, const json_object *s, summ_t 
             o->types &= type_mask(t) | (type_mask(t) & T_NUM ? T_INT : 0);
         if (e && json_object_is_type(e, json_type_array))
             o->enum_vals = e;
-        if (json_object_object_get_ex(x, "const", &k)) {
+        if (sc_kw_ex(c, x, "const", &k)) {
             o->const_val = k;
             o->has_const = true;
         }
@@ -461,7 +461,7 @@ static bool prop_values(sc_t *c, const json_object *s, const json_object **vals,
 {
     for (int hop = 0; hop < 8 && s && json_object_is_type(s, json_type_object); hop++) {
         json_object *k;
-        if (json_object_object_get_ex(s, "const", &k)) {
+        if (sc_kw_ex(c, s, "const", &k)) {
             *one = k;
             *vals = NULL;
             *n = 1;
@@ -749,7 +749,7 @@ static bool apply_not(sc_t *c, flat_t *f, const json_object *n, int hop, bool ap
         return true;
     }
     json_object *e = sc_get(n, "enum"), *k = NULL;
-    bool has_const = json_object_object_get_ex(n, "const", &k);
+    bool has_const = sc_kw_ex(c, n, "const", &k);
     if ((e || has_const) && (approx || annotation_only(n, (const char *[]){"enum", "const", NULL}))) {
         size_t cnt = e && json_object_is_type(e, json_type_array) ? json_object_array_length(e) : 0;
         for (size_t i = 0; i < cnt + (has_const ? 1 : 0); i++) {
@@ -858,6 +858,8 @@ static gr_ex_t *compile_flat(sc_t *c, conj_t *l)
         json_object_object_foreach((json_object *)s, k, v) {
             if (c->failed)
                 break;
+            if (!sc_draft_has(c, k))
+                continue; /* not a keyword in the schema's draft */
             if (!strcmp(k, "type")) {
                 unsigned m = type_mask(v);
                 if (m & T_NUM)
@@ -1075,12 +1077,12 @@ static gr_ex_t *compile_array(sc_t *c, conj_t *l, flat_t *f, int depth)
     int32_t max_prefix = 0;
     for (int32_t i = 0; i < l->n; i++) {
         const json_object *s = l->v[i].s;
-        json_object *p = sc_get(s, "prefixItems"), *it = sc_get(s, "items");
+        json_object *p = sc_kw(c, s, "prefixItems"), *it = sc_get(s, "items");
         if (p && json_object_is_type(p, json_type_array) && (int32_t)json_object_array_length(p) > max_prefix)
             max_prefix = (int32_t)json_object_array_length(p);
         if (!p && it && json_object_is_type(it, json_type_array) && (int32_t)json_object_array_length(it) > max_prefix)
             max_prefix = (int32_t)json_object_array_length(it);
-        if (sc_get(s, "unevaluatedItems"))
+        if (sc_kw(c, s, "unevaluatedItems"))
             return sc_unsupported(c, "unevaluatedItems", "") ? gr_ex_none(a) : NULL;
     }
     if (max_prefix > 1000) {
@@ -1093,7 +1095,7 @@ static gr_ex_t *compile_array(sc_t *c, conj_t *l, flat_t *f, int depth)
     int32_t n_rest = 0;
     for (int32_t i = 0; i < l->n; i++) {
         const json_object *s = l->v[i].s;
-        json_object *p = sc_get(s, "prefixItems"), *it = sc_get(s, "items"), *ad = sc_get(s, "additionalItems");
+        json_object *p = sc_kw(c, s, "prefixItems"), *it = sc_get(s, "items"), *ad = sc_get(s, "additionalItems");
         const json_object *r = NULL;
         if (p)
             r = it;
@@ -1112,7 +1114,7 @@ static gr_ex_t *compile_array(sc_t *c, conj_t *l, flat_t *f, int depth)
         int32_t cap = 0;
         for (int32_t i = 0; i < l->n; i++) {
             const json_object *s = l->v[i].s;
-            json_object *p = sc_get(s, "prefixItems"), *it = sc_get(s, "items");
+            json_object *p = sc_kw(c, s, "prefixItems"), *it = sc_get(s, "items");
             json_object *arr = p ? p : (it && json_object_is_type(it, json_type_array) ? it : NULL);
             int32_t len = arr ? (int32_t)json_object_array_length(arr) : 0;
             if (i == 0 || len < cap)
@@ -1137,7 +1139,7 @@ static gr_ex_t *compile_array(sc_t *c, conj_t *l, flat_t *f, int depth)
         int32_t nh = 0;
         for (int32_t i = 0; i < l->n; i++) {
             const json_object *s = l->v[i].s;
-            json_object *p = sc_get(s, "prefixItems"), *it = sc_get(s, "items"), *ad = sc_get(s, "additionalItems");
+            json_object *p = sc_kw(c, s, "prefixItems"), *it = sc_get(s, "items"), *ad = sc_get(s, "additionalItems");
             json_object *arr = p ? p : (it && json_object_is_type(it, json_type_array) ? it : NULL);
             if (arr && (size_t)j < json_object_array_length(arr))
                 here[nh++] = json_object_array_get_idx(arr, (size_t)j);
@@ -1346,7 +1348,7 @@ static gr_ex_t *compile_object(sc_t *c, conj_t *l, flat_t *f, int depth)
     for (int32_t i = 0; i < l->n; i++) {
         const json_object *s = l->v[i].s;
         json_object *p = sc_get(s, "properties"), *pp = sc_get(s, "patternProperties");
-        if ((uneval = sc_get(s, "unevaluatedProperties")) != NULL)
+        if ((uneval = sc_kw(c, s, "unevaluatedProperties")) != NULL)
             has_uneval = true;
         if (p && json_object_is_type(p, json_type_object)) {
             json_object_object_foreach(p, k, v) {
@@ -1389,13 +1391,13 @@ static gr_ex_t *compile_object(sc_t *c, conj_t *l, flat_t *f, int depth)
     bool uscope_all = false;
     if (has_uneval) {
         for (int32_t i = 0; i < l->n; i++)
-            if (sc_get(l->v[i].s, "unevaluatedProperties")) {
+            if (sc_kw(c, l->v[i].s, "unevaluatedProperties")) {
                 if (uneval_owner) {
                     sc_unsupported(c, "unevaluatedProperties", "several unevaluatedProperties on one value in");
                     goto out;
                 }
                 uneval_owner = l->v[i].s;
-                uneval = sc_get(l->v[i].s, "unevaluatedProperties");
+                uneval = sc_kw(c, l->v[i].s, "unevaluatedProperties");
             }
         if (json_object_is_type(uneval, json_type_boolean) && json_object_get_boolean(uneval)) {
             has_uneval = false; /* true: nothing to check */
@@ -1493,7 +1495,7 @@ static gr_ex_t *compile_object(sc_t *c, conj_t *l, flat_t *f, int depth)
         }
         /* propertyNames must accept the name */
         for (int32_t i = 0; i < l->n && !forbidden; i++) {
-            json_object *pn = sc_get(l->v[i].s, "propertyNames");
+            json_object *pn = sc_kw(c, l->v[i].s, "propertyNames");
             if (!pn)
                 continue;
             json_object *ks = json_object_new_string(props[k].name);
@@ -1567,7 +1569,7 @@ static gr_ex_t *compile_object(sc_t *c, conj_t *l, flat_t *f, int depth)
     pn_str.patterns = pn_pats;
     pn_str.formats = pn_fmts;
     for (int32_t i = 0; i < l->n; i++) {
-        json_object *pn = sc_get(l->v[i].s, "propertyNames");
+        json_object *pn = sc_kw(c, l->v[i].s, "propertyNames");
         if (!pn || !json_object_is_type(pn, json_type_object))
             continue;
         if (sc_get(pn, "$ref") || sc_get(pn, "anyOf") || sc_get(pn, "oneOf") || sc_get(pn, "allOf") ||
@@ -1587,7 +1589,7 @@ static gr_ex_t *compile_object(sc_t *c, conj_t *l, flat_t *f, int depth)
             pn_str.max_len = as_count(x);
         if ((x = sc_get(pn, "enum")) && json_object_is_type(x, json_type_array))
             pn_enum = x;
-        if (json_object_object_get_ex(pn, "const", &x)) {
+        if (sc_kw_ex(c, pn, "const", &x)) {
             if (!sc_unsupported(c, "propertyNames", "const in"))
                 goto out;
         }
@@ -1742,10 +1744,11 @@ out:
 
 /* ---- entry points ------------------------------------------------------------------------------------- */
 
-static int detect_draft(const json_object *root)
+static int detect_draft(const json_object *root, bool *declared)
 {
     json_object *s = sc_get(root, "$schema");
     const char *u = s && json_object_is_type(s, json_type_string) ? json_object_get_string(s) : "";
+    *declared = strstr(u, "draft-0") || strstr(u, "2019-09") || strstr(u, "2020-12");
     if (strstr(u, "draft-04"))
         return 4;
     if (strstr(u, "draft-06"))
@@ -1781,7 +1784,7 @@ lf_code_t gr_schema_compile(const json_object *schema, const gr_schema_opts_t *o
     c.any_rule = -1;
     c.ws = gr_schema_ws(a, opts);
     c.root = opts->doc ? opts->doc : schema;
-    c.draft = detect_draft(c.root);
+    c.draft = detect_draft(c.root, &c.draft_declared);
     *value = NULL;
     gr_ex_t *v = NULL;
     (void)own;

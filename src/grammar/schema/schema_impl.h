@@ -47,6 +47,7 @@ typedef struct sc {
     bool failed;
     const json_object *root;
     int draft;                  /* 4, 6, 7, 2019, 2020 */
+    bool draft_declared;        /* by "$schema" (else 2020 by default) */
     gr_rules_t *R;              /* rules and DFAs (the caller's) */
     sc_memo_t *memo;
     int32_t n_memo, cap_memo;
@@ -71,6 +72,16 @@ bool sc_unsupported(sc_t *c, const char *keyword, const char *why);
 int32_t sc_new_rule(sc_t *c);
 bool sc_keep_dfa(sc_t *c, gr_dfa_t *d);  /* takes ownership */
 json_object *sc_get(const json_object *o, const char *k); /* member or NULL */
+
+/* schema_draft.c: the keywords of the schema's declared draft. */
+bool sc_draft_has(const sc_t *c, const char *kw);            /* kw exists in c's draft */
+json_object *sc_kw(const sc_t *c, const json_object *s, const char *kw); /* sc_get if it does */
+/* As json_object_object_get_ex (a null member is *out NULL, true), false
+ * where kw is not a keyword of c's draft. */
+bool sc_kw_ex(const sc_t *c, const json_object *s, const char *kw, json_object **out);
+/* Whether v is an integer in c's draft (draft-04: no fraction or exponent
+ * in its text; later: an integral value, 2.0 included). */
+bool sc_is_integer(const sc_t *c, const json_object *v);
 
 /* schema_ref.c */
 bool sc_ref_index(sc_t *c);

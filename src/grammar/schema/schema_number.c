@@ -9,8 +9,9 @@
  * Bounded numbers are written without exponent (an exponent would make
  * the comparison depend on counting digits against the exponent, which is
  * not regular); unbounded ones may use one. Integers are the numbers whose
- * fraction is absent or 1 to 16 zeros ("2.0" is an integer in JSON Schema;
- * the bound keeps a generated integer from running on in zeros).
+ * fraction is absent or 1 to 16 zeros ("2.0" is an integer in JSON Schema
+ * from draft-06 on, not in draft-04, where an integer has no fraction; the
+ * bound keeps a generated integer from running on in zeros).
  * multipleOf p/10^q: a remainder automaton over the digits (p up to 10^6).
  */
 #include "grammar/schema/schema_impl.h"
@@ -453,7 +454,8 @@ gr_ex_t *sc_number_expr(sc_t *c, const sc_num_t *n)
     bool bounded = n->lo || n->hi || n->n_mult > 0;
     /* at most 64 integer and 64 fraction digits (and 4 exponent digits):
      * a generated number cannot run on digit by digit */
-    const char *syntax = n->integer ? "-?(0|[1-9]\\d{0,63})(\\.0{1,16})?"
+    const char *syntax = n->integer && c->draft == 4 ? "-?(0|[1-9]\\d{0,63})" /* draft-04: no "2.0" */
+                         : n->integer ? "-?(0|[1-9]\\d{0,63})(\\.0{1,16})?"
                          : bounded  ? "-?(0|[1-9]\\d{0,63})(\\.\\d{1,64})?"
                                     : "-?(0|[1-9]\\d{0,63})(\\.\\d{1,64})?([eE][+-]?\\d{1,4})?";
     if (!bounded) {

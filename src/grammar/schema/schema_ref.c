@@ -262,6 +262,9 @@ static bool walk(sc_t *c, const json_object *node, const char *base, int depth)
     json_object *id = sc_get(node, "$id");
     if (!id && c->draft == 4)
         id = sc_get(node, "id");
+    json_object *ref = sc_get(node, "$ref");
+    if (c->draft <= 7 && ref && json_object_is_type(ref, json_type_string))
+        id = NULL; /* before 2019-09 every sibling of $ref is ignored, its id included */
     if (id && json_object_is_type(id, json_type_string)) {
         const char *s = json_object_get_string(id);
         if (s[0] == '#') { /* draft <= 7 plain-name fragment: an anchor */

@@ -13,16 +13,6 @@ static bool is_num(const json_object *v)
     return json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double);
 }
 
-static bool is_integer(const json_object *v)
-{
-    if (json_object_is_type(v, json_type_int))
-        return true;
-    if (!json_object_is_type(v, json_type_double))
-        return false;
-    double d = json_object_get_double(v);
-    return isfinite(d) && floor(d) == d;
-}
-
 bool sc_json_equal(const json_object *a, const json_object *b)
 {
     if (is_num(a) && is_num(b))
@@ -71,7 +61,7 @@ static size_t cp_len(const char *s, size_t n)
     return c;
 }
 
-static bool type_ok(const json_object *v, const char *t)
+static bool type_ok(const sc_t *c, const json_object *v, const char *t)
 {
     if (!strcmp(t, "null"))
         return json_object_is_type(v, json_type_null);
@@ -86,7 +76,7 @@ static bool type_ok(const json_object *v, const char *t)
     if (!strcmp(t, "number"))
         return is_num(v);
     if (!strcmp(t, "integer"))
-        return is_integer(v);
+        return sc_is_integer(c, v);
     return false;
 }
 
@@ -121,11 +111,11 @@ static bool validate(sc_t *c, const json_object *v, const json_object *s, int de
     if ((x = sc_get(s, "type"))) {
         bool ok = false;
         if (json_object_is_type(x, json_type_string))
-            ok = type_ok(v, json_object_get_string(x));
+            ok = type_ok(c, v, json_object_get_string(x));
         else if (json_object_is_type(x, json_type_array))
             for (size_t i = 0; i < json_object_array_length(x) && !ok; i++) {
                 json_object *t = json_object_array_get_idx(x, i);
-                ok = json_object_is_type(t, json_type_string) && type_ok(v, json_object_get_string(t));
+                ok = json_object_is_type(t, json_type_string) && type_ok(c, v, json_object_get_string(t));
             }
         if (!ok)
             return false;
@@ -137,7 +127,7 @@ static bool validate(sc_t *c, const json_object *v, const json_object *s, int de
         if (!ok)
             return false;
     }
-    if (json_object_object_get_ex(s, "const", &x) && !sc_json_equal(v, x))
+    if (sc_kw_ex(c, s, "const", &x) && !sc_json_equal(v, x))
         return false;
     if (json_object_is_type(v, json_type_string)) {
         const char *str = json_object_get_string((json_object *)v);
@@ -196,7 +186,7 @@ static bool validate(sc_t *c, const json_object *v, const json_object *s, int de
                     return false;
             }
         json_object *props = sc_get(s, "properties"), *pp = sc_get(s, "patternProperties"),
-                    *ap = sc_get(s, "additionalProperties"), *pn = sc_get(s, "propertyNames");
+                    *ap = sc_get(s, "additionalProperties"), *pn = sc_kw(c, s, "propertyNames");
         json_object_object_foreach((json_object *)v, key, val) {
             bool matched = false;
             json_object *ps;
@@ -225,8 +215,8 @@ static bool validate(sc_t *c, const json_object *v, const json_object *s, int de
                     return false;
             }
         }
-        json_object *dr = sc_get(s, "dependentRequired"), *dep = sc_get(s, "dependencies"),
-                    *ds = sc_get(s, "dependentSchemas");
+        json_object *dr = sc_kw(c, s, "dependentRequired"), *dep = sc_kw(c, s, "dependencies"),
+                    *ds = sc_kw(c, s, "dependentSchemas");
         json_object *maps[3] = {dr, dep, ds};
         for (int m = 0; m < 3; m++) {
             if (!maps[m] || !json_object_is_type(maps[m], json_type_object))
@@ -253,7 +243,7 @@ static bool validate(sc_t *c, const json_object *v, const json_object *s, int de
             return false;
         if ((x = sc_get(s, "maxItems")) && is_num(x) && (double)n > json_object_get_double(x))
             return false;
-        json_object *items = sc_get(s, "items"), *prefix = sc_get(s, "prefixItems"), *addl = sc_get(s, "additionalItems");
+        json_object *items = sc_get(s, "items"), *prefix = sc_kw(c, s, "prefixItems"), *addl = sc_get(s, "additionalItems");
         size_t np = 0;
         if (prefix && json_object_is_type(prefix, json_type_array)) {
             np = json_object_array_length(prefix);
@@ -283,11 +273,11 @@ static bool validate(sc_t *c, const json_object *v, const json_object *s, int de
                 for (size_t j = i + 1; j < n; j++)
                     if (sc_json_equal(json_object_array_get_idx(v, i), json_object_array_get_idx(v, j)))
                         return false;
-        if ((x = sc_get(s, "contains"))) {
+        if ((x = sc_kw(c, s, "contains"))) {
             size_t hits = 0;
             for (size_t i = 0; i < n; i++)
                 hits += validate(c, json_object_array_get_idx(v, i), x, depth + 1);
-            json_object *mn = sc_get(s, "minContains"), *mx = sc_get(s, "maxContains");
+            json_object *mn = sc_kw(c, s, "minContains"), *mx = sc_kw(c, s, "maxContains");
             double lo = mn && is_num(mn) ? json_object_get_double(mn) : 1;
             if ((double)hits < lo || (mx && is_num(mx) && (double)hits > json_object_get_double(mx)))
                 return false;
@@ -313,8 +303,8 @@ static bool validate(sc_t *c, const json_object *v, const json_object *s, int de
     }
     if ((x = sc_get(s, "not")) && validate(c, v, x, depth + 1))
         return false;
-    if ((x = sc_get(s, "if"))) {
-        json_object *br = validate(c, v, x, depth + 1) ? sc_get(s, "then") : sc_get(s, "else");
+    if ((x = sc_kw(c, s, "if"))) {
+        json_object *br = validate(c, v, x, depth + 1) ? sc_kw(c, s, "then") : sc_kw(c, s, "else");
         if (br && !validate(c, v, br, depth + 1))
             return false;
     }

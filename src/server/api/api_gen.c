@@ -92,12 +92,17 @@ static const char *to_json(json_object *o)
 
 static json_object *usage_json(const run_t *g)
 {
-    int32_t gen = 0, cached = 0;
+    int32_t gen = 0, cached = 0, pred_acc = 0, pred_rej = 0;
     for (size_t i = 0; i < g->n; i++) {
         gen += g->ch[i].n_gen;
+        pred_acc += g->ch[i].pred_accepted;
+        pred_rej += g->ch[i].pred_rejected;
         if (i % g->per == 0) /* the prompt is counted once, not per choice */
             cached += g->ch[i].n_cached;
     }
+    /* OpenAI counts rejected prediction tokens as completion tokens (they
+     * were computed): completion_tokens_details says how many */
+    gen += pred_rej;
     json_object *u = json_object_new_object();
     json_object_object_add(u, "prompt_tokens", json_object_new_int(g->prompt_total));
     json_object_object_add(u, "total_tokens", json_object_new_int(g->prompt_total + gen));
@@ -105,14 +110,22 @@ static json_object *usage_json(const run_t *g)
     json_object *d = json_object_new_object();
     json_object_object_add(d, "cached_tokens", json_object_new_int(cached));
     json_object_object_add(u, "prompt_tokens_details", d);
+    json_object *cd = NULL;
     if (g->n && g->ch[0].co && chat_out_reasoning_on(g->ch[0].co)) {
         int32_t rt = 0;
         for (size_t i = 0; i < g->n; i++)
             rt += g->ch[i].co ? chat_out_reasoning_tokens(g->ch[i].co) : 0;
-        json_object *cd = json_object_new_object();
+        cd = json_object_new_object();
         json_object_object_add(cd, "reasoning_tokens", json_object_new_int(rt));
-        json_object_object_add(u, "completion_tokens_details", cd);
     }
+    if (g->prediction) {
+        if (!cd)
+            cd = json_object_new_object();
+        json_object_object_add(cd, "accepted_prediction_tokens", json_object_new_int(pred_acc));
+        json_object_object_add(cd, "rejected_prediction_tokens", json_object_new_int(pred_rej));
+    }
+    if (cd)
+        json_object_object_add(u, "completion_tokens_details", cd);
     if (g->mindie && g->n > 0) {
         const choice_t *c = &g->ch[0];
         json_object_object_add(u, "prefill_time",
@@ -311,6 +324,8 @@ static void run_events(run_t *g, sched_chan_t *chan, int32_t **job_prompts)
         /* SCHED_EV_DONE */
         c->dead = true;
         c->n_cached = ev.n_cached;
+        c->pred_accepted = ev.n_pred_accepted;
+        c->pred_rejected = ev.n_pred_rejected;
         n_done++;
         if (ev.finish == SCHED_FINISH_ERROR) {
             lf_err_t e;
@@ -373,6 +388,8 @@ void gen_run(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t *
     size_t *jn = NULL;
     char **echo_owned = NULL;
     sched_chan_t *chan = NULL;
+    int32_t *pred = NULL; /* the prediction's tokens (OpenAI Predicted Outputs) */
+    size_t n_pred = 0;
     int32_t max_n = srv_max_n(s);
     if (sp->n > max_n) { /* parsed with the server's limits, so only for other parsers */
         char msg[160];
@@ -416,6 +433,18 @@ void gen_run(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t *
             gen_fail(fmt, r, 400, msg, "stop_token_ids", NULL);
             goto out;
         }
+    /* the prediction, tokenized as text (no BOS, control-token text
+     * literal): where the output follows it, it drafts the next tokens */
+    if (sp->prediction && *sp->prediction) {
+        if (vocab_tokenize(s->vocab, sp->prediction, strlen(sp->prediction), false, false, &pred, &n_pred, &e) !=
+            LF_OK) {
+            gen_fail_err(fmt, r, &e, "prediction", NULL);
+            goto out;
+        }
+        if (n_pred > (size_t)n_ctx)
+            n_pred = (size_t)n_ctx; /* beyond what any output can reach */
+    }
+    g.prediction = sp->prediction != NULL;
     bool want_plp = sp->prompt_logprobs >= 0 || (sp->echo && sp->logprobs);
     for (size_t i = 0; i < n_in; i++) {
         g.prompt_total += (int32_t)n_prompts[i];
@@ -482,6 +511,8 @@ void gen_run(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t *
             params[j].prompt_logprobs = want_plp && (!chat || k == 0) && (sp->echo || sp->prompt_logprobs >= 0);
             params[j].n_prompt_top = sp->prompt_logprobs >= 0 ? sp->prompt_logprobs : sp->top_logprobs;
             params[j].share_group = per > 1 && !params[j].prompt_logprobs ? (int32_t)i + 1 : 0;
+            params[j].spec.prediction = pred;
+            params[j].spec.n_prediction = (int32_t)n_pred;
             vocab_detok_init(&ch[j].detok, s->vocab, !sp->skip_special_tokens);
             ch[j].ss = stopstr_create((const char *const *)sp->stop, NULL, gram ? 0 : sp->n_stop,
                                       sp->include_stop_str_in_output, &e);
@@ -562,6 +593,7 @@ out:
     free(jp);
     free(jn);
     free(params);
+    free(pred);
 }
 
 static int tokenize_text(srv_t *s, http_req_t *r, const char *text, bool add_special, int32_t **ids, size_t *n)

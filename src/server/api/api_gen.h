@@ -47,6 +47,8 @@ typedef struct {
     double t_first, t_last;
     json_object *decode_ms;/* MindIE decode_time_arr */
     chat_out_t *co;        /* chat with a reasoning/tool-call parser, else NULL */
+    int32_t pred_accepted; /* prediction tokens kept / rejected (DONE event) */
+    int32_t pred_rejected;
 } choice_t;
 
 struct gen_fmt;
@@ -69,6 +71,7 @@ typedef struct {
     const req_sampling_t *sp;
     size_t per;            /* choices per prompt (n) */
     bool mindie;           /* MindIE extras (full_text streaming, timings) */
+    bool prediction;       /* the request has a `prediction` (usage details) */
     char fingerprint[96];
 } run_t;
 

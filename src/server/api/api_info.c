@@ -25,7 +25,10 @@ static json_object *model_card(const srv_t *s, const char *name)
     json_object_object_add(m, "object", json_object_new_string("model"));
     json_object_object_add(m, "created", json_object_new_int64((int64_t)s->created));
     json_object_object_add(m, "owned_by", json_object_new_string("llm-fcgi"));
-    json_object_object_add(m, "root", json_object_new_string(s->cfg.model_path));
+    /* vLLM's "root" is the model it loaded: here the file's name, never
+     * the server's directory */
+    const char *base = strrchr(s->cfg.model_path, '/');
+    json_object_object_add(m, "root", json_object_new_string(base && base[1] ? base + 1 : s->cfg.model_path));
     json_object_object_add(m, "parent", NULL);
     json_object_object_add(m, "max_model_len", json_object_new_int(srv_n_ctx(s)));
     return m;

@@ -129,6 +129,55 @@ static int parse_ids(json_object *o, const char *k, int32_t **out, int32_t *n_ou
     return 0;
 }
 
+/* OpenAI Predicted Outputs: {"type": "content", "content": TEXT}, TEXT a
+ * string or an array of {"type": "text", "text": ...} parts (joined). */
+static int parse_prediction(json_object *o, req_sampling_t *s, req_err_t *e)
+{
+    json_object *v = get(o, "prediction");
+    if (!v)
+        return 0;
+    const char *shape = "'prediction' must be {\"type\": \"content\", \"content\": a string or an array of text parts}";
+    json_object *t = NULL, *c = NULL;
+    if (!json_object_is_type(v, json_type_object))
+        return bad(e, "prediction", NULL, "%s", shape);
+    if (!json_object_object_get_ex(v, "type", &t) || !json_object_is_type(t, json_type_string) ||
+        strcmp(json_object_get_string(t), "content"))
+        return bad(e, "prediction", NULL, "'prediction.type' must be \"content\", got %.60s",
+                   t ? req_json_literal(t) : "nothing");
+    if (!json_object_object_get_ex(v, "content", &c) || !c)
+        return bad(e, "prediction", NULL, "%s", shape);
+    if (json_object_is_type(c, json_type_string)) {
+        s->prediction = strdup(json_object_get_string(c));
+        if (!s->prediction)
+            return oom(e);
+        return 0;
+    }
+    if (!json_object_is_type(c, json_type_array))
+        return bad(e, "prediction", NULL, "%s", shape);
+    size_t n = json_object_array_length(c), len = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_object *part = json_object_array_get_idx(c, i), *pt = NULL, *tx = NULL;
+        if (!json_object_is_type(part, json_type_object) || !json_object_object_get_ex(part, "type", &pt) ||
+            !json_object_is_type(pt, json_type_string) || strcmp(json_object_get_string(pt), "text") ||
+            !json_object_object_get_ex(part, "text", &tx) || !json_object_is_type(tx, json_type_string))
+            return bad(e, "prediction", NULL, "'prediction.content[%zu]' must be {\"type\": \"text\", \"text\": a string}",
+                       i);
+        len += (size_t)json_object_get_string_len(tx);
+    }
+    if (!(s->prediction = malloc(len + 1)))
+        return oom(e);
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_object *tx = NULL;
+        json_object_object_get_ex(json_object_array_get_idx(c, i), "text", &tx);
+        const size_t l = (size_t)json_object_get_string_len(tx);
+        memcpy(s->prediction + w, json_object_get_string(tx), l);
+        w += l;
+    }
+    s->prediction[w] = '\0';
+    return 0;
+}
+
 static int parse_bias(json_object *o, req_sampling_t *s, req_err_t *e)
 {
     json_object *v = get(o, "logit_bias");
@@ -222,7 +271,7 @@ int req_sampling_parse(json_object *o, bool chat, bool stream, const req_limits_
     if ((r = num(o, "repetition_penalty", 0.0, true, 1e6, &s->repetition_penalty, e)) < 0)
         return -1;
     s->has |= r ? REQ_HAS_REP_PENALTY : 0;
-    if (parse_bias(o, s, e) < 0 || parse_stop(o, s, e) < 0 ||
+    if (parse_bias(o, s, e) < 0 || parse_stop(o, s, e) < 0 || parse_prediction(o, s, e) < 0 ||
         parse_ids(o, "stop_token_ids", &s->stop_token_ids, &s->n_stop_token_ids, e) < 0)
         return -1;
     if (boolean(o, "ignore_eos", &s->ignore_eos, e) < 0 ||
@@ -271,5 +320,6 @@ void req_sampling_free(req_sampling_t *s)
     free(s->stop);
     free(s->logit_bias);
     free(s->stop_token_ids);
+    free(s->prediction);
     memset(s, 0, sizeof *s);
 }

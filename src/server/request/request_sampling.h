@@ -54,6 +54,8 @@ typedef struct {
     bool echo;                    /* completions */
     int32_t prompt_logprobs;      /* -1: none, else top-N per prompt token */
     int32_t mindie;               /* -1 absent, 0/1: MindIE extras (full_text, timings) */
+    char *prediction;             /* OpenAI Predicted Outputs: the expected text
+                                     (parts joined), NULL when absent */
 } req_sampling_t;
 
 struct json_object;

@@ -288,6 +288,17 @@ int srv_run(srv_config_t *cfg)
         return 1;
     }
     s.vocab = model_vocab(s.model);
+    if (cfg->model_draft && *cfg->model_draft) {
+        /* speculative decoding's draft model (spec_draft.h) */
+        if (!(s.draft_model = model_load(cfg->model_draft, &err))) {
+            fprintf(stderr, "llm-fcgi: cannot load the draft model: %s\n", err.msg);
+            model_free(s.model);
+        model_free(s.draft_model);
+            return 1;
+        }
+        fprintf(stderr, "llm-fcgi: draft model %s (%.1f M parameters)\n", cfg->model_draft,
+                (double)model_hparams(s.draft_model)->n_params / 1e6);
+    }
     if (cfg->ctx_size <= 0) {
         /* the model's training context, capped so a default start does not
          * allocate gigabytes of KV cache */
@@ -300,16 +311,22 @@ int srv_run(srv_config_t *cfg)
     if (embed_mode < 0) {
         fprintf(stderr, "llm-fcgi: %s\n", err.msg);
         model_free(s.model);
+        model_free(s.draft_model);
         return 1;
     }
     sched_opts_t so = {.n_parallel = cfg->parallel, .n_ctx = cfg->ctx_size, .max_queue = cfg->max_queue,
                        .batch_tokens = cfg->batch_tokens, .n_threads = cfg->threads,
-                       .kv_mb = cfg->kv_cache_mb};
+                       .kv_mb = cfg->kv_cache_mb,
+                       .spec_ngram = cfg->spec && !strcmp(cfg->spec, "ngram"),
+                       .spec_off = cfg->spec && !strcmp(cfg->spec, "none"),
+                       .spec_k_max = cfg->spec_draft_max, .spec_row_cost = cfg->spec_row_cost,
+                       .draft_model = s.draft_model};
     if (!embed_mode)
         s.sched = sched_create(s.model, &so, &err);
     if (!s.sched && !s.embed) {
         fprintf(stderr, "llm-fcgi: cannot start the engine: %s\n", err.msg);
         model_free(s.model);
+        model_free(s.draft_model);
         return 1;
     }
     /* the grammar engine (structured output): vocabulary tries, caches */
@@ -320,6 +337,7 @@ int srv_run(srv_config_t *cfg)
         fprintf(stderr, "llm-fcgi: cannot start the grammar engine: %s\n", err.msg);
         sched_free(s.sched);
         model_free(s.model);
+        model_free(s.draft_model);
         return 1;
     }
     metrics_init(&s.metrics);
@@ -336,6 +354,7 @@ int srv_run(srv_config_t *cfg)
         grammar_engine_free(s.grammar);
         metrics_destroy(&s.metrics);
         model_free(s.model);
+        model_free(s.draft_model);
         return 1;
     }
 
@@ -450,5 +469,6 @@ out:
     metrics_destroy(&s.metrics);
     chat_tmpl_renderer_free(tmpl);
     model_free(s.model);
+    model_free(s.draft_model);
     return status;
 }

@@ -45,7 +45,11 @@ for (let i = 0; i < N; i += B) chunks.push(texts.slice(i, i + B));
 let tokens = 0, next = 0;
 const t0 = performance.now();
 await Promise.all(Array.from({ length: C }, async () => {
-  while (next < chunks.length) { const c = chunks[next++]; tokens += (await post(c)).usage.prompt_tokens; }
+  while (next < chunks.length) {
+    const c = chunks[next++];
+    const used = (await post(c)).usage.prompt_tokens; /* not `tokens += await ...`: that reads tokens first */
+    tokens += used;
+  }
 }));
 const secs = (performance.now() - t0) / 1000;
 const lat = [];

@@ -106,7 +106,8 @@ static void test_rows_attention(void)
                     tap_diag("differs: head size %d, length %d, variant %d", hd, len, variant);
                 free(q), free(k), free(v), free(out), free(want), free(scratch);
             }
-    tap_ok(same == all, "rows-mode attention equals one dot at a time, bit for bit (%d of %d shapes)", same, all);
+    tap_ok(same == all, "rows-mode attention at level %d equals one dot at a time, bit for bit (%d of %d shapes)",
+           gx_level(), same, all);
 }
 
 static model_t *load(const char *name)
@@ -236,6 +237,9 @@ static void test_normalize(void)
 int main(void)
 {
     test_rows_attention();
+    const int level = gx_set_level(GX_LEVEL_PORTABLE); /* the portable kernels too */
+    test_rows_attention();
+    gx_set_level(level);
     test_dot_e4();
     test_normalize();
     test_sched("tinybert-mean-f32.gguf", 64);      /* encoder: whole sequences per pass */

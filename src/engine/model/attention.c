@@ -33,6 +33,7 @@
 #include "engine/model/attention.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/model/attn_lanes.h"
@@ -228,8 +229,8 @@ static void attn_item(const attn_job_t *job, const attn_lanes_t *L, attn_item_t 
 
 int64_t attn_rows_scratch_floats(int32_t max_batch, int32_t head_dim)
 {
-    const int64_t n8 = round16(max_batch > 0 ? max_batch : 1);
-    return n8 * head_dim + 2 * n8 + 16;
+    const int64_t n32 = ((max_batch > 0 ? max_batch : 1) + 31) / 32 * 32;
+    return n32 * head_dim + 2 * n32 + 16;
 }
 
 void attn_alibi_slopes(int32_t n_head, float max_bias, float *slopes)
@@ -242,8 +243,8 @@ void attn_alibi_slopes(int32_t n_head, float max_bias, float *slopes)
                                               : powf(m1, (float)(2 * ((uint32_t)h - n_head_log2) + 1));
 }
 
-/* The rows mode keeps ggml's per-dot operation order exactly, but runs 8
- * dots at once with one in each SIMD lane: K.q with the positions in the
+/* The rows mode keeps ggml's per-dot operation order exactly, but runs 32
+ * dots at once, one in each SIMD lane of 4 vectors: K.q with the positions in the
  * lanes (K transposed), P.V with the dimensions in the lanes. Every lane
  * performs the scalar order of gx_dot_f32_vec_e4 / gx_dot_f32_tiny (16
  * accumulators of one tinyBLAS lane or 4 x 16 of ggml_vec_dot_f32, the
@@ -251,82 +252,113 @@ void attn_alibi_slopes(int32_t n_head, float max_bias, float *slopes)
  * one dot at a time, bit for bit (test_attention checks it). */
 enum { RL = 8 }; /* lanes */
 
-/* ggml's 16-lane reduction of acc[16][RL] (gx_hsum16 per lane). */
-static void hsum16_lanes(float acc[16][RL], float *out)
-{
-    for (int l = 0; l < RL; l++) {
-        float t3[8], t6[4];
-        for (int i = 0; i < 8; i++)
-            t3[i] = acc[i + 8][l] + acc[i][l];
-        for (int i = 0; i < 4; i++)
-            t6[i] = t3[i + 4] + t3[i];
-        out[l] = (t6[0] + t6[2]) + (t6[1] + t6[3]);
-    }
-}
-
-/* RL dots of n terms: dot l = sum_i a(i, l) * b[i], where a(i, l) =
- * a[i * a_stride + l]; tiny: tinyBLAS's order (n % 16 == 0), else
- * ggml_vec_dot_f32's. */
+/* RL * ng dots of n terms: dot (g, l) = sum_i a(i, 8g + l) * b[i], where
+ * a(i, j) = a[i * a_stride + j] (ng groups of RL lanes side by side);
+ * tiny: tinyBLAS's order (n % 16 == 0), else ggml_vec_dot_f32's as the
+ * 2026 build compiled it (gx_dot_f32_vec_e4). The groups are independent
+ * chains the core overlaps. */
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
-__attribute__((target("avx2,fma"))) static void dots8_avx2(const float *a, int64_t a_stride, const float *b,
-                                                            int64_t n, bool tiny, float *out)
+#define RA_AVX2 __attribute__((target("avx2,fma")))
+
+/* gx_hsum16 of the 16 vectors v[0..16) lane by lane: its adds, vertical. */
+RA_AVX2 static inline __m256 hsum16_v(const __m256 *v)
 {
-    float acc[64][RL] __attribute__((aligned(32)));
+    __m256 t3[8], t6[4];
+    for (int i = 0; i < 8; i++)
+        t3[i] = _mm256_add_ps(v[i + 8], v[i]);
+    for (int i = 0; i < 4; i++)
+        t6[i] = _mm256_add_ps(t3[i + 4], t3[i]);
+    return _mm256_add_ps(_mm256_add_ps(t6[0], t6[2]), _mm256_add_ps(t6[1], t6[3]));
+}
+
+RA_AVX2 static inline __attribute__((always_inline)) void dots_avx2(const float *a, int64_t a_stride,
+                                                                     const float *b, int64_t n, bool tiny,
+                                                                     float *out, const int ng)
+{
+    __m256 acc[64][4];
     if (tiny) {
-        __m256 v[16];
         for (int j = 0; j < 16; j++)
-            v[j] = _mm256_setzero_ps();
+            for (int g = 0; g < ng; g++)
+                acc[j][g] = _mm256_setzero_ps();
         for (int64_t i = 0; i < n; i += 16)
+            for (int j = 0; j < 16; j++) {
+                const __m256 bv = _mm256_set1_ps(b[i + j]);
+                for (int g = 0; g < ng; g++)
+                    acc[j][g] = _mm256_fmadd_ps(_mm256_loadu_ps(a + (i + j) * a_stride + RL * g), bv, acc[j][g]);
+            }
+        for (int g = 0; g < ng; g++) {
+            __m256 v[16];
             for (int j = 0; j < 16; j++)
-                v[j] = _mm256_fmadd_ps(_mm256_loadu_ps(a + (i + j) * a_stride), _mm256_set1_ps(b[i + j]), v[j]);
-        for (int j = 0; j < 16; j++)
-            _mm256_store_ps(acc[j], v[j]);
-        hsum16_lanes((float(*)[RL])acc, out);
+                v[j] = acc[j][g];
+            _mm256_storeu_ps(out + RL * g, hsum16_v(v));
+        }
         return;
     }
     const int64_t np = n & ~(int64_t)63;
-    __m256 sum = _mm256_setzero_ps();
+    __m256 sum[4];
+    for (int g = 0; g < ng; g++)
+        sum[g] = _mm256_setzero_ps();
     if (np) {
         for (int j = 0; j < 64; j++)
-            _mm256_store_ps(acc[j], _mm256_setzero_ps());
+            for (int g = 0; g < ng; g++)
+                acc[j][g] = _mm256_setzero_ps();
         for (int64_t i = 0; i < np; i += 64)
-            for (int j = 0; j < 64; j++)
-                _mm256_store_ps(acc[j], _mm256_fmadd_ps(_mm256_loadu_ps(a + (i + j) * a_stride),
-                                                        _mm256_set1_ps(b[i + j]), _mm256_load_ps(acc[j])));
+            for (int j = 0; j < 64; j++) {
+                const __m256 bv = _mm256_set1_ps(b[i + j]);
+                for (int g = 0; g < ng; g++)
+                    acc[j][g] = _mm256_fmadd_ps(_mm256_loadu_ps(a + (i + j) * a_stride + RL * g), bv, acc[j][g]);
+            }
         /* GGML_F32x16_REDUCE: accumulator k is acc[16k .. 16k+15] */
-        for (int l = 0; l < 16; l++) {
-            _mm256_store_ps(acc[l], _mm256_add_ps(_mm256_load_ps(acc[l]), _mm256_load_ps(acc[32 + l])));
-            _mm256_store_ps(acc[16 + l], _mm256_add_ps(_mm256_load_ps(acc[16 + l]), _mm256_load_ps(acc[48 + l])));
+        for (int g = 0; g < ng; g++) {
+            __m256 v[16];
+            for (int l = 0; l < 16; l++) {
+                const __m256 x0 = _mm256_add_ps(acc[l][g], acc[32 + l][g]);
+                const __m256 x1 = _mm256_add_ps(acc[16 + l][g], acc[48 + l][g]);
+                v[l] = _mm256_add_ps(x0, x1);
+            }
+            sum[g] = hsum16_v(v);
         }
-        for (int l = 0; l < 16; l++)
-            _mm256_store_ps(acc[l], _mm256_add_ps(_mm256_load_ps(acc[l]), _mm256_load_ps(acc[16 + l])));
-        float s[RL] __attribute__((aligned(32)));
-        hsum16_lanes((float(*)[RL])acc, s);
-        sum = _mm256_load_ps(s);
     }
     const int64_t nv = np + ((n - np) & ~(int64_t)7) + (((n - np) & 7) >= 4 ? 4 : 0);
     int64_t i = np;
-    for (; i < nv; i++) /* rounded products added in order */
-        sum = _mm256_add_ps(sum, _mm256_mul_ps(_mm256_loadu_ps(a + i * a_stride), _mm256_set1_ps(b[i])));
-    for (; i < n; i++)
-        sum = _mm256_fmadd_ps(_mm256_loadu_ps(a + i * a_stride), _mm256_set1_ps(b[i]), sum);
-    _mm256_storeu_ps(out, sum);
+    for (; i < nv; i++) { /* rounded products added in order */
+        const __m256 bv = _mm256_set1_ps(b[i]);
+        for (int g = 0; g < ng; g++)
+            sum[g] = _mm256_add_ps(sum[g], _mm256_mul_ps(_mm256_loadu_ps(a + i * a_stride + RL * g), bv));
+    }
+    for (; i < n; i++) {
+        const __m256 bv = _mm256_set1_ps(b[i]);
+        for (int g = 0; g < ng; g++)
+            sum[g] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i * a_stride + RL * g), bv, sum[g]);
+    }
+    for (int g = 0; g < ng; g++)
+        _mm256_storeu_ps(out + RL * g, sum[g]);
+}
+
+RA_AVX2 static void dots_avx2_1(const float *a, int64_t s, const float *b, int64_t n, bool tiny, float *out)
+{
+    dots_avx2(a, s, b, n, tiny, out, 1);
+}
+
+RA_AVX2 static void dots_avx2_4(const float *a, int64_t s, const float *b, int64_t n, bool tiny, float *out)
+{
+    dots_avx2(a, s, b, n, tiny, out, 4);
 }
 #endif
 
-static void dots8(const float *a, int64_t a_stride, const float *b, int64_t n, bool tiny, float *out)
+/* 8 * ng dots (ng 1 or 4), as dots_avx2. */
+static void dots(const float *a, int64_t a_stride, const float *b, int64_t n, bool tiny, float *out, int ng)
 {
 #if defined(__x86_64__) || defined(__i386__)
     if (gx_level() >= GX_LEVEL_AVX2) {
-        dots8_avx2(a, a_stride, b, n, tiny, out);
+        (ng == 4 ? dots_avx2_4 : dots_avx2_1)(a, a_stride, b, n, tiny, out);
         return;
     }
 #endif
-    float col[RL][4096];
-    for (int l = 0; l < RL; l++) {
-        float *c = n <= 4096 ? col[l] : NULL;
-        if (!c) { /* not reached: rows-mode sequences are at most a batch */
+    float *c = malloc((size_t)(n > 0 ? n : 1) * sizeof *c);
+    for (int l = 0; l < RL * ng; l++) {
+        if (!c) { /* the portable level only, out of memory: zeros, never garbage */
             out[l] = 0.0f;
             continue;
         }
@@ -334,6 +366,7 @@ static void dots8(const float *a, int64_t a_stride, const float *b, int64_t n, b
             c[i] = a[i * a_stride + l];
         out[l] = tiny ? gx_dot_f32_tiny(c, b, n) : gx_dot_f32_vec_e4(c, b, n);
     }
+    free(c);
 }
 
 /* Sequence whose position 0 is row t0, query head h. Scratch: K of the
@@ -342,7 +375,8 @@ static void attn_rows_seq(const attn_job_t *job, int32_t t0, int32_t h, float *s
 {
     const int32_t hd = job->head_dim, kvh = h / (job->n_head / job->n_head_kv);
     const int64_t qd = (int64_t)job->n_head * hd, kd = (int64_t)job->n_head_kv * hd;
-    const int32_t len = job->seq_n[t0], n8 = (len + RL - 1) / RL * RL;
+    /* K is padded to groups of 4 x 8 positions (zeros), scores too */
+    const int32_t len = job->seq_n[t0], n8 = (len + 4 * RL - 1) / (4 * RL) * (4 * RL);
     float *kt = scr, *sc = scr + (int64_t)hd * n8;
     const float *krows = job->k_rows + (int64_t)t0 * kd + (int64_t)kvh * hd;
     const float *vrows = job->v_rows + (int64_t)t0 * kd + (int64_t)kvh * hd;
@@ -358,8 +392,8 @@ static void attn_rows_seq(const attn_job_t *job, int32_t t0, int32_t h, float *s
         const int32_t lo = job->kv_start[t], hi = job->n_kv[t], pos = job->pos[t];
         const bool tiny = job->order && job->order[t] == ATTN_ORDER_TINY;
         const float *q = job->q + t * qd + (int64_t)h * hd;
-        for (int32_t p = 0; p < n8; p += RL)
-            dots8(kt + p, n8, q, hd, tiny && one_head, sc + p);
+        for (int32_t p = 0; p < n8; p += 4 * RL)
+            dots(kt + p, n8, q, hd, tiny && one_head, sc + p, 4);
         for (int32_t p = 0; p < len; p++) {
             if (p < lo || p >= hi) {
                 sc[p] = -INFINITY;
@@ -373,8 +407,10 @@ static void attn_rows_seq(const attn_job_t *job, int32_t t0, int32_t h, float *s
         float *out = job->out + t * qd + (int64_t)h * hd;
         const bool pv_tiny = tiny && len % 16 == 0;
         int32_t d = 0;
+        for (; d + 4 * RL <= hd; d += 4 * RL)
+            dots(vrows + d, kd, sc, len, pv_tiny, out + d, 4);
         for (; d + RL <= hd; d += RL)
-            dots8(vrows + d, kd, sc, len, pv_tiny, out + d);
+            dots(vrows + d, kd, sc, len, pv_tiny, out + d, 1);
         for (float *col = sc + n8; d < hd; d++) { /* head sizes not a multiple of 8 */
             for (int32_t p = 0; p < len; p++)
                 col[p] = vrows[(int64_t)p * kd + d];

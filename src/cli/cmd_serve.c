@@ -112,11 +112,22 @@ static const char usage[] =
     "                             ~/.local/state/llm-fcgi) [LLM_STORE]\n"
     "      --store-ttl T          keep stored responses T (seconds, or with s/m/h/d; default 30d)\n"
     "                             [LLM_STORE_TTL]\n"
+    "Embeddings and reranking (a server serves them instead of generation):\n"
+    "      --embedding            serve embeddings: /v1/embeddings, /embed (TEI), /embedding, /score\n"
+    "                             (automatic for a file with a pooling type or an encoder family)\n"
+    "                             [LLM_EMBEDDING=1]; also --embeddings\n"
+    "      --rerank               serve reranking: /rerank, /v1/rerank, /v2/rerank, /score\n"
+    "                             [LLM_RERANK=1]; also --reranking\n"
+    "      --pooling P            none, mean, cls, last or rank (default: the file's) [LLM_POOLING]\n"
+    "      --max-batch-inputs N   inputs (or documents) of one request before 413 (default 2048)\n"
+    "                             [LLM_MAX_BATCH_INPUTS]\n"
     "  -h, --help                 this help\n"
     "\n"
     "Endpoints: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages,\n"
     "/v1/messages/count_tokens, /invocations, /tokenize, /detokenize; GET/DELETE /v1/responses/ID;\n"
-    "GET /v1/models[/ID], /metrics; GET /health, /ping (never need a key).\n"
+    "GET /v1/models[/ID], /metrics; GET /health, /ping (never need a key). An embedding server:\n"
+    "POST /v1/embeddings, /embedding(s), /embed, /rerank, /v1/rerank, /v2/rerank, /score,\n"
+    "/invocations (TEI's shapes) instead of the generation routes.\n"
     "Exit status: 0 after a clean stop, 1 if the model or socket fails, 2 on a usage error.\n";
 
 static size_t parse_size(const char *s, int *ok)
@@ -272,7 +283,8 @@ enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, 
        O_BATCH, O_DRAIN, O_PING, O_LOGP, O_TEMP, O_TOPP, O_TOPK, O_MINP, O_REP, O_MAXN, O_MINDIE, O_LMIFIN, O_KVMB,
        O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE, O_IOTIME, O_MMPROJ, O_MAXIMG, O_IMGBYTES,
        O_IMGPX, O_IMGCACHE, O_MDOMAINS, O_MPRIVATE, O_MDIR, O_MTIMEOUT, O_MREDIR,
-       O_SPEC, O_SPECMAX, O_SPECCOST, O_DRAFT, O_STORE, O_STORE_TTL, O_SNAPS };
+       O_SPEC, O_SPECMAX, O_SPECCOST, O_DRAFT, O_STORE, O_STORE_TTL, O_SNAPS,
+       O_EMBED, O_RERANK, O_POOLING, O_MAXINPUTS };
 
 /* A duration: seconds, or a number with s, m, h or d; -1 when bad. */
 static int64_t parse_duration(const char *s)
@@ -322,7 +334,8 @@ int cmd_serve(int argc, char **argv)
         {"LLM_IO_TIMEOUT", &c.io_timeout_seconds, 1}, {"LLM_MAX_IMAGES", &c.media.max_images, 1},
         {"LLM_IMAGE_CACHE_MB", &c.media.image_cache_mb, 0}, {"LLM_MEDIA_TIMEOUT", &c.media.media_timeout_s, 1},
         {"LLM_SPEC_DRAFT_MAX", &c.spec_draft_max, 1},
-        {"LLM_STATE_SNAPSHOTS", &snaps, 0}};
+        {"LLM_STATE_SNAPSHOTS", &snaps, 0},
+        {"LLM_MAX_BATCH_INPUTS", &c.max_batch_inputs, 1}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if ((e = getenv(ints[i].var)) && *e && parse_int(e, ints[i].lo, ints[i].dst) < 0) {
             fprintf(stderr, "llm-fcgi serve: bad %s=%s\n", ints[i].var, e);
@@ -336,6 +349,12 @@ int cmd_serve(int argc, char **argv)
         c.log_prompts = true;
     if ((e = getenv("LLM_LMI_FINISH_REASONS")) && *e == '1')
         c.lmi_finish_reasons = true;
+    if ((e = getenv("LLM_EMBEDDING")) && *e == '1')
+        c.embedding = true;
+    if ((e = getenv("LLM_RERANK")) && *e == '1')
+        c.rerank = true;
+    if ((e = getenv("LLM_POOLING")) && *e)
+        c.pooling = e;
     c.spec = getenv("LLM_SPEC");
     c.model_draft = getenv("LLM_MODEL_DRAFT");
     c.reasoning_parser = getenv("LLM_REASONING_PARSER");
@@ -383,6 +402,9 @@ int cmd_serve(int argc, char **argv)
         {"media-allow-private", no_argument, 0, O_MPRIVATE}, {"media-dir", required_argument, 0, O_MDIR},
         {"media-timeout", required_argument, 0, O_MTIMEOUT},
         {"media-max-redirects", required_argument, 0, O_MREDIR},
+        {"embedding", no_argument, 0, O_EMBED},     {"embeddings", no_argument, 0, O_EMBED},
+        {"rerank", no_argument, 0, O_RERANK},       {"reranking", no_argument, 0, O_RERANK},
+        {"pooling", required_argument, 0, O_POOLING}, {"max-batch-inputs", required_argument, 0, O_MAXINPUTS},
         {"spec", required_argument, 0, O_SPEC}, {"spec-draft-max", required_argument, 0, O_SPECMAX},
         {"spec-row-cost", required_argument, 0, O_SPECCOST}, {"model-draft", required_argument, 0, O_DRAFT},
         {"store", required_argument, 0, O_STORE}, {"store-ttl", required_argument, 0, O_STORE_TTL},
@@ -443,6 +465,10 @@ int cmd_serve(int argc, char **argv)
         case O_MDIR: c.media.media_dir = optarg; break;
         case O_MTIMEOUT: bad = parse_int(optarg, 1, &c.media.media_timeout_s); break;
         case O_MREDIR: bad = parse_int(optarg, 0, &c.media.media_max_redirects); break;
+        case O_EMBED: c.embedding = true; break;
+        case O_RERANK: c.rerank = true; break;
+        case O_POOLING: c.pooling = optarg; break;
+        case O_MAXINPUTS: bad = parse_int(optarg, 1, &c.max_batch_inputs); break;
         case O_SPEC: c.spec = optarg; break;
         case O_SPECMAX: bad = parse_int(optarg, 1, &c.spec_draft_max); break;
         case O_SPECCOST: bad = parse_float(optarg, 1e-6, 100, &c.spec_row_cost); break;

@@ -1,7 +1,9 @@
 /* route.c - routing table lookup, Bearer auth, the request pipeline. */
 #include "server/server.h"
 #include "server/api/api_messages.h"
+#include "server/api/api_embed.h"
 #include "server/api/api_tgi.h"
+#include "engine/embed/embed_sched.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -139,6 +141,11 @@ int32_t srv_max_n(const srv_t *s)
     return s->cfg.max_n > 0 ? s->cfg.max_n : 16;
 }
 
+int32_t srv_n_ctx(const srv_t *s)
+{
+    return s->sched ? sched_n_ctx(s->sched) : s->embed ? embed_sched_max_tokens(s->embed) : 0;
+}
+
 void srv_reply_req_err(http_req_t *r, const req_err_t *e)
 {
     http_reply_error(r, e->status, e->msg, e->param[0] ? e->param : NULL, e->code[0] ? e->code : NULL, NULL);
@@ -167,7 +174,32 @@ static const route_t routes[] = {
     {"POST", "/v1/responses/", ROUTE_PREFIX, false, api_responses_cancel, ROUTE_ERR_OPENAI},
     {"POST", "/v1/messages", ROUTE_EXACT, false, api_messages, ROUTE_ERR_ANTHROPIC},
     {"POST", "/v1/messages/count_tokens", ROUTE_EXACT, false, api_messages_count, ROUTE_ERR_ANTHROPIC},
+    /* embeddings and reranking (api_embed.c) */
+    {"POST", "/v1/embeddings", ROUTE_EXACT, false, api_embeddings, ROUTE_ERR_OPENAI},
+    {"POST", "/embeddings", ROUTE_EXACT, false, api_embedding_llama, ROUTE_ERR_OPENAI},
+    {"POST", "/embedding", ROUTE_EXACT, false, api_embedding_llama, ROUTE_ERR_OPENAI},
+    {"POST", "/embed", ROUTE_EXACT, false, api_tei_embed, ROUTE_ERR_TGI},
+    {"POST", "/rerank", ROUTE_EXACT, false, api_rerank, ROUTE_ERR_OPENAI},
+    {"POST", "/v1/rerank", ROUTE_EXACT, false, api_rerank, ROUTE_ERR_OPENAI},
+    {"POST", "/v2/rerank", ROUTE_EXACT, false, api_rerank, ROUTE_ERR_OPENAI},
+    {"POST", "/reranking", ROUTE_EXACT, false, api_rerank, ROUTE_ERR_OPENAI},
+    {"POST", "/v1/reranking", ROUTE_EXACT, false, api_rerank, ROUTE_ERR_OPENAI},
+    {"POST", "/score", ROUTE_EXACT, false, api_score, ROUTE_ERR_OPENAI},
+    {"POST", "/v1/score", ROUTE_EXACT, false, api_score, ROUTE_ERR_OPENAI},
 };
+
+/* Routes that generate text: an embedding server (no generation
+ * scheduler) answers them 404. */
+static bool generation_route(const route_t *rt)
+{
+    const srv_handler_fn gen[] = {api_chat, api_completions, api_tgi_generate, api_tgi_generate_stream,
+                                  api_tgi_compat, api_responses_create, api_messages,
+                                  api_messages_count};
+    for (size_t i = 0; i < sizeof gen / sizeof gen[0]; i++)
+        if (rt->fn == gen[i])
+            return true;
+    return false;
+}
 
 /* The error shape of the routes serving path (for a 405, where no route
  * matched the method). */
@@ -244,6 +276,12 @@ void srv_handle(srv_t *s, http_req_t *r)
             route_error(r, style, bad_body.status, bad_body.msg, NULL, NULL);
         else
             srv_reply_req_err(r, &bad_body);
+    } else if (!s->sched && generation_route(rt)) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "This server serves %s, not text generation: %s is not available (start another "
+                 "llm-fcgi without --embedding / --rerank for a chat model)", s->embed ? "embeddings" : "no model",
+                 path);
+        route_error(r, style, 404, msg, "not_found", NULL);
     } else {
         rt->fn(s, r);
     }

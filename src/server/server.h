@@ -57,6 +57,11 @@ typedef struct {
     const char *reasoning_end;        /* reasoning parser's markers (or NULL) */
     int32_t grammar_cache_mb;         /* token-mask cache budget (0: 256) */
     srv_media_cfg_t media;            /* image inputs: --mmproj and limits (srv_media.h) */
+    /* embeddings and reranking (issue 25) */
+    bool embedding;                   /* --embedding: serve embeddings, not generation */
+    bool rerank;                      /* --rerank: serve reranking (pooling rank) */
+    const char *pooling;              /* --pooling none|mean|cls|last|rank (NULL: the file's) */
+    int32_t max_batch_inputs;         /* inputs of one request before 413 (0: 2048) */
     const char *spec;                 /* --spec: "ngram", "none" or NULL (predictions only) */
     int32_t spec_draft_max;           /* --spec-draft-max (0: SPEC_K_MAX) */
     float spec_row_cost;              /* --spec-row-cost (0: measured) */
@@ -86,6 +91,8 @@ typedef struct {
     srv_media_t *media;               /* image inputs (NULL: started without --mmproj) */
     struct store *store;              /* stored Responses (NULL: none) */
     struct bg_registry *bg;           /* background Responses running here (api_responses_bg.c) */
+    struct embed_sched *embed;        /* embedding / rerank server (then sched
+                                         is NULL), else NULL (api_embed.h) */
 } srv_t;
 
 /* ---- routing (route.c) ---- */
@@ -139,6 +146,9 @@ bool srv_model_ok(const srv_t *s, const char *model);
 bool srv_require_model(const srv_t *s, http_req_t *r, const char *model);
 /* The largest `n` a request may ask (--max-n, default 16). */
 int32_t srv_max_n(const srv_t *s);
+/* The longest input: the generation scheduler's context, or the
+ * embedding scheduler's limit on an embedding server. */
+int32_t srv_n_ctx(const srv_t *s);
 /* Replies with a request-validation error (status, message, param, code). */
 void srv_reply_req_err(http_req_t *r, const req_err_t *e);
 

@@ -88,6 +88,26 @@ static const arch_desc_t archs[] = {
     {.name = "lfm2", .qk_norm = true, .rope_neox = true, .swa = ARCH_SWA_ALL, .ffn_norm = "ffn_norm",
      .ref_2026 = true, .recurrent = ARCH_REC_SHORTCONV, .output_norm = "token_embd_norm.weight",
      .default_rope_theta = 1000000.0f, .default_rms_eps = 1e-5f},
+    /* BERT (MiniLM, bge, e5, XLM-RoBERTa cross-encoders): learned positions,
+     * token type row 0, LayerNorm after each residual, biases, GELU FFN;
+     * bidirectional, no KV cache. */
+    {.name = "bert", .no_cache = true, .bidirectional = true, .post_ln = true, .pos_embd = true,
+     .ffn = ARCH_FFN_SEQ, .act = ARCH_ACT_GELU_TANH, .default_rope_theta = 10000.0f, .default_rms_eps = 1e-12f},
+    /* nomic-embed-text: bert's block with NEOX rope instead of positions,
+     * SwiGLU FFN, usually no biases. */
+    {.name = "nomic-bert", .no_cache = true, .bidirectional = true, .post_ln = true, .rope_neox = true,
+     .ffn = ARCH_FFN_GATED, .act = ARCH_ACT_SILU, .default_rope_theta = 10000.0f, .default_rms_eps = 1e-12f},
+    /* jina-embeddings-v2: bert's block with symmetric ALiBi (no positions),
+     * GEGLU with the gate fused in ffn_up (or plain GELU). */
+    {.name = "jina-bert-v2", .no_cache = true, .bidirectional = true, .post_ln = true, .types_required = true,
+     .alibi = true, .ffn = ARCH_FFN_GATED_FUSED, .ffn_fused_by_rows = true, .act = ARCH_ACT_GELU_TANH,
+     .default_rope_theta = 10000.0f, .default_rms_eps = 1e-12f},
+    /* EmbeddingGemma: gemma3's layers without causal mask (symmetric sliding
+     * window) or KV cache; dense layers after pooling. */
+    {.name = "gemma-embedding", .qk_norm = true, .q_prescale = true, .rope_neox = true, .swa = ARCH_SWA_PATTERN,
+     .swa_pattern = 6, .swa_rope_base = 10000.0f, .post_norms = true, .embd_scale = true, .ffn_norm = "ffn_norm",
+     .act = ARCH_ACT_GELU_TANH, .ref_2026 = true, .default_rope_theta = 1000000.0f, .default_rms_eps = 1e-6f,
+     .no_cache = true, .bidirectional = true},
 };
 
 const arch_desc_t *arch_find(const char *name)
@@ -100,5 +120,6 @@ const arch_desc_t *arch_find(const char *name)
 
 const char *arch_supported_list(void)
 {
-    return "llama, qwen2, qwen3, qwen3moe, gemma3, phi3, smollm3, gpt-oss, qwen35, qwen35moe, gemma4, lfm2";
+    return "llama, qwen2, qwen3, qwen3moe, gemma3, phi3, smollm3, gpt-oss, qwen35, qwen35moe, gemma4, lfm2, bert, "
+           "nomic-bert, jina-bert-v2, gemma-embedding";
 }

@@ -15,6 +15,9 @@
 
 #include <stdbool.h>
 
+/* Embedding heads (pooling, classifier, dense layers) are not part of the
+ * row: they follow from the file's tensors and keys (model.h, pool.h). */
+
 /* Every architecture accepts what the 2026 llama.cpp loader accepts for all
  * of them: a fused attn_qkv (q | k | v rows) in place of attn_q/k/v, and
  * optional q/k/v biases (qwen2, gpt-oss) and attn_output bias (gpt-oss). */
@@ -24,6 +27,7 @@ typedef enum {
     ARCH_FFN_GATED = 0,   /* down(act(gate x) * up x): ffn_gate, ffn_up, ffn_down */
     ARCH_FFN_GATED_FUSED, /* one ffn_up of 2 * n_ff rows, gate rows first (phi3) */
     ARCH_FFN_MOE,         /* router ffn_gate_inp + experts ffn_{gate,up,down}_exps */
+    ARCH_FFN_SEQ,         /* down(act(up x)): ffn_up, ffn_down, no gate (bert) */
 } arch_ffn_t;
 
 /* The gate activation act(g) * u of the FFN (or of every expert). */
@@ -124,6 +128,22 @@ typedef struct {
     const char *output_norm;  /* the final norm tensor (NULL: "output_norm.weight"; lfm2: "token_embd_norm.weight") */
     float default_rope_theta;
     float default_rms_eps;
+    /* ---- encoders and embedding models (issue 25) ---- */
+    bool no_cache;            /* no KV cache: attention over the batch's own F32 K and V
+                                 (llama.cpp's build_attn_inp_no_cache); a batch holds
+                                 whole sequences (forward.h) */
+    bool bidirectional;       /* non-causal attention unless <arch>.attention.causal says
+                                 otherwise; sliding windows are then symmetric */
+    bool post_ln;             /* BERT block: LayerNorm(token_embd_norm) of the input, then per
+                                 layer x = LN(x + attn(x)) (attn_output_norm), x = LN(x +
+                                 ffn(x)) (layer_output_norm), LayerNorms with biases; no
+                                 output norm */
+    bool pos_embd;            /* learned absolute positions (position_embd) */
+    bool types_required;      /* token_types must be present (jina-bert-v2); bert and
+                                 nomic-bert need tokenizer.ggml.token_type_count > 0 */
+    bool alibi;               /* symmetric ALiBi bias instead of rope (jina-bert-v2) */
+    bool ffn_fused_by_rows;   /* ARCH_FFN_GATED_FUSED only when ffn_up has 2 n_ff rows,
+                                 else ARCH_FFN_SEQ (jina-bert-v2) */
 } arch_desc_t;
 
 /* The description of architecture `name` (NUL-terminated), or NULL. */

@@ -211,32 +211,46 @@ static void gate_act(arch_act_t act, float *g, const float *u, int64_t n_tok, in
     }
 }
 
-/* down(act(gate x) * up x) with the given matrices (FF = their width);
- * gate NULL: up holds gate | up (phi3). */
-static void ffn_gated_with(ffn_t *f, tpool_t *pool, arch_act_t act, const model_tensor_t *gate,
-                           const model_tensor_t *up, const model_tensor_t *down, int64_t FF, const float *x, int32_t n,
-                           const uint8_t *order, float *out)
+/* The matrices of one gated (or plain) FFN and their biases (NULL: none). */
+typedef struct {
+    const model_tensor_t *gate; /* NULL or no data: no gate (bert: act(up x)) */
+    const model_tensor_t *up;   /* fused: gate | up (2 FF rows, phi3, jina) */
+    const model_tensor_t *down;
+    const float *b_gate, *b_up, *b_down;
+    bool fused;
+} ffn_mats_t;
+
+/* down(act(gate x) * up x) with the given matrices (FF = their width). */
+static void ffn_gated_with(ffn_t *f, tpool_t *pool, arch_act_t act, const ffn_mats_t *m, int64_t FF, const float *x,
+                           int32_t n, const uint8_t *order, float *out)
 {
-    if (!gate) {
+    if (m->fused) {
         /* one product of 2 n_ff rows: gate | up, split per token */
-        lin_run(pool, f->act, up, NULL, x, n, order, f->a);
+        lin_run(pool, f->act, m->up, m->b_up, x, n, order, f->a);
         for (int32_t t = 0; t < n; t++)
             gate_act(act, f->a + t * 2 * FF, f->a + t * 2 * FF + FF, 1, FF, 0, 0);
         for (int32_t t = 0; t < n; t++) /* compact the rows for the down product */
             memmove(f->a + t * FF, f->a + t * 2 * FF, (size_t)FF * sizeof(float));
+    } else if (!m->gate || !m->gate->data) {
+        /* no gate (bert): act(up x + b) */
+        lin_run(pool, f->act, m->up, m->b_up, x, n, order, f->a);
+        if (act == ARCH_ACT_SILU)
+            gx_silu_row(f->a, f->a, (int64_t)n * FF);
+        else
+            ops_gelu_row(f->a, f->a, (int64_t)n * FF);
     } else {
-        lin_run_n(pool, f->act, 2, (const model_tensor_t *[]){gate, up}, (const float *[]){NULL, NULL}, x, n, order,
-                  (float *[]){f->a, f->b});
+        lin_run_n(pool, f->act, 2, (const model_tensor_t *[]){m->gate, m->up}, (const float *[]){m->b_gate, m->b_up},
+                  x, n, order, (float *[]){f->a, f->b});
         gate_act(act, f->a, f->b, n, FF, FF, FF);
     }
-    lin_run(pool, f->act, down, NULL, f->a, n, order, out);
+    lin_run(pool, f->act, m->down, m->b_down, f->a, n, order, out);
 }
 
 static void ffn_gated(ffn_t *f, tpool_t *pool, const model_layer_t *L, const float *x, int32_t n,
                       const uint8_t *order, float *out)
 {
-    ffn_gated_with(f, pool, f->arch->act, f->arch->ffn == ARCH_FFN_GATED_FUSED ? NULL : &L->w_gate, &L->w_up,
-                   &L->w_down, L->n_ff, x, n, order, out);
+    const ffn_mats_t m = {&L->w_gate, &L->w_up, &L->w_down, L->b_gate, L->b_up, L->b_down, L->up_fused};
+    ffn_gated_with(f, pool, f->arch->act, &m, L->n_ff, x, n, order, out);
 }
 
 /* ---- mixture of experts ---- */
@@ -474,7 +488,8 @@ static void ffn_shexp(ffn_t *f, tpool_t *pool, const model_layer_t *L, const flo
                       const uint8_t *order, float *out)
 {
     const int64_t E = f->hp->n_embd;
-    ffn_gated_with(f, pool, ARCH_ACT_SILU, &L->s_gate, &L->s_up, &L->s_down, L->s_up.n_out, x, n, order, f->sh);
+    const ffn_mats_t m = {&L->s_gate, &L->s_up, &L->s_down, NULL, NULL, NULL, false};
+    ffn_gated_with(f, pool, ARCH_ACT_SILU, &m, L->s_up.n_out, x, n, order, f->sh);
     lin_run(pool, f->act, &L->s_gate_inp, NULL, x, n, order, f->sg);
     for (int32_t t = 0; t < n; t++) {
         const float g = 1.0f / (1.0f + expf(-f->sg[t]));

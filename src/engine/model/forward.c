@@ -104,6 +104,13 @@ struct fwd {
     int32_t snap_interval;   /* and every multiple of this */
     float *ple;              /* [B][n_layer][n_embd_per_layer] per-layer embeddings of the batch */
     float *ple_t;            /* [B][n_embd_per_layer], at least one row of n_layer x that */
+    /* ---- encoders and embeddings (issue 25) ---- */
+    float *x0;               /* [B][n_embd] a post-LN layer's input, or NULL */
+    int32_t *seq_n;          /* [B] tokens of the token's sequence in the batch */
+    int32_t *pos;            /* [B] the token's position */
+    float *alibi;            /* [n_head] ALiBi slopes, or NULL */
+    float *hidden;           /* [n_hidden_cap][n_embd] hidden states of `embd` tokens */
+    int32_t n_hidden, n_hidden_cap;
 };
 
 static size_t max_act_bytes(const model_weights_t *w, int n_layer, int64_t B)
@@ -287,8 +294,12 @@ fwd_t *fwd_create(const model_t *m, const fwd_opts_t *opts, lf_err_t *err)
         lf_err_set(err, LF_ERR_NOMEM, "out of memory");
         goto fail;
     }
-    if (kv_plan(m, opts, f->n_seq, f->n_ctx, f->max_batch, layer_swa, dims, &ko, err) != LF_OK ||
-        !(f->kv = kv_create(&ko, err)) || !(f->ffn = ffn_create(m, f->max_batch, err)) || !state_create(f, opts, err))
+    /* families without a KV cache attend over the batch's own rows */
+    if (!f->arch->no_cache &&
+        (kv_plan(m, opts, f->n_seq, f->n_ctx, f->max_batch, layer_swa, dims, &ko, err) != LF_OK ||
+         !(f->kv = kv_create(&ko, err))))
+        goto fail;
+    if (!(f->ffn = ffn_create(m, f->max_batch, err)) || !state_create(f, opts, err))
         goto fail;
     /* LongRoPE (phi3): the long factors when the context exceeds the
      * trained one, as llama.cpp chooses by its context size */
@@ -330,7 +341,19 @@ fwd_t *fwd_create(const model_t *m, const fwd_opts_t *opts, lf_err_t *err)
     f->n_kv = malloc((size_t)B * sizeof *f->n_kv);
     f->kv_start = malloc((size_t)B * sizeof *f->kv_start);
     f->order = malloc((size_t)B);
-    f->attn_stride = attn_scratch_floats(f->n_ctx, hp->max_head_dim, hp->n_head / hp->n_head_kv);
+    f->attn_stride = f->kv ? attn_scratch_floats(f->n_ctx, hp->max_head_dim, hp->n_head / hp->n_head_kv)
+                           : attn_rows_scratch_floats(f->max_batch, hp->max_head_dim);
+    f->seq_n = malloc((size_t)B * sizeof *f->seq_n);
+    f->pos = malloc((size_t)B * sizeof *f->pos);
+    if (f->arch->post_ln)
+        f->x0 = malloc((size_t)(B * E) * sizeof(float));
+    if (f->arch->alibi && (f->alibi = malloc((size_t)hp->n_head * sizeof(float))))
+        attn_alibi_slopes(hp->n_head, 8.0f, f->alibi);
+    if (!f->seq_n || !f->pos || (f->arch->post_ln && !f->x0) ||
+        (f->arch->alibi && !f->alibi)) {
+        lf_err_set(err, LF_ERR_NOMEM, "out of memory for the batch buffers (%d tokens)", f->max_batch);
+        goto fail;
+    }
     f->attn_scratch = malloc((size_t)(f->attn_stride * tpool_size(f->pool)) * sizeof(float));
     if (hp->n_embd_per_layer > 0) {
         f->ple = malloc((size_t)(B * hp->n_layer * hp->n_embd_per_layer) * sizeof(float));
@@ -393,6 +416,11 @@ void fwd_free(fwd_t *f)
     free(f->all_prompt);
     free(f->ple);
     free(f->ple_t);
+    free(f->x0);
+    free(f->seq_n);
+    free(f->pos);
+    free(f->alibi);
+    free(f->hidden);
     free(f);
 }
 
@@ -412,10 +440,47 @@ static void token_orders(const fwd_tok_t *toks, int32_t n, uint8_t *order)
 static const fwd_mm_t no_mm;
 #define MM(mm, i) ((mm) ? &(mm)[i] : &no_mm)
 
+/* Without a KV cache a batch holds whole sequences: each one's tokens are
+ * consecutive rows with positions 0, 1, ...; fills seq_n and pos. */
+static lf_code_t validate_rows(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
+{
+    for (int32_t i = 0; i < n;) {
+        int32_t j = i;
+        while (j < n && toks[j].seq == toks[i].seq) {
+            if (toks[j].pos != j - i)
+                return lf_err_set(err, LF_ERR_INVALID, "sequence %d: position %d given, %d expected (a model "
+                                  "without KV cache takes whole sequences)", toks[j].seq, toks[j].pos, j - i);
+            j++;
+        }
+        if (j - i > f->n_ctx)
+            return lf_err_set(err, LF_ERR_CONTEXT, "sequence %d: %d tokens beyond the context of %d", toks[i].seq,
+                              j - i, f->n_ctx);
+        for (int32_t k = 0; k < i; k++)
+            if (toks[k].seq == toks[i].seq)
+                return lf_err_set(err, LF_ERR_INVALID, "sequence %d is split in the batch", toks[i].seq);
+        for (int32_t k = i; k < j; k++) {
+            f->seq_n[k] = j - i;
+            f->pos[k] = k - i;
+        }
+        i = j;
+    }
+    return LF_OK;
+}
+
 static lf_code_t validate(fwd_t *f, const fwd_tok_t *toks, const fwd_mm_t *mm, int32_t n, lf_err_t *err)
 {
     if (n <= 0 || n > f->max_batch)
         return lf_err_set(err, LF_ERR_INVALID, "batch of %d tokens (1 to %d allowed)", n, f->max_batch);
+    if (!f->kv) {
+        for (int32_t i = 0; i < n; i++) {
+            if (toks[i].token < 0 || toks[i].token >= f->hp->n_vocab)
+                return lf_err_set(err, LF_ERR_INVALID, "token id %d out of range (vocabulary of %d)",
+                                  toks[i].token, f->hp->n_vocab);
+            if (toks[i].seq < 0 || toks[i].seq >= f->n_seq)
+                return lf_err_set(err, LF_ERR_INVALID, "sequence %d out of range", toks[i].seq);
+        }
+        return validate_rows(f, toks, n, err);
+    }
     /* positions must continue each sequence in order */
     for (int32_t i = 0; i < n; i++) {
         const fwd_tok_t *t = &toks[i];
@@ -460,7 +525,7 @@ static lf_code_t validate(fwd_t *f, const fwd_tok_t *toks, const fwd_mm_t *mm, i
  * are used by its next tokens), so no position is ever lost. */
 static lf_code_t reserve(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
 {
-    for (int32_t i = 0; i < n; i++) {
+    for (int32_t i = 0; f->kv && i < n; i++) {
         lf_code_t rc = kv_seq_reserve(f->kv, toks[i].seq, toks[i].pos + 1, err);
         if (rc != LF_OK)
             return rc;
@@ -468,10 +533,56 @@ static lf_code_t reserve(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *e
     return LF_OK;
 }
 
+/* Attention over the batch's own F32 K and V (no KV cache): each token
+ * sees its sequence's rows, all of them (bidirectional) or up to itself,
+ * within the layer's window (symmetric when bidirectional). */
+static void attention_rows(fwd_t *f, int layer, int32_t n)
+{
+    const model_hparams_t *hp = f->hp;
+    const model_layer_t *L = &f->w->layers[layer];
+    const int32_t window = L->swa ? hp->n_swa : 0;
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t p = f->pos[i], len = f->seq_n[i];
+        int32_t lo = 0, hi = hp->causal ? p + 1 : len;
+        if (window > 0) {
+            const int32_t back = hp->causal ? window - 1 : window / 2;
+            lo = p - back > 0 ? p - back : 0;
+            if (!hp->causal && p + window / 2 + 1 < hi)
+                hi = p + window / 2 + 1;
+        }
+        f->kv_start[i] = lo;
+        f->n_kv[i] = hi;
+    }
+    attn_job_t job = {
+        .n_tok = n,
+        .n_head = hp->n_head,
+        .n_head_kv = L->n_head_kv,
+        .head_dim = L->head_dim,
+        .q = f->q,
+        .out = f->att,
+        .n_kv = f->n_kv,
+        .kv_start = f->kv_start,
+        .scale = f->arch->q_prescale || hp->attn_scale_one ? 1.0f : 1.0f / sqrtf((float)L->head_dim),
+        .order = f->order,
+        .scratch = f->attn_scratch,
+        .scratch_stride = f->attn_stride,
+        .k_rows = f->k,
+        .v_rows = f->v,
+        .seq_n = f->seq_n,
+        .pos = f->pos,
+        .alibi = f->alibi,
+    };
+    attn_run(f->pool, &job);
+}
+
 static void attention_layer(fwd_t *f, int layer, const fwd_tok_t *toks, const fwd_mm_t *mm, int32_t n)
 {
     const model_hparams_t *hp = f->hp;
     const model_layer_t *L = &f->w->layers[layer];
+    if (!f->kv) {
+        attention_rows(f, layer, n);
+        return;
+    }
     const int32_t src = L->kv_layer; /* a KV-sharing layer reads its source's cache */
     const int32_t window = kv_layer_window(f->kv, src);
     /* families that scale q beforehand (or not at all) attend with scale 1 */
@@ -522,7 +633,7 @@ static void split_rows(const float *src, int64_t n_src, int64_t off, int64_t len
 /* q, k, v of the batch (separate or fused products, biases); attn_gate
  * layers' q rows hold [q | gate] per head; a KV-sharing layer computes q
  * only; without attn_v (gemma4) V is the raw K projection. */
-static void qkv_project(fwd_t *f, const model_layer_t *L, int32_t n)
+static void qkv_project(fwd_t *f, const model_layer_t *L, const float *in, int32_t n)
 {
     const int64_t HD = L->head_dim, QO = (int64_t)f->hp->n_head * HD, KVD = (int64_t)L->n_head_kv * HD;
     const bool gated = f->arch->attn_gate, has_k = L->wk.data || L->wqkv.data;
@@ -530,19 +641,19 @@ static void qkv_project(fwd_t *f, const model_layer_t *L, int32_t n)
     float *qdst = gated ? f->qg : f->q;
     if (L->wqkv.data) {
         const int64_t W = L->wqkv.n_out;
-        lin_run(f->pool, f->act, &L->wqkv, NULL, f->xn, n, f->order, f->qkv);
+        lin_run(f->pool, f->act, &L->wqkv, NULL, in, n, f->order, f->qkv);
         split_rows(f->qkv, W, 0, QW, L->bq, n, qdst);
         split_rows(f->qkv, W, QW, KVD, L->bk, n, f->k);
         split_rows(f->qkv, W, QW + KVD, KVD, L->bv, n, f->v);
     } else if (!has_k) {
-        lin_run(f->pool, f->act, &L->wq, L->bq, f->xn, n, f->order, qdst);
+        lin_run(f->pool, f->act, &L->wq, L->bq, in, n, f->order, qdst);
     } else if (!L->wv.data) {
         lin_run_n(f->pool, f->act, 2, (const model_tensor_t *[]){&L->wq, &L->wk}, (const float *[]){L->bq, L->bk},
-                  f->xn, n, f->order, (float *[]){qdst, f->k});
+                  in, n, f->order, (float *[]){qdst, f->k});
         memcpy(f->v, f->k, (size_t)(n * KVD) * sizeof(float));
     } else {
         lin_run_n(f->pool, f->act, 3, (const model_tensor_t *[]){&L->wq, &L->wk, &L->wv},
-                  (const float *[]){L->bq, L->bk, L->bv}, f->xn, n, f->order, (float *[]){qdst, f->k, f->v});
+                  (const float *[]){L->bq, L->bk, L->bv}, in, n, f->order, (float *[]){qdst, f->k, f->v});
     }
     if (!gated)
         return;
@@ -575,6 +686,10 @@ static void qk_finish(fwd_t *f, int layer, const fwd_tok_t *toks, int32_t n)
         if (own && f->arch->v_norm)
             for (int32_t h = 0; h < L->n_head_kv; h++)
                 ops_rms_norm(v + (int64_t)h * HD, NULL, v + (int64_t)h * HD, HD, hp->rms_eps);
+        if (L->q_ln) /* jina: LayerNorms over all of q and k */
+            ops_layer_norm(q, L->q_ln, L->q_ln_b, q, QD, hp->norm_eps);
+        if (L->k_ln)
+            ops_layer_norm(k, L->k_ln, L->k_ln_b, k, KVD, hp->norm_eps);
         if (L->rope) {
             rope_rotate(rope, cs + (int64_t)i * f->rot_stride, q, hp->n_head);
             if (own)
@@ -583,6 +698,8 @@ static void qk_finish(fwd_t *f, int layer, const fwd_tok_t *toks, int32_t n)
         if (hp->q_scale != 1.0f)
             for (int64_t j = 0; j < QD; j++)
                 q[j] *= hp->q_scale;
+        if (!f->kv)
+            continue; /* K and V stay in the batch rows, in F32 */
         if (!own)
             continue;
         fp16_row_from_fp32(k, f->kv16, KVD);
@@ -595,7 +712,7 @@ static void qk_finish(fwd_t *f, int layer, const fwd_tok_t *toks, int32_t n)
 static void attn_mixer(fwd_t *f, int l, const fwd_tok_t *toks, const fwd_mm_t *mm, int32_t n)
 {
     const model_layer_t *L = &f->w->layers[l];
-    qkv_project(f, L, n);
+    qkv_project(f, L, f->xn, n);
     qk_finish(f, l, toks, n);
     attention_layer(f, l, toks, mm, n);
     if (f->arch->attn_gate) {
@@ -711,6 +828,175 @@ static void ple_layer(fwd_t *f, const model_layer_t *L, int l, int32_t n)
     }
 }
 
+/* The input rows: token embeddings [+ token type row 0] [+ learned
+ * positions] [LayerNorm (post_ln)] [* sqrt(n_embd)], in llama.cpp's order
+ * of the adds: (token + type 0) + position; an image row is its embedding
+ * as given (not scaled). */
+static void embed_input(fwd_t *f, const fwd_tok_t *toks, const fwd_mm_t *mm, int32_t n)
+{
+    const model_hparams_t *hp = f->hp;
+    const model_weights_t *w = f->w;
+    const int64_t E = hp->n_embd;
+    float *row = f->ffo; /* scratch row */
+    for (int32_t i = 0; i < n; i++) {
+        float *x = f->x + i * E;
+        if (MM(mm, i)->embd) {
+            memcpy(x, MM(mm, i)->embd, (size_t)E * sizeof(float));
+            continue;
+        }
+        quant_dequantize_row(w->tok_embd.type, (const uint8_t *)w->tok_embd.data +
+                                                   (size_t)toks[i].token * w->tok_embd.row_bytes, x, E);
+        if (w->type_embd.data) {
+            quant_dequantize_row(w->type_embd.type, w->type_embd.data, row, E);
+            for (int64_t j = 0; j < E; j++)
+                x[j] = x[j] + row[j];
+        }
+        if (w->pos_embd.data) {
+            const int32_t p = toks[i].pos < hp->n_ctx_train ? toks[i].pos : hp->n_ctx_train - 1;
+            quant_dequantize_row(w->pos_embd.type, (const uint8_t *)w->pos_embd.data + (size_t)p * w->pos_embd.row_bytes,
+                                 row, E);
+            for (int64_t j = 0; j < E; j++)
+                x[j] = row[j] + x[j];
+        }
+        if (w->tok_norm)
+            ops_layer_norm(x, w->tok_norm, w->tok_norm_b, x, E, hp->norm_eps);
+    }
+    if (f->arch->embd_scale) {
+        const float s = sqrtf((float)E);
+        for (int32_t i = 0; i < n; i++)
+            if (!MM(mm, i)->embd)
+                for (int64_t j = 0; j < E; j++)
+                    f->x[i * E + j] *= s;
+    }
+}
+
+/* A pre-norm layer (every family but the bert ones): its mixer
+ * (attention, Gated DeltaNet or short convolution), then its FFN. */
+static void layer_pre_norm(fwd_t *f, int l, const fwd_tok_t *toks, const fwd_mm_t *mm, int32_t n)
+{
+    const model_hparams_t *hp = f->hp;
+    const model_layer_t *L = &f->w->layers[l];
+    const int64_t E = hp->n_embd;
+    for (int32_t i = 0; i < n; i++)
+        ops_rms_norm(f->x + i * E, L->attn_norm, f->xn + i * E, E, hp->rms_eps);
+    float *mo = f->xn; /* the mixer's output */
+    switch (L->kind) {
+    case MODEL_LAYER_ATTN:
+        attn_mixer(f, l, toks, mm, n);
+        break;
+    case MODEL_LAYER_GDN:
+        dn_run(f->dn, f->pool, L, l, f->rs, f->groups, f->n_groups, f->xn, n, f->order, f->ffo);
+        mo = f->ffo;
+        break;
+    case MODEL_LAYER_SHORTCONV:
+        sc_run(f->sc, f->pool, L, l, f->rs, f->groups, f->n_groups, f->xn, n, f->order, f->ffo);
+        mo = f->ffo;
+        break;
+    }
+    if (L->attn_post_norm)
+        for (int32_t i = 0; i < n; i++)
+            ops_rms_norm(mo + i * E, L->attn_post_norm, mo + i * E, E, hp->rms_eps);
+    for (int64_t j = 0; j < n * E; j++)
+        f->x[j] += mo[j];
+
+    /* llama.cpp keeps only the output rows after the last layer's
+     * attention (a batch of one row for the last prompt token), or
+     * after the last layer (out_rows_late); rows kept for embeddings are
+     * every row of the batch, which changes nothing */
+    if (l == hp->n_layer - 1 && !f->arch->out_rows_late)
+        for (int32_t i = 0; i < n; i++)
+            if (toks[i].logits & FWD_OUT_LOGITS)
+                f->order[i] = GX_ORDER_VEC;
+    if (L->ffn_pre_norm_2) {
+        /* gemma4 MoE: dense MLP and experts from the residual, each with its norms */
+        ffn_run_par(f->ffn, f->pool, L, f->x, n, f->order, f->ffo);
+    } else {
+        for (int32_t i = 0; i < n; i++)
+            ops_rms_norm(f->x + i * E, L->ffn_norm, f->xn + i * E, E, hp->rms_eps);
+        ffn_run(f->ffn, f->pool, L, f->xn, n, f->order, f->ffo);
+    }
+    if (L->ffn_post_norm)
+        for (int32_t i = 0; i < n; i++)
+            ops_rms_norm(f->ffo + i * E, L->ffn_post_norm, f->ffo + i * E, E, hp->rms_eps);
+    for (int64_t j = 0; j < n * E; j++)
+        f->x[j] += f->ffo[j];
+    if (f->ple)
+        ple_layer(f, L, l, n);
+    if (L->out_scale)
+        for (int64_t j = 0; j < n * E; j++)
+            f->x[j] *= L->out_scale[0];
+    /* deepstack: image rows add their (l + 1)-th extra embedding */
+    if (l < hp->n_deepstack)
+        for (int32_t i = 0; i < n; i++)
+            if (MM(mm, i)->embd)
+                for (int64_t j = 0; j < E; j++)
+                    f->x[i * E + j] += mm[i].embd[(int64_t)(l + 1) * E + j];
+}
+
+/* A BERT layer (arch post_ln), as llama.cpp's bert graph:
+ *   a = Wo attention(x) + bo; h = LN(a + x) [; h = LN(h + x) (attn_norm_2)]
+ *   y = LN(ffn(h) + h) */
+static void layer_post_ln(fwd_t *f, int l, const fwd_tok_t *toks, int32_t n)
+{
+    const model_hparams_t *hp = f->hp;
+    const model_layer_t *L = &f->w->layers[l];
+    const int64_t E = hp->n_embd;
+    memcpy(f->x0, f->x, (size_t)(n * E) * sizeof(float));
+    qkv_project(f, L, f->x, n);
+    qk_finish(f, l, toks, n);
+    attention_layer(f, l, toks, NULL, n);
+    lin_run(f->pool, f->act, &L->wo, L->bo, f->att, n, f->order, f->xn);
+    for (int32_t i = 0; i < n; i++) {
+        float *h = f->x + i * E;
+        const float *a = f->xn + i * E, *x0 = f->x0 + i * E;
+        for (int64_t j = 0; j < E; j++)
+            h[j] = a[j] + x0[j];
+        ops_layer_norm(h, L->attn_out_norm, L->attn_out_norm_b, h, E, hp->norm_eps);
+        if (L->attn_norm_2) {
+            for (int64_t j = 0; j < E; j++)
+                h[j] = h[j] + x0[j];
+            ops_layer_norm(h, L->attn_norm_2, L->attn_norm_2_b, h, E, hp->norm_eps);
+        }
+    }
+    ffn_run(f->ffn, f->pool, L, f->x, n, f->order, f->ffo);
+    for (int32_t i = 0; i < n; i++) {
+        float *h = f->x + i * E;
+        const float *o = f->ffo + i * E;
+        for (int64_t j = 0; j < E; j++)
+            h[j] = o[j] + h[j];
+        ops_layer_norm(h, L->layer_out_norm, L->layer_out_norm_b, h, E, hp->norm_eps);
+    }
+}
+
+/* The hidden states of the tokens that asked (FWD_OUT_HIDDEN), after the output
+ * norm where the family has one (llama.cpp's t_embd). */
+static lf_code_t keep_hidden(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
+{
+    const int64_t E = f->hp->n_embd;
+    int32_t n_out = 0;
+    for (int32_t i = 0; i < n; i++)
+        n_out += (toks[i].logits & FWD_OUT_HIDDEN) != 0;
+    if (n_out > f->n_hidden_cap) {
+        float *p = realloc(f->hidden, (size_t)n_out * (size_t)E * sizeof(float));
+        if (!p)
+            return lf_err_set(err, LF_ERR_NOMEM, "out of memory for hidden states");
+        f->hidden = p;
+        f->n_hidden_cap = n_out;
+    }
+    n_out = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (!(toks[i].logits & FWD_OUT_HIDDEN))
+            continue;
+        float *h = f->hidden + (int64_t)n_out++ * E;
+        if (f->w->output_norm)
+            ops_rms_norm(f->x + i * E, f->w->output_norm, h, E, f->hp->rms_eps);
+        else
+            memcpy(h, f->x + i * E, (size_t)E * sizeof(float));
+    }
+    f->n_hidden = n_out;
+    return LF_OK;
+}
+
 lf_code_t fwd_decode(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *err)
 {
     return fwd_decode_mm(f, toks, NULL, n, err);
@@ -730,14 +1016,7 @@ lf_code_t fwd_decode_mm(fwd_t *f, const fwd_tok_t *toks, const fwd_mm_t *mm, int
     if (f->rs)
         build_groups(f, toks, n);
 
-    for (int32_t i = 0; i < n; i++) {
-        if (MM(mm, i)->embd)
-            memcpy(f->x + i * E, MM(mm, i)->embd, (size_t)E * sizeof(float));
-        else
-            quant_dequantize_row(w->tok_embd.type,
-                                 (const uint8_t *)w->tok_embd.data + (size_t)toks[i].token * w->tok_embd.row_bytes,
-                                 f->x + i * E, E);
-    }
+    embed_input(f, toks, mm, n);
     /* the rope tables of the batch's positions, once for all layers */
     for (int32_t i = 0; i < n; i++) {
         const fwd_mm_t *x = MM(mm, i);
@@ -753,78 +1032,21 @@ lf_code_t fwd_decode_mm(fwd_t *f, const fwd_tok_t *toks, const fwd_mm_t *mm, int
         if (hp->n_swa > 0)
             rope_angles(&f->rope_swa, p, f->cs + ((int64_t)f->max_batch + i) * f->rot_stride);
     }
-    /* text embeddings are scaled (gemma), image embeddings are not */
-    if (f->arch->embd_scale) {
-        const float s = sqrtf((float)E);
-        for (int32_t i = 0; i < n; i++)
-            if (!MM(mm, i)->embd)
-                for (int64_t j = 0; j < E; j++)
-                    f->x[i * E + j] *= s;
-    }
     if (f->ple)
         ple_inputs(f, toks, mm, n);
-
     for (int l = 0; l < hp->n_layer; l++) {
-        const model_layer_t *L = &w->layers[l];
-        for (int32_t i = 0; i < n; i++)
-            ops_rms_norm(f->x + i * E, L->attn_norm, f->xn + i * E, E, hp->rms_eps);
-        float *mo = f->xn; /* the mixer's output */
-        switch (L->kind) {
-        case MODEL_LAYER_ATTN:
-            attn_mixer(f, l, toks, mm, n);
-            break;
-        case MODEL_LAYER_GDN:
-            dn_run(f->dn, f->pool, L, l, f->rs, f->groups, f->n_groups, f->xn, n, f->order, f->ffo);
-            mo = f->ffo;
-            break;
-        case MODEL_LAYER_SHORTCONV:
-            sc_run(f->sc, f->pool, L, l, f->rs, f->groups, f->n_groups, f->xn, n, f->order, f->ffo);
-            mo = f->ffo;
-            break;
-        }
-        if (L->attn_post_norm)
-            for (int32_t i = 0; i < n; i++)
-                ops_rms_norm(mo + i * E, L->attn_post_norm, mo + i * E, E, hp->rms_eps);
-        for (int64_t j = 0; j < n * E; j++)
-            f->x[j] += mo[j];
-
-        /* llama.cpp keeps only the output rows after the last layer's
-         * attention (a batch of one row for the last prompt token), or
-         * after the last layer (out_rows_late) */
-        if (l == hp->n_layer - 1 && !f->arch->out_rows_late)
-            for (int32_t i = 0; i < n; i++)
-                if (toks[i].logits)
-                    f->order[i] = GX_ORDER_VEC;
-        if (L->ffn_pre_norm_2) {
-            /* gemma4 MoE: dense MLP and experts from the residual, each with its norms */
-            ffn_run_par(f->ffn, f->pool, L, f->x, n, f->order, f->ffo);
-        } else {
-            for (int32_t i = 0; i < n; i++)
-                ops_rms_norm(f->x + i * E, L->ffn_norm, f->xn + i * E, E, hp->rms_eps);
-            ffn_run(f->ffn, f->pool, L, f->xn, n, f->order, f->ffo);
-        }
-        if (L->ffn_post_norm)
-            for (int32_t i = 0; i < n; i++)
-                ops_rms_norm(f->ffo + i * E, L->ffn_post_norm, f->ffo + i * E, E, hp->rms_eps);
-        for (int64_t j = 0; j < n * E; j++)
-            f->x[j] += f->ffo[j];
-        if (f->ple)
-            ple_layer(f, L, l, n);
-        if (L->out_scale)
-            for (int64_t j = 0; j < n * E; j++)
-                f->x[j] *= L->out_scale[0];
-        /* deepstack: image rows add their (l + 1)-th extra embedding */
-        if (l < hp->n_deepstack)
-            for (int32_t i = 0; i < n; i++)
-                if (MM(mm, i)->embd)
-                    for (int64_t j = 0; j < E; j++)
-                        f->x[i * E + j] += mm[i].embd[(int64_t)(l + 1) * E + j];
+        if (f->arch->post_ln)
+            layer_post_ln(f, l, toks, n);
+        else
+            layer_pre_norm(f, l, toks, mm, n);
     }
+    if ((rc = keep_hidden(f, toks, n, err)) != LF_OK)
+        return rc;
 
     /* logits only for the tokens that asked: gather, norm, project */
     int32_t n_out = 0;
     for (int32_t i = 0; i < n; i++)
-        if (toks[i].logits) {
+        if (toks[i].logits & FWD_OUT_LOGITS) {
             ops_rms_norm(f->x + i * E, w->output_norm, f->xn + n_out * E, E, hp->rms_eps);
             f->out_rows[n_out++] = i;
         }
@@ -840,7 +1062,7 @@ lf_code_t fwd_decode_mm(fwd_t *f, const fwd_tok_t *toks, const fwd_mm_t *mm, int
     if (hp->logit_softcap > 0.0f)
         ops_softcap_row(f->logits, (int64_t)n_out * hp->n_vocab, hp->logit_softcap);
     f->n_logits = n_out;
-    for (int32_t i = 0; i < n; i++)
+    for (int32_t i = 0; f->kv && i < n; i++)
         kv_seq_set_len(f->kv, toks[i].seq, toks[i].pos + 1);
     return LF_OK;
 }
@@ -854,18 +1076,21 @@ lf_code_t fwd_prefill(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n, b
         return lf_err_set(err, LF_ERR_INVALID, "sequence %d out of range", seq);
     if (n <= 0)
         return lf_err_set(err, LF_ERR_INVALID, "empty prompt");
-    const int32_t len0 = kv_seq_len(f->kv, seq);
+    const int32_t len0 = fwd_seq_len(f, seq);
     if (len0 + n > f->n_ctx)
         return lf_err_set(err, LF_ERR_CONTEXT, "%d prompt tokens do not fit the context of %d (%d used)", n,
                           f->n_ctx, len0);
     if (f->rs && len0 == 0 && f->hint_last[seq] == 0)
         state_hints(f, seq, n); /* unless fwd_seq_attach_prefix set them for the whole prompt */
+    if (!f->kv && n > f->max_batch)
+        return lf_err_set(err, LF_ERR_CONTEXT, "%d tokens do not fit one batch of %d (a model without KV cache "
+                          "takes a sequence in one batch)", n, f->max_batch);
     /* the whole prompt is the cached prefix and these tokens, so a prompt
      * that continues a reused prefix keeps the order recomputing it would
      * have (a cached prefix gives the same bits as recomputing it) */
     for (int32_t start = 0; start < n; start += f->max_batch) {
         int32_t m = n - start < f->max_batch ? n - start : f->max_batch;
-        int32_t pos0 = kv_seq_len(f->kv, seq);
+        int32_t pos0 = fwd_seq_len(f, seq);
         for (int32_t i = 0; i < m; i++)
             f->prefill[i] = (fwd_tok_t){tokens[start + i], seq, pos0 + i, want_logits && start + i == n - 1,
                                         fwd_prompt_order(f, len0 + n, pos0 + i)};
@@ -889,6 +1114,9 @@ bool fwd_prompt_order_chunk(const fwd_t *f, int32_t n_prompt, int32_t chunk_star
 {
     if (pos < chunk_start || pos >= chunk_end || chunk_end > n_prompt || chunk_end - chunk_start < 2)
         return false;
+    /* without a KV cache llama.cpp takes the whole input in one micro-batch */
+    if (!f->kv)
+        return true;
     /* the batch boundaries around pos: the chunk's start and end, and the
      * checkpoint breaks of sliding-window and hybrid models inside text */
     int32_t a = chunk_start, b = chunk_end;
@@ -934,7 +1162,8 @@ const float *fwd_logits(const fwd_t *f, int32_t j)
 
 void fwd_seq_rm(fwd_t *f, int32_t seq)
 {
-    kv_seq_release(f->kv, seq);
+    if (f->kv)
+        kv_seq_release(f->kv, seq);
     if (f->rs && seq >= 0 && seq < f->n_seq) {
         rs_seq_reset(f->rs, seq);
         f->hint_last[seq] = f->hint_match[seq] = 0;
@@ -973,6 +1202,8 @@ lf_code_t fwd_seq_truncate(fwd_t *f, int32_t seq, int32_t len, lf_err_t *err)
 {
     if (seq < 0 || seq >= f->n_seq)
         return lf_err_set(err, LF_ERR_INVALID, "sequence %d out of range", seq);
+    if (!f->kv)
+        return lf_err_set(err, LF_ERR_INVALID, "no KV cache to truncate (an encoder model)");
     if (f->rs && len != kv_seq_len(f->kv, seq))
         return lf_err_set(err, LF_ERR_UNSUPPORTED, "a recurrent state cannot be rolled back");
     return kv_seq_truncate(f->kv, seq, len, err);
@@ -980,17 +1211,29 @@ lf_code_t fwd_seq_truncate(fwd_t *f, int32_t seq, int32_t len, lf_err_t *err)
 
 bool fwd_can_truncate(const fwd_t *f)
 {
-    /* a recurrent state holds no per-position history (rstate.h) */
-    return f->rs == NULL;
+    /* every layer keeps K/V per position; a recurrent state holds no
+     * per-position history (rstate.h) */
+    return f->kv != NULL && f->rs == NULL;
 }
 
 int32_t fwd_seq_len(const fwd_t *f, int32_t seq)
 {
-    return kv_seq_len(f->kv, seq);
+    return f->kv ? kv_seq_len(f->kv, seq) : 0;
 }
+
+const float *fwd_hidden(const fwd_t *f, int32_t j)
+{
+    if (j < 0 || j >= f->n_hidden)
+        return NULL;
+    return f->hidden + (size_t)j * (size_t)f->hp->n_embd;
+}
+
+bool fwd_has_cache(const fwd_t *f) { return f->kv != NULL; }
 
 int32_t fwd_seq_attach_prefix(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n)
 {
+    if (!f->kv)
+        return 0;
     const int32_t ok = prompt_order_prefix(f, n);
     /* kv attaches whole blocks strictly before its n - 1 */
     if (!f->rs)
@@ -1016,6 +1259,8 @@ int32_t fwd_seq_attach_prefix(fwd_t *f, int32_t seq, const int32_t *tokens, int3
 
 void fwd_seq_commit(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n)
 {
+    if (!f->kv)
+        return;
     kv_seq_commit(f->kv, seq, tokens, prompt_order_prefix(f, n));
     if (!f->rs)
         return;
@@ -1045,10 +1290,19 @@ void fwd_state_usage(const fwd_t *f, fwd_state_usage_t *u)
 
 int32_t fwd_n_ctx(const fwd_t *f) { return f->n_ctx; }
 
-uint64_t fwd_kv_bytes(const fwd_t *f) { return kv_bytes(f->kv); }
+uint64_t fwd_kv_bytes(const fwd_t *f) { return f->kv ? kv_bytes(f->kv) : 0; }
 
 void fwd_kv_usage(const fwd_t *f, int32_t *blocks_total, int32_t *blocks_used, int32_t *block_tokens)
 {
+    if (!f->kv) {
+        if (blocks_total)
+            *blocks_total = 0;
+        if (blocks_used)
+            *blocks_used = 0;
+        if (block_tokens)
+            *block_tokens = FWD_KV_BLOCK_TOKENS;
+        return;
+    }
     if (blocks_total)
         *blocks_total = kv_n_blocks(f->kv);
     if (blocks_used)
@@ -1059,6 +1313,13 @@ void fwd_kv_usage(const fwd_t *f, int32_t *blocks_total, int32_t *blocks_used, i
 
 void fwd_kv_usage_bytes(const fwd_t *f, uint64_t *total, uint64_t *used)
 {
+    if (!f->kv) {
+        if (total)
+            *total = 0;
+        if (used)
+            *used = 0;
+        return;
+    }
     if (total)
         *total = kv_bytes(f->kv);
     if (used)
@@ -1067,5 +1328,7 @@ void fwd_kv_usage_bytes(const fwd_t *f, uint64_t *total, uint64_t *used)
 
 bool fwd_kv_fits(const fwd_t *f, int32_t n_tokens)
 {
+    if (!f->kv)
+        return n_tokens <= f->max_batch;
     return kv_fits_new(f->kv, n_tokens);
 }

@@ -34,7 +34,9 @@ typedef struct {
     int32_t token;
     int32_t seq;   /* 0 .. n_seq-1 */
     int32_t pos;   /* position in its sequence */
-    bool logits;   /* compute logits for this token */
+    uint8_t logits; /* outputs of this token, FWD_OUT_* bits: FWD_OUT_LOGITS
+                       (= true) computes its logits (fwd_logits),
+                       FWD_OUT_HIDDEN keeps its hidden state (fwd_hidden) */
     bool prompt;   /* prompt token in llama.cpp's prompt order (numerics only,
                       see below and fwd_prompt_order) */
 } fwd_tok_t;
@@ -57,6 +59,17 @@ typedef struct {
                           same batch (bidirectional attention inside an image,
                           or an encoder); 0: causal */
 } fwd_mm_t;
+
+enum { FWD_OUT_LOGITS = 1, FWD_OUT_HIDDEN = 2 };
+
+/* Families without a KV cache (arch no_cache: the bert family,
+ * gemma-embedding) attend over the batch's own rows in F32, as llama.cpp
+ * does for them: a batch then holds whole sequences, each one's tokens in
+ * consecutive rows with positions 0, 1, ... (`seq` only tells sequences
+ * apart within the batch; n_seq bounds the sequences of one batch), and
+ * nothing is kept after the call. Attention is bidirectional where the
+ * model is (hparams causal false; sliding windows then symmetric), with
+ * ALiBi where the family has it. */
 
 /* Numerics: llama.cpp sums in one order for a prompt (a batch of >= 2
  * tokens: llamafile's tinyBLAS) and in another for a decode step (one
@@ -143,6 +156,15 @@ bool fwd_prompt_order_chunk(const fwd_t *f, int32_t n_prompt, int32_t chunk_star
  * logits, counting only those tokens, in batch order. Valid until the next
  * fwd_decode. NULL if j is out of range. */
 const float *fwd_logits(const fwd_t *f, int32_t j);
+
+/* Hidden state (n_embd floats) of the j-th token of the last batch with
+ * FWD_OUT_HIDDEN, counting only those tokens, in batch order: the last
+ * layer's output, after the output norm where the family has one
+ * (llama.cpp's t_embd). Valid until the next fwd_decode; NULL if j is out
+ * of range. */
+const float *fwd_hidden(const fwd_t *f, int32_t j);
+/* Whether the context has a KV cache (false for arch no_cache families). */
+bool fwd_has_cache(const fwd_t *f);
 
 /* Forgets sequence seq and gives its KV blocks back (registered prefix
  * blocks stay cached for reuse); it may be refilled from 0. */

@@ -230,7 +230,20 @@ static bool bind_ffn(binder_t *b, const arch_desc_t *a, const model_hparams_t *h
 {
     char n[96];
     const int64_t E = hp->n_embd, FF = l->n_ff;
-    switch (a->ffn) {
+    arch_ffn_t kind = a->ffn;
+    if (kind == ARCH_FFN_GATED_FUSED && a->ffn_fused_by_rows) {
+        /* jina-bert-v2: gate | up fused when ffn_up has 2 n_ff rows */
+        const gguf_tensor_t *up = gguf_find_tensor(b->f, NAME("ffn_up.weight"));
+        if (up && up->ne[1] == FF)
+            kind = ARCH_FFN_SEQ;
+    }
+    if (kind != ARCH_FFN_MOE &&
+        (!bind_vec(b, NAME("ffn_down.bias"), E, true, &l->b_down) ||
+         !bind_vec(b, NAME("ffn_gate.bias"), FF, true, &l->b_gate) ||
+         !bind_vec(b, NAME("ffn_up.bias"), kind == ARCH_FFN_GATED_FUSED ? 2 * FF : FF, true, &l->b_up)))
+        return false;
+    l->up_fused = kind == ARCH_FFN_GATED_FUSED;
+    switch (kind) {
     case ARCH_FFN_GATED:
         if (!bind_mat(b, NAME("ffn_gate.weight"), E, FF, false, &l->w_gate) ||
             !bind_mat(b, NAME("ffn_up.weight"), E, FF, false, &l->w_up) ||
@@ -246,10 +259,40 @@ static bool bind_ffn(binder_t *b, const arch_desc_t *a, const model_hparams_t *h
     case ARCH_FFN_GATED_FUSED:
         return bind_mat(b, NAME("ffn_up.weight"), E, 2 * FF, false, &l->w_up) &&
                bind_mat(b, NAME("ffn_down.weight"), FF, E, false, &l->w_down);
+    case ARCH_FFN_SEQ:
+        return bind_mat(b, NAME("ffn_up.weight"), E, FF, false, &l->w_up) &&
+               bind_mat(b, NAME("ffn_down.weight"), FF, E, false, &l->w_down);
     case ARCH_FFN_MOE:
         return bind_moe(b, a, hp, i, l);
     }
     return false;
+}
+
+/* A LayerNorm's weight and bias [n], both required or both optional. */
+static bool bind_ln(binder_t *b, const char *w_name, const char *b_name, int64_t n, bool optional, const float **w,
+                    const float **bias)
+{
+    return bind_vec(b, w_name, n, optional, w) && bind_vec(b, b_name, n, optional || !*w, bias);
+}
+
+/* A BERT-family layer (arch post_ln): no pre-norms; LayerNorms after the
+ * residuals; optional q/k LayerNorms and a second attention norm (jina). */
+static bool bind_layer_post_ln(binder_t *b, const arch_desc_t *a, const model_hparams_t *hp, int i,
+                               model_layer_t *l)
+{
+    const int64_t E = hp->n_embd, HD = l->head_dim, Q = (int64_t)hp->n_head * HD, KV = (int64_t)l->n_head_kv * HD;
+    char n[96], nb[96];
+    bool ok = bind_qkv(b, i, E, Q, KV, l) && bind_mat(b, NAME("attn_output.weight"), Q, E, false, &l->wo) &&
+              bind_vec(b, NAME("attn_output.bias"), E, true, &l->bo) &&
+              bind_ln(b, NAME("attn_output_norm.weight"), NAMEB("attn_output_norm.bias"), E, false,
+                      &l->attn_out_norm, &l->attn_out_norm_b) &&
+              bind_ln(b, NAME("attn_norm_2.weight"), NAMEB("attn_norm_2.bias"), E, true, &l->attn_norm_2,
+                      &l->attn_norm_2_b) &&
+              bind_ln(b, NAME("attn_q_norm.weight"), NAMEB("attn_q_norm.bias"), Q, true, &l->q_ln, &l->q_ln_b) &&
+              bind_ln(b, NAME("attn_k_norm.weight"), NAMEB("attn_k_norm.bias"), KV, true, &l->k_ln, &l->k_ln_b) &&
+              bind_ln(b, NAME("layer_output_norm.weight"), NAMEB("layer_output_norm.bias"), E, false,
+                      &l->layer_out_norm, &l->layer_out_norm_b);
+    return ok && bind_ffn(b, a, hp, i, l);
 }
 
 /* The attention of layer i (kind MODEL_LAYER_ATTN). */
@@ -322,6 +365,8 @@ static bool bind_layer(binder_t *b, const arch_desc_t *a, const model_hparams_t 
     l->n_rot = k->n_rot[i];
     l->n_ff = k->n_ff[i] > 0 ? k->n_ff[i] : hp->n_ff;
     l->kv_layer = k->kv_layer[i];
+    if (a->post_ln)
+        return bind_layer_post_ln(b, a, hp, i, l);
     snprintf(norm, sizeof norm, "blk.%d.%s.weight", i, a->ffn_norm);
     if (!bind_vec(b, NAME("attn_norm.weight"), E, false, &l->attn_norm) || !bind_vec(b, norm, E, false, &l->ffn_norm))
         return false;
@@ -352,6 +397,49 @@ static bool bind_layer(binder_t *b, const arch_desc_t *a, const model_hparams_t 
 #undef NAME
 #undef NAMEB
 
+/* A matrix of n_in inputs whose output count the file decides (the
+ * classifier and dense heads); absent is fine. */
+static bool bind_mat_rows(binder_t *b, const char *name, int64_t n_in, model_tensor_t *out)
+{
+    const gguf_tensor_t *t = gguf_find_tensor(b->f, name);
+    memset(out, 0, sizeof *out);
+    if (!t)
+        return true;
+    if (t->ne[1] < 1 || t->ne[1] > (1 << 20))
+        return lf_err_set(b->err, LF_ERR_FORMAT, "%s: tensor '%s' has %lld rows", b->path, name,
+                          (long long)t->ne[1]), false;
+    return bind_mat(b, name, n_in, t->ne[1], false, out);
+}
+
+/* The encoder inputs (positions, token types, input LayerNorm) and the
+ * embedding heads (classifier, dense layers after pooling). */
+static bool bind_heads(model_t *m, binder_t *b)
+{
+    model_hparams_t *hp = &m->hp;
+    model_weights_t *w = &m->w;
+    const arch_desc_t *a = m->arch;
+    const int64_t E = hp->n_embd;
+    if (a->pos_embd && !bind_mat(b, "position_embd.weight", E, hp->n_ctx_train, false, &w->pos_embd))
+        return false;
+    if (!bind_mat_rows(b, "token_types.weight", E, &w->type_embd))
+        return false;
+    if (a->types_required && !w->type_embd.data)
+        return lf_err_set(b->err, LF_ERR_FORMAT, "%s: missing tensor 'token_types.weight'", b->path), false;
+    if (a->post_ln && !bind_ln(b, "token_embd_norm.weight", "token_embd_norm.bias", E, false, &w->tok_norm,
+                               &w->tok_norm_b))
+        return false;
+    if (!bind_mat_rows(b, "cls.weight", E, &w->cls) ||
+        !bind_vec(b, "cls.bias", w->cls.data ? w->cls.n_out : 1, true, &w->cls_b) ||
+        !bind_mat(b, "cls.output.weight", w->cls.data ? w->cls.n_out : E, hp->n_cls_out, true, &w->cls_out) ||
+        !bind_vec(b, "cls.output.bias", hp->n_cls_out, true, &w->cls_out_b) ||
+        !bind_mat_rows(b, "dense_2.weight", E, &w->dense_2) ||
+        !bind_vec(b, "dense_2.bias", w->dense_2.data ? w->dense_2.n_out : 1, true, &w->dense_2_b) ||
+        !bind_mat_rows(b, "dense_3.weight", w->dense_2.data ? w->dense_2.n_out : E, &w->dense_3))
+        return false;
+    hp->n_embd_out = (int32_t)(w->dense_3.data ? w->dense_3.n_out : w->dense_2.data ? w->dense_2.n_out : E);
+    return true;
+}
+
 static bool bind_weights(model_t *m, binder_t *b, const model_layer_kinds_t *kinds)
 {
     const model_hparams_t *hp = &m->hp;
@@ -366,7 +454,8 @@ static bool bind_weights(model_t *m, binder_t *b, const model_layer_kinds_t *kin
     m->hp.n_vocab = (int32_t)te->ne[1];
     /* LongRoPE factors: llama.cpp reads blk.0's (the others duplicate it) */
     if (!bind_mat(b, "token_embd.weight", E, te->ne[1], false, &w->tok_embd) ||
-        !bind_vec(b, m->arch->output_norm ? m->arch->output_norm : "output_norm.weight", E, false, &w->output_norm) ||
+        !bind_vec(b, m->arch->output_norm ? m->arch->output_norm : "output_norm.weight", E, m->arch->post_ln,
+                  &w->output_norm) ||
         !bind_mat(b, "output.weight", E, hp->n_vocab, !m->arch->output_required, &w->output) ||
         !bind_vec(b, "rope_freqs.weight", hp->n_rot / 2, true, &w->rope_freqs) ||
         !bind_vec(b, "blk.0.rope_factors_long.weight", hp->n_rot / 2, true, &w->rope_long) ||
@@ -378,6 +467,8 @@ static bool bind_weights(model_t *m, binder_t *b, const model_layer_kinds_t *kin
         w->output = w->tok_embd;
         w->output_tied = true;
     }
+    if (!bind_heads(m, b))
+        return false;
     if (hp->n_embd_per_layer > 0) {
         const int64_t P = (int64_t)hp->n_layer * hp->n_embd_per_layer;
         if (!bind_mat(b, "per_layer_token_embd.weight", P, hp->n_vocab, false, &w->ple_embd) ||

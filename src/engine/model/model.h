@@ -85,7 +85,23 @@ typedef struct {
     int32_t rope_sections[4];    /* multi-section rope (arch mrope): rotary pairs per t, h, w, e */
     int32_t n_deepstack;         /* deepstack layers (arch deepstack): extra input embeddings */
     int32_t n_embd_inp;          /* width of an embedding input row: n_embd * (1 + n_deepstack) */
+    /* ---- embeddings and reranking (issue 25) ---- */
+    bool causal;                 /* causal attention (arch default, <arch>.attention.causal) */
+    float norm_eps;              /* LayerNorm epsilon (attention.layer_norm_epsilon; post_ln) */
+    int32_t n_token_types;       /* tokenizer.ggml.token_type_count (0: none) */
+    int32_t pooling;             /* <arch>.pooling_type: MODEL_POOLING_*, or -1 if absent */
+    int32_t n_cls_out;           /* classifier outputs (classifier.output_labels, default 1) */
+    int32_t n_embd_out;          /* pooled vector size (n_embd, or dense_3's output) */
 } model_hparams_t;
+
+/* Pooling types as GGUF stores them (llama.cpp's llama_pooling_type). */
+enum {
+    MODEL_POOLING_NONE = 0,
+    MODEL_POOLING_MEAN = 1,
+    MODEL_POOLING_CLS = 2,
+    MODEL_POOLING_LAST = 3,
+    MODEL_POOLING_RANK = 4,
+};
 
 /* A weight matrix: n_out rows of n_in values of `type`, rows contiguous
  * (ggml's ne[0] = n_in, ne[1] = n_out). A view into the model file. */
@@ -137,6 +153,13 @@ typedef struct {
     model_tensor_t w_gate, w_up;   /* n_embd -> n_ff (fused: w_up n_embd -> 2 n_ff, gate rows first) */
     model_tensor_t w_down;         /* n_ff -> n_embd */
     const float *ffn_post_norm;    /* NULL, or [n_embd] (gemma3) */
+    const float *b_gate, *b_up, *b_down; /* NULL, or FFN biases (bert family) */
+    bool up_fused;                 /* w_up holds gate | up (2 n_ff rows) */
+    /* post-LayerNorm blocks (arch post_ln): weights and biases [n_embd] */
+    const float *attn_out_norm, *attn_out_norm_b;   /* after the attention residual */
+    const float *attn_norm_2, *attn_norm_2_b;       /* NULL, or a second one (jina) */
+    const float *layer_out_norm, *layer_out_norm_b; /* after the FFN residual */
+    const float *q_ln, *q_ln_b, *k_ln, *k_ln_b;     /* NULL, or LayerNorms of q and k (jina) */
     /* MoE (arch ffn ARCH_FFN_MOE) */
     model_tensor_t router;         /* n_embd -> n_expert (ffn_gate_inp) */
     const float *router_b;         /* NULL, or [n_expert] */
@@ -188,6 +211,17 @@ typedef struct {
     model_tensor_t ple_embd;       /* n_vocab rows of n_layer * n_embd_per_layer */
     model_tensor_t ple_model_proj; /* n_embd -> n_layer * n_embd_per_layer */
     const float *ple_proj_norm;    /* [n_embd_per_layer] */
+    /* ---- encoders and embedding heads (issue 25); data NULL when absent ---- */
+    model_tensor_t pos_embd;       /* n_ctx_train rows of n_embd (learned positions) */
+    model_tensor_t type_embd;      /* n_token_types rows of n_embd (row 0 is added) */
+    const float *tok_norm, *tok_norm_b; /* [n_embd] input LayerNorm (post_ln) */
+    model_tensor_t cls;            /* n_embd -> n_cls: classifier dense (then tanh) */
+    const float *cls_b;
+    model_tensor_t cls_out;        /* n_cls (or n_embd) -> n_cls_out: classifier output */
+    const float *cls_out_b;
+    model_tensor_t dense_2;        /* n_embd -> d2: after pooling (EmbeddingGemma) */
+    const float *dense_2_b;
+    model_tensor_t dense_3;        /* d2 -> n_embd_out */
 } model_weights_t;
 
 typedef struct model model_t;

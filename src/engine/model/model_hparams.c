@@ -253,6 +253,48 @@ static bool read_vl(const reader_t *r, const arch_desc_t *a, model_hparams_t *hp
     return true;
 }
 
+/* Encoders and embedding models: causality, LayerNorm epsilon, token
+ * types, pooling type and classifier outputs (llama.cpp's load_hparams and
+ * the bert family's load_arch_hparams). */
+static bool read_embedding(const reader_t *r, const arch_desc_t *a, model_hparams_t *hp)
+{
+    char key[160];
+    bool b = !a->bidirectional;
+    if (gguf_find_kv(r->f, key_of(r, "attention.causal", key, sizeof key)) && !gguf_get_bool(r->f, key, &b))
+        return lf_err_set(r->err, LF_ERR_FORMAT, "%s: metadata '%s' is not a boolean", r->path, key), false;
+    /* llama.cpp builds gemma-embedding without a causal mask, whatever the key */
+    hp->causal = !strcmp(a->name, "gemma-embedding") ? false : b;
+    hp->norm_eps = 1e-12f;
+    if (a->post_ln) {
+        key_of(r, "attention.layer_norm_epsilon", key, sizeof key);
+        if (!gguf_get_f32(r->f, key, &hp->norm_eps) || !(hp->norm_eps >= 0.0f))
+            return lf_err_set(r->err, LF_ERR_FORMAT, "%s: missing or invalid metadata '%s'", r->path, key), false;
+    }
+    uint32_t v = 0;
+    if (gguf_find_kv(r->f, "tokenizer.ggml.token_type_count") &&
+        (!gguf_get_u32(r->f, "tokenizer.ggml.token_type_count", &v) || v > 1024))
+        return lf_err_set(r->err, LF_ERR_FORMAT, "%s: invalid tokenizer.ggml.token_type_count", r->path), false;
+    hp->n_token_types = (int32_t)v;
+    if (a->post_ln && !a->types_required && hp->n_token_types == 0)
+        return lf_err_set(r->err, LF_ERR_FORMAT, "%s: %s model needs to define token type count "
+                          "(tokenizer.ggml.token_type_count)", r->path, a->name), false;
+    hp->pooling = -1;
+    v = 0;
+    if (gguf_find_kv(r->f, key_of(r, "pooling_type", key, sizeof key))) {
+        if (!gguf_get_u32(r->f, key, &v) || v > MODEL_POOLING_RANK)
+            return lf_err_set(r->err, LF_ERR_FORMAT, "%s: invalid metadata '%s'", r->path, key), false;
+        hp->pooling = (int32_t)v;
+    }
+    hp->n_cls_out = 1;
+    const gguf_kv_t *labels = gguf_get_arr(r->f, key_of(r, "classifier.output_labels", key, sizeof key));
+    if (labels) {
+        if (labels->arr_len < 1 || labels->arr_len > 65536)
+            return lf_err_set(r->err, LF_ERR_FORMAT, "%s: invalid metadata '%s'", r->path, key), false;
+        hp->n_cls_out = (int32_t)labels->arr_len;
+    }
+    return true;
+}
+
 /* Which layers are recurrent (hybrid families), before anything reads the
  * per-layer head counts. */
 static bool read_layer_kinds(const reader_t *r, const arch_desc_t *a, model_hparams_t *hp, model_layer_kinds_t *k)
@@ -492,7 +534,7 @@ bool model_hparams_read(const gguf_file_t *f, const char *path, const arch_desc_
     hp->rope_theta = a->default_rope_theta;
     if (!get_f32(&r, "attention.layer_norm_rms_epsilon", &hp->rms_eps) ||
         !get_f32(&r, "rope.freq_base", &hp->rope_theta) || !read_rope_scaling(&r, hp) || !read_moe(&r, a, hp) ||
-        !read_recurrent(&r, hp, kinds))
+        !read_recurrent(&r, hp, kinds) || !read_embedding(&r, a, hp))
         goto fail;
     if (!(hp->rms_eps >= 0.0f) || !(hp->rope_theta > 0.0f) || !isfinite(hp->rope_theta)) {
         lf_err_set(err, LF_ERR_FORMAT, "%s: invalid norm epsilon %g or rope base %g", path, hp->rms_eps,
@@ -530,7 +572,7 @@ bool model_hparams_read(const gguf_file_t *f, const char *path, const arch_desc_
     if (!read_swa_layers(&r, a, hp, kinds))
         goto fail;
     for (int i = 0; i < N; i++) {
-        kinds->rope[i] = a->no_rope_step <= 0 || (i + 1) % a->no_rope_step != 0;
+        kinds->rope[i] = (a->no_rope_step <= 0 || (i + 1) % a->no_rope_step != 0) && !a->pos_embd && !a->alibi;
         const bool w = a->per_layer_dims && kinds->swa[i];
         kinds->head_dim[i] = w ? hp->head_dim_swa : hp->head_dim;
         kinds->n_rot[i] = w ? hp->n_rot_swa : hp->n_rot;

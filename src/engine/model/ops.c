@@ -23,6 +23,40 @@ void ops_rms_norm(const float *x, const float *w, float *y, int64_t n, float eps
         y[i] = (x[i] * scale) * w[i];
 }
 
+void ops_layer_norm(const float *x, const float *w, const float *b, float *y, int64_t n, float eps)
+{
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        sum += (double)x[i];
+    const float mean = (float)sum / (float)n;
+    double sq = 0.0;
+    int64_t i = 0;
+    for (; i + 15 < n; i += 16) { /* ggml_vec_cvar_f32, AVX-512 blocks */
+        float v[16];
+        for (int l = 0; l < 16; l++) {
+            const float d = x[i + l] - mean;
+            y[i + l] = d;
+            v[l] = d * d;
+        }
+        sq += (double)gx_hsum16(v);
+    }
+    for (; i < n; i++) {
+        const float d = x[i] - mean;
+        y[i] = d;
+        sq += (double)(d * d);
+    }
+    const float var = (float)(sq / (double)n);
+    const float scale = 1.0f / sqrtf(var + eps);
+    for (i = 0; i < n; i++) {
+        float v = y[i] * scale;
+        if (w)
+            v = v * w[i];
+        if (b)
+            v = v + b[i];
+        y[i] = v;
+    }
+}
+
 void ops_rms_norm_heads(float *x, const float *w, int32_t n_heads, int32_t head_dim, float eps)
 {
     for (int32_t h = 0; h < n_heads; h++)

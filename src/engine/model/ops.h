@@ -14,6 +14,17 @@
  * (x == y allowed; w NULL: no weight, ggml_rms_norm alone). */
 void ops_rms_norm(const float *x, const float *w, float *y, int64_t n, float eps);
 
+/* y = LayerNorm(x) * w + b as ggml_norm, ggml_mul, ggml_add: the mean
+ * from a double sum, the variance from 16-value blocks of squares (each
+ * block summed as _mm512_reduce_add_ps, the blocks and the rest added in
+ * double), y = (x - mean) / sqrt(var + eps) (x == y allowed; w, b NULL:
+ * none). */
+void ops_layer_norm(const float *x, const float *w, const float *b, float *y, int64_t n, float eps);
+
+/* y[i] = gelu_tanh(x[i]) with ggml's F16 table (ggml_vec_gelu_f32: 0 below
+ * -10, identity above 10); y may alias x. */
+void ops_gelu_row(float *y, const float *x, int64_t n);
+
 /* ops_rms_norm of each of n_heads consecutive heads of head_dim values, in
  * place, with the same head_dim weights (per-head q/k norm). */
 void ops_rms_norm_heads(float *x, const float *w, int32_t n_heads, int32_t head_dim, float eps);

@@ -19,6 +19,7 @@
 #include "engine/sample/stopstr.h"
 #include "engine/vocab/vocab.h"
 #include "server/api/api_constraint.h"
+#include "server/api/api_embed.h"
 #include "server/api/api_gen.h"
 #include "server/api/api_logprobs.h"
 #include "server/chat/chat_setup.h"
@@ -717,6 +718,10 @@ out:
 
 void api_invocations(srv_t *s, http_req_t *r)
 {
+    if (s->embed) { /* SageMaker's TEI containers: embeddings and rerank */
+        api_embed_invocations(s, r);
+        return;
+    }
     switch (req_sniff_kind(r->body, r->body_len)) {
     case REQ_KIND_CHAT: api_chat(s, r); return;
     case REQ_KIND_COMPLETION: api_completions(s, r); return;

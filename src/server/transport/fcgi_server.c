@@ -41,6 +41,8 @@
 #include "server/store/store.h"
 #include "server/transport/fcgi_guard.h"
 #include "server/transport/listen_fd.h"
+#include "server/embed_setup.h"
+#include "engine/embed/embed_sched.h"
 
 typedef struct {
     srv_t *srv;
@@ -295,7 +297,6 @@ int srv_run(srv_config_t *cfg)
         if (!(s.draft_model = model_load(cfg->model_draft, &err))) {
             fprintf(stderr, "llm-fcgi: cannot load the draft model: %s\n", err.msg);
             model_free(s.model);
-        model_free(s.draft_model);
             return 1;
         }
         fprintf(stderr, "llm-fcgi: draft model %s (%.1f M parameters)\n", cfg->model_draft,
@@ -313,11 +314,22 @@ int srv_run(srv_config_t *cfg)
         if (!(s.media = srv_media_open(&cfg->media, s.model, cfg->model_path, &err))) {
             fprintf(stderr, "llm-fcgi: cannot load the vision projector: %s\n", err.msg);
             model_free(s.model);
+            model_free(s.draft_model);
             return 1;
         }
         char desc[400];
         vis_model_describe(srv_media_vision(s.media), desc, sizeof desc);
         fprintf(stderr, "llm-fcgi: image input from %s: %s\n", cfg->media.mmproj_path, desc);
+    }
+    /* an embedding or rerank server runs the embedding scheduler instead
+     * (embed_setup.h) */
+    const int embed_mode = srv_embed_setup(&s, cfg, &err);
+    if (embed_mode < 0) {
+        fprintf(stderr, "llm-fcgi: %s\n", err.msg);
+        srv_media_close(s.media);
+        model_free(s.model);
+        model_free(s.draft_model);
+        return 1;
     }
     sched_opts_t so = {.n_parallel = cfg->parallel, .n_ctx = cfg->ctx_size, .max_queue = cfg->max_queue,
                        .batch_tokens = cfg->batch_tokens, .n_threads = cfg->threads,
@@ -327,8 +339,9 @@ int srv_run(srv_config_t *cfg)
                        .spec_k_max = cfg->spec_draft_max, .spec_row_cost = cfg->spec_row_cost,
                        .draft_model = s.draft_model,
                        .image_cache_mb = s.media ? cfg->media.image_cache_mb : 0};
-    s.sched = sched_create(s.model, &so, &err);
-    if (!s.sched) {
+    if (!embed_mode)
+        s.sched = sched_create(s.model, &so, &err);
+    if (!s.sched && !s.embed) {
         fprintf(stderr, "llm-fcgi: cannot start the engine: %s\n", err.msg);
         srv_media_close(s.media);
         model_free(s.model);
@@ -336,9 +349,10 @@ int srv_run(srv_config_t *cfg)
         return 1;
     }
     /* the grammar engine (structured output): vocabulary tries, caches */
-    s.grammar = grammar_engine_create(s.vocab, (size_t)(cfg->grammar_cache_mb > 0 ? cfg->grammar_cache_mb : 256) << 20,
-                                      &err);
-    if (!s.grammar) {
+    if (!embed_mode)
+        s.grammar = grammar_engine_create(s.vocab,
+                                          (size_t)(cfg->grammar_cache_mb > 0 ? cfg->grammar_cache_mb : 256) << 20, &err);
+    if (!s.grammar && !embed_mode) {
         fprintf(stderr, "llm-fcgi: cannot start the grammar engine: %s\n", err.msg);
         sched_free(s.sched);
         srv_media_close(s.media);
@@ -355,7 +369,7 @@ int srv_run(srv_config_t *cfg)
     }
     /* the chat template (compiled once) and the output parsers */
     chat_tmpl_renderer_t *tmpl = NULL;
-    if (srv_chat_setup(&s, cfg, &tmpl) < 0) {
+    if (!embed_mode && srv_chat_setup(&s, cfg, &tmpl) < 0) {
         sched_free(s.sched);
         srv_media_close(s.media);
         grammar_engine_free(s.grammar);
@@ -452,7 +466,7 @@ int srv_run(srv_config_t *cfg)
             cfg->model_path, cfg->names[0],
             fd == 0 ? "fd 0" : inherited ? "fd 3 (systemd)" : cfg->listen_addr ? cfg->listen_addr : cfg->socket_path,
             cfg->parallel,
-            sched_n_ctx(s.sched), started);
+            srv_n_ctx(&s), started);
 
     int sig = 0;
     sigwait(&set, &sig);
@@ -485,7 +499,9 @@ int srv_run(srv_config_t *cfg)
     /* stop the engine: still-running jobs end as cancelled, which unblocks
      * their workers; a worker still writing to a peer that does not read
      * gives up after --io-timeout */
-    sched_stop(s.sched);
+    if (s.sched)
+        sched_stop(s.sched);
+    embed_sched_stop(s.embed);
     for (int i = 0; i < started; i++)
         pthread_join(wk[i].thread, NULL);
     status = 0;
@@ -503,6 +519,7 @@ out:
     if (fd > 0)
         close(fd);
     sched_free(s.sched);
+    embed_sched_free(s.embed);
     grammar_engine_free(s.grammar);
     metrics_destroy(&s.metrics);
     chat_tmpl_renderer_free(tmpl);

@@ -230,6 +230,11 @@ int32_t spec_seq_length(spec_seq_t *sp, spec_src_t src, const spec_cost_t *cost,
         sp->idle[src] = 0;
         return k;
     }
+    /* a draft model's probe first brings its cache up to every token
+     * since its last drafts (a prefill on the draft model): only a cheap
+     * draft is worth probing */
+    if (src == SPEC_SRC_DRAFT && c >= SPEC_DRAFT_PROBE_C)
+        return 0;
     /* c >= 1: not even drafts that are always right would pay */
     const int32_t every = c >= 1 ? SPEC_PROBE_MAX : sp->probe_every[src];
     if (++sp->idle[src] >= every) {

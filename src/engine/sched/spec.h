@@ -27,10 +27,10 @@
  * accepted tokens minus what the extra rows cost in tokens of the step's
  * other work. A source whose drafts keep failing falls to length 0 and is
  * probed with one token every SPEC_PROBE_EVERY steps, twice as rarely
- * after each failed probe (up to SPEC_PROBE_MAX). A draft model whose own
- * step costs so much that even drafts that are always right cannot pay
- * (a model about as large as the target) is probed only every
- * SPEC_PROBE_MAX steps: each probe also costs its catch-up.
+ * after each failed probe (up to SPEC_PROBE_MAX). A draft model is probed
+ * only while a draft token costs less than SPEC_DRAFT_PROBE_C of a step's
+ * progress: each probe first catches the draft's cache up with every token
+ * since its last drafts, a prefill on the draft model.
  *
  * Not thread-safe: one sequence is used by the scheduler thread only.
  */
@@ -45,6 +45,7 @@
 #define SPEC_K_MAX 16        /* most draft tokens per step and sequence */
 #define SPEC_PROBE_EVERY 16  /* steps between probes of a switched-off source, */
 #define SPEC_PROBE_MAX 256   /* doubled after each probe that failed, up to this */
+#define SPEC_DRAFT_PROBE_C 0.5 /* a draft model costing more (c, spec.c) is not probed */
 
 typedef enum {
     SPEC_SRC_NONE = 0,

@@ -20,6 +20,7 @@
  * summed in double. Consecutive unknown tokens of the best path merge into
  * one.
  */
+#include "common/strbuf.h"
 #include "engine/vocab/vocab_impl.h"
 
 #include <float.h>
@@ -173,33 +174,7 @@ static norm_t normalize_prefix(const vocab_t *v, const char *text, size_t len, s
     return (norm_t){"\xef\xbf\xbd", 3, 1};
 }
 
-typedef struct {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} buf_t;
-
-static void buf_put(buf_t *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 64;
-        while (cap < b->n + n)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-}
-
-static void normalize(const vocab_t *v, const char *text, size_t len, buf_t *out)
+static void normalize(const vocab_t *v, const char *text, size_t len, strbuf_t *out)
 {
     const char *space = v->ugm_escape_ws ? SP_SPACE : " ";
     const size_t space_n = strlen(space);
@@ -213,15 +188,15 @@ static void normalize(const vocab_t *v, const char *text, size_t len, buf_t *out
                 if (!in_word) {
                     in_word = true;
                     if ((prepend && !prepended) || merge) {
-                        buf_put(out, space, space_n);
+                        strbuf_put(out, space, space_n);
                         prepended = true;
                     }
                 }
-                buf_put(out, &c, 1);
+                strbuf_put(out, &c, 1);
             } else {
                 in_word = false;
                 if (!merge)
-                    buf_put(out, space, space_n);
+                    strbuf_put(out, space, space_n);
             }
         }
         off += r.consumed;
@@ -248,16 +223,16 @@ static int32_t piece_id(const vocab_t *v, const char *p, size_t n)
 
 void vocab_ugm_tokenize(const vocab_t *v, const char *text, size_t len, vocab_out_t *out)
 {
-    buf_t nb = {0};
+    strbuf_t nb = {0};
     normalize(v, text, len, &nb);
     if (nb.oom) {
-        free(nb.p);
+        strbuf_free(&nb);
         out->oom = true;
         return;
     }
     const size_t n = nb.n;
     if (n == 0) {
-        free(nb.p);
+        strbuf_free(&nb);
         return;
     }
     best_t *best = malloc((n + 1) * sizeof *best);
@@ -265,7 +240,7 @@ void vocab_ugm_tokenize(const vocab_t *v, const char *text, size_t len, vocab_ou
     if (!best || !rev) {
         free(best);
         free(rev);
-        free(nb.p);
+        strbuf_free(&nb);
         out->oom = true;
         return;
     }
@@ -315,5 +290,5 @@ void vocab_ugm_tokenize(const vocab_t *v, const char *text, size_t len, vocab_ou
         vocab_out_push(out, rev[--nr]);
     free(rev);
     free(best);
-    free(nb.p);
+    strbuf_free(&nb);
 }

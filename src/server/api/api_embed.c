@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/strbuf.h"
 #include "engine/embed/embed_input.h"
 #include "engine/embed/embed_sched.h"
 #include "engine/embed/pool.h"
@@ -36,80 +37,39 @@
 
 /* ---- output text ---- */
 
-typedef struct {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} sb_t;
-
-static void sb_put(sb_t *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 4096;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
-static void sb_str(sb_t *b, const char *s) { sb_put(b, s, strlen(s)); }
-
-static void sb_fmt(sb_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_fmt(sb_t *b, const char *fmt, ...)
-{
-    char tmp[256];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        sb_put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
 /* A float32 with the digits that give it back exactly (9 significant). */
-static void sb_float(sb_t *b, float v)
+static void sb_float(strbuf_t *b, float v)
 {
     if (!isfinite(v)) {
-        sb_str(b, "null");
+        strbuf_str(b, "null");
         return;
     }
     char tmp[32];
     int n = snprintf(tmp, sizeof tmp, "%.9g", (double)v);
-    sb_put(b, tmp, (size_t)n);
+    strbuf_put(b, tmp, (size_t)n);
 }
 
-static void sb_floats(sb_t *b, const float *v, int64_t n)
+static void sb_floats(strbuf_t *b, const float *v, int64_t n)
 {
-    sb_put(b, "[", 1);
+    strbuf_put(b, "[", 1);
     for (int64_t i = 0; i < n; i++) {
         if (i)
-            sb_put(b, ",", 1);
+            strbuf_put(b, ",", 1);
         sb_float(b, v[i]);
     }
-    sb_put(b, "]", 1);
+    strbuf_put(b, "]", 1);
 }
 
 /* JSON string (the text is valid UTF-8: request bodies are checked). */
-static void sb_json_str(sb_t *b, const char *s, size_t n)
+static void sb_json_str(strbuf_t *b, const char *s, size_t n)
 {
-    sb_put(b, "\"", 1);
+    strbuf_put(b, "\"", 1);
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         const unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\')
             continue;
-        sb_put(b, s + run, i - run);
+        strbuf_put(b, s + run, i - run);
         run = i + 1;
         char esc[8];
         if (c == '"' || c == '\\')
@@ -118,26 +78,26 @@ static void sb_json_str(sb_t *b, const char *s, size_t n)
             snprintf(esc, sizeof esc, "\\n");
         else
             snprintf(esc, sizeof esc, "\\u%04x", c);
-        sb_str(b, esc);
+        strbuf_str(b, esc);
     }
-    sb_put(b, s + run, n - run);
-    sb_put(b, "\"", 1);
+    strbuf_put(b, s + run, n - run);
+    strbuf_put(b, "\"", 1);
 }
 
-static void sb_base64(sb_t *b, const float *v, int64_t n)
+static void sb_base64(strbuf_t *b, const float *v, int64_t n)
 {
     static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     const unsigned char *p = (const unsigned char *)v; /* little-endian float32 (x86, arm64) */
     const size_t len = (size_t)n * 4;
-    sb_put(b, "\"", 1);
+    strbuf_put(b, "\"", 1);
     for (size_t i = 0; i < len; i += 3) {
         const uint32_t x = (uint32_t)p[i] << 16 | (i + 1 < len ? (uint32_t)p[i + 1] << 8 : 0) |
                            (i + 2 < len ? p[i + 2] : 0);
         char o[4] = {tab[x >> 18 & 63], tab[x >> 12 & 63], i + 1 < len ? tab[x >> 6 & 63] : '=',
                      i + 2 < len ? tab[x & 63] : '='};
-        sb_put(b, o, 4);
+        strbuf_put(b, o, 4);
     }
-    sb_put(b, "\"", 1);
+    strbuf_put(b, "\"", 1);
 }
 
 /* ---- errors in the endpoint's format ---- */
@@ -332,7 +292,7 @@ static void embeddings(srv_t *s, http_req_t *r, embed_shape_t shape)
     }
     seqs_t sq = {0};
     embed_job_t *j = NULL;
-    sb_t b = {0};
+    strbuf_t b = {0};
     if (!served(s, r, f, false) || too_many(s, r, f, q.n_in, "inputs"))
         goto out;
     const int pooling = embed_sched_pooling(s->embed);
@@ -365,9 +325,9 @@ static void embeddings(srv_t *s, http_req_t *r, embed_shape_t shape)
     const int64_t E = model_hparams(s->model)->n_embd;
     const char *name = q.model ? q.model : s->cfg.names[0];
     if (q.shape == EMBED_SHAPE_OPENAI) {
-        sb_str(&b, "{\"object\":\"list\",\"data\":[");
+        strbuf_str(&b, "{\"object\":\"list\",\"data\":[");
     } else {
-        sb_str(&b, "[");
+        strbuf_str(&b, "[");
     }
     for (int32_t i = 0; i < q.n_in; i++) {
         int64_t n;
@@ -378,26 +338,26 @@ static void embeddings(srv_t *s, http_req_t *r, embed_shape_t shape)
             pool_normalize(v, n, q.normalize);
         }
         if (i)
-            sb_str(&b, ",");
+            strbuf_str(&b, ",");
         switch (q.shape) {
         case EMBED_SHAPE_OPENAI:
-            sb_fmt(&b, "{\"object\":\"embedding\",\"index\":%d,\"embedding\":", i);
+            strbuf_fmt(&b, "{\"object\":\"embedding\",\"index\":%d,\"embedding\":", i);
             if (q.base64)
                 sb_base64(&b, v, n);
             else
                 sb_floats(&b, v, n);
             if (q.base64)
-                sb_str(&b, ",\"encoding_format\":\"base64\"");
-            sb_str(&b, "}");
+                strbuf_str(&b, ",\"encoding_format\":\"base64\"");
+            strbuf_str(&b, "}");
             break;
         case EMBED_SHAPE_LLAMA:
-            sb_fmt(&b, "{\"index\":%d,\"embedding\":[", i);
+            strbuf_fmt(&b, "{\"index\":%d,\"embedding\":[", i);
             for (int64_t k = 0; k < (pooling == MODEL_POOLING_NONE ? n / E : 1); k++) {
                 if (k)
-                    sb_str(&b, ",");
+                    strbuf_str(&b, ",");
                 sb_floats(&b, v + (pooling == MODEL_POOLING_NONE ? k * E : 0), pooling == MODEL_POOLING_NONE ? E : n);
             }
-            sb_str(&b, "]}");
+            strbuf_str(&b, "]}");
             break;
         case EMBED_SHAPE_TEI:
             sb_floats(&b, v, n);
@@ -405,19 +365,19 @@ static void embeddings(srv_t *s, http_req_t *r, embed_shape_t shape)
         }
     }
     if (q.shape == EMBED_SHAPE_OPENAI) {
-        sb_str(&b, "],\"model\":");
+        strbuf_str(&b, "],\"model\":");
         sb_json_str(&b, name, strlen(name));
-        sb_fmt(&b, ",\"usage\":{\"prompt_tokens\":%lld,\"total_tokens\":%lld}}", (long long)sq.tokens,
+        strbuf_fmt(&b, ",\"usage\":{\"prompt_tokens\":%lld,\"total_tokens\":%lld}}", (long long)sq.tokens,
                (long long)sq.tokens);
     } else {
-        sb_str(&b, "]");
+        strbuf_str(&b, "]");
     }
     if (b.oom)
         reply_error(r, f, 503, NULL, "out of memory");
     else
         http_reply_json(r, 200, b.p, NULL);
 out:
-    free(b.p);
+    strbuf_free(&b);
     embed_job_free(j);
     seqs_free(&sq);
     req_embed_free(&q);
@@ -504,7 +464,7 @@ void api_rerank(srv_t *s, http_req_t *r)
     const err_fmt_t f = q.tei ? FMT_TEI : FMT_OPENAI;
     float *score = NULL;
     int32_t *idx = NULL;
-    sb_t b = {0};
+    strbuf_t b = {0};
     int64_t tokens = 0;
     if (!served(s, r, f, true) || too_many(s, r, f, q.n_docs, "documents") ||
         !(score = pair_scores(s, r, f, &q.query, 1, q.docs, q.n_docs, q.truncate, &tokens)))
@@ -521,33 +481,33 @@ void api_rerank(srv_t *s, http_req_t *r)
     order_by_score(score, q.n_docs, idx);
     if (!q.tei) {
         const char *name = q.model ? q.model : s->cfg.names[0];
-        sb_fmt(&b, "{\"id\":\"rerank-%s\",\"model\":", r->id);
+        strbuf_fmt(&b, "{\"id\":\"rerank-%s\",\"model\":", r->id);
         sb_json_str(&b, name, strlen(name));
-        sb_fmt(&b, ",\"object\":\"list\",\"usage\":{\"prompt_tokens\":%lld,\"total_tokens\":%lld},\"results\":",
+        strbuf_fmt(&b, ",\"object\":\"list\",\"usage\":{\"prompt_tokens\":%lld,\"total_tokens\":%lld},\"results\":",
                (long long)tokens, (long long)tokens);
     }
-    sb_str(&b, "[");
+    strbuf_str(&b, "[");
     for (int32_t k = 0; k < q.top_n; k++) {
         const int32_t i = idx[k];
-        sb_fmt(&b, "%s{\"index\":%d,\"%s\":", k ? "," : "", i, q.tei ? "score" : "relevance_score");
+        strbuf_fmt(&b, "%s{\"index\":%d,\"%s\":", k ? "," : "", i, q.tei ? "score" : "relevance_score");
         sb_float(&b, score[i]);
         if (q.tei && q.return_text) {
-            sb_str(&b, ",\"text\":");
+            strbuf_str(&b, ",\"text\":");
             sb_json_str(&b, q.docs[i].s, q.docs[i].n);
         } else if (!q.tei && q.return_documents) {
-            sb_str(&b, ",\"document\":{\"text\":");
+            strbuf_str(&b, ",\"document\":{\"text\":");
             sb_json_str(&b, q.docs[i].s, q.docs[i].n);
-            sb_str(&b, "}");
+            strbuf_str(&b, "}");
         }
-        sb_str(&b, "}");
+        strbuf_str(&b, "}");
     }
-    sb_str(&b, q.tei ? "]" : "]}");
+    strbuf_str(&b, q.tei ? "]" : "]}");
     if (b.oom)
         reply_error(r, f, 503, NULL, "out of memory");
     else
         http_reply_json(r, 200, b.p, NULL);
 out:
-    free(b.p);
+    strbuf_free(&b);
     free(idx);
     free(score);
     req_rerank_free(&q);
@@ -609,7 +569,7 @@ void api_score(srv_t *s, http_req_t *r)
         return;
     }
     float *score = NULL;
-    sb_t b = {0};
+    strbuf_t b = {0};
     int64_t tokens = 0;
     if (!s->embed) {
         served(s, r, FMT_OPENAI, true);
@@ -628,22 +588,22 @@ void api_score(srv_t *s, http_req_t *r)
     if (!score)
         goto out;
     const char *name = q.model ? q.model : s->cfg.names[0];
-    sb_fmt(&b, "{\"id\":\"score-%s\",\"object\":\"list\",\"created\":%lld,\"model\":", r->id,
+    strbuf_fmt(&b, "{\"id\":\"score-%s\",\"object\":\"list\",\"created\":%lld,\"model\":", r->id,
            (long long)time(NULL));
     sb_json_str(&b, name, strlen(name));
-    sb_str(&b, ",\"data\":[");
+    strbuf_str(&b, ",\"data\":[");
     for (int32_t i = 0; i < q.n2; i++) {
-        sb_fmt(&b, "%s{\"index\":%d,\"object\":\"score\",\"score\":", i ? "," : "", i);
+        strbuf_fmt(&b, "%s{\"index\":%d,\"object\":\"score\",\"score\":", i ? "," : "", i);
         sb_float(&b, score[i]);
-        sb_str(&b, "}");
+        strbuf_str(&b, "}");
     }
-    sb_fmt(&b, "],\"usage\":{\"prompt_tokens\":%lld,\"total_tokens\":%lld}}", (long long)tokens, (long long)tokens);
+    strbuf_fmt(&b, "],\"usage\":{\"prompt_tokens\":%lld,\"total_tokens\":%lld}}", (long long)tokens, (long long)tokens);
     if (b.oom)
         reply_error(r, FMT_OPENAI, 503, NULL, "out of memory");
     else
         http_reply_json(r, 200, b.p, NULL);
 out:
-    free(b.p);
+    strbuf_free(&b);
     free(score);
     req_score_free(&q);
 }

@@ -243,6 +243,10 @@ static int free_run(fwd_t *fw, const int32_t *prompt, int n_prompt, const int32_
     return n_gen;
 }
 
+/* The attention of the run (GREEDY_ATTN=flash|exact; default: auto,
+ * which computes these short contexts in the exact order). */
+static fwd_attn_t attn_mode = FWD_ATTN_AUTO;
+
 static void run_file(const char *golden_dir, const char *models_dir, const bar_t *bar)
 {
     char path[2048];
@@ -271,7 +275,8 @@ static void run_file(const char *golden_dir, const char *models_dir, const bar_t
                 json_object_put(o);
                 break;
             }
-            fwd_opts_t opts = {.n_seq = 1, .n_ctx = 1024, .max_batch = max_batch, .n_threads = 2};
+            fwd_opts_t opts = {.n_seq = 1, .n_ctx = 1024, .max_batch = max_batch, .n_threads = 2,
+                               .attn = attn_mode};
             fw = fwd_create(m, &opts, &err);
             if (!tap_ok(fw != NULL, "%s: forward context (%s)", bar->file, fw ? "ok" : err.msg)) {
                 json_object_put(o);
@@ -387,6 +392,11 @@ int main(int argc, char **argv)
 {
     const char *golden = tap_env_dir("LLM_GOLDEN_DIR", "../shared/golden");
     const char *models = tap_env_dir("LLM_MODELS_DIR", "../shared/models");
+    const char *mode = getenv("GREEDY_ATTN");
+    if (mode && !strcmp(mode, "flash"))
+        attn_mode = FWD_ATTN_FLASH;
+    else if (mode && !strcmp(mode, "exact"))
+        attn_mode = FWD_ATTN_EXACT;
     for (size_t i = 0; i < sizeof bars / sizeof bars[0]; i++) {
         if (argc > 1 && !strstr(bars[i].file, argv[1]))
             continue;

@@ -34,6 +34,7 @@
 #include "engine/kernels/ggml_exact.h"
 #include "engine/kernels/tpool.h"
 #include "engine/model/attention.h"
+#include "engine/model/attn_flash.h"
 #include "engine/model/ffn.h"
 #include "engine/model/kv.h"
 #include "engine/model/linear.h"
@@ -51,7 +52,11 @@ struct fwd {
     int32_t n_seq, n_ctx, max_batch;
     int64_t kv_dim;          /* n_head_kv * head_dim */
     int64_t q_dim;           /* n_head * head_dim */
-    kv_cache_t *kv;          /* paged F16 K/V of every sequence */
+    kv_cache_t *kv;          /* paged K/V of every sequence */
+    fwd_attn_t attn;
+    int32_t exact_max_kv;    /* tokens attending more positions take flash attention */
+    attn_flash_t *fa;        /* flash attention's scratch (unless EXACT) */
+    uint8_t *path;           /* [B] ATTN_PATH_* of each token */
     ffn_t *ffn;              /* FFN / MoE scratch */
     rope_t rope_full, rope_swa; /* the rope of full-attention and window layers */
     /* scratch for max_batch tokens */
@@ -64,7 +69,6 @@ struct fwd {
     float *cs;               /* [2][B][n_rot] rope tables of the batch's positions
                                 (full-attention layers, window layers), made
                                 once per batch */
-    uint16_t *kv16;          /* [2][kv_dim]: one position's K and V as F16 */
     float *att;              /* [B][q_dim] attention output */
     void *act;               /* activation scratch of the attention and output matrices */
     float *logits;           /* [n_logits_cap][n_vocab] */
@@ -74,7 +78,7 @@ struct fwd {
     int32_t *n_kv;           /* [B] */
     int32_t *kv_start;       /* [B] first position attended (sliding window) */
     uint8_t *order;          /* [B] GX_ORDER_* of each token (see token_orders) */
-    float *attn_scratch;     /* [threads][attn_scratch_floats] */
+    float *attn_scratch;     /* [threads][attn_scratch_floats] (FWD_ATTN_EXACT) */
     fwd_tok_t *prefill;      /* [B] batch buffer of fwd_prefill */
     int64_t attn_stride;
 };
@@ -112,7 +116,11 @@ static lf_code_t kv_plan(const model_t *m, const fwd_opts_t *opts, int32_t n_seq
         .layer_swa = layer_swa,
         .n_swa = hp->n_swa,
         .max_batch = max_batch,
+        .type_k = opts ? opts->type_k : KV_F16,
+        .type_v = opts ? opts->type_v : KV_F16,
     };
+    if (fwd_check_attn(m, opts, err) != LF_OK)
+        return LF_ERR_INVALID;
     if (ko->block_tokens % ATTN_CHUNK != 0 || ko->block_tokens > 4096)
         return lf_err_set(err, LF_ERR_INVALID, "KV block of %d positions: must be a multiple of %d (at most 4096)",
                           ko->block_tokens, ATTN_CHUNK);
@@ -123,8 +131,9 @@ static lf_code_t kv_plan(const model_t *m, const fwd_opts_t *opts, int32_t n_seq
         /* the window pool (fixed: every sequence's window) comes first,
          * then blocks of the other layers, at least one full context */
         const uint64_t n_full = (uint64_t)(hp->n_layer - hp->n_layer_swa);
-        const uint64_t per_full = 4ull * n_full * (uint64_t)ko->kv_dim * (uint64_t)bt;
-        const uint64_t per_swa = 4ull * (uint64_t)hp->n_layer_swa * (uint64_t)ko->kv_dim * (uint64_t)bt;
+        const uint64_t pos = kv_bytes_per_position(ko->type_k, ko->type_v, ko->kv_dim);
+        const uint64_t per_full = pos * n_full * (uint64_t)bt;
+        const uint64_t per_swa = pos * (uint64_t)hp->n_layer_swa * (uint64_t)bt;
         const uint64_t swa = (uint64_t)n_seq * (uint64_t)kv_swa_blocks_per_seq(ko) * per_swa;
         const uint64_t budget = (uint64_t)opts->kv_bytes;
         blocks = per_full ? (int64_t)((budget > swa ? budget - swa : 0) / per_full) : (int64_t)n_seq * ctx_blocks;
@@ -147,7 +156,8 @@ uint64_t fwd_kv_bytes_planned(const model_t *m, const fwd_opts_t *opts)
     kv_opts_t ko;
     uint64_t bytes = 0;
     if (swa && kv_plan(m, opts, n_seq, n_ctx, max_batch, swa, &ko, NULL) == LF_OK) {
-        const uint64_t per = 4ull * (uint64_t)ko.kv_dim * (uint64_t)ko.block_tokens;
+        const uint64_t per =
+            kv_bytes_per_position(ko.type_k, ko.type_v, ko.kv_dim) * (uint64_t)ko.block_tokens;
         const int64_t per_seq = kv_swa_blocks_per_seq(&ko);
         const int64_t n_w = per_seq ? ((int64_t)n_seq * per_seq < ko.n_blocks ? (int64_t)n_seq * per_seq
                                                                                : ko.n_blocks)
@@ -215,7 +225,6 @@ fwd_t *fwd_create(const model_t *m, const fwd_opts_t *opts, lf_err_t *err)
     f->v = malloc((size_t)(B * f->kv_dim) * sizeof(float));
     f->qkv = fused ? malloc((size_t)(B * (f->q_dim + 2 * f->kv_dim)) * sizeof(float)) : NULL;
     f->cs = malloc((size_t)(2 * B * hp->n_rot) * sizeof(float));
-    f->kv16 = malloc((size_t)(2 * f->kv_dim) * sizeof(uint16_t));
     f->att = malloc((size_t)(B * f->q_dim) * sizeof(float));
     f->out_rows = malloc((size_t)B * sizeof(int32_t));
     f->prefill = malloc((size_t)B * sizeof *f->prefill);
@@ -223,13 +232,24 @@ fwd_t *fwd_create(const model_t *m, const fwd_opts_t *opts, lf_err_t *err)
     f->n_kv = malloc((size_t)B * sizeof *f->n_kv);
     f->kv_start = malloc((size_t)B * sizeof *f->kv_start);
     f->order = malloc((size_t)B);
-    f->attn_stride = attn_scratch_floats(f->n_ctx, hp->head_dim, hp->n_head / hp->n_head_kv);
-    f->attn_scratch = malloc((size_t)(f->attn_stride * tpool_size(f->pool)) * sizeof(float));
+    f->attn = opts ? opts->attn : FWD_ATTN_AUTO;
+    const bool f16 = ko.type_k == KV_F16 && ko.type_v == KV_F16;
+    f->exact_max_kv = f->attn == FWD_ATTN_EXACT ? f->n_ctx
+                      : f->attn == FWD_ATTN_AUTO && f16 ? (f->n_ctx < FWD_EXACT_MAX_KV ? f->n_ctx : FWD_EXACT_MAX_KV)
+                                                         : 0;
+    if (f->exact_max_kv > 0) {
+        f->attn_stride = attn_scratch_floats(f->exact_max_kv, hp->head_dim, hp->n_head / hp->n_head_kv);
+        f->attn_scratch = malloc((size_t)(f->attn_stride * tpool_size(f->pool)) * sizeof(float));
+    }
+    if (f->exact_max_kv < f->n_ctx && !(f->fa = attn_flash_create(tpool_size(f->pool), f->max_batch, hp->n_head,
+                                                                   hp->n_head_kv, hp->head_dim, f->n_ctx, err)))
+        goto fail;
+    f->path = malloc((size_t)B);
     const size_t act_bytes = max_act_bytes(f->w, hp->n_layer, B);
     f->act = malloc(act_bytes ? act_bytes : 1);
-    if (!f->x || !f->xn || !f->ffo || !f->q || !f->k || !f->v || (fused && !f->qkv) || !f->cs || !f->kv16 ||
+    if (!f->x || !f->xn || !f->ffo || !f->q || !f->k || !f->v || (fused && !f->qkv) || !f->cs ||
         !f->att || !f->out_rows || !f->act || !f->prefill || !f->blocks || !f->n_kv || !f->kv_start || !f->order ||
-        !f->attn_scratch) {
+        !f->path || (f->exact_max_kv > 0 && !f->attn_scratch)) {
         lf_err_set(err, LF_ERR_NOMEM, "out of memory for the batch buffers (%d tokens)", f->max_batch);
         goto fail;
     }
@@ -256,7 +276,8 @@ void fwd_free(fwd_t *f)
     free(f->v);
     free(f->qkv);
     free(f->cs);
-    free(f->kv16);
+    attn_flash_free(f->fa);
+    free(f->path);
     free(f->att);
     free(f->act);
     free(f->logits);
@@ -365,7 +386,8 @@ static void attention_layer(fwd_t *f, int layer, const fwd_tok_t *toks, const fw
         /* families that scale q beforehand attend with scale 1 */
         .scale = f->arch->q_prescale ? 1.0f : 1.0f / sqrtf((float)hp->head_dim),
         .order = f->order,
-        .n_ctx = f->n_ctx,
+        .path = f->path,
+        .n_ctx = f->exact_max_kv,
         .scratch = f->attn_scratch,
         .scratch_stride = f->attn_stride,
     };
@@ -374,7 +396,15 @@ static void attention_layer(fwd_t *f, int layer, const fwd_tok_t *toks, const fw
         f->n_kv[i] = mm && mm[i].attn_end > toks[i].pos + 1 ? mm[i].attn_end : toks[i].pos + 1;
         f->kv_start[i] = window > 0 && toks[i].pos + 1 > window ? toks[i].pos + 1 - window : 0;
     }
-    attn_run(f->pool, &job);
+    bool any[2] = {false, false};
+    for (int32_t i = 0; i < n; i++) {
+        f->path[i] = f->n_kv[i] <= f->exact_max_kv ? ATTN_PATH_EXACT : ATTN_PATH_FLASH;
+        any[f->path[i]] = true;
+    }
+    if (any[ATTN_PATH_EXACT])
+        attn_run(f->pool, &job);
+    if (any[ATTN_PATH_FLASH])
+        attn_flash_run(f->fa, f->pool, &job);
 }
 
 /* q, k, v of the batch (separate or fused products, biases). */
@@ -423,9 +453,7 @@ static void qk_finish(fwd_t *f, int layer, const fwd_tok_t *toks, int32_t n)
         if (hp->q_scale != 1.0f)
             for (int64_t j = 0; j < QD; j++)
                 q[j] *= hp->q_scale;
-        fp16_row_from_fp32(k, f->kv16, KVD);
-        fp16_row_from_fp32(f->v + i * KVD, f->kv16 + KVD, KVD);
-        kv_store(f->kv, layer, toks[i].seq, toks[i].pos, f->kv16, f->kv16 + KVD);
+        kv_store_f32(f->kv, layer, toks[i].seq, toks[i].pos, k, f->v + i * KVD);
     }
 }
 
@@ -659,6 +687,33 @@ void fwd_seq_commit(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n)
 int32_t fwd_n_ctx(const fwd_t *f) { return f->n_ctx; }
 
 uint64_t fwd_kv_bytes(const fwd_t *f) { return kv_bytes(f->kv); }
+
+fwd_attn_t fwd_attn(const fwd_t *f) { return f->attn; }
+kv_type_t fwd_kv_type_k(const fwd_t *f) { return kv_type_k(f->kv); }
+kv_type_t fwd_kv_type_v(const fwd_t *f) { return kv_type_v(f->kv); }
+
+lf_code_t fwd_check_attn(const model_t *m, const fwd_opts_t *opts, lf_err_t *err)
+{
+    if (!opts)
+        return LF_OK;
+    const int32_t hd = model_hparams(m)->head_dim;
+    const kv_type_t t[2] = {opts->type_k, opts->type_v};
+    for (int i = 0; i < 2; i++) {
+        if ((unsigned)t[i] >= KV_TYPE_COUNT)
+            return lf_err_set(err, LF_ERR_INVALID, "unknown KV cache type %d", (int)t[i]);
+        if (t[i] == KV_F16)
+            continue;
+        if (opts->attn == FWD_ATTN_EXACT)
+            return lf_err_set(err, LF_ERR_INVALID,
+                              "--cache-type-%c %s needs flash attention (--flash-attn off keeps an F16 cache)",
+                              i ? 'v' : 'k', kv_type_name(t[i]));
+        if (hd % 32)
+            return lf_err_set(err, LF_ERR_INVALID,
+                              "--cache-type-%c %s needs a head size that is a multiple of 32 (this model's is %d)",
+                              i ? 'v' : 'k', kv_type_name(t[i]), hd);
+    }
+    return LF_OK;
+}
 
 void fwd_kv_usage(const fwd_t *f, int32_t *blocks_total, int32_t *blocks_used, int32_t *block_tokens)
 {

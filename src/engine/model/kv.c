@@ -21,6 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/quant/fp16.h"
+#include "engine/quant/quant.h"
+
 typedef struct {
     int32_t ref;
     bool registered;
@@ -35,9 +38,9 @@ typedef struct {
 typedef struct {
     int32_t n_layer;       /* layers stored in this pool */
     int32_t n_blocks;
-    size_t layer_elems;    /* block_tokens * kv_dim */
-    size_t block_elems;    /* n_layer * layer_elems */
-    uint16_t *k, *v;
+    size_t k_layer, v_layer; /* bytes of one layer's K (V) in a block */
+    size_t k_block, v_block; /* n_layer * k_layer (v_layer) */
+    uint8_t *k, *v;
     kv_block_t *blocks;
     int32_t free_head, n_free;
     int32_t lru_head, lru_tail, n_lru; /* head = least recently used */
@@ -83,13 +86,15 @@ static bool pool_init(kv_pool_t *p, int32_t n_layer, int32_t n_blocks, const kv_
 {
     p->n_layer = n_layer;
     p->n_blocks = n_blocks;
-    p->layer_elems = (size_t)o->block_tokens * (size_t)o->kv_dim;
-    p->block_elems = (size_t)n_layer * p->layer_elems;
+    p->k_layer = (size_t)o->block_tokens * qtype_row_size(kv_type_qtype(o->type_k), o->kv_dim);
+    p->v_layer = (size_t)o->block_tokens * qtype_row_size(kv_type_qtype(o->type_v), o->kv_dim);
+    p->k_block = (size_t)n_layer * p->k_layer;
+    p->v_block = (size_t)n_layer * p->v_layer;
     size_t n = (size_t)n_blocks;
     /* zeroed so that no read of a not yet written column is undefined */
-    if (p->block_elems) {
-        p->k = calloc(n * p->block_elems, sizeof(uint16_t));
-        p->v = calloc(n * p->block_elems, sizeof(uint16_t));
+    if (p->k_block) {
+        p->k = calloc(n, p->k_block);
+        p->v = calloc(n, p->v_block);
         if (!p->k || !p->v)
             return false;
     }
@@ -126,6 +131,11 @@ kv_cache_t *kv_create(const kv_opts_t *o, lf_err_t *err)
     if (!o || o->n_layer <= 0 || o->kv_dim <= 0 || o->block_tokens <= 0 || o->block_tokens > 4096 ||
         o->n_blocks <= 0 || o->n_seq <= 0 || o->max_seq_len <= 0 || o->n_swa < 0) {
         lf_err_set(err, LF_ERR_INVALID, "invalid KV cache sizes");
+        return NULL;
+    }
+    if ((unsigned)o->type_k >= KV_TYPE_COUNT || (unsigned)o->type_v >= KV_TYPE_COUNT ||
+        (o->type_k != KV_F16 && o->kv_dim % 32) || (o->type_v != KV_F16 && o->kv_dim % 32)) {
+        lf_err_set(err, LF_ERR_INVALID, "invalid KV cache type");
         return NULL;
     }
     kv_cache_t *kv = calloc(1, sizeof *kv);
@@ -166,8 +176,8 @@ kv_cache_t *kv_create(const kv_opts_t *o, lf_err_t *err)
     }
     if (!ok) {
         lf_err_set(err, LF_ERR_NOMEM, "out of memory for a KV cache of %d blocks (%.1f MiB)", o->n_blocks,
-                   ((double)o->n_blocks * (double)kv->pool[0].block_elems +
-                    (double)n_w * (double)kv->pool[1].block_elems) * 4.0 / (1 << 20));
+                   ((double)o->n_blocks * (double)(kv->pool[0].k_block + kv->pool[0].v_block) +
+                    (double)n_w * (double)(kv->pool[1].k_block + kv->pool[1].v_block)) / (1 << 20));
         kv_free(kv);
         return NULL;
     }
@@ -204,18 +214,45 @@ int32_t kv_blocks_in_use_swa(const kv_cache_t *kv) { return kv->has_window ? poo
 
 uint64_t kv_bytes(const kv_cache_t *kv)
 {
-    return 2ull * 2ull *
-           ((uint64_t)kv->pool[0].n_blocks * kv->pool[0].block_elems +
-            (uint64_t)kv->pool[1].n_blocks * kv->pool[1].block_elems);
+    return (uint64_t)kv->pool[0].n_blocks * (kv->pool[0].k_block + kv->pool[0].v_block) +
+           (uint64_t)kv->pool[1].n_blocks * (kv->pool[1].k_block + kv->pool[1].v_block);
 }
 
 uint64_t kv_bytes_in_use(const kv_cache_t *kv)
 {
-    uint64_t b = (uint64_t)pool_in_use(&kv->pool[0]) * kv->pool[0].block_elems;
+    uint64_t b = (uint64_t)pool_in_use(&kv->pool[0]) * (kv->pool[0].k_block + kv->pool[0].v_block);
     if (kv->has_window)
-        b += (uint64_t)pool_in_use(&kv->pool[1]) * kv->pool[1].block_elems;
-    return 2ull * 2ull * b;
+        b += (uint64_t)pool_in_use(&kv->pool[1]) * (kv->pool[1].k_block + kv->pool[1].v_block);
+    return b;
 }
+
+static const struct {
+    const char *name;
+    qtype_t qtype;
+} kv_types[KV_TYPE_COUNT] = {{"f16", QTYPE_F16}, {"q8_0", QTYPE_Q8_0}, {"q4_0", QTYPE_Q4_0}};
+
+const char *kv_type_name(kv_type_t t) { return (unsigned)t < KV_TYPE_COUNT ? kv_types[t].name : "?"; }
+
+qtype_t kv_type_qtype(kv_type_t t) { return (unsigned)t < KV_TYPE_COUNT ? kv_types[t].qtype : QTYPE_F16; }
+
+bool kv_type_parse(const char *s, kv_type_t *out)
+{
+    for (int t = 0; s && t < KV_TYPE_COUNT; t++)
+        if (!strcmp(s, kv_types[t].name)) {
+            *out = (kv_type_t)t;
+            return true;
+        }
+    return false;
+}
+
+uint64_t kv_bytes_per_position(kv_type_t type_k, kv_type_t type_v, int64_t kv_dim)
+{
+    return (uint64_t)qtype_row_size(kv_type_qtype(type_k), kv_dim) +
+           (uint64_t)qtype_row_size(kv_type_qtype(type_v), kv_dim);
+}
+
+kv_type_t kv_type_k(const kv_cache_t *kv) { return kv->o.type_k; }
+kv_type_t kv_type_v(const kv_cache_t *kv) { return kv->o.type_v; }
 
 bool kv_fits_new(const kv_cache_t *kv, int32_t n_tokens)
 {
@@ -536,22 +573,32 @@ void kv_seq_commit(kv_cache_t *kv, int32_t seq, const int32_t *tokens, int32_t l
         s->committed = full;
 }
 
-/* The pool, its block and the element offset of (layer, table entry of
- * seq holding pos, column). */
-static size_t elem_offset(const kv_cache_t *kv, int32_t layer, int32_t block, int32_t col)
+/* Layer `layer` of block `block`: the bytes of its K (is_v false) or V. */
+static uint8_t *block_part(const kv_cache_t *kv, int32_t layer, int32_t block, bool is_v)
 {
     const kv_pool_t *p = &kv->pool[kv->layer_pool[layer]];
-    return (size_t)block * p->block_elems + (size_t)kv->layer_local[layer] * p->layer_elems + (size_t)col;
+    const size_t lb = is_v ? p->v_layer : p->k_layer, bb = is_v ? p->v_block : p->k_block;
+    return (is_v ? p->v : p->k) + (size_t)block * bb + (size_t)kv->layer_local[layer] * lb;
 }
 
 const uint16_t *kv_block_k(const kv_cache_t *kv, int32_t block, int32_t layer)
 {
-    return kv->pool[kv->layer_pool[layer]].k + elem_offset(kv, layer, block, 0);
+    return (const uint16_t *)(const void *)block_part(kv, layer, block, false);
 }
 
 const uint16_t *kv_block_v(const kv_cache_t *kv, int32_t block, int32_t layer)
 {
-    return kv->pool[kv->layer_pool[layer]].v + elem_offset(kv, layer, block, 0);
+    return (const uint16_t *)(const void *)block_part(kv, layer, block, true);
+}
+
+const void *kv_block_k_data(const kv_cache_t *kv, int32_t block, int32_t layer)
+{
+    return block_part(kv, layer, block, false);
+}
+
+const void *kv_block_v_data(const kv_cache_t *kv, int32_t block, int32_t layer)
+{
+    return block_part(kv, layer, block, true);
 }
 
 const int32_t *kv_seq_table(const kv_cache_t *kv, int32_t seq, int32_t layer)
@@ -561,29 +608,80 @@ const int32_t *kv_seq_table(const kv_cache_t *kv, int32_t seq, int32_t layer)
     return kv->layer_pool[layer] ? kv->seqs[seq].wblocks : kv->seqs[seq].blocks;
 }
 
-void kv_store(kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos, const uint16_t *k, const uint16_t *v)
+/* One part (K or V) of position pos: transposed F16 (a scatter over the
+ * block's columns) or a quantized row of kv_dim values. */
+static void store_part(kv_cache_t *kv, int32_t layer, int32_t block, int32_t col, bool is_v, const uint16_t *h,
+                       const float *x)
 {
     const int32_t B = kv->o.block_tokens;
-    const kv_pool_t *p = &kv->pool[kv->layer_pool[layer]];
-    const size_t off = elem_offset(kv, layer, kv_seq_table(kv, seq, layer)[pos / B], pos % B);
-    uint16_t *kd = p->k + off, *vd = p->v + off;
-    for (int64_t c = 0; c < kv->o.kv_dim; c++) {
-        kd[(size_t)c * (size_t)B] = k[c];
-        vd[(size_t)c * (size_t)B] = v[c];
+    const int64_t D = kv->o.kv_dim;
+    const kv_type_t t = is_v ? kv->o.type_v : kv->o.type_k;
+    uint8_t *base = block_part(kv, layer, block, is_v);
+    if (t == KV_F16) {
+        uint16_t *d = (uint16_t *)(void *)base + col;
+        for (int64_t c = 0; c < D; c++)
+            d[(size_t)c * (size_t)B] = h ? h[c] : fp16_from_fp32(x[c]);
+        return;
     }
+    const size_t rb = qtype_row_size(kv_type_qtype(t), D);
+    uint8_t *row = base + (size_t)col * rb;
+    if (h) {
+        float tmp[1024];
+        for (int64_t c0 = 0; c0 < D; c0 += 1024) {
+            const int64_t n = D - c0 < 1024 ? D - c0 : 1024;
+            for (int64_t c = 0; c < n; c++)
+                tmp[c] = fp16_to_fp32(h[c0 + c]);
+            quant_quantize_row(kv_type_qtype(t), tmp, row + qtype_row_size(kv_type_qtype(t), c0), n);
+        }
+    } else {
+        quant_quantize_row(kv_type_qtype(t), x, row, D);
+    }
+}
+
+static void load_part(const kv_cache_t *kv, int32_t layer, int32_t block, int32_t col, bool is_v, uint16_t *h)
+{
+    const int32_t B = kv->o.block_tokens;
+    const int64_t D = kv->o.kv_dim;
+    const kv_type_t t = is_v ? kv->o.type_v : kv->o.type_k;
+    const uint8_t *base = block_part(kv, layer, block, is_v);
+    if (t == KV_F16) {
+        const uint16_t *d = (const uint16_t *)(const void *)base + col;
+        for (int64_t c = 0; c < D; c++)
+            h[c] = d[(size_t)c * (size_t)B];
+        return;
+    }
+    const size_t rb = qtype_row_size(kv_type_qtype(t), D);
+    const uint8_t *row = base + (size_t)col * rb;
+    float tmp[1024];
+    for (int64_t c0 = 0; c0 < D; c0 += 1024) {
+        const int64_t n = D - c0 < 1024 ? D - c0 : 1024;
+        quant_dequantize_row(kv_type_qtype(t), row + qtype_row_size(kv_type_qtype(t), c0), tmp, n);
+        for (int64_t c = 0; c < n; c++)
+            h[c0 + c] = fp16_from_fp32(tmp[c]);
+    }
+}
+
+void kv_store(kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos, const uint16_t *k, const uint16_t *v)
+{
+    const int32_t B = kv->o.block_tokens, block = kv_seq_table(kv, seq, layer)[pos / B];
+    store_part(kv, layer, block, pos % B, false, k, NULL);
+    store_part(kv, layer, block, pos % B, true, v, NULL);
+}
+
+void kv_store_f32(kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos, const float *k, const float *v)
+{
+    const int32_t B = kv->o.block_tokens, block = kv_seq_table(kv, seq, layer)[pos / B];
+    store_part(kv, layer, block, pos % B, false, NULL, k);
+    store_part(kv, layer, block, pos % B, true, NULL, v);
 }
 
 void kv_load(const kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos, uint16_t *k, uint16_t *v)
 {
-    const int32_t B = kv->o.block_tokens;
-    const kv_pool_t *p = &kv->pool[kv->layer_pool[layer]];
-    const size_t off = elem_offset(kv, layer, kv_seq_table(kv, seq, layer)[pos / B], pos % B);
-    for (int64_t c = 0; c < kv->o.kv_dim; c++) {
-        if (k)
-            k[c] = p->k[off + (size_t)c * (size_t)B];
-        if (v)
-            v[c] = p->v[off + (size_t)c * (size_t)B];
-    }
+    const int32_t B = kv->o.block_tokens, block = kv_seq_table(kv, seq, layer)[pos / B];
+    if (k)
+        load_part(kv, layer, block, pos % B, false, k);
+    if (v)
+        load_part(kv, layer, block, pos % B, true, v);
 }
 
 const int32_t *kv_seq_blocks(const kv_cache_t *kv, int32_t seq)

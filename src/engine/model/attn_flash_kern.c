@@ -6,8 +6,8 @@
  * micro-kernel of a matrix product, rows x 16 accumulators in registers.
  *
  * P.V (pv): positions in lanes too (V is transposed like K). For a block
- * of 2 rows x 4 dimensions, 8 accumulators of 8 lanes (positions p % 8)
- * over all chunks of the tile; at the end the 8 lane sums are done
+ * of 3 rows x 4 dimensions, 12 accumulators of 8 lanes (positions p % 8)
+ * over all chunks of the tile; at the end each row's 4 lane sums are done
  * together by a transpose-add tree whose every add is one of lanes8's.
  *
  * Both are chains of fused multiply-adds per lane, so the portable code
@@ -211,81 +211,80 @@ FK_AVX2 static void qk_256(const void *kc, int64_t ks, bool f16, const float *q,
     }
 }
 
-/* The lanes8 sums of 8 accumulators x[0..7], as [x0 x2 x4 x6 | x1 x3 x5 x7]:
- * (lanes 0-3 + 4-7), then (0 + 2, 1 + 3), then (0 + 1): lanes8's adds. */
-FK_AVX2 static FK_INLINE __m256 hsum8x8_256(const __m256 *x)
+/* The lanes8 sums of 4 accumulators, as [x0 x1 x2 x3]: the same adds. */
+FK_AVX2 static FK_INLINE __m128 hsum8x4_256(const __m256 *x)
 {
-    __m256 z[4], w[2];
-    for (int i = 0; i < 4; i++)
-        z[i] = _mm256_add_ps(_mm256_permute2f128_ps(x[2 * i], x[2 * i + 1], 0x20),
-                             _mm256_permute2f128_ps(x[2 * i], x[2 * i + 1], 0x31));
-    for (int i = 0; i < 2; i++)
-        w[i] = _mm256_add_ps(_mm256_shuffle_ps(z[2 * i], z[2 * i + 1], 0x44),
-                             _mm256_shuffle_ps(z[2 * i], z[2 * i + 1], 0xee));
-    return _mm256_hadd_ps(w[0], w[1]);
+    const __m256 z0 = _mm256_add_ps(_mm256_permute2f128_ps(x[0], x[1], 0x20), _mm256_permute2f128_ps(x[0], x[1], 0x31));
+    const __m256 z1 = _mm256_add_ps(_mm256_permute2f128_ps(x[2], x[3], 0x20), _mm256_permute2f128_ps(x[2], x[3], 0x31));
+    /* [x0:A x0:B x2:A x2:B | x1:A x1:B x3:A x3:B] */
+    const __m256 w = _mm256_add_ps(_mm256_shuffle_ps(z0, z1, 0x44), _mm256_shuffle_ps(z0, z1, 0xee));
+    /* [x0 x2 x0 x2 | x1 x3 x1 x3] */
+    const __m256 h = _mm256_hadd_ps(w, w);
+    return _mm_unpacklo_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
-/* Rows r0, r0 + 1 (R2: both, else r0 only) x dimensions d0 .. d0 + 3.
- * Accumulator x[2 i + k] is (row k, dimension d0 + i), so the sums come
- * out as [row 0: 4 dimensions | row 1: 4 dimensions]. */
+/* NR rows (1..3) x dimensions d0 .. d0 + 3: accumulator x[r][i] is (row
+ * r, dimension d0 + i), lane j of it the positions p % 8 == j. */
 FK_AVX2 static FK_INLINE void pv_blk_256(const void *const *vc, const int64_t *vs, const bool *f16, int nc,
-                                         const float *p, int64_t ps, int d0, float *o, int64_t os, const int R2)
+                                         const float *p, int64_t ps, int d0, float *o, int64_t os, const int NR)
 {
-    __m256 x[8];
+    __m256 x[3][4];
     FK_UNROLL
-    for (int i = 0; i < 8; i++) {
-        x[i] = _mm256_setzero_ps();
+    for (int r = 0; r < NR; r++) {
+        FK_UNROLL
+        for (int i = 0; i < 4; i++) {
+            x[r][i] = _mm256_setzero_ps();
+        }
     }
     for (int c = 0; c < nc; c++) {
         const float *pc = p + 16 * c;
         const int64_t st = vs[c];
-        if (f16[c]) {
-            const uint16_t *v = (const uint16_t *)vc[c] + d0 * st;
+        const bool h16 = f16[c];
+        const void *vb = h16 ? (const void *)((const uint16_t *)vc[c] + d0 * st)
+                             : (const void *)((const float *)vc[c] + d0 * st);
+        FK_UNROLL
+        for (int h = 0; h < 2; h++) {
+            __m256 pr[3];
             FK_UNROLL
-            for (int h = 0; h < 2; h++) {
-                const __m256 p0 = _mm256_loadu_ps(pc + 8 * h);
-                const __m256 p1 = R2 ? _mm256_loadu_ps(pc + ps + 8 * h) : p0;
-                FK_UNROLL
-                for (int i = 0; i < 4; i++) {
-                    const __m256 vv = ld8(v, 1, i * st + 8 * h);
-                    x[2 * i] = _mm256_fmadd_ps(p0, vv, x[2 * i]);
-                    if (R2)
-                        x[2 * i + 1] = _mm256_fmadd_ps(p1, vv, x[2 * i + 1]);
-                }
+            for (int r = 0; r < NR; r++) {
+                pr[r] = _mm256_loadu_ps(pc + r * ps + 8 * h);
             }
-        } else {
-            const float *v = (const float *)vc[c] + d0 * st;
             FK_UNROLL
-            for (int h = 0; h < 2; h++) {
-                const __m256 p0 = _mm256_loadu_ps(pc + 8 * h);
-                const __m256 p1 = R2 ? _mm256_loadu_ps(pc + ps + 8 * h) : p0;
+            for (int i = 0; i < 4; i++) {
+                const __m256 vv = h16 ? ld8(vb, 1, i * st + 8 * h) : ld8(vb, 0, i * st + 8 * h);
                 FK_UNROLL
-                for (int i = 0; i < 4; i++) {
-                    const __m256 vv = _mm256_loadu_ps(v + i * st + 8 * h);
-                    x[2 * i] = _mm256_fmadd_ps(p0, vv, x[2 * i]);
-                    if (R2)
-                        x[2 * i + 1] = _mm256_fmadd_ps(p1, vv, x[2 * i + 1]);
+                for (int r = 0; r < NR; r++) {
+                    x[r][i] = _mm256_fmadd_ps(pr[r], vv, x[r][i]);
                 }
             }
         }
     }
-    const __m256 sum = hsum8x8_256(x);
-    _mm_storeu_ps(o + d0, _mm_add_ps(_mm_loadu_ps(o + d0), _mm256_castps256_ps128(sum)));
-    if (R2)
-        _mm_storeu_ps(o + os + d0, _mm_add_ps(_mm_loadu_ps(o + os + d0), _mm256_extractf128_ps(sum, 1)));
+    FK_UNROLL
+    for (int r = 0; r < NR; r++) {
+        _mm_storeu_ps(o + r * os + d0, _mm_add_ps(_mm_loadu_ps(o + r * os + d0), hsum8x4_256(x[r])));
+    }
 }
 
-FK_AVX2 __attribute__((noinline)) static void pv_rows_256(const void *const *vc, const int64_t *vs, const bool *f16,
-                                                          int nc, const float *p, int64_t ps, int R, int hd,
-                                                          float *o, int64_t os)
+#define FK_PVB(NR)                                                                                                \
+    FK_AVX2 __attribute__((noinline)) static void pv_blk##NR(const void *const *vc, const int64_t *vs,           \
+                                                             const bool *f16, int nc, const float *p, int64_t ps, \
+                                                             int hd, float *o, int64_t os)                        \
+    {                                                                                                             \
+        for (int d0 = 0; d0 < hd; d0 += 4)                                                                        \
+            pv_blk_256(vc, vs, f16, nc, p, ps, d0, o, os, NR);                                                    \
+    }
+FK_PVB(1) FK_PVB(2) FK_PVB(3)
+
+FK_AVX2 static void pv_rows_256(const void *const *vc, const int64_t *vs, const bool *f16, int nc, const float *p,
+                                int64_t ps, int R, int hd, float *o, int64_t os)
 {
-    int r = 0;
-    for (; r + 2 <= R; r += 2)
-        for (int d0 = 0; d0 < hd; d0 += 4)
-            pv_blk_256(vc, vs, f16, nc, p + r * ps, ps, d0, o + r * os, os, 1);
-    if (r < R)
-        for (int d0 = 0; d0 < hd; d0 += 4)
-            pv_blk_256(vc, vs, f16, nc, p + r * ps, ps, d0, o + r * os, os, 0);
+    typedef void (*fn_t)(const void *const *, const int64_t *, const bool *, int, const float *, int64_t, int,
+                         float *, int64_t);
+    static const fn_t fns[3] = {pv_blk1, pv_blk2, pv_blk3};
+    for (int r = 0; r < R; r += 3) {
+        const int n = R - r < 3 ? R - r : 3;
+        fns[n - 1](vc, vs, f16, nc, p + r * ps, ps, hd, o + r * os, os);
+    }
 }
 
 FK_AVX2 static void pv_256(const void *const *vc, const int64_t *vs, const bool *f16, int nc, const float *p,

@@ -1044,6 +1044,8 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
      * sequence always fits (sliding-window layers: their window) */
     if (s->o.kv_mb > 0)
         fo.kv_bytes = s->o.kv_mb > ((int64_t)1 << 40) ? (int64_t)1 << 60 : s->o.kv_mb << 20;
+    if (s->o.kv_bytes > 0)
+        fo.kv_bytes = s->o.kv_bytes;
     s->fwd = fwd_create(m, &fo, err);
     if (!s->fwd) {
         free(s);

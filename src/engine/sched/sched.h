@@ -69,6 +69,7 @@ typedef struct {
     int32_t chan_cap;     /* events a channel holds (<= 0: 64) */
     int64_t kv_mb;        /* KV cache budget in MiB (<= 0: n_parallel x n_ctx
                              positions); at least one full context */
+    int64_t kv_bytes;     /* > 0: the budget in bytes instead of kv_mb */
     int64_t image_cache_mb; /* encoded-image cache (vis_cache.h) in MiB (<= 0: none) */
     /* ---- long context (issue 30, forward.h) ---- */
     fwd_attn_t attn;      /* --flash-attn (0: auto) */

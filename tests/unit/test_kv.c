@@ -1,6 +1,11 @@
 /* test_kv.c - paged KV allocator: block tables, budget, prefix reuse, LRU. */
 #include "engine/model/kv.h"
+#include "engine/quant/fp16.h"
+#include "engine/quant/quant.h"
 #include "tap.h"
+
+#include <math.h>
+#include <stdlib.h>
 
 #include <string.h>
 
@@ -294,8 +299,62 @@ static void test_window_prefix(void)
     kv_free(kv);
 }
 
+/* Quantized caches: every position of every layer reads back as its row
+ * quantized and dequantized (as F16), whatever its column and block;
+ * sizes are those of llama.cpp's types (34 or 18 bytes per 32 values). */
+static void test_quantized(void)
+{
+    static const kv_type_t types[][2] = {{KV_Q8_0, KV_Q8_0}, {KV_Q4_0, KV_Q4_0}, {KV_F16, KV_Q4_0}, {KV_Q8_0, KV_F16}};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const kv_type_t tk = types[ti][0], tv = types[ti][1];
+        kv_opts_t o = {.n_layer = 3, .kv_dim = 96, .block_tokens = 32, .n_blocks = 6, .n_seq = 2, .max_seq_len = 96,
+                       .type_k = tk, .type_v = tv};
+        kv_cache_t *kv = kv_create(&o, NULL);
+        if (!tap_ok(kv != NULL, "K %s V %s: created", kv_type_name(tk), kv_type_name(tv)))
+            continue;
+        const uint64_t want = 6ull * 3 * 32 * kv_bytes_per_position(tk, tv, 96);
+        tap_ok(kv_bytes(kv) == want && kv_bytes_per_position(KV_Q8_0, KV_Q4_0, 96) == 3 * 34 + 3 * 18,
+               "K %s V %s: %llu bytes (llama.cpp's block sizes)", kv_type_name(tk), kv_type_name(tv),
+               (unsigned long long)kv_bytes(kv));
+        kv_seq_reserve(kv, 0, 70, NULL);
+        float k[96], v[96];
+        bool ok = true;
+        for (int pass = 0; pass < 2; pass++)
+            for (int32_t p = 0; p < 70; p++)
+                for (int32_t l = 0; l < 3; l++) {
+                    for (int e = 0; e < 96; e++) {
+                        k[e] = sinf((float)(p * 131 + l * 17 + e)) * (1.0f + (float)(e % 7));
+                        v[e] = cosf((float)(p * 71 + l * 5 + e * 3)) * 0.5f;
+                    }
+                    if (pass == 0) {
+                        kv_store_f32(kv, l, 0, p, k, v);
+                        continue;
+                    }
+                    uint16_t gk[96], gv[96];
+                    kv_load(kv, l, 0, p, gk, gv);
+                    uint8_t q[96 * 2];
+                    float r[96];
+                    const kv_type_t t2[2] = {tk, tv};
+                    const float *src[2] = {k, v};
+                    const uint16_t *got[2] = {gk, gv};
+                    for (int part = 0; part < 2; part++) {
+                        quant_quantize_row(kv_type_qtype(t2[part]), src[part], q, 96);
+                        quant_dequantize_row(kv_type_qtype(t2[part]), q, r, 96);
+                        for (int e = 0; e < 96; e++)
+                            ok &= got[part][e] == fp16_from_fp32(r[e]);
+                    }
+                }
+        tap_ok(ok, "K %s V %s: 70 positions x 3 layers read back as stored", kv_type_name(tk), kv_type_name(tv));
+        kv_free(kv);
+    }
+    kv_opts_t bad = {.n_layer = 1, .kv_dim = 48, .block_tokens = 16, .n_blocks = 2, .n_seq = 1, .max_seq_len = 32,
+                     .type_k = KV_Q8_0};
+    tap_ok(kv_create(&bad, NULL) == NULL, "a quantized cache needs kv_dim %% 32 == 0");
+}
+
 int main(void)
 {
+    test_quantized();
     test_basics();
     test_prefix();
     test_eviction();

@@ -48,8 +48,8 @@ typedef struct {
     float *o, *ot;    /* [rows][hd] segment output, total */
     float *m, *l, *mt, *lt; /* [rows] */
     int32_t *lo, *hi; /* [rows] positions attended */
-    float *kbuf;      /* [FA_TCH][hd][16] dequantized K chunks */
-    float *vbuf;      /* [FA_TCH][16][hd] dequantized V chunks */
+    float *kbuf;      /* [FA_TCH][hd][16] K chunks as floats */
+    float *vbuf;      /* [FA_TCH][hd][16] V chunks as floats */
 } fa_scr_t;
 
 struct attn_flash {
@@ -174,21 +174,18 @@ static void finish(float mt, float lt, const float *ot, const float *sink, int h
 /* ---- one item ------------------------------------------------------------ */
 
 typedef struct {
-    const void *kp[FA_TCH], *vp[FA_TCH];
-    int64_t ks[FA_TCH], vs[FA_TCH];
-    bool kf16[FA_TCH], vf16[FA_TCH];
+    fa_chunk_t k[FA_TCH], v[FA_TCH];
 } fa_chunks_t;
 
-/* Rows of a query tile from which F16 chunks are converted to floats once
+/* Rows of a query tile from which chunks are converted to floats once
  * rather than at every use. */
 enum { FA_WIDEN_ROWS = 8 };
 
-/* Chunks ca .. cb - 1 of KV head kvh, transposed (attn_flash_kern.h): F16
- * blocks in place, or converted to floats (dequantized; F16 for R >=
- * FA_WIDEN_ROWS). V's positions from `end` on (attended by no row: not
- * written yet, or left by an earlier sequence) read as zeros, so that
- * whatever they hold (even Inf or NaN) cannot reach a row through
- * P = 0 times V. */
+/* Chunks ca .. cb - 1 of KV head kvh (attn_flash_kern.h): read in place,
+ * or converted to floats for R >= FA_WIDEN_ROWS rows (the same values).
+ * V's positions from `end` on (attended by no row: not written yet, or
+ * left by an earlier sequence) read as zeros, so that whatever they hold
+ * (even Inf or NaN) cannot reach a row through P = 0 times V. */
 static void load_chunks(const attn_flash_t *fa, const attn_job_t *job, const int32_t *blocks, int32_t kvh,
                         int32_t ca, int32_t cb, int32_t end, int32_t R, const fa_scr_t *s, fa_chunks_t *ch)
 {
@@ -201,37 +198,27 @@ static void load_chunks(const attn_flash_t *fa, const attn_job_t *job, const int
         const int32_t p = c * FA_CHUNK, b = blocks[p / bt], col = p % bt, i = c - ca;
         const int32_t n_valid = end - p < 16 ? end - p : 16;
         for (int part = 0; part < 2; part++) {
-            const void **ptr = part ? &ch->vp[i] : &ch->kp[i];
-            int64_t *st = part ? &ch->vs[i] : &ch->ks[i];
-            bool *f16 = part ? &ch->vf16[i] : &ch->kf16[i];
+            fa_chunk_t *x = part ? &ch->v[i] : &ch->k[i];
             float *buf = (part ? s->vbuf : s->kbuf) + (int64_t)i * 16 * hd;
-            *st = 16;
-            *f16 = false;
             if (b < 0) {
                 /* given back by a window: no row attends it */
-                *ptr = fa->zeros;
+                *x = (fa_chunk_t){fa->zeros, 16, FA_F32};
                 continue;
             }
             const uint8_t *data = part ? kv_block_v_data(kv, b, job->layer) : kv_block_k_data(kv, b, job->layer);
-            const int32_t n = part ? n_valid : 16;
-            *ptr = buf;
-            if (t[part] != KV_F16) {
-                const int64_t rb = (int64_t)qtype_row_size(kv_type_qtype(t[part]), kvd);
-                const int64_t off = (int64_t)qtype_row_size(kv_type_qtype(t[part]), (int64_t)kvh * hd);
-                K->deq(t[part] == KV_Q4_0, data + col * rb + off, rb, n, hd, true, buf);
-                continue;
-            }
-            const uint16_t *x = (const uint16_t *)(const void *)data + (int64_t)kvh * hd * bt + col;
-            if (n < 16) {
-                K->widen(x, bt, hd, buf);
-                for (int32_t d = 0; d < hd; d++)
-                    memset(buf + d * 16 + n, 0, (size_t)(16 - n) * sizeof(float));
-            } else if (R >= FA_WIDEN_ROWS) {
-                K->widen(x, bt, hd, buf);
+            if (t[part] == KV_F16) {
+                *x = (fa_chunk_t){(const uint16_t *)(const void *)data + (int64_t)kvh * hd * bt + col, bt, FA_F16};
             } else {
-                *ptr = x;
-                *st = bt;
-                *f16 = true;
+                const int64_t bb = t[part] == KV_Q8_0 ? FA_Q8_BLOCK : FA_Q4_BLOCK, nb = kvd / 32;
+                *x = (fa_chunk_t){data + (col / FA_CHUNK) * nb * bb + (int64_t)kvh * (hd / 32) * bb, 0,
+                                  t[part] == KV_Q8_0 ? FA_Q8 : FA_Q4};
+            }
+            const int32_t n = part ? n_valid : 16;
+            if (n < 16 || R >= FA_WIDEN_ROWS) {
+                K->widen(x, hd, buf);
+                for (int32_t d = 0; n < 16 && d < hd; d++)
+                    memset(buf + d * 16 + n, 0, (size_t)(16 - n) * sizeof(float));
+                *x = (fa_chunk_t){buf, 16, FA_F32};
             }
         }
     }
@@ -268,7 +255,7 @@ static void run_segment(const attn_flash_t *fa, const attn_job_t *job, const fa_
         fa_chunks_t ch;
         load_chunks(fa, job, blocks, it->kvh, ca, cb, ub, R, s, &ch);
         for (int32_t i = 0; i < nc; i++)
-            K->qk(ch.kp[i], ch.ks[i], ch.kf16[i], s->q, hd, R, hd, s->s + i * FA_CHUNK, FA_TILE);
+            K->qk(&ch.k[i], s->q, hd, R, hd, s->s + i * FA_CHUNK, FA_TILE);
         for (int32_t r = 0; r < R; r++) {
             float *sr = s->s + (int64_t)r * FA_TILE;
             const int32_t lo = s->lo[r] > a ? s->lo[r] : a, hi = s->hi[r] < b ? s->hi[r] : b;
@@ -289,7 +276,7 @@ static void run_segment(const attn_flash_t *fa, const attn_job_t *job, const fa_
                 K->scale(s->o + (int64_t)r * hd, hd, alpha);
             s->m[r] = m_new;
         }
-        K->pv(ch.vp, ch.vs, ch.vf16, nc, s->s, FA_TILE, R, hd, s->o, hd);
+        K->pv(ch.v, nc, s->s, FA_TILE, R, hd, s->o, hd);
     }
 }
 

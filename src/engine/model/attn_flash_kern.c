@@ -61,19 +61,31 @@ float fa_exp(float x)
 
 /* ---- portable --------------------------------------------------------------- */
 
-static float ld_c(const void *p, bool f16, int64_t i)
+static float ld_c(const fa_chunk_t *c, int d, int l)
 {
-    return f16 ? fp16_to_fp32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+    switch (c->kind) {
+    case FA_F16: return fp16_to_fp32(((const uint16_t *)c->p)[d * c->stride + l]);
+    case FA_Q8: {
+        const uint8_t *b = (const uint8_t *)c->p + (d / 32) * FA_Q8_BLOCK;
+        return fp16_to_fp32(((const uint16_t *)(const void *)b)[l]) * (float)(int8_t)b[32 + (d % 32) * 16 + l];
+    }
+    case FA_Q4: {
+        const uint8_t *b = (const uint8_t *)c->p + (d / 32) * FA_Q4_BLOCK;
+        const int j = d % 32;
+        const uint8_t v = b[32 + (j % 16) * 16 + l];
+        return fp16_to_fp32(((const uint16_t *)(const void *)b)[l]) * (float)((j < 16 ? v & 15 : v >> 4) - 8);
+    }
+    default: return ((const float *)c->p)[d * c->stride + l];
+    }
 }
 
-static void qk_c(const void *kc, int64_t ks, bool f16, const float *q, int64_t qs, int R, int hd, float *s,
-                 int64_t ss)
+static void qk_c(const fa_chunk_t *k, const float *q, int64_t qs, int R, int hd, float *s, int64_t ss)
 {
     for (int r = 0; r < R; r++)
         for (int l = 0; l < 16; l++) {
             float a = 0.0f;
             for (int d = 0; d < hd; d++)
-                a = fmaf(q[r * qs + d], ld_c(kc, f16, d * ks + l), a);
+                a = fmaf(q[r * qs + d], ld_c(k, d, l), a);
             s[r * ss + l] = a;
         }
 }
@@ -83,8 +95,7 @@ static float lanes8_sum(const float *a)
     return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
 }
 
-static void pv_c(const void *const *vc, const int64_t *vs, const bool *f16, int nc, const float *p, int64_t ps,
-                 int R, int hd, float *o, int64_t os)
+static void pv_c(const fa_chunk_t *v, int nc, const float *p, int64_t ps, int R, int hd, float *o, int64_t os)
 {
     for (int r = 0; r < R; r++)
         for (int d = 0; d < hd; d++) {
@@ -92,16 +103,16 @@ static void pv_c(const void *const *vc, const int64_t *vs, const bool *f16, int 
             for (int c = 0; c < nc; c++)
                 for (int h = 0; h < 2; h++)
                     for (int j = 0; j < 8; j++)
-                        a[j] = fmaf(p[r * ps + 16 * c + 8 * h + j], ld_c(vc[c], f16[c], d * vs[c] + 8 * h + j), a[j]);
+                        a[j] = fmaf(p[r * ps + 16 * c + 8 * h + j], ld_c(&v[c], d, 8 * h + j), a[j]);
             o[r * os + d] += lanes8_sum(a);
         }
 }
 
-static void widen_c(const uint16_t *x, int64_t stride, int hd, float *out)
+static void widen_c(const fa_chunk_t *x, int hd, float *out)
 {
     for (int d = 0; d < hd; d++)
         for (int l = 0; l < 16; l++)
-            out[d * 16 + l] = fp16_to_fp32(x[d * stride + l]);
+            out[d * 16 + l] = ld_c(x, d, l);
 }
 
 static float exp_sum_c(float *x, int n, float m)
@@ -129,52 +140,74 @@ static void scale_c(float *x, int n, float a)
         x[i] *= a;
 }
 
-/* Q8_0: d * q; Q4_0: d * (q - 8), low nibbles first. The products are
- * exact (11 + 8 significant bits), so any code computes the same. */
-static void deq_c(bool q4, const uint8_t *rows, int64_t rb, int n, int hd, bool transpose, float *out)
-{
-    const int bs = q4 ? 18 : 34;
-    for (int l = 0; l < 16; l++)
-        for (int b = 0; b < hd / 32; b++) {
-            const uint8_t *blk = rows + l * rb + b * bs;
-            uint16_t dh;
-            memcpy(&dh, blk, 2);
-            const float dd = fp16_to_fp32(dh);
-            for (int j = 0; j < 32; j++) {
-                float v = 0.0f;
-                if (l < n)
-                    v = q4 ? (float)((j < 16 ? blk[2 + j] & 15 : blk[2 + j - 16] >> 4) - 8) * dd
-                           : (float)(int8_t)blk[2 + j] * dd;
-                const int d = 32 * b + j;
-                out[transpose ? d * 16 + l : l * hd + d] = v;
-            }
-        }
-}
-
-static const fa_kern_t kern_c = {qk_c, pv_c, widen_c, exp_sum_c, max_c, scale_c, deq_c};
+static const fa_kern_t kern_c = {qk_c, pv_c, widen_c, exp_sum_c, max_c, scale_c};
 
 #ifdef FK_X86
 /* ---- AVX2 ------------------------------------------------------------------- */
 
-FK_AVX2 static FK_INLINE __m256 ld8(const void *p, const int F16, int64_t i)
+FK_AVX2 static FK_INLINE __m256 ld8_f16(const uint16_t *p)
 {
-    if (F16)
-        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
-    return _mm256_loadu_ps((const float *)p + i);
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+/* The 16 scales of a quantized block as two vectors. */
+FK_AVX2 static FK_INLINE void ld_scales(const uint8_t *b, __m256 *s0, __m256 *s1)
+{
+    *s0 = ld8_f16((const uint16_t *)(const void *)b);
+    *s1 = ld8_f16((const uint16_t *)(const void *)b + 8);
+}
+
+/* X(d, 8 h .. 8 h + 7) of a quantized block b (d % 32 = j), given its
+ * scales for those lanes. */
+FK_AVX2 static FK_INLINE __m256 ld8_q8(const uint8_t *b, int j, int h, __m256 sc)
+{
+    const __m128i v = _mm_loadl_epi64((const __m128i *)(b + 32 + j * 16 + 8 * h));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)), sc);
+}
+
+FK_AVX2 static FK_INLINE __m256 ld8_q4(const uint8_t *b, int j, int h, __m256 sc)
+{
+    __m128i v = _mm_loadl_epi64((const __m128i *)(b + 32 + (j % 16) * 16 + 8 * h));
+    v = j < 16 ? _mm_and_si128(v, _mm_set1_epi8(15)) : _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(15));
+    v = _mm_sub_epi8(v, _mm_set1_epi8(8));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)), sc);
+}
+
+/* X(d, 0..7) and X(d, 8..15) of any chunk; sc: the block's scales (quantized kinds). */
+FK_AVX2 static FK_INLINE void ld16(const fa_chunk_t *c, int d, const int KIND, const __m256 *sc, __m256 *x0,
+                                   __m256 *x1)
+{
+    if (KIND == FA_F32) {
+        const float *p = (const float *)c->p + d * c->stride;
+        *x0 = _mm256_loadu_ps(p);
+        *x1 = _mm256_loadu_ps(p + 8);
+    } else if (KIND == FA_F16) {
+        const uint16_t *p = (const uint16_t *)c->p + d * c->stride;
+        *x0 = ld8_f16(p);
+        *x1 = ld8_f16(p + 8);
+    } else {
+        const int bs = KIND == FA_Q8 ? FA_Q8_BLOCK : FA_Q4_BLOCK;
+        const uint8_t *b = (const uint8_t *)c->p + (d / 32) * bs;
+        *x0 = KIND == FA_Q8 ? ld8_q8(b, d % 32, 0, sc[0]) : ld8_q4(b, d % 32, 0, sc[0]);
+        *x1 = KIND == FA_Q8 ? ld8_q8(b, d % 32, 1, sc[1]) : ld8_q4(b, d % 32, 1, sc[1]);
+    }
 }
 
 /* R rows (R <= 6) x 16 positions, accumulators in registers. */
-FK_AVX2 static FK_INLINE void qk_n_256(const void *kc, int64_t ks, const float *q, int64_t qs, int hd, float *s,
-                                       int64_t ss, const int R, const int F16)
+FK_AVX2 static FK_INLINE void qk_n_256(const fa_chunk_t *k, const float *q, int64_t qs, int hd, float *s,
+                                       int64_t ss, const int R, const int KIND)
 {
-    __m256 a[6][2];
+    __m256 a[6][2], sc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     FK_UNROLL
     for (int r = 0; r < R; r++) {
         a[r][0] = _mm256_setzero_ps();
         a[r][1] = _mm256_setzero_ps();
     }
     for (int d = 0; d < hd; d++) {
-        const __m256 k0 = ld8(kc, F16, d * ks), k1 = ld8(kc, F16, d * ks + 8);
+        if (KIND >= FA_Q8 && d % 32 == 0)
+            ld_scales((const uint8_t *)k->p + (d / 32) * (KIND == FA_Q8 ? FA_Q8_BLOCK : FA_Q4_BLOCK), &sc[0], &sc[1]);
+        __m256 k0, k1;
+        ld16(k, d, KIND, sc, &k0, &k1);
         FK_UNROLL
         for (int r = 0; r < R; r++) {
             const __m256 b = _mm256_broadcast_ss(q + r * qs + d);
@@ -189,25 +222,29 @@ FK_AVX2 static FK_INLINE void qk_n_256(const void *kc, int64_t ks, const float *
     }
 }
 
-#define FK_QK(R, F16)                                                                                             \
-    FK_AVX2 __attribute__((noinline)) static void qk_##R##_##F16(const void *kc, int64_t ks, const float *q,       \
-                                                                 int64_t qs, int hd, float *s, int64_t ss)        \
+#define FK_QK(R, KIND)                                                                                            \
+    FK_AVX2 __attribute__((noinline)) static void qk_##R##_##KIND(const fa_chunk_t *k, const float *q,            \
+                                                                  int64_t qs, int hd, float *s, int64_t ss)       \
     {                                                                                                             \
-        qk_n_256(kc, ks, q, qs, hd, s, ss, R, F16);                                                               \
+        qk_n_256(k, q, qs, hd, s, ss, R, KIND);                                                                   \
     }
-FK_QK(1, 0) FK_QK(2, 0) FK_QK(3, 0) FK_QK(4, 0) FK_QK(5, 0) FK_QK(6, 0)
-FK_QK(1, 1) FK_QK(2, 1) FK_QK(3, 1) FK_QK(4, 1) FK_QK(5, 1) FK_QK(6, 1)
+#define FK_QK_R(KIND) FK_QK(1, KIND) FK_QK(2, KIND) FK_QK(3, KIND) FK_QK(4, KIND) FK_QK(5, KIND) FK_QK(6, KIND)
+FK_QK_R(0) FK_QK_R(1) FK_QK_R(2) FK_QK_R(3)
 
-typedef void (*qk_fn_t)(const void *, int64_t, const float *, int64_t, int, float *, int64_t);
+typedef void (*qk_fn_t)(const fa_chunk_t *, const float *, int64_t, int, float *, int64_t);
 
-FK_AVX2 static void qk_256(const void *kc, int64_t ks, bool f16, const float *q, int64_t qs, int R, int hd,
-                           float *s, int64_t ss)
+FK_AVX2 static void qk_256(const fa_chunk_t *k, const float *q, int64_t qs, int R, int hd, float *s, int64_t ss)
 {
-    static const qk_fn_t fns[2][6] = {{qk_1_0, qk_2_0, qk_3_0, qk_4_0, qk_5_0, qk_6_0},
-                                      {qk_1_1, qk_2_1, qk_3_1, qk_4_1, qk_5_1, qk_6_1}};
+#define FK_ROW(K) {qk_1_##K, qk_2_##K, qk_3_##K, qk_4_##K, qk_5_##K, qk_6_##K}
+    static const qk_fn_t fns[4][6] = {FK_ROW(0), FK_ROW(1), FK_ROW(2), FK_ROW(3)};
+#undef FK_ROW
+    if (k->kind >= FA_Q8 && hd % 32) {
+        qk_c(k, q, qs, R, hd, s, ss);
+        return;
+    }
     for (int r = 0; r < R; r += 6) {
         const int n = R - r < 6 ? R - r : 6;
-        fns[f16][n - 1](kc, ks, q + r * qs, qs, hd, s + r * ss, ss);
+        fns[k->kind][n - 1](k, q + r * qs, qs, hd, s + r * ss, ss);
     }
 }
 
@@ -223,10 +260,44 @@ FK_AVX2 static FK_INLINE __m128 hsum8x4_256(const __m256 *x)
     return _mm_unpacklo_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
+/* One chunk's contribution to NR rows x dimensions d0 .. d0 + 3. */
+FK_AVX2 static FK_INLINE void pv_chunk_256(const fa_chunk_t *c, const float *pc, int64_t ps, int d0, __m256 x[3][4],
+                                           const int NR, const int KIND)
+{
+    __m256 sc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    if (KIND >= FA_Q8)
+        ld_scales((const uint8_t *)c->p + (d0 / 32) * (KIND == FA_Q8 ? FA_Q8_BLOCK : FA_Q4_BLOCK), &sc[0], &sc[1]);
+    FK_UNROLL
+    for (int h = 0; h < 2; h++) {
+        __m256 pr[3];
+        FK_UNROLL
+        for (int r = 0; r < NR; r++) {
+            pr[r] = _mm256_loadu_ps(pc + r * ps + 8 * h);
+        }
+        FK_UNROLL
+        for (int i = 0; i < 4; i++) {
+            __m256 vv;
+            const int d = d0 + i;
+            if (KIND == FA_F32) {
+                vv = _mm256_loadu_ps((const float *)c->p + d * c->stride + 8 * h);
+            } else if (KIND == FA_F16) {
+                vv = ld8_f16((const uint16_t *)c->p + d * c->stride + 8 * h);
+            } else {
+                const uint8_t *b = (const uint8_t *)c->p + (d / 32) * (KIND == FA_Q8 ? FA_Q8_BLOCK : FA_Q4_BLOCK);
+                vv = KIND == FA_Q8 ? ld8_q8(b, d % 32, h, sc[h]) : ld8_q4(b, d % 32, h, sc[h]);
+            }
+            FK_UNROLL
+            for (int r = 0; r < NR; r++) {
+                x[r][i] = _mm256_fmadd_ps(pr[r], vv, x[r][i]);
+            }
+        }
+    }
+}
+
 /* NR rows (1..3) x dimensions d0 .. d0 + 3: accumulator x[r][i] is (row
  * r, dimension d0 + i), lane j of it the positions p % 8 == j. */
-FK_AVX2 static FK_INLINE void pv_blk_256(const void *const *vc, const int64_t *vs, const bool *f16, int nc,
-                                         const float *p, int64_t ps, int d0, float *o, int64_t os, const int NR)
+FK_AVX2 static FK_INLINE void pv_blk_256(const fa_chunk_t *v, int nc, const float *p, int64_t ps, int d0, float *o,
+                                         int64_t os, const int NR)
 {
     __m256 x[3][4];
     FK_UNROLL
@@ -237,26 +308,11 @@ FK_AVX2 static FK_INLINE void pv_blk_256(const void *const *vc, const int64_t *v
         }
     }
     for (int c = 0; c < nc; c++) {
-        const float *pc = p + 16 * c;
-        const int64_t st = vs[c];
-        const bool h16 = f16[c];
-        const void *vb = h16 ? (const void *)((const uint16_t *)vc[c] + d0 * st)
-                             : (const void *)((const float *)vc[c] + d0 * st);
-        FK_UNROLL
-        for (int h = 0; h < 2; h++) {
-            __m256 pr[3];
-            FK_UNROLL
-            for (int r = 0; r < NR; r++) {
-                pr[r] = _mm256_loadu_ps(pc + r * ps + 8 * h);
-            }
-            FK_UNROLL
-            for (int i = 0; i < 4; i++) {
-                const __m256 vv = h16 ? ld8(vb, 1, i * st + 8 * h) : ld8(vb, 0, i * st + 8 * h);
-                FK_UNROLL
-                for (int r = 0; r < NR; r++) {
-                    x[r][i] = _mm256_fmadd_ps(pr[r], vv, x[r][i]);
-                }
-            }
+        switch (v[c].kind) {
+        case FA_F16: pv_chunk_256(&v[c], p + 16 * c, ps, d0, x, NR, FA_F16); break;
+        case FA_Q8: pv_chunk_256(&v[c], p + 16 * c, ps, d0, x, NR, FA_Q8); break;
+        case FA_Q4: pv_chunk_256(&v[c], p + 16 * c, ps, d0, x, NR, FA_Q4); break;
+        default: pv_chunk_256(&v[c], p + 16 * c, ps, d0, x, NR, FA_F32); break;
         }
     }
     FK_UNROLL
@@ -266,42 +322,57 @@ FK_AVX2 static FK_INLINE void pv_blk_256(const void *const *vc, const int64_t *v
 }
 
 #define FK_PVB(NR)                                                                                                \
-    FK_AVX2 __attribute__((noinline)) static void pv_blk##NR(const void *const *vc, const int64_t *vs,           \
-                                                             const bool *f16, int nc, const float *p, int64_t ps, \
-                                                             int hd, float *o, int64_t os)                        \
+    FK_AVX2 __attribute__((noinline)) static void pv_blk##NR(const fa_chunk_t *v, int nc, const float *p,         \
+                                                             int64_t ps, int hd, float *o, int64_t os)            \
     {                                                                                                             \
         for (int d0 = 0; d0 < hd; d0 += 4)                                                                        \
-            pv_blk_256(vc, vs, f16, nc, p, ps, d0, o, os, NR);                                                    \
+            pv_blk_256(v, nc, p, ps, d0, o, os, NR);                                                              \
     }
 FK_PVB(1) FK_PVB(2) FK_PVB(3)
 
-FK_AVX2 static void pv_rows_256(const void *const *vc, const int64_t *vs, const bool *f16, int nc, const float *p,
-                                int64_t ps, int R, int hd, float *o, int64_t os)
+FK_AVX2 static void pv_256(const fa_chunk_t *v, int nc, const float *p, int64_t ps, int R, int hd, float *o,
+                           int64_t os)
 {
-    typedef void (*fn_t)(const void *const *, const int64_t *, const bool *, int, const float *, int64_t, int,
-                         float *, int64_t);
+    typedef void (*fn_t)(const fa_chunk_t *, int, const float *, int64_t, int, float *, int64_t);
     static const fn_t fns[3] = {pv_blk1, pv_blk2, pv_blk3};
-    for (int r = 0; r < R; r += 3) {
-        const int n = R - r < 3 ? R - r : 3;
-        fns[n - 1](vc, vs, f16, nc, p + r * ps, ps, hd, o + r * os, os);
-    }
-}
-
-FK_AVX2 static void pv_256(const void *const *vc, const int64_t *vs, const bool *f16, int nc, const float *p,
-                           int64_t ps, int R, int hd, float *o, int64_t os)
-{
-    if (hd % 4) {
-        pv_c(vc, vs, f16, nc, p, ps, R, hd, o, os);
+    bool quant = false;
+    for (int c = 0; c < nc; c++)
+        quant |= v[c].kind >= FA_Q8;
+    if (hd % 4 || (quant && hd % 32)) {
+        pv_c(v, nc, p, ps, R, hd, o, os);
         return;
     }
-    pv_rows_256(vc, vs, f16, nc, p, ps, R, hd, o, os);
+    for (int r = 0; r < R; r += 3) {
+        const int n = R - r < 3 ? R - r : 3;
+        fns[n - 1](v, nc, p + r * ps, ps, hd, o + r * os, os);
+    }
 }
 
-FK_AVX2 static void widen_256(const uint16_t *x, int64_t stride, int hd, float *out)
+FK_AVX2 static void widen_256(const fa_chunk_t *x, int hd, float *out)
 {
+    if (x->kind >= FA_Q8 && hd % 32) {
+        widen_c(x, hd, out);
+        return;
+    }
+    __m256 sc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int d = 0; d < hd; d++) {
-        _mm256_storeu_ps(out + d * 16, ld8(x, 1, d * stride));
-        _mm256_storeu_ps(out + d * 16 + 8, ld8(x, 1, d * stride + 8));
+        __m256 a, b;
+        switch (x->kind) {
+        case FA_F16: ld16(x, d, FA_F16, sc, &a, &b); break;
+        case FA_Q8:
+            if (d % 32 == 0)
+                ld_scales((const uint8_t *)x->p + (d / 32) * FA_Q8_BLOCK, &sc[0], &sc[1]);
+            ld16(x, d, FA_Q8, sc, &a, &b);
+            break;
+        case FA_Q4:
+            if (d % 32 == 0)
+                ld_scales((const uint8_t *)x->p + (d / 32) * FA_Q4_BLOCK, &sc[0], &sc[1]);
+            ld16(x, d, FA_Q4, sc, &a, &b);
+            break;
+        default: ld16(x, d, FA_F32, sc, &a, &b); break;
+        }
+        _mm256_storeu_ps(out + d * 16, a);
+        _mm256_storeu_ps(out + d * 16 + 8, b);
     }
 }
 
@@ -357,82 +428,7 @@ FK_AVX2 static void scale_256(float *x, int n, float a)
         x[i] *= a;
 }
 
-/* Rows of 32-value blocks to floats: Q8_0 sign-extends, Q4_0 splits the
- * nibbles; then one exact multiply by the block's scale. */
-FK_AVX2 static FK_INLINE void deq_blk_256(bool q4, const uint8_t *blk, __m256 v[4])
-{
-    uint16_t dh;
-    memcpy(&dh, blk, 2);
-    const __m256 d = _mm256_set1_ps(fp16_to_fp32(dh));
-    __m256i w[4];
-    if (q4) {
-        const __m128i b = _mm_loadu_si128((const __m128i *)(blk + 2));
-        const __m128i lo = _mm_and_si128(b, _mm_set1_epi8(15));
-        const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(15));
-        const __m128i e8 = _mm_set1_epi8(8);
-        const __m128i l8 = _mm_sub_epi8(lo, e8), h8 = _mm_sub_epi8(hi, e8);
-        w[0] = _mm256_cvtepi8_epi32(l8);
-        w[1] = _mm256_cvtepi8_epi32(_mm_srli_si128(l8, 8));
-        w[2] = _mm256_cvtepi8_epi32(h8);
-        w[3] = _mm256_cvtepi8_epi32(_mm_srli_si128(h8, 8));
-    } else {
-        for (int i = 0; i < 4; i++)
-            w[i] = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * i)));
-    }
-    for (int i = 0; i < 4; i++)
-        v[i] = _mm256_mul_ps(_mm256_cvtepi32_ps(w[i]), d);
-}
-
-FK_AVX2 static void deq_256(bool q4, const uint8_t *rows, int64_t rb, int n, int hd, bool transpose, float *out)
-{
-    const int bs = q4 ? 18 : 34;
-    if (!transpose) {
-        for (int l = 0; l < 16; l++)
-            for (int b = 0; b < hd / 32; b++) {
-                __m256 v[4];
-                if (l < n) {
-                    deq_blk_256(q4, rows + l * rb + b * bs, v);
-                } else {
-                    v[0] = v[1] = v[2] = v[3] = _mm256_setzero_ps();
-                }
-                for (int i = 0; i < 4; i++)
-                    _mm256_storeu_ps(out + l * hd + 32 * b + 8 * i, v[i]);
-            }
-        return;
-    }
-    /* transposed: dequantize rows in groups of 8 and transpose 8 x 8 */
-    for (int b = 0; b < hd / 32; b++)
-        for (int l0 = 0; l0 < 16; l0 += 8) {
-            __m256 v[8][4];
-            for (int l = 0; l < 8; l++) {
-                if (l0 + l < n) {
-                    deq_blk_256(q4, rows + (l0 + l) * rb + b * bs, v[l]);
-                } else {
-                    v[l][0] = v[l][1] = v[l][2] = v[l][3] = _mm256_setzero_ps();
-                }
-            }
-            for (int i = 0; i < 4; i++) {
-                const __m256 t0 = _mm256_unpacklo_ps(v[0][i], v[1][i]), t1 = _mm256_unpackhi_ps(v[0][i], v[1][i]);
-                const __m256 t2 = _mm256_unpacklo_ps(v[2][i], v[3][i]), t3 = _mm256_unpackhi_ps(v[2][i], v[3][i]);
-                const __m256 t4 = _mm256_unpacklo_ps(v[4][i], v[5][i]), t5 = _mm256_unpackhi_ps(v[4][i], v[5][i]);
-                const __m256 t6 = _mm256_unpacklo_ps(v[6][i], v[7][i]), t7 = _mm256_unpackhi_ps(v[6][i], v[7][i]);
-                const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
-                const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
-                const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
-                const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
-                const __m256 r[8] = {
-                    _mm256_permute2f128_ps(u0, u4, 0x20), _mm256_permute2f128_ps(u1, u5, 0x20),
-                    _mm256_permute2f128_ps(u2, u6, 0x20), _mm256_permute2f128_ps(u3, u7, 0x20),
-                    _mm256_permute2f128_ps(u0, u4, 0x31), _mm256_permute2f128_ps(u1, u5, 0x31),
-                    _mm256_permute2f128_ps(u2, u6, 0x31), _mm256_permute2f128_ps(u3, u7, 0x31)};
-                /* r[j] holds dimension 32 b + 8 i + j of the 8 rows */
-                for (int j = 0; j < 8; j++)
-                    _mm256_storeu_ps(out + (32 * b + 8 * i + j) * 16 + l0, r[j]);
-            }
-        }
-}
-
-static const fa_kern_t kern_256 = {qk_256, pv_256, widen_256, exp_sum_256, max_256, scale_256, deq_256};
+static const fa_kern_t kern_256 = {qk_256, pv_256, widen_256, exp_sum_256, max_256, scale_256};
 #endif
 
 const fa_kern_t *fa_kern(void)

@@ -2,10 +2,16 @@
  * attn_flash.c, which says what they are used for).
  *
  * A chunk is 16 consecutive positions of one KV head inside one cache
- * block, read transposed: X(d, l), dimension d of the chunk's position l,
- * is x[d * stride + l] (the F16 cache layout of kv.h with stride =
- * block_tokens, or a chunk converted to F32 with stride 16). Values are
- * F16 (converted exactly) or F32.
+ * block, read transposed: X(d, l) is dimension d of the chunk's position
+ * l. How it is stored (fa_chunk_t.kind):
+ *  - FA_F32, FA_F16: x[d * stride + l] (the F16 cache layout of kv.h with
+ *    stride = block_tokens, or a chunk converted to F32 with stride 16);
+ *  - FA_Q8, FA_Q4: kv.h's quantized chunks, p at the head's first block
+ *    of 32 dimensions: X(d, l) = scale * q, the exact float product of
+ *    the F16 scale of (block d / 32, position l) and the integer (Q8: the
+ *    int8; Q4: the nibble minus 8).
+ * Every kernel computes with X(d, l) whatever the storage, so a chunk
+ * converted to floats gives the same bits as the chunk read in place.
  *
  * Every kernel exists twice, portable C and AVX2 + FMA + F16C (also used
  * on AVX-512 machines), and both compute the same bits on every input:
@@ -23,19 +29,25 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+typedef enum { FA_F32 = 0, FA_F16, FA_Q8, FA_Q4 } fa_kind_t;
+
 typedef struct {
-    /* s[r * ss + l] = sum over d in order of q[r * qs + d] * K(d, l)
-     * (one fused multiply-add per d, from +0), for r < R, l < 16. */
-    void (*qk)(const void *kc, int64_t ks, bool f16, const float *q, int64_t qs, int R, int hd, float *s,
-               int64_t ss);
+    const void *p;
+    int64_t stride; /* FA_F32, FA_F16 */
+    int kind;       /* fa_kind_t */
+} fa_chunk_t;
+
+typedef struct {
+    /* s[r * ss + l] = sum over d in order of q[r * qs + d] * X(d, l) of
+     * chunk k (one fused multiply-add per d, from +0), r < R, l < 16. */
+    void (*qk)(const fa_chunk_t *k, const float *q, int64_t qs, int R, int hd, float *s, int64_t ss);
     /* o[r * os + d] += lanes8 of a, where lane j of a sums, from +0, one
      * fused multiply-add per (c, h) in order (c < nc, h < 2) of
-     * p[r * ps + 16 c + 8 h + j] * V_c(d, 8 h + j): chunk c is vc[c] with
-     * stride vs[c], F16 if f16[c]. For r < R, d < hd. */
-    void (*pv)(const void *const *vc, const int64_t *vs, const bool *f16, int nc, const float *p, int64_t ps,
-               int R, int hd, float *o, int64_t os);
-    /* out[d * 16 + l] = X(d, l) of an F16 chunk (stride), as floats. */
-    void (*widen)(const uint16_t *x, int64_t stride, int hd, float *out);
+     * p[r * ps + 16 c + 8 h + j] * X_c(d, 8 h + j), X_c of chunk v[c].
+     * For r < R, d < hd. */
+    void (*pv)(const fa_chunk_t *v, int nc, const float *p, int64_t ps, int R, int hd, float *o, int64_t os);
+    /* out[d * 16 + l] = X(d, l) as floats, d < hd, l < 16. */
+    void (*widen)(const fa_chunk_t *x, int hd, float *out);
     /* x[i] = fa_exp(x[i] - m) for i < n (n % 8 == 0); returns their sum:
      * lane j = i % 8 sums its values in order from +0, then
      * ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)). */
@@ -44,12 +56,10 @@ typedef struct {
     float (*max)(const float *x, int n);
     /* x[i] *= a for i < n. */
     void (*scale)(float *x, int n, float a);
-    /* n (<= 16) rows of a Q8_0 or Q4_0 cache (row stride rb bytes, each
-     * pointing at the head's first block) dequantized, hd values each:
-     * transposed (out[d * 16 + l], a K chunk) or as rows (out[l * hd + d],
-     * a V chunk). Rows n..15 are set to zero. */
-    void (*deq)(bool q4, const uint8_t *rows, int64_t rb, int n, int hd, bool transpose, float *out);
 } fa_kern_t;
+
+/* Bytes of one 32-dimension block of a quantized chunk (kv.h). */
+enum { FA_Q8_BLOCK = 16 * 2 + 32 * 16, FA_Q4_BLOCK = 16 * 2 + 16 * 16 };
 
 /* The kernels for gx_level() (ggml_exact.h). */
 const fa_kern_t *fa_kern(void);

@@ -134,7 +134,7 @@ kv_cache_t *kv_create(const kv_opts_t *o, lf_err_t *err)
         return NULL;
     }
     if ((unsigned)o->type_k >= KV_TYPE_COUNT || (unsigned)o->type_v >= KV_TYPE_COUNT ||
-        (o->type_k != KV_F16 && o->kv_dim % 32) || (o->type_v != KV_F16 && o->kv_dim % 32)) {
+        ((o->type_k != KV_F16 || o->type_v != KV_F16) && (o->kv_dim % 32 || o->block_tokens % 16))) {
         lf_err_set(err, LF_ERR_INVALID, "invalid KV cache type");
         return NULL;
     }
@@ -608,8 +608,16 @@ const int32_t *kv_seq_table(const kv_cache_t *kv, int32_t seq, int32_t layer)
     return kv->layer_pool[layer] ? kv->seqs[seq].wblocks : kv->seqs[seq].blocks;
 }
 
+/* Bytes of one 32-dimension block of a quantized chunk (kv.h): 16 F16
+ * scales, then the values transposed (Q8_0: 32 x 16 int8; Q4_0: 16 x 16
+ * bytes, byte [j][l] holding dimension j in its low nibble and j + 16 in
+ * its high one, as block_q4_0.qs[j] does). */
+static size_t chunk_block_bytes(kv_type_t t) { return t == KV_Q8_0 ? 16 * 2 + 32 * 16 : 16 * 2 + 16 * 16; }
+
+enum { KV_CHUNK = 16, KV_PIECE = 64 }; /* positions per chunk; blocks converted at a time */
+
 /* One part (K or V) of position pos: transposed F16 (a scatter over the
- * block's columns) or a quantized row of kv_dim values. */
+ * block's columns) or quantized into its chunk (a scatter over the lanes). */
 static void store_part(kv_cache_t *kv, int32_t layer, int32_t block, int32_t col, bool is_v, const uint16_t *h,
                        const float *x)
 {
@@ -623,18 +631,27 @@ static void store_part(kv_cache_t *kv, int32_t layer, int32_t block, int32_t col
             d[(size_t)c * (size_t)B] = h ? h[c] : fp16_from_fp32(x[c]);
         return;
     }
-    const size_t rb = qtype_row_size(kv_type_qtype(t), D);
-    uint8_t *row = base + (size_t)col * rb;
-    if (h) {
-        float tmp[1024];
-        for (int64_t c0 = 0; c0 < D; c0 += 1024) {
-            const int64_t n = D - c0 < 1024 ? D - c0 : 1024;
-            for (int64_t c = 0; c < n; c++)
-                tmp[c] = fp16_to_fp32(h[c0 + c]);
-            quant_quantize_row(kv_type_qtype(t), tmp, row + qtype_row_size(kv_type_qtype(t), c0), n);
+    const size_t cb = chunk_block_bytes(t), nb = (size_t)D / 32, lane = (size_t)(col % KV_CHUNK);
+    uint8_t *chunk = base + (size_t)(col / KV_CHUNK) * nb * cb;
+    uint8_t q[KV_PIECE * 34];
+    float tmp[KV_PIECE * 32];
+    for (size_t b0 = 0; b0 < nb; b0 += KV_PIECE) {
+        const size_t n = nb - b0 < KV_PIECE ? nb - b0 : KV_PIECE;
+        const float *src = x + b0 * 32;
+        if (h) {
+            for (size_t i = 0; i < n * 32; i++)
+                tmp[i] = fp16_to_fp32(h[b0 * 32 + i]);
+            src = tmp;
         }
-    } else {
-        quant_quantize_row(kv_type_qtype(t), x, row, D);
+        quant_quantize_row(kv_type_qtype(t), src, q, (int64_t)n * 32);
+        const size_t qb = t == KV_Q8_0 ? 34 : 18;
+        for (size_t b = 0; b < n; b++) {
+            const uint8_t *blk = q + b * qb;
+            uint8_t *dst = chunk + (b0 + b) * cb;
+            memcpy(dst + lane * 2, blk, 2);
+            for (int j = 0; j < (t == KV_Q8_0 ? 32 : 16); j++)
+                dst[32 + (size_t)j * KV_CHUNK + lane] = blk[2 + j];
+        }
     }
 }
 
@@ -650,14 +667,19 @@ static void load_part(const kv_cache_t *kv, int32_t layer, int32_t block, int32_
             h[c] = d[(size_t)c * (size_t)B];
         return;
     }
-    const size_t rb = qtype_row_size(kv_type_qtype(t), D);
-    const uint8_t *row = base + (size_t)col * rb;
-    float tmp[1024];
-    for (int64_t c0 = 0; c0 < D; c0 += 1024) {
-        const int64_t n = D - c0 < 1024 ? D - c0 : 1024;
-        quant_dequantize_row(kv_type_qtype(t), row + qtype_row_size(kv_type_qtype(t), c0), tmp, n);
-        for (int64_t c = 0; c < n; c++)
-            h[c0 + c] = fp16_from_fp32(tmp[c]);
+    const size_t cb = chunk_block_bytes(t), nb = (size_t)D / 32, lane = (size_t)(col % KV_CHUNK);
+    const uint8_t *chunk = base + (size_t)(col / KV_CHUNK) * nb * cb;
+    const size_t qb = t == KV_Q8_0 ? 34 : 18;
+    uint8_t blk[34];
+    float tmp[32];
+    for (size_t b = 0; b < nb; b++) {
+        const uint8_t *src = chunk + b * cb;
+        memcpy(blk, src + lane * 2, 2);
+        for (size_t j = 0; j + 2 < qb; j++)
+            blk[2 + j] = src[32 + j * KV_CHUNK + lane];
+        quant_dequantize_row(kv_type_qtype(t), blk, tmp, 32);
+        for (int j = 0; j < 32; j++)
+            h[b * 32 + (size_t)j] = fp16_from_fp32(tmp[j]);
     }
 }
 

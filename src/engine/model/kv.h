@@ -65,11 +65,17 @@
 
 /* Storage type of the cached K (or V) values (--cache-type-k / -v, named
  * as llama.cpp names them). F16 K and V are stored transposed (above).
- * Quantized K and V are stored as rows: the
- * position in column r of a block is row r, kv_dim values in blocks of 32
- * along the dimensions (ggml's block_q8_0 / block_q4_0, quantized as
+ * Q8_0 and Q4_0 hold what llama.cpp's do, in the same bytes: each
+ * position's kv_dim values are quantized as one row in blocks of 32
+ * dimensions (one F16 scale and 32 8-bit or 4-bit integers per block, as
  * ggml's CPU backend quantizes a row), so kv_dim must be a multiple of 32
- * and each head starts on a block boundary when head_dim is. */
+ * and a head starts on a block boundary when head_dim is. Only the byte
+ * order differs, for attention: a block's positions are taken 16 at a
+ * time (a chunk; block_tokens is a multiple of 16), and in a chunk each
+ * 32-dimension block is its 16 scales followed by its integers transposed
+ * ([dimension][position]: Q8_0 32 x 16 bytes; Q4_0 16 x 16 bytes, byte
+ * [j][l] holding dimension j in its low nibble and j + 16 in its high
+ * one), so that one dimension of 16 positions is one load, as for F16. */
 typedef enum { KV_F16 = 0, KV_Q8_0, KV_Q4_0, KV_TYPE_COUNT } kv_type_t;
 
 /* "f16", "q8_0", "q4_0". */
@@ -183,9 +189,9 @@ const int32_t *kv_seq_table(const kv_cache_t *kv, int32_t seq, int32_t layer);
  * described above. */
 const uint16_t *kv_block_k(const kv_cache_t *kv, int32_t block, int32_t layer);
 const uint16_t *kv_block_v(const kv_cache_t *kv, int32_t block, int32_t layer);
-/* The same part of any type: the transposed F16 matrix above, or
- * (quantized types) block_tokens rows of kv_dim values, row r holding the
- * position in column r (qtype_row_size bytes each). */
+/* The same part of any type: the transposed F16 matrix above, or the
+ * quantized chunks described with kv_type_t (block_tokens / 16 chunks of
+ * kv_dim / 32 blocks each). */
 const void *kv_block_k_data(const kv_cache_t *kv, int32_t block, int32_t layer);
 const void *kv_block_v_data(const kv_cache_t *kv, int32_t block, int32_t layer);
 kv_type_t kv_type_k(const kv_cache_t *kv);

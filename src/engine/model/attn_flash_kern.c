@@ -330,6 +330,39 @@ FK_AVX2 static FK_INLINE void pv_blk_256(const fa_chunk_t *v, int nc, const floa
     }
 FK_PVB(1) FK_PVB(2) FK_PVB(3)
 
+/* The same blocks when every chunk has one kind: no switch per chunk, so
+ * the accumulators stay in registers (the mixed version above spills
+ * them). Each output element is the same chain of operations: the same
+ * bits. */
+FK_AVX2 static FK_INLINE void pv_blk_k_256(const fa_chunk_t *v, int nc, const float *p, int64_t ps, int d0,
+                                           float *o, int64_t os, const int NR, const int KIND)
+{
+    __m256 x[3][4];
+    FK_UNROLL
+    for (int r = 0; r < NR; r++) {
+        FK_UNROLL
+        for (int i = 0; i < 4; i++) {
+            x[r][i] = _mm256_setzero_ps();
+        }
+    }
+    for (int c = 0; c < nc; c++)
+        pv_chunk_256(&v[c], p + 16 * c, ps, d0, x, NR, KIND);
+    FK_UNROLL
+    for (int r = 0; r < NR; r++) {
+        _mm_storeu_ps(o + r * os + d0, _mm_add_ps(_mm_loadu_ps(o + r * os + d0), hsum8x4_256(x[r])));
+    }
+}
+
+#define FK_PVK(NR, KIND)                                                                                          \
+    FK_AVX2 __attribute__((noinline)) static void pv_k##NR##_##KIND(const fa_chunk_t *v, int nc, const float *p,  \
+                                                                    int64_t ps, int hd, float *o, int64_t os)     \
+    {                                                                                                             \
+        for (int d0 = 0; d0 < hd; d0 += 4)                                                                        \
+            pv_blk_k_256(v, nc, p, ps, d0, o, os, NR, KIND);                                                      \
+    }
+#define FK_PVK_R(KIND) FK_PVK(1, KIND) FK_PVK(2, KIND) FK_PVK(3, KIND)
+FK_PVK_R(0) FK_PVK_R(1) FK_PVK_R(2) FK_PVK_R(3)
+
 FK_AVX2 static void pv_256(const fa_chunk_t *v, int nc, const float *p, int64_t ps, int R, int hd, float *o,
                            int64_t os)
 {
@@ -340,6 +373,21 @@ FK_AVX2 static void pv_256(const fa_chunk_t *v, int nc, const float *p, int64_t 
         quant |= v[c].kind >= FA_Q8;
     if (hd % 4 || (quant && hd % 32)) {
         pv_c(v, nc, p, ps, R, hd, o, os);
+        return;
+    }
+    bool uniform = true;
+    for (int c = 1; c < nc; c++)
+        uniform &= v[c].kind == v[0].kind;
+    if (uniform && nc > 0) {
+#define FK_ROW(K) {pv_k1_##K, pv_k2_##K, pv_k3_##K}
+        static const fn_t kfns[4][3] = {FK_ROW(0), FK_ROW(1), FK_ROW(2), FK_ROW(3)};
+#undef FK_ROW
+        /* quantized kinds need two more registers (the scales): 2 rows */
+        const int nr = v[0].kind >= FA_Q8 ? 2 : 3;
+        for (int r = 0; r < R; r += nr) {
+            const int n = R - r < nr ? R - r : nr;
+            kfns[v[0].kind][n - 1](v, nc, p + r * ps, ps, hd, o + r * os, os);
+        }
         return;
     }
     for (int r = 0; r < R; r += 3) {

@@ -350,12 +350,87 @@ static void test_quantized(void)
     kv_opts_t bad = {.n_layer = 1, .kv_dim = 48, .block_tokens = 16, .n_blocks = 2, .n_seq = 1, .max_seq_len = 32,
                      .type_k = KV_Q8_0};
     tap_ok(kv_create(&bad, NULL) == NULL, "a quantized cache needs kv_dim %% 32 == 0");
+    /* layers of different widths (and one without a cache) in Q8_0 */
+    const int32_t dims[3] = {64, 0, 32};
+    kv_opts_t w = {.n_layer = 3, .kv_dim = 64, .layer_kv_dim = dims, .block_tokens = 16, .n_blocks = 4, .n_seq = 1,
+                   .max_seq_len = 64, .type_k = KV_Q8_0, .type_v = KV_Q8_0};
+    kv_cache_t *kv = kv_create(&w, NULL);
+    bool ok = kv && kv_seq_reserve(kv, 0, 20, NULL) == LF_OK &&
+              kv_bytes(kv) == 4ull * 16 * (kv_bytes_per_position(KV_Q8_0, KV_Q8_0, 64) +
+                                           kv_bytes_per_position(KV_Q8_0, KV_Q8_0, 32));
+    float k[2][64], v[2][64];
+    for (int l = 0; ok && l < 3; l += 2)
+        for (int32_t p = 0; p < 20; p++) {
+            for (int e = 0; e < dims[l]; e++) {
+                k[l / 2][e] = sinf((float)(p * 37 + l * 11 + e));
+                v[l / 2][e] = cosf((float)(p * 13 + l * 3 + e * 5));
+            }
+            kv_store_f32(kv, l, 0, p, k[l / 2], v[l / 2]);
+        }
+    for (int l = 0; ok && l < 3; l += 2) {
+        uint16_t gk[64], gv[64];
+        uint8_t q[2 * 34];
+        float r[64];
+        kv_load(kv, l, 0, 19, gk, gv); /* the last position stored */
+        for (int part = 0; part < 2; part++) {
+            quant_quantize_row(QTYPE_Q8_0, part ? v[l / 2] : k[l / 2], q, dims[l]);
+            quant_dequantize_row(QTYPE_Q8_0, q, r, dims[l]);
+            for (int e = 0; e < dims[l]; e++)
+                ok &= (part ? gv : gk)[e] == fp16_from_fp32(r[e]);
+        }
+    }
+    tap_ok(ok && kv_layer_dim(kv, 1) == 0, "Q8_0 layers of widths 64, 0 and 32: their sizes, and each reads back");
+    kv_free(kv);
+}
+
+/* Two sequences compute the same prompt at once: the one committing second
+ * takes the first one's registered blocks (its copies are freed), so the
+ * chain continues from them; and layers of different widths, or none. */
+static void test_dedupe_and_widths(void)
+{
+    kv_cache_t *kv = make(16, 3);
+    int32_t toks[20];
+    for (int i = 0; i < 20; i++)
+        toks[i] = 2000 + i;
+    kv_seq_reserve(kv, 0, 14, NULL);
+    kv_seq_reserve(kv, 1, 14, NULL);
+    fill(kv, 0, 0, 14, 7);
+    fill(kv, 1, 0, 14, 7);
+    tap_ok(kv_blocks_in_use(kv) == 8, "two sequences, the same prompt computed twice: 8 blocks");
+    kv_seq_commit(kv, 0, toks, 14);
+    kv_seq_commit(kv, 1, toks, 14);
+    int32_t b0, b1;
+    uint32_t g0, g1;
+    tap_ok(kv_seq_blocks(kv, 1)[2] == kv_seq_blocks(kv, 0)[2] && kv_blocks_in_use(kv) == 5 &&
+               k_at(kv, 1, 1, 9, 2) == 1018 && kv_seq_block_key(kv, 1, 2, &b1, &g1) &&
+               kv_seq_block_key(kv, 0, 2, &b0, &g0) && b0 == b1 && g0 == g1 && !kv_seq_block_key(kv, 1, 3, &b1, &g1),
+           "the second commit takes the registered blocks (5 in use), keyed alike; the partial block has no key");
+    kv_seq_release(kv, 0);
+    kv_seq_release(kv, 1);
+    tap_ok(kv_seq_attach_prefix(kv, 2, toks, 20) == 12, "the chain is reusable");
+    kv_free(kv);
+    /* per-layer widths: layer 1 without a cache of its own */
+    const int32_t dims[3] = {8, 0, 4};
+    kv_opts_t o = {.n_layer = 3, .kv_dim = 8, .layer_kv_dim = dims, .block_tokens = 4, .n_blocks = 4, .n_seq = 1,
+                   .max_seq_len = 16};
+    kv = kv_create(&o, NULL);
+    uint16_t k[8] = {1, 2, 3, 4, 5, 6, 7, 8}, v[8] = {9, 9, 9, 9, 9, 9, 9, 9}, kb[8] = {0}, vb[8] = {0};
+    bool ok = kv && kv_seq_reserve(kv, 0, 3, NULL) == LF_OK;
+    if (ok) {
+        kv_store(kv, 2, 0, 1, k, v);
+        kv_load(kv, 2, 0, 1, kb, vb);
+    }
+    tap_ok(ok && kv_bytes(kv) == 2ull * 4 * 4 * (8 + 4) * 2 && kv_layer_dim(kv, 1) == 0 && kv_layer_dim(kv, 2) == 4 &&
+               kb[3] == 4 && vb[3] == 9 && kb[4] == 0,
+           "layers of widths 8, 0 and 4: only their K/V are stored");
+    kv_free(kv);
 }
 
 int main(void)
 {
     test_quantized();
     test_basics();
+    test_dedupe_and_widths();
     test_prefix();
     test_eviction();
     test_window_pool();

@@ -88,6 +88,12 @@ static int64_t scratch_floats(int32_t rows, int32_t hd, fa_scr_t *s, float *base
     return off;
 }
 
+/* Tokens of a query tile when n_rep query heads share a KV head. */
+static int32_t qtok_for(int32_t n_rep)
+{
+    return FA_ROWS / n_rep < 1 ? 1 : FA_ROWS / n_rep > FA_QTOK ? FA_QTOK : FA_ROWS / n_rep;
+}
+
 attn_flash_t *attn_flash_create(int32_t n_threads, int32_t max_batch, int32_t n_head, int32_t n_head_kv,
                                 int32_t head_dim, int32_t n_ctx, lf_err_t *err)
 {
@@ -96,19 +102,25 @@ attn_flash_t *attn_flash_create(int32_t n_threads, int32_t max_batch, int32_t n_
         lf_err_set(err, LF_ERR_NOMEM, "out of memory for attention");
         return NULL;
     }
-    const int32_t n_rep = n_head / n_head_kv;
+    /* layers may differ in KV heads and head size (each job sets its own,
+     * attn_flash_run): room for the most rows of any grouping */
+    int32_t rows_cap = 0;
+    for (int32_t n_rep = 1; n_rep <= n_head; n_rep++) {
+        const int32_t r = qtok_for(n_rep) * n_rep;
+        rows_cap = r > rows_cap ? r : rows_cap;
+    }
+    (void)n_head_kv;
     fa->n_head = n_head;
-    fa->n_head_kv = n_head_kv;
+    fa->n_head_kv = n_head;
     fa->hd = head_dim;
-    fa->qtok = FA_ROWS / n_rep < 1 ? 1 : FA_ROWS / n_rep > FA_QTOK ? FA_QTOK : FA_ROWS / n_rep;
-    fa->rows = fa->qtok * n_rep;
+    fa->rows = rows_cap;
     fa->n_threads = n_threads < 1 ? 1 : n_threads;
     /* partials for a few decode tokens at full context */
     const int64_t n_seg = (n_ctx + FA_SEG - 1) / FA_SEG;
     fa->split_cap = (int64_t)4 * n_head * n_seg * (head_dim + 2);
     if (fa->split_cap < (1 << 18))
         fa->split_cap = 1 << 18;
-    fa->items_cap = max_batch * n_head_kv + (int32_t)(fa->split_cap / (head_dim + 2)) + 1;
+    fa->items_cap = max_batch * n_head + (int32_t)(fa->split_cap / (head_dim + 2)) + 1;
     fa->scr_stride = al16(scratch_floats(fa->rows, head_dim, NULL, NULL));
     fa->items = malloc((size_t)fa->items_cap * sizeof *fa->items);
     fa->split = malloc((size_t)fa->split_cap * sizeof(float));
@@ -432,6 +444,10 @@ void attn_flash_run(attn_flash_t *fa, tpool_t *pool, const attn_job_t *job)
     const int nth = pool ? tpool_size(pool) : 1;
     fa->job = job;
     fa->K = fa_kern();
+    /* this layer's shape (within what attn_flash_create sized) */
+    fa->hd = job->head_dim;
+    fa->qtok = qtok_for(job->n_head / job->n_head_kv);
+    fa->rows = fa->qtok * (job->n_head / job->n_head_kv);
     plan(fa, job, nth < fa->n_threads ? nth : fa->n_threads);
     atomic_store(&fa->next, 0);
     if (pool && fa->n_threads > 1)

@@ -41,8 +41,10 @@ enum { FA_TILE = 128, FA_SEG = 512 };
 
 typedef struct attn_flash attn_flash_t;
 
-/* Scratch for batches of up to max_batch tokens of a model with these
- * heads, contexts up to n_ctx, and n_threads threads. NULL + err on
+/* Scratch for batches of up to max_batch tokens of a model with n_head
+ * query heads and head sizes up to head_dim (layers may differ in head
+ * size and KV heads: each job brings its own; n_head_kv is not needed),
+ * contexts up to n_ctx, and n_threads threads. NULL + err on
  * LF_ERR_NOMEM. */
 attn_flash_t *attn_flash_create(int32_t n_threads, int32_t max_batch, int32_t n_head, int32_t n_head_kv,
                                 int32_t head_dim, int32_t n_ctx, lf_err_t *err);

@@ -1039,6 +1039,7 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
         s->o.max_queue = 0;
     fwd_opts_t fo = {.n_seq = s->o.n_parallel, .n_ctx = s->o.n_ctx,
                      .max_batch = s->o.batch_tokens, .n_threads = s->o.n_threads,
+                     .state_snapshots = s->o.state_snapshots,
                      .attn = s->o.attn, .type_k = s->o.type_k, .type_v = s->o.type_v};
     /* MiB -> bytes; forward keeps at least one full context so a lone
      * sequence always fits (sliding-window layers: their window) */
@@ -1178,6 +1179,14 @@ void sched_stats(sched_t *s, sched_stats_t *out)
     out->kv_type_k = fwd_kv_type_k(s->fwd);
     out->kv_type_v = fwd_kv_type_v(s->fwd);
     out->attn = fwd_attn(s->fwd);
+    fwd_state_usage_t su;
+    fwd_state_usage(s->fwd, &su);
+    out->state_per_seq_bytes = su.per_seq_bytes;
+    out->state_bytes = su.live_bytes;
+    out->state_snap_bytes = su.snap_bytes;
+    out->state_snap_slots = su.snap_slots;
+    out->state_snapshots = su.snap_cached;
+    out->state_restores = su.snap_restored;
     pthread_mutex_unlock(&s->mu);
     vis_cache_stats_t vc;
     vis_cache_stats(s->vcache, &vc);

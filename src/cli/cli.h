@@ -20,6 +20,15 @@ int cmd_embed(int argc, char **argv);
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "engine/model/forward.h"
+
+/* cli_attn.c: --flash-attn auto|on|off (false if s is none of them), its
+ * name, and llama.cpp's short spellings -fa, -ctk, -ctv rewritten in argv
+ * as --flash-attn, --cache-type-k, --cache-type-v (before getopt). */
+bool cli_parse_flash_attn(const char *s, fwd_attn_t *out);
+const char *cli_flash_attn_name(fwd_attn_t a);
+void cli_llama_aliases(int argc, char **argv);
+
 /* cmd_bench.c: mean and sample standard deviation of v[0..n). */
 void bench_mean_sd(const double *v, int n, double *mean, double *sd);
 

@@ -20,9 +20,13 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: llm-fcgi bench -m MODEL [-t THREADS] [-p N] [-n N] [-r REPS] [--batch B] [--json]\n\n"
+            "usage: llm-fcgi bench -m MODEL [-t THREADS] [-p N] [-n N] [-d N] [-r REPS] [--batch B] [--json]\n\n"
             "  -p N       prompt tokens processed as one batch (pp N; default 512, 0 = skip)\n"
             "  -n N       tokens generated one step at a time (tg N; default 128, 0 = skip)\n"
+            "  -d N, --depth N  both measured after N tokens of context already in the cache\n"
+            "             (as llama-bench -d: the context is filled first, untimed)\n"
+            "  -fa, --flash-attn auto|on|off   attention as for serve (default auto)\n"
+            "  -ctk, --cache-type-k T, -ctv, --cache-type-v T   KV cache types f16|q8_0|q4_0\n"
             "  -r REPS    repetitions (default 5); mean and standard deviation are printed\n"
             "  -t N       compute threads (default: number of cores)\n"
             "  --batch B  B sequences decode together (one token each per step); tg reports\n"
@@ -55,24 +59,48 @@ static int32_t rand_token(int32_t n_vocab)
     return (int32_t)(rng_state % (unsigned long long)n_vocab);
 }
 
-/* One pp run: n random tokens in batches of max_batch, logits of the last. */
-static lf_code_t run_pp(fwd_t *fw, int32_t n, int32_t n_vocab, int32_t *toks, lf_err_t *err)
+/* Brings sequence seq to `depth` positions of context (bench -d): random
+ * tokens after BOS, untimed. Kept between runs (truncated back to it)
+ * where the model allows, refilled otherwise. */
+static lf_code_t to_depth(fwd_t *fw, int32_t seq, int32_t depth, int32_t n_vocab, int32_t bos, lf_err_t *err)
 {
-    fwd_seq_rm(fw, 0);
+    if (depth > 0 && fwd_can_truncate(fw) && fwd_seq_len(fw, seq) >= depth)
+        return fwd_seq_truncate(fw, seq, depth, err);
+    fwd_seq_rm(fw, seq);
+    if (depth <= 0)
+        return LF_OK;
+    int32_t *t = malloc((size_t)depth * sizeof *t);
+    if (!t)
+        return lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+    for (int32_t i = 0; i < depth; i++)
+        t[i] = i == 0 && bos >= 0 ? bos : rand_token(n_vocab);
+    lf_code_t rc = fwd_prefill(fw, seq, t, depth, false, err);
+    free(t);
+    return rc;
+}
+
+/* One pp run: n random tokens in batches of max_batch after `depth`
+ * positions of context, logits of the last. */
+static lf_code_t run_pp(fwd_t *fw, int32_t n, int32_t depth, int32_t n_vocab, int32_t bos, int32_t *toks,
+                        lf_err_t *err)
+{
+    lf_code_t rc = to_depth(fw, 0, depth, n_vocab, bos, err);
+    if (rc != LF_OK)
+        return rc;
     for (int32_t i = 0; i < n; i++)
         toks[i] = rand_token(n_vocab);
     return fwd_prefill(fw, 0, toks, n, true, err);
 }
 
-/* One tg run: n steps, each one token per sequence for B sequences. */
-static lf_code_t run_tg(fwd_t *fw, int32_t n, int32_t B, int32_t n_vocab, int32_t bos, fwd_tok_t *batch,
-                        lf_err_t *err)
+/* One tg run: n steps, each one token per sequence for B sequences, after
+ * `depth` positions of context (to_depth must have run: untimed). */
+static lf_code_t run_tg(fwd_t *fw, int32_t n, int32_t B, int32_t depth, int32_t n_vocab, int32_t bos,
+                        fwd_tok_t *batch, lf_err_t *err)
 {
-    for (int32_t s = 0; s < B; s++)
-        fwd_seq_rm(fw, s);
     for (int32_t i = 0; i < n; i++) {
         for (int32_t s = 0; s < B; s++)
-            batch[s] = (fwd_tok_t){i == 0 && bos >= 0 ? bos : rand_token(n_vocab), s, i, true, false};
+            batch[s] = (fwd_tok_t){i == 0 && depth == 0 && bos >= 0 ? bos : rand_token(n_vocab), s, depth + i,
+                                   true, false};
         lf_code_t rc = fwd_decode(fw, batch, B, err);
         if (rc != LF_OK)
             return rc;
@@ -135,16 +163,37 @@ int cmd_bench(int argc, char **argv)
                                          {"spec-row-cost", required_argument, 0, 'C'},
                                          {"model-draft", required_argument, 0, 'D'},
                                          {"spec-text", no_argument, 0, 'T'},
+                                         {"depth", required_argument, 0, 'd'},
+                                         {"flash-attn", required_argument, 0, 'F'},
+                                         {"cache-type-k", required_argument, 0, 'k'},
+                                         {"cache-type-v", required_argument, 0, 'v'},
                                          {"help", no_argument, 0, 'h'}, {0}};
     const char *path = NULL;
-    long threads = 0, pp = 512, tg = 128, reps = 5, B = 1, prefix = 0;
+    long threads = 0, pp = 512, tg = 128, reps = 5, B = 1, prefix = 0, depth = 0;
+    fwd_attn_t attn = FWD_ATTN_AUTO;
+    kv_type_t ctk = KV_F16, ctv = KV_F16;
     int json = 0, c;
     const char *spec = NULL, *draft = NULL;
     long spec_k = 0;
     double spec_cost = 0;
     int spec_text = 0;
-    while ((c = getopt_long(argc, argv, "m:t:p:n:r:h", opts, NULL)) != -1) {
+    cli_llama_aliases(argc, argv);
+    while ((c = getopt_long(argc, argv, "m:t:p:n:r:d:h", opts, NULL)) != -1) {
         switch (c) {
+        case 'd': depth = strtol(optarg, NULL, 10); break;
+        case 'F':
+            if (!cli_parse_flash_attn(optarg, &attn)) {
+                fprintf(stderr, "llm-fcgi: --flash-attn takes auto, on or off\n");
+                return 2;
+            }
+            break;
+        case 'k':
+        case 'v':
+            if (!kv_type_parse(optarg, c == 'k' ? &ctk : &ctv)) {
+                fprintf(stderr, "llm-fcgi: --cache-type-%c takes f16, q8_0 or q4_0\n", c);
+                return 2;
+            }
+            break;
         case 'm': path = optarg; break;
         case 't': threads = strtol(optarg, NULL, 10); break;
         case 'p': pp = strtol(optarg, NULL, 10); break;
@@ -163,7 +212,8 @@ int cmd_bench(int argc, char **argv)
         }
     }
     if (!path || optind != argc || pp < 0 || tg < 0 || reps < 1 || reps > 1000 || B < 1 || B > 256 ||
-        threads < 0 || pp > 65536 || tg > 65536 || prefix < 0 || prefix > 65536 || (prefix && prefix < 32)) {
+        threads < 0 || pp > 65536 || tg > 65536 || prefix < 0 || prefix > 65536 || (prefix && prefix < 32) ||
+        depth < 0 || depth > (1 << 20)) {
         usage(stderr);
         return 2;
     }
@@ -182,13 +232,14 @@ int cmd_bench(int argc, char **argv)
         return 1;
     }
     const model_hparams_t *hp = model_hparams(m);
-    int32_t n_ctx = (int32_t)(pp > tg ? pp : tg) + 1;
+    int32_t n_ctx = (int32_t)depth + (int32_t)(pp > tg ? pp : tg) + 1;
     if (prefix + 1 > n_ctx)
         n_ctx = (int32_t)prefix + 1;
     int32_t max_batch = (int32_t)(pp > B ? (pp < 512 ? pp : 512) : B);
     if (max_batch < 1)
         max_batch = 1;
-    fwd_opts_t fo = {.n_seq = (int32_t)(B > 2 ? B : 2), .n_ctx = n_ctx, .max_batch = max_batch, .n_threads = (int32_t)threads};
+    fwd_opts_t fo = {.n_seq = (int32_t)(B > 2 ? B : 2), .n_ctx = n_ctx, .max_batch = max_batch,
+                     .n_threads = (int32_t)threads, .attn = attn, .type_k = ctk, .type_v = ctv};
     fwd_t *fw = fwd_create(m, &fo, &err);
     int32_t *toks = malloc((size_t)(pp + 1) * sizeof *toks);
     fwd_tok_t *batch = malloc((size_t)B * sizeof *batch);
@@ -199,26 +250,36 @@ int cmd_bench(int argc, char **argv)
     uint64_t tg_runs = 0, tg_wait_ns = 0;
     double tg_secs = 0;
     int32_t bos = vocab_add_bos(model_vocab(m)) ? vocab_bos(model_vocab(m)) : -1;
-    /* warm-up: touch every weight page once */
-    if ((pp && run_pp(fw, (int32_t)(pp < 16 ? pp : 16), hp->n_vocab, toks, &err) != LF_OK) ||
-        (tg && run_tg(fw, 2, (int32_t)B, hp->n_vocab, bos, batch, &err) != LF_OK))
+    const int32_t D = (int32_t)depth;
+    /* warm-up: touch every weight page once (and fill the depth) */
+    if ((pp && run_pp(fw, (int32_t)(pp < 16 ? pp : 16), D, hp->n_vocab, bos, toks, &err) != LF_OK))
+        goto out;
+    for (int32_t s = 0; tg && s < B; s++)
+        if (to_depth(fw, s, D, hp->n_vocab, bos, &err) != LF_OK)
+            goto out;
+    if (tg && run_tg(fw, 2, (int32_t)B, D, hp->n_vocab, bos, batch, &err) != LF_OK)
         goto out;
     for (long r = 0; r < reps; r++) {
         double t0 = now();
-        if (pp && run_pp(fw, (int32_t)pp, hp->n_vocab, toks, &err) != LF_OK)
+        if (pp && run_pp(fw, (int32_t)pp, D, hp->n_vocab, bos, toks, &err) != LF_OK)
             goto out;
-        double t1 = now();
+        const double t1 = now();
+        /* untimed: back to the depth */
+        for (int32_t s = 0; tg && s < B; s++)
+            if (to_depth(fw, s, D, hp->n_vocab, bos, &err) != LF_OK)
+                goto out;
         uint64_t runs, wait_ns;
         tpool_stats(fwd_pool(fw), &runs, &wait_ns, true);
-        if (tg && run_tg(fw, (int32_t)tg, (int32_t)B, hp->n_vocab, bos, batch, &err) != LF_OK)
+        const double t1b = now();
+        if (tg && run_tg(fw, (int32_t)tg, (int32_t)B, D, hp->n_vocab, bos, batch, &err) != LF_OK)
             goto out;
         double t2 = now();
         tpool_stats(fwd_pool(fw), &runs, &wait_ns, true);
         tg_runs += runs;
         tg_wait_ns += wait_ns;
-        tg_secs += t2 - t1;
+        tg_secs += t2 - t1b;
         pp_ts[r] = pp ? (double)pp / (t1 - t0) : 0;
-        tg_ts[r] = tg ? (double)(tg * B) / (t2 - t1) : 0;
+        tg_ts[r] = tg ? (double)(tg * B) / (t2 - t1b) : 0;
     }
     double ppm, pps, tgm, tgs, unc_ms = 0, cac_ms = 0;
     bench_mean_sd(pp_ts, (int)reps, &ppm, &pps);
@@ -234,8 +295,16 @@ int cmd_bench(int argc, char **argv)
     int n_packed;
     size_t pack_bytes;
     model_pack_info(m, &n_packed, &pack_bytes);
+    char at_depth[32] = "";
+    if (depth)
+        snprintf(at_depth, sizeof at_depth, " @ d%ld", depth);
     if (json) {
         json_object *o = json_object_new_object();
+        json_object_object_add(o, "depth", json_object_new_int((int)depth));
+        json_object_object_add(o, "flash_attn", json_object_new_string(cli_flash_attn_name(attn)));
+        json_object_object_add(o, "cache_type_k", json_object_new_string(kv_type_name(ctk)));
+        json_object_object_add(o, "cache_type_v", json_object_new_string(kv_type_name(ctv)));
+        json_object_object_add(o, "kv_bytes", json_object_new_int64((int64_t)fwd_kv_bytes(fw)));
         json_object_object_add(o, "model", json_object_new_string(path));
         json_object_object_add(o, "threads", json_object_new_int((int)(threads ? threads : 0)));
         json_object_object_add(o, "isa", json_object_new_string(isa));
@@ -269,11 +338,14 @@ int cmd_bench(int argc, char **argv)
     } else {
         printf("| model | params | isa | threads | batch | test | t/s |\n|---|---|---|---|---|---|---|\n");
         if (pp)
-            printf("| %s | %.2f M | %s | %ld | 1 | pp%ld | %.2f ± %.2f |\n", hp->name[0] ? hp->name : hp->arch,
-                   (double)hp->n_params / 1e6, isa, threads, pp, ppm, pps);
+            printf("| %s | %.2f M | %s | %ld | 1 | pp%ld%s | %.2f ± %.2f |\n", hp->name[0] ? hp->name : hp->arch,
+                   (double)hp->n_params / 1e6, isa, threads, pp, at_depth, ppm, pps);
         if (tg)
-            printf("| %s | %.2f M | %s | %ld | %ld | tg%ld | %.2f ± %.2f |\n", hp->name[0] ? hp->name : hp->arch,
-                   (double)hp->n_params / 1e6, isa, threads, B, tg, tgm, tgs);
+            printf("| %s | %.2f M | %s | %ld | %ld | tg%ld%s | %.2f ± %.2f |\n", hp->name[0] ? hp->name : hp->arch,
+                   (double)hp->n_params / 1e6, isa, threads, B, tg, at_depth, tgm, tgs);
+        printf("\nattention: flash-attn %s, KV cache K %s V %s, %.1f MiB for %d positions x %d sequences\n",
+               cli_flash_attn_name(attn), kv_type_name(ctk), kv_type_name(ctv), (double)fwd_kv_bytes(fw) / 1048576.0,
+               n_ctx, fo.n_seq);
         printf("\nkernels: %s (%s); %d matrices packed for decode (%.1f MiB)\n", isa, kern_isa_reason(), n_packed,
                (double)pack_bytes / 1048576.0);
         if (tg && tg_secs > 0)

@@ -20,11 +20,14 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: llm-fcgi info [--ctx-size N] [--model-draft FILE] MODEL.gguf\n\n"
+    fprintf(out, "usage: llm-fcgi info [--ctx-size N] [--cache-type-k T] [--cache-type-v T] [--model-draft FILE]\n"
+                 "                     MODEL.gguf\n\n"
                  "Prints the architecture, size, vocabulary, special tokens, chat template\n"
-                 "presence, tensor types and the KV cache memory for a context of N tokens\n"
-                 "(default: the model's training context; sliding-window layers count their\n"
-                 "window, not the context). With --model-draft: the draft model serve would\n"
+                 "presence, tensor types, the longest context the model supports and the KV\n"
+                 "cache memory for a context of N tokens (default: the model's training context;\n"
+                 "sliding-window layers count their window, not the context) with the cache\n"
+                 "types given (default f16; -ctk/-ctv as llama.cpp), and with each type for\n"
+                 "comparison. With --model-draft: the draft model serve would\n"
                  "speculate with, and whether it can draft for MODEL (the same vocabulary).\n");
 }
 
@@ -148,12 +151,23 @@ int cmd_info(int argc, char **argv)
 {
     static const struct option opts[] = {{"ctx-size", required_argument, 0, 'c'},
                                          {"model-draft", required_argument, 0, 'D'},
+                                         {"cache-type-k", required_argument, 0, 'k'},
+                                         {"cache-type-v", required_argument, 0, 'v'},
                                          {"help", no_argument, 0, 'h'}, {0}};
     long ctx = 0;
     const char *draft = NULL;
+    kv_type_t ctk = KV_F16, ctv = KV_F16;
     int c;
+    cli_llama_aliases(argc, argv);
     while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
         switch (c) {
+        case 'k':
+        case 'v':
+            if (!kv_type_parse(optarg, c == 'k' ? &ctk : &ctv)) {
+                fprintf(stderr, "llm-fcgi: --cache-type-%c takes f16, q8_0 or q4_0\n", c);
+                return 2;
+            }
+            break;
         case 'c': ctx = strtol(optarg, NULL, 10); break;
         case 'D': draft = optarg; break;
         case 'h': usage(stdout); return 0;
@@ -186,7 +200,9 @@ int cmd_info(int argc, char **argv)
     printf("architecture:       %s\n", hp->arch);
     printf("name:               %s\n", hp->name[0] ? hp->name : "(none)");
     printf("parameters:         %llu (%.1f M)\n", (unsigned long long)hp->n_params, (double)hp->n_params / 1e6);
-    printf("context length:     %d\n", hp->n_ctx_train);
+    char why[160];
+    const int32_t ctx_max = model_ctx_max(m, why, sizeof why);
+    printf("context length:     %d trained; up to %d (%s)\n", hp->n_ctx_train, ctx_max, why);
     printf("layers:             %d, embedding %d, feed-forward %d\n", hp->n_layer, hp->n_embd, hp->n_ff);
     printf("attention heads:    %d (KV heads %d, head size %d, rope dims %d, base %g%s)\n", hp->n_head,
            hp->n_head_kv, hp->head_dim, hp->n_rot, hp->rope_theta, hp->rope_neox ? ", neox" : "");
@@ -214,13 +230,32 @@ int cmd_info(int argc, char **argv)
     info_hybrid(m);
     /* what one sequence of ctx positions takes (what serve allocates per
      * --parallel slot): sliding-window layers hold their window only */
-    const fwd_opts_t fo = {.n_seq = 1, .n_ctx = ctx > (1 << 24) ? 1 << 24 : (int32_t)ctx};
-    const uint64_t kv = fwd_kv_bytes_planned(m, &fo), kv_full = model_kv_bytes_per_token(m) * (uint64_t)ctx;
-    printf("KV cache (F16):     %.2f MiB for a context of %ld tokens (%llu bytes per token", (double)kv / (1 << 20),
-           ctx, (unsigned long long)model_kv_bytes_per_token(m));
-    if (hp->n_swa > 0)
-        printf("; %.2f MiB if the window were ignored", (double)kv_full / (1 << 20));
-    printf(")\n");
+    const int32_t nc = ctx > (1 << 24) ? 1 << 24 : (int32_t)ctx;
+    const fwd_opts_t fo = {.n_seq = 1, .n_ctx = nc, .type_k = ctk, .type_v = ctv};
+    lf_err_t kerr;
+    if (fwd_check_attn(m, &fo, &kerr) != LF_OK) {
+        printf("KV cache:           %s\n", kerr.msg);
+    } else {
+        const uint64_t kv = fwd_kv_bytes_planned(m, &fo);
+        const uint64_t per = kv_bytes_per_position(ctk, ctv, (int64_t)hp->n_head_kv * hp->head_dim) *
+                             (uint64_t)hp->n_layer;
+        printf("KV cache (K %s, V %s): %.2f MiB for a context of %ld tokens (%llu bytes per token", kv_type_name(ctk),
+               kv_type_name(ctv), (double)kv / (1 << 20), ctx, (unsigned long long)per);
+        if (hp->n_swa > 0)
+            printf("; %.2f MiB if the window were ignored", (double)per * (double)ctx / (1 << 20));
+        printf(")%s\n", ctx > ctx_max ? " -- beyond what the model supports" : "");
+    }
+    printf("  by cache type:   ");
+    for (int t = 0; t < KV_TYPE_COUNT; t++) {
+        const fwd_opts_t ft = {.n_seq = 1, .n_ctx = nc, .type_k = (kv_type_t)t, .type_v = (kv_type_t)t};
+        if (fwd_check_attn(m, &ft, NULL) == LF_OK)
+            printf(" %s %.2f MiB%s", kv_type_name((kv_type_t)t), (double)fwd_kv_bytes_planned(m, &ft) / (1 << 20),
+                   t + 1 < KV_TYPE_COUNT ? "," : "");
+        else
+            printf(" %s n/a (head size %d)%s", kv_type_name((kv_type_t)t), hp->head_dim,
+                   t + 1 < KV_TYPE_COUNT ? "," : "");
+    }
+    printf("\n");
     int n_packed;
     size_t pack_bytes;
     model_pack_info(m, &n_packed, &pack_bytes);

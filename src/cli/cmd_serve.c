@@ -40,6 +40,12 @@ static const char usage[] =
     "      --kv-cache-mb N        KV cache budget in MiB (default: parallel x ctx-size positions);\n"
     "                             when full, the newest stream is preempted and resumed later\n"
     "                             [LLM_KV_CACHE_MB]\n"
+    "      --cache-type-k T, --cache-type-v T (-ctk, -ctv)\n"
+    "                             how K and V are cached: f16 (default), q8_0 (half the memory)\n"
+    "                             or q4_0 (a quarter) [LLM_CACHE_TYPE_K, LLM_CACHE_TYPE_V]\n"
+    "      --flash-attn M (-fa)   auto (default: llama.cpp's exact order up to 1024 positions,\n"
+    "                             flash attention beyond), on (always flash), off (always the\n"
+    "                             exact order; f16 cache only) [LLM_FLASH_ATTN]\n"
     "      --state-snapshots N    hybrid models (qwen35, lfm2): snapshots of the recurrent state kept\n"
     "                             for the prefix cache (default: ~256 MiB worth, parallel + 2 to\n"
     "                             4 x parallel + 8; 0: none) [LLM_STATE_SNAPSHOTS]\n"
@@ -284,7 +290,7 @@ enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, 
        O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE, O_IOTIME, O_MMPROJ, O_MAXIMG, O_IMGBYTES,
        O_IMGPX, O_IMGCACHE, O_MDOMAINS, O_MPRIVATE, O_MDIR, O_MTIMEOUT, O_MREDIR,
        O_SPEC, O_SPECMAX, O_SPECCOST, O_DRAFT, O_STORE, O_STORE_TTL, O_SNAPS,
-       O_EMBED, O_RERANK, O_POOLING, O_MAXINPUTS };
+       O_EMBED, O_RERANK, O_POOLING, O_MAXINPUTS, O_FA, O_CTK, O_CTV };
 
 /* A duration: seconds, or a number with s, m, h or d; -1 when bad. */
 static int64_t parse_duration(const char *s)
@@ -349,6 +355,15 @@ int cmd_serve(int argc, char **argv)
         c.log_prompts = true;
     if ((e = getenv("LLM_LMI_FINISH_REASONS")) && *e == '1')
         c.lmi_finish_reasons = true;
+    if ((e = getenv("LLM_FLASH_ATTN")) && *e && !cli_parse_flash_attn(e, &c.flash_attn)) {
+        fprintf(stderr, "llm-fcgi serve: bad LLM_FLASH_ATTN=%s (auto, on or off)\n", e);
+        return 2;
+    }
+    if (((e = getenv("LLM_CACHE_TYPE_K")) && *e && !kv_type_parse(e, &c.cache_type_k)) ||
+        ((e = getenv("LLM_CACHE_TYPE_V")) && *e && !kv_type_parse(e, &c.cache_type_v))) {
+        fprintf(stderr, "llm-fcgi serve: bad cache type %s (f16, q8_0 or q4_0)\n", e);
+        return 2;
+    }
     if ((e = getenv("LLM_EMBEDDING")) && *e == '1')
         c.embedding = true;
     if ((e = getenv("LLM_RERANK")) && *e == '1')
@@ -407,10 +422,13 @@ int cmd_serve(int argc, char **argv)
         {"pooling", required_argument, 0, O_POOLING}, {"max-batch-inputs", required_argument, 0, O_MAXINPUTS},
         {"spec", required_argument, 0, O_SPEC}, {"spec-draft-max", required_argument, 0, O_SPECMAX},
         {"spec-row-cost", required_argument, 0, O_SPECCOST}, {"model-draft", required_argument, 0, O_DRAFT},
+        {"flash-attn", required_argument, 0, O_FA}, {"cache-type-k", required_argument, 0, O_CTK},
+        {"cache-type-v", required_argument, 0, O_CTV},
         {"store", required_argument, 0, O_STORE}, {"store-ttl", required_argument, 0, O_STORE_TTL},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     int o;
     optind = 1;
+    cli_llama_aliases(argc, argv);
     while ((o = getopt_long(argc, argv, "m:h", opts, NULL)) != -1) {
         int bad = 0;
         switch (o) {
@@ -473,6 +491,9 @@ int cmd_serve(int argc, char **argv)
         case O_SPECMAX: bad = parse_int(optarg, 1, &c.spec_draft_max); break;
         case O_SPECCOST: bad = parse_float(optarg, 1e-6, 100, &c.spec_row_cost); break;
         case O_DRAFT: c.model_draft = optarg; break;
+        case O_FA: bad = cli_parse_flash_attn(optarg, &c.flash_attn) ? 0 : -1; break;
+        case O_CTK: bad = kv_type_parse(optarg, &c.cache_type_k) ? 0 : -1; break;
+        case O_CTV: bad = kv_type_parse(optarg, &c.cache_type_v) ? 0 : -1; break;
         case O_STORE: c.store = optarg; break;
         case O_STORE_TTL: bad = (c.store_ttl = parse_duration(optarg)) < 0; break;
         case 'h': fputs(usage, stdout); rc = 0; goto out;

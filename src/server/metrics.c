@@ -207,6 +207,11 @@ char *metrics_render(metrics_t *m, const sched_stats_t *st, const char *model_na
                 model, (unsigned long long)st->preemptions);
         bprintf(&b, "# HELP llm_kv_cache_bytes KV cache memory allocated.\n# TYPE llm_kv_cache_bytes gauge\n"
                     "llm_kv_cache_bytes{model_name=\"%s\"} %llu\n", model, (unsigned long long)st->kv_bytes);
+        bprintf(&b, "# HELP llm_kv_cache_info How the KV cache stores K and V and how attention reads it.\n"
+                    "# TYPE llm_kv_cache_info gauge\nllm_kv_cache_info{model_name=\"%s\",cache_type_k=\"%s\","
+                    "cache_type_v=\"%s\",flash_attn=\"%s\"} 1\n",
+                model, kv_type_name(st->kv_type_k), kv_type_name(st->kv_type_v),
+                st->attn == FWD_ATTN_FLASH ? "on" : st->attn == FWD_ATTN_EXACT ? "off" : "auto");
         bprintf(&b, "# HELP llm_kv_cache_used_bytes KV cache memory held by running sequences.\n"
                     "# TYPE llm_kv_cache_used_bytes gauge\nllm_kv_cache_used_bytes{model_name=\"%s\"} %llu\n", model,
                 (unsigned long long)st->kv_used_bytes);

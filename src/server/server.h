@@ -35,6 +35,8 @@ typedef struct {
     const char *listen_addr;          /* "HOST:PORT" or NULL */
     int32_t ctx_size, parallel, threads, http_threads, max_queue, batch_tokens;
     int32_t kv_cache_mb;              /* KV budget in MiB (0: parallel x ctx) */
+    fwd_attn_t flash_attn;            /* --flash-attn (0: auto) */
+    kv_type_t cache_type_k, cache_type_v; /* --cache-type-k / -v (0: f16) */
     int32_t state_snapshots;          /* hybrid models: state snapshot slots (0: default, -1: none) */
     size_t max_body;
     int drain_seconds;                /* graceful shutdown limit */
@@ -89,6 +91,8 @@ typedef struct {
     struct fcgi_guard *guard;         /* the connection reader (NULL in unit
                                          tests); its counters go to /metrics */
     srv_media_t *media;               /* image inputs (NULL: started without --mmproj) */
+    char ctx_why[200];                /* what sets the context length, for the
+                                         400 that refuses a longer request */
     struct store *store;              /* stored Responses (NULL: none) */
     struct bg_registry *bg;           /* background Responses running here (api_responses_bg.c) */
     struct embed_sched *embed;        /* embedding / rerank server (then sched

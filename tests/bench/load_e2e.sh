@@ -26,7 +26,7 @@ jcheck() {
 }
 
 start_server "$SRV" serve -m "$M" --served-model-name stories --api-key sk-load --parallel 4 --threads 1 \
-    --ctx-size 4096 || { ok 1 "server starts"; e2e_done; exit 1; }
+    --ctx-size 2048 || { ok 1 "server starts"; e2e_done; exit 1; }
 ok 0 "nginx + llm-fcgi start with stories260K"
 PORT=${BASE##*:}
 
@@ -74,7 +74,7 @@ for url in http://192.0.2.1:8080/v1 "http://[2001:db8::1]:80/v1" http://0.0.0.0:
 done
 
 # ---- the level time limit: in-flight requests aborted, the rest not started, exit 1
-timeout 60 node "$LOAD" --url "$BASE/v1" --api-key sk-load --concurrency 2 --requests 20 --max-tokens 4000 \
+timeout 60 node "$LOAD" --url "$BASE/v1" --api-key sk-load --concurrency 2 --requests 20 --max-tokens 2000 \
     --prompt-tokens 10 --warmup 0 --level-timeout 0.5 --out "$E2E_TMP/run4" >/dev/null 2>"$E2E_TMP/run4.err"
 st=$?
 ok $([ $st = 1 ]; echo $?) "level time limit: exit 1 (got $st)"

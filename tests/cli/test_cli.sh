@@ -134,5 +134,23 @@ node -e 'const o = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"
 process.exit(o.prefix_tokens === 100 && o.prefix_uncached_ms > 0 && o.prefix_cached_ms > 0 ? 0 : 1)' "$TMP/bench2.json"
 ok $? "bench --prefix reports the uncached and cached time to first token"
 
+# long context (issue 30): bench at a depth, flash attention, quantized KV
+M64=$MODELS/tinyqwen3-q8_0.gguf
+"$BIN" bench -m "$M64" -p 16 -n 4 -d 1100 -r 2 -fa on -ctk q8_0 -ctv q4_0 --json > "$TMP/bench3.json" 2>&1
+ok $? "bench -d 1100 -fa on -ctk q8_0 -ctv q4_0 exits 0"
+node -e 'const o = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+process.exit(o.depth === 1100 && o.flash_attn === "on" && o.cache_type_k === "q8_0" && o.cache_type_v === "q4_0" &&
+  o.pp_tokens_per_s > 0 && o.tg_tokens_per_s > 0 && o.kv_bytes > 0 ? 0 : 1)' "$TMP/bench3.json"
+ok $? "bench --json reports the depth, the attention and the cache types"
+"$BIN" bench -m "$M64" -p 16 -n 4 -d 64 -r 1 > "$TMP/bench4.txt" 2>&1
+grep -q "pp16 @ d64" "$TMP/bench4.txt" && grep -q "tg4 @ d64" "$TMP/bench4.txt"; ok $? "bench names the tests as llama-bench (pp16 @ d64)"
+"$BIN" bench -m "$M" -p 16 -n 0 -r 1 -ctk q8_0 > /dev/null 2> "$TMP/err"; [ $? -eq 1 ] && grep -q "multiple of 32" "$TMP/err"
+ok $? "a quantized cache on a head size that is not a multiple of 32 is refused, and says why"
+"$BIN" bench -m "$M64" -p 16 -n 0 -r 1 -fa off -ctk q8_0 > /dev/null 2> "$TMP/err"; [ $? -eq 1 ] && grep -q "flash" "$TMP/err"
+ok $? "a quantized cache with --flash-attn off is refused, and says why"
+"$BIN" info -ctk q8_0 -ctv q8_0 --ctx-size 4096 "$M64" > "$TMP/info" 2>&1
+grep -q "KV cache (K q8_0, V q8_0)" "$TMP/info" && grep -q "by cache type: *f16" "$TMP/info" && grep -q "up to" "$TMP/info"
+ok $? "info reports the KV memory of the cache types and the longest context"
+
 echo "1..$n"
 [ "$failed" -eq 0 ]

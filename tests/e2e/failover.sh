@@ -26,7 +26,7 @@ service() {
     cat >"$E2E_TMP/svc/$1/run" <<EOF
 #!/bin/sh
 exec "$LLM_FCGI" serve -m "$M" --socket "$E2E_TMP/$1.sock" --threads 1 --parallel 1 --max-queue 4 \
-    --ctx-size 4096 2>>"$E2E_TMP/$1.log"
+    --ctx-size 2048 2>>"$E2E_TMP/$1.log"
 EOF
     chmod +x "$E2E_TMP/svc/$1/run"
     supervise "$E2E_TMP/svc/$1" >>"$E2E_TMP/supervise-$1.log" 2>&1 &
@@ -53,7 +53,7 @@ n=0; for i in 1 2 3 4; do [ "$(comp)" = 200 ] && n=$((n + 1)); done
 ok $([ $n = 4 ]; echo $?) "4 completions through the shipped site"
 
 # ---- in flight at the kill: a stream on each backend, one request queued
-LONG='{"prompt":"Hi","max_tokens":3000,"stream":true,"logprobs":5}'
+LONG='{"prompt":"Hi","max_tokens":2000,"stream":true,"logprobs":5}'
 node "$TOP_SRCDIR/tests/e2e/gated_get.mjs" "$BASE/v1/completions" "$LONG" "$E2E_TMP/s1" "$E2E_TMP/gate" \
     "$E2E_TMP/s1.started" 2>"$E2E_TMP/s1.err" &
 S1=$!

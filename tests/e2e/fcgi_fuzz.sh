@@ -96,7 +96,7 @@ ok $([ "$LLM_STATUS" = 0 ]; echo $?) "SIGTERM after the fuzzing: exit 0 (got $LL
 no_sanitizer_report; ok $? "no sanitizer report in the server log"
 
 # ---- --io-timeout: peers that stall are dropped and their slots freed
-start_server "$LLM_FCGI" serve -m "$MODEL_FILE" --threads 1 --parallel 1 --ctx-size 4096 --io-timeout 1 ||
+start_server "$LLM_FCGI" serve -m "$MODEL_FILE" --threads 1 --parallel 1 --ctx-size 2048 --io-timeout 1 ||
     { ok 1 "server with --io-timeout 1 starts"; e2e_done; exit 1; }
 # a peer that sends half a request and then nothing
 node -e 'const s=require("net").connect(process.argv[1],()=>s.write(Buffer.from([1,1,0,1,0,8,0,0])));s.on("close",()=>{console.log("closed by the server");process.exit(0)});setTimeout(()=>process.exit(1),30000)' \
@@ -105,7 +105,7 @@ grep -q 'closed by the server' "$E2E_TMP/silent" && [ "$(metric 'llm_fcgi_droppe
 ok $? "a peer silent in the middle of its request is dropped after --io-timeout (counted as timeout)"
 # a peer that stops reading a long stream: its slot is freed although it
 # never reads again (its writes time out), and the next request runs
-"$FCGI_CLIENT" -d '{"prompt":"Hi","max_tokens":4000,"stream":true,"logprobs":5}' --stall-after 1 \
+"$FCGI_CLIENT" -d '{"prompt":"Hi","max_tokens":2040,"stream":true,"logprobs":5}' --stall-after 1 \
     --stalled "$E2E_TMP/stalled" -t 60 "$SOCK" >"$E2E_TMP/held" &
 HELD=$!
 E2E_PIDS="$E2E_PIDS $HELD"

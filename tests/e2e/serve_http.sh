@@ -55,7 +55,7 @@ ok $([ "$LLM_STATUS" = 0 ]; echo $?) "SIGTERM when idle: exit 0 (got $LLM_STATUS
 # ---- phase 2: no auth, one slot, a queue of one, small body limit; long
 # generations (stories260K never stops by itself) keep the slot busy
 E2E_NGINX_MAX_BODY=1m start_server "$SRV" serve -m "$M" --parallel 1 --max-queue 1 --max-body 2000 \
-    --ping-interval 1 --threads 1 --ctx-size 4096 || { ok 1 "server 2 starts"; e2e_done; exit 1; }
+    --ping-interval 1 --threads 1 --ctx-size 2048 || { ok 1 "server 2 starts"; e2e_done; exit 1; }
 code=$(c -o /dev/null -w '%{http_code}' "$BASE/v1/models")
 ok $([ "$code" = 200 ]; echo $?) "auth off: no key needed"
 big=$(head -c 3000 /dev/zero | tr '\0' 'a')
@@ -68,7 +68,7 @@ c -o "$E2E_TMP/b" -w '%{http_code}' -d "{\"prompt\":\"$big\"}" "$BASE/v1/complet
 # one waits in the queue and gets ": ping" comments meanwhile, a third is
 # refused with 429; once the queued stream has had its ping the holder reads
 # on. Nothing here depends on how fast the engine is.
-"$FCGI_CLIENT" -d '{"prompt":"Hi","max_tokens":4000,"stream":true,"logprobs":5}' --stall-after 1 \
+"$FCGI_CLIENT" -d '{"prompt":"Hi","max_tokens":2040,"stream":true,"logprobs":5}' --stall-after 1 \
     --stalled "$E2E_TMP/stalled" --gate "$E2E_TMP/gate" "$SOCK" >"$E2E_TMP/long" &
 LONG=$!
 wait_metric llm_num_requests_running 1
@@ -87,7 +87,7 @@ ok $? "a queued stream gets ': ping' comments while it waits, then its tokens"
 
 # a client that disconnects mid-stream frees its slot at once
 gen0=$(c "$BASE/metrics" | sed -n 's/^llm_generation_tokens_total{[^}]*} //p')
-curl -s -N -m 120 -d '{"prompt":"Hi","max_tokens":4000,"stream":true}' "$BASE/v1/completions" >"$E2E_TMP/cut" 2>/dev/null &
+curl -s -N -m 120 -d '{"prompt":"Hi","max_tokens":2040,"stream":true}' "$BASE/v1/completions" >"$E2E_TMP/cut" 2>/dev/null &
 CUT=$!
 wait_metric llm_num_requests_running 1
 # the client goes away once the stream has started
@@ -100,7 +100,7 @@ gen=$(sed -n 's/^llm_generation_tokens_total{[^}]*} //p' "$E2E_TMP/m")
 ok $([ $((${gen:-99999} - ${gen0:-0})) -lt 4000 ]; echo $?) "generation stopped early ($((${gen:-0} - ${gen0:-0})) tokens of 4000 asked)"
 code=$(c -o /dev/null -w '%{http_code}' -d '{"prompt":"x","max_tokens":2}' "$BASE/v1/completions")
 ok $([ "$code" = 200 ]; echo $?) "server keeps serving after the disconnect"
-curl -s -m 120 -d '{"prompt":"Hi","max_tokens":4000}' "$BASE/v1/completions" >/dev/null 2>&1 &
+curl -s -m 120 -d '{"prompt":"Hi","max_tokens":2040}' "$BASE/v1/completions" >/dev/null 2>&1 &
 CUT=$!
 wait_metric llm_num_requests_running 1
 kill $CUT 2>/dev/null; wait $CUT 2>/dev/null
@@ -231,8 +231,8 @@ stop_server
 # stream's FastCGI peer stops reading, so it is surely still running when
 # the limit comes (whatever the engine's speed); it reads on once the
 # server says it stops the in-flight requests.
-start_server "$SRV" serve -m "$M" --threads 1 --ctx-size 8192 --drain-timeout 1 || ok 1 "server 4 starts"
-"$FCGI_CLIENT" -d '{"prompt":"Hi","max_tokens":8000,"stream":true,"logprobs":5}' --stall-after 1 \
+start_server "$SRV" serve -m "$M" --threads 1 --ctx-size 2048 --drain-timeout 1 || ok 1 "server 4 starts"
+"$FCGI_CLIENT" -d '{"prompt":"Hi","max_tokens":2040,"stream":true,"logprobs":5}' --stall-after 1 \
     --stalled "$E2E_TMP/dstalled" --gate "$E2E_TMP/dgate" "$SOCK" >"$E2E_TMP/drain" &
 D=$!
 wait_metric llm_num_requests_running 1

@@ -58,6 +58,7 @@
  * nats (flip_gap: the largest Q8_0 error of the independent implementation,
  * README 1b; such a step can legitimately flip), whatever their number. */
 enum { FREE_ALL, FREE_TIE, FREE_GAP };
+
 typedef struct {
     const char *file;
     double median, p95, max_abs; /* max_abs 0: not checked */
@@ -67,6 +68,16 @@ typedef struct {
     double flip_gap;             /* > 0: an argmax difference at a step whose
                                     golden gap is >= flip_gap fails */
 } bar_t;
+
+/* A long-context file (tests/fixtures/long-context, long_bars below): its
+ * bars and the attention and KV cache type of the run. */
+typedef struct {
+    bar_t b;
+    fwd_attn_t attn;
+    kv_type_t kv;
+} long_bar_t;
+
+#define LONG(f, a, k, med, p95, gap) {{f, med, p95, 0, -1, FREE_GAP, gap, gap}, a, k}
 
 static const bar_t bars[] = {
     {"greedy-stories260K.jsonl", 0.0008, 0.002, 0.002, 0, FREE_ALL, 0, 0},
@@ -123,6 +134,43 @@ static const bar_t bars[] = {
     {"families/greedy-tinygemma4moe-q8_0.jsonl", 0.67, 1.4, 0, -1, FREE_GAP, 2.7, 5.1},
     {"families/greedy-tinylfm2-q8_0.jsonl", 0.67, 1.4, 0, -1, FREE_GAP, 2.7, 2.7},
     {"families/greedy-long-tinyqwen35-q8_0.jsonl", 0.67, 1.4, 0, -1, FREE_GAP, 2.7, 2.7},
+};
+
+static const long_bar_t long_bars[] = {
+    /* Long prompts (issue 30; tests/fixtures/long-context/README.md): one
+     * record per file, 2000 prompt token ids (4000 for llama-2-tiny-random)
+     * and 16 greedy tokens from the 2026 reference build on this machine
+     * kind (AVX2), flash attention off (-faoff), on (-faon), and on over a
+     * Q8_0 KV cache (-faon-q8). Ours: the default attention (the exact
+     * order up to 1024 positions, flash attention beyond), or flash over a
+     * Q8_0 cache. Neither side's order is the other's (that build is not
+     * the AVX-512 one the exact order reproduces) and these random models
+     * amplify every rounding (README 1b), so the bars are llama.cpp's own
+     * spread, measured teacher-forced along the -faoff paths (README
+     * there): its FA on against off differs by median / p95 up to 0.025 /
+     * 0.15 nats, and its Q8_0 cache against its F16 one by 0.13 / 0.38
+     * (tinyqwen3), 0.38 / 1.18 (tinygemma3), 0.16 / 0.85 (tinygptoss).
+     * Ours must be at least as close to the F16 FA-off reference: within
+     * the FA spread with the default attention, within that model's Q8_0
+     * spread with a Q8_0 cache. Against -faon (whose decode steps move
+     * more: 0.14 at tinyqwen3's step 1) the bars are 0.05 / 0.25; against
+     * -faon-q8 the Q8_0 weight files' bars (0.67 / 1.4, flips and free run
+     * up to a golden gap of 2.7), as both sides quantize 8-bit blocks
+     * differently (llama.cpp also quantizes q to Q8_0). */
+    LONG("llama-2-tiny-random-faoff.jsonl", FWD_ATTN_AUTO, KV_F16, 0.03, 0.15, 0.5),
+    LONG("llama-2-tiny-random-faon.jsonl", FWD_ATTN_AUTO, KV_F16, 0.05, 0.25, 0.5),
+    LONG("tinyqwen3-f32-faoff.jsonl", FWD_ATTN_AUTO, KV_F16, 0.03, 0.15, 0.5),
+    LONG("tinyqwen3-f32-faon.jsonl", FWD_ATTN_AUTO, KV_F16, 0.05, 0.25, 0.5),
+    LONG("tinyqwen3-f32-faoff.jsonl", FWD_ATTN_FLASH, KV_Q8_0, 0.13, 0.38, 2.7),
+    LONG("tinyqwen3-f32-faon-q8.jsonl", FWD_ATTN_FLASH, KV_Q8_0, 0.67, 1.4, 2.7),
+    LONG("tinygemma3-f32-faoff.jsonl", FWD_ATTN_AUTO, KV_F16, 0.03, 0.15, 0.5),
+    LONG("tinygemma3-f32-faon.jsonl", FWD_ATTN_AUTO, KV_F16, 0.05, 0.25, 0.5),
+    LONG("tinygemma3-f32-faoff.jsonl", FWD_ATTN_FLASH, KV_Q8_0, 0.38, 1.18, 2.7),
+    LONG("tinygemma3-f32-faon-q8.jsonl", FWD_ATTN_FLASH, KV_Q8_0, 0.67, 1.4, 2.7),
+    LONG("tinygptoss-f32-faoff.jsonl", FWD_ATTN_AUTO, KV_F16, 0.03, 0.15, 0.5),
+    LONG("tinygptoss-f32-faon.jsonl", FWD_ATTN_AUTO, KV_F16, 0.05, 0.25, 0.5),
+    LONG("tinygptoss-f32-faoff.jsonl", FWD_ATTN_FLASH, KV_Q8_0, 0.16, 0.85, 2.7),
+    LONG("tinygptoss-f32-faon-q8.jsonl", FWD_ATTN_FLASH, KV_Q8_0, 0.67, 1.4, 2.7),
 };
 
 #define MAX_TOK 4096
@@ -236,12 +284,18 @@ static int free_run(fwd_t *fw, const int32_t *prompt, int n_prompt, const int32_
     return n_gen;
 }
 
-static void run_file(const char *golden_dir, const char *models_dir, const bar_t *bar)
+/* The attention of the run (GREEDY_ATTN=flash|exact; default: auto,
+ * which computes these short contexts in the exact order). */
+static fwd_attn_t attn_mode = FWD_ATTN_AUTO;
+
+static void run_file(const char *dir, const char *models_dir, const bar_t *bar, const long_bar_t *lb)
 {
-    char path[2048];
-    snprintf(path, sizeof path, "%s/%s", golden_dir, bar->file);
+    char path[2048], label[200];
+    snprintf(label, sizeof label, "%.150s%s%s", bar->file, lb && lb->kv != KV_F16 ? " with KV " : "",
+             lb && lb->kv != KV_F16 ? kv_type_name(lb->kv) : "");
+    snprintf(path, sizeof path, "%.1800s/%.150s", dir, bar->file);
     FILE *fp = fopen(path, "r");
-    if (!tap_ok(fp != NULL, "%s: golden file present", bar->file))
+    if (!tap_ok(fp != NULL, "%s: golden file present", label))
         return;
     model_t *m = NULL;
     fwd_t *fw = NULL;
@@ -249,7 +303,7 @@ static void run_file(const char *golden_dir, const char *models_dir, const bar_t
     dvec_t diffs = {0};
     int argmax_diff = 0, steps = 0, rec = 0, big_flips = 0;
     static char line[1 << 22];
-    int32_t prompt[MAX_TOK], comp[MAX_TOK], all[2 * MAX_TOK];
+    static int32_t prompt[MAX_TOK], comp[MAX_TOK], all[2 * MAX_TOK];
     while (fgets(line, sizeof line, fp)) {
         json_object *o = json_tokener_parse(line);
         if (!o)
@@ -260,13 +314,21 @@ static void run_file(const char *golden_dir, const char *models_dir, const bar_t
                      json_object_get_string(json_object_object_get(o, "model")));
             lf_err_t err;
             m = model_load(path, &err);
-            if (!tap_ok(m != NULL, "%s: model loads (%s)", bar->file, m ? "ok" : err.msg)) {
+            if (!tap_ok(m != NULL, "%s: model loads (%s)", label, m ? "ok" : err.msg)) {
                 json_object_put(o);
                 break;
             }
-            fwd_opts_t opts = {.n_seq = 1, .n_ctx = 1024, .max_batch = max_batch, .n_threads = 2};
+            fwd_opts_t opts = {.n_seq = 1, .n_ctx = 1024, .max_batch = max_batch, .n_threads = 2,
+                               .attn = attn_mode};
+            if (lb) {
+                opts.n_ctx = (int32_t)(json_object_array_length(json_object_object_get(o, "prompt_tokens")) +
+                                       json_object_array_length(json_object_object_get(o, "completion_tokens")) + 16);
+                opts.max_batch = 512;
+                opts.attn = attn_mode != FWD_ATTN_AUTO ? attn_mode : lb->attn;
+                opts.type_k = opts.type_v = lb->kv;
+            }
             fw = fwd_create(m, &opts, &err);
-            if (!tap_ok(fw != NULL, "%s: forward context (%s)", bar->file, fw ? "ok" : err.msg)) {
+            if (!tap_ok(fw != NULL, "%s: forward context (%s)", label, fw ? "ok" : err.msg)) {
                 json_object_put(o);
                 break;
             }
@@ -279,17 +341,20 @@ static void run_file(const char *golden_dir, const char *models_dir, const bar_t
         int32_t *ids = NULL;
         size_t n_ids = 0;
         lf_err_t err;
-        bool tok_ok = vocab_tokenize(v, text, strlen(text), true, true, &ids, &n_ids, &err) == LF_OK &&
-                      n_ids == (size_t)n_prompt && !memcmp(ids, prompt, n_ids * sizeof *ids);
-        tap_ok(tok_ok, "%s #%d: prompt tokenizes like llama.cpp (%zu vs %d ids)", bar->file, rec, n_ids, n_prompt);
-        free(ids);
+        if (text) { /* long-context records are token ids only */
+            bool tok_ok = vocab_tokenize(v, text, strlen(text), true, true, &ids, &n_ids, &err) == LF_OK &&
+                          n_ids == (size_t)n_prompt && !memcmp(ids, prompt, n_ids * sizeof *ids);
+            tap_ok(tok_ok, "%s #%d: prompt tokenizes like llama.cpp (%zu vs %d ids)", label, rec, n_ids,
+                   n_prompt);
+            free(ids);
+        }
 
         /* teacher-forced comparison of every step */
         memcpy(all, prompt, (size_t)n_prompt * sizeof *all);
         memcpy(all + n_prompt, comp, (size_t)n_comp * sizeof *all);
         /* the last golden token's prediction is not in the golden data */
         float *lg = teacher_forced(fw, all, n_prompt, n_prompt + n_comp - 1, n_vocab, max_batch, &err);
-        if (!tap_ok(lg != NULL, "%s #%d: teacher-forced decode (%s)", bar->file, rec, lg ? "ok" : err.msg)) {
+        if (!tap_ok(lg != NULL, "%s #%d: teacher-forced decode (%s)", label, rec, lg ? "ok" : err.msg)) {
             json_object_put(o);
             continue;
         }
@@ -329,7 +394,7 @@ static void run_file(const char *golden_dir, const char *models_dir, const bar_t
         }
         steps += n_comp;
         argmax_diff += rec_diff;
-        tap_diag("%s #%d: %d steps, argmax differs at %d, max |dlogprob| %.5f", bar->file, rec, n_comp, rec_diff,
+        tap_diag("%s #%d: %d steps, argmax differs at %d, max |dlogprob| %.5f", label, rec, n_comp, rec_diff,
                  rec_max);
         free(lg);
 
@@ -351,25 +416,25 @@ static void run_file(const char *golden_dir, const char *models_dir, const bar_t
                 }
             }
         int same = free_run(fw, prompt, n_prompt, comp, limit, n_vocab, &err);
-        tap_ok(same == limit, "%s #%d: free-running greedy matches the first %d tokens (matched %d)", bar->file,
+        tap_ok(same == limit, "%s #%d: free-running greedy matches the first %d tokens (matched %d)", label,
                rec, limit, same);
         json_object_put(o);
     }
     fclose(fp);
     if (m && fw) {
         double med = quantile(&diffs, 0.5), p95 = quantile(&diffs, 0.95), mx = quantile(&diffs, 1.0);
-        tap_diag("%s: %d steps, |dlogprob| median %.6f p95 %.6f max %.6f, argmax differs at %d", bar->file, steps,
+        tap_diag("%s: %d steps, |dlogprob| median %.6f p95 %.6f max %.6f, argmax differs at %d", label, steps,
                  med, p95, mx, argmax_diff);
-        tap_ok(med <= bar->median, "%s: median |dlogprob| %.6f <= %g", bar->file, med, bar->median);
-        tap_ok(p95 <= bar->p95, "%s: p95 |dlogprob| %.6f <= %g", bar->file, p95, bar->p95);
+        tap_ok(med <= bar->median, "%s: median |dlogprob| %.6f <= %g", label, med, bar->median);
+        tap_ok(p95 <= bar->p95, "%s: p95 |dlogprob| %.6f <= %g", label, p95, bar->p95);
         if (bar->max_abs > 0)
-            tap_ok(mx <= bar->max_abs, "%s: every |dlogprob| %.6f <= %g", bar->file, mx, bar->max_abs);
+            tap_ok(mx <= bar->max_abs, "%s: every |dlogprob| %.6f <= %g", label, mx, bar->max_abs);
         if (bar->max_argmax_diff >= 0)
             tap_ok(argmax_diff <= bar->max_argmax_diff, "%s: teacher-forced argmax differs at %d steps (<= %d)",
-                   bar->file, argmax_diff, bar->max_argmax_diff);
+                   label, argmax_diff, bar->max_argmax_diff);
         if (bar->flip_gap > 0)
             tap_ok(big_flips == 0, "%s: teacher-forced argmax differs at %d steps, %d of them with a golden gap >= %g",
-                   bar->file, argmax_diff, big_flips, bar->flip_gap);
+                   label, argmax_diff, big_flips, bar->flip_gap);
     }
     free(diffs.v);
     fwd_free(fw);
@@ -380,10 +445,23 @@ int main(int argc, char **argv)
 {
     const char *golden = tap_env_dir("LLM_GOLDEN_DIR", "../shared/golden");
     const char *models = tap_env_dir("LLM_MODELS_DIR", "../shared/models");
+    /* the long-context goldens live in the source tree */
+    char long_dir[2048];
+    snprintf(long_dir, sizeof long_dir, "%s/tests/fixtures/long-context", tap_env_dir("TOP_SRCDIR", "."));
+    const char *mode = getenv("GREEDY_ATTN");
+    if (mode && !strcmp(mode, "flash"))
+        attn_mode = FWD_ATTN_FLASH;
+    else if (mode && !strcmp(mode, "exact"))
+        attn_mode = FWD_ATTN_EXACT;
     for (size_t i = 0; i < sizeof bars / sizeof bars[0]; i++) {
         if (argc > 1 && !strstr(bars[i].file, argv[1]))
             continue;
-        run_file(golden, models, &bars[i]);
+        run_file(golden, models, &bars[i], NULL);
+    }
+    for (size_t i = 0; i < sizeof long_bars / sizeof long_bars[0]; i++) {
+        if (argc > 1 && !strstr(long_bars[i].b.file, argv[1]))
+            continue;
+        run_file(long_dir, models, &long_bars[i].b, &long_bars[i]);
     }
     return tap_done();
 }

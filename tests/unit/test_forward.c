@@ -1,7 +1,9 @@
 /* test_forward.c - the forward pass as the scheduler uses it: batch
  * invariance, prefix reuse, the KV budget and input validation, on llama,
  * qwen2 and the model families (mixtures of experts, sliding windows,
- * sinks: their prompts and generations run past the windows). */
+ * sinks: their prompts and generations run past the windows); each with
+ * the default attention (these short contexts: the exact order), flash
+ * attention, and flash attention over Q8_0 and Q4_0 KV caches. */
 #include "engine/model/forward.h"
 #include "tap.h"
 
@@ -9,6 +11,11 @@
 #include <string.h>
 
 static int32_t n_vocab;
+
+/* The attention and KV cache of the run (set per variant in main). */
+static fwd_attn_t v_attn;
+static kv_type_t v_tk, v_tv;
+#define VARIANT .attn = v_attn, .type_k = v_tk, .type_v = v_tv
 
 static int same_logits(const float *a, const float *b)
 {
@@ -39,7 +46,7 @@ static float *run_alone(fwd_t *f, int32_t seq, const int32_t *prompt, int32_t n,
 
 static void test_batch_invariance(const model_t *m, const char *name)
 {
-    fwd_opts_t o = {.n_seq = 4, .n_ctx = 256, .max_batch = 64, .n_threads = 2};
+    fwd_opts_t o = {.n_seq = 4, .n_ctx = 256, .max_batch = 64, .n_threads = 2, VARIANT};
     fwd_t *f = fwd_create(m, &o, NULL);
     int32_t pa[44], pb[77], pc[9], next[6] = {5, 17, 99, 3, 42, 7};
     for (int i = 0; i < 77; i++) {
@@ -75,7 +82,7 @@ static void test_batch_invariance(const model_t *m, const char *name)
 
 static void test_prefix_reuse(const model_t *m, const char *name)
 {
-    fwd_opts_t o = {.n_seq = 3, .n_ctx = 256, .max_batch = 32, .n_threads = 2};
+    fwd_opts_t o = {.n_seq = 3, .n_ctx = 256, .max_batch = 32, .n_threads = 2, VARIANT};
     fwd_t *f = fwd_create(m, &o, NULL);
     int32_t p[70];
     for (int i = 0; i < 70; i++)
@@ -166,7 +173,7 @@ static void test_budget_and_errors(const model_t *m)
  * (over the sliding windows of the families that have them). */
 static void test_spec_rows(const model_t *m, const char *name)
 {
-    fwd_opts_t o = {.n_seq = 2, .n_ctx = 256, .max_batch = 64, .n_threads = 2};
+    fwd_opts_t o = {.n_seq = 2, .n_ctx = 256, .max_batch = 64, .n_threads = 2, VARIANT};
     lf_err_t err;
     fwd_t *f = fwd_create(m, &o, &err);
     enum { NP = 40, K = 8 };
@@ -236,6 +243,52 @@ static void test_spec_rows(const model_t *m, const char *name)
     fwd_free(f);
 }
 
+/* --flash-attn auto across FWD_EXACT_MAX_KV: positions up to it are
+ * computed in the exact order (the same bits as FWD_ATTN_EXACT), later
+ * ones with flash attention; a token's order depends on its position only,
+ * so prefilling in chunks of any size gives the same logits. */
+static void test_auto_threshold(const model_t *m)
+{
+    enum { N = FWD_EXACT_MAX_KV + 80 };
+    int32_t *p = malloc(N * sizeof *p);
+    for (int i = 0; i < N; i++)
+        p[i] = (i * 37 + 11) % n_vocab;
+    fwd_opts_t oa = {.n_seq = 1, .n_ctx = N, .max_batch = 100, .n_threads = 2};
+    fwd_opts_t ox = {.n_seq = 1, .n_ctx = N, .max_batch = 100, .n_threads = 2, .attn = FWD_ATTN_EXACT};
+    fwd_opts_t of = {.n_seq = 1, .n_ctx = N, .max_batch = 64, .n_threads = 2, .attn = FWD_ATTN_FLASH};
+    fwd_t *fa = fwd_create(m, &oa, NULL), *fx = fwd_create(m, &ox, NULL), *ff = fwd_create(m, &of, NULL);
+    const int32_t cut = FWD_EXACT_MAX_KV - 24;
+    fwd_prefill(fa, 0, p, cut, true, NULL);
+    fwd_prefill(fx, 0, p, cut, true, NULL);
+    tap_ok(same_logits(fwd_logits(fa, 0), fwd_logits(fx, 0)),
+           "auto: %d positions give the exact order's logits bitwise", cut);
+    fwd_prefill(fa, 0, p + cut, N - cut, true, NULL);
+    fwd_prefill(fx, 0, p + cut, N - cut, true, NULL);
+    float *a = copy_logits(fa, 0);
+    tap_ok(!same_logits(a, fwd_logits(fx, 0)), "auto: past %d positions attention is no longer the exact order",
+           FWD_EXACT_MAX_KV);
+    /* the same prompt in other chunks (and decoded one token at a time
+     * across the threshold) */
+    fwd_free(fx);
+    fwd_opts_t o2 = {.n_seq = 1, .n_ctx = N, .max_batch = 37, .n_threads = 1};
+    fx = fwd_create(m, &o2, NULL);
+    fwd_prefill(fx, 0, p, FWD_EXACT_MAX_KV - 3, false, NULL);
+    lf_code_t rc = LF_OK;
+    for (int32_t i = FWD_EXACT_MAX_KV - 3; i < N && rc == LF_OK; i++) {
+        fwd_tok_t t = {p[i], 0, i, i == N - 1, fwd_prompt_order(fx, N, i)};
+        rc = fwd_decode(fx, &t, 1, NULL);
+    }
+    tap_ok(rc == LF_OK && same_logits(a, fwd_logits(fx, 0)),
+           "auto: prefilled in other chunks and one token at a time across the threshold: the same logits");
+    fwd_prefill(ff, 0, p, N, true, NULL);
+    tap_ok(!same_logits(a, fwd_logits(ff, 0)), "auto differs from flash everywhere (the exact prefix)");
+    free(a);
+    free(p);
+    fwd_free(fa);
+    fwd_free(fx);
+    fwd_free(ff);
+}
+
 int main(void)
 {
     const char *dir = tap_env_dir("LLM_MODELS_DIR", "../shared/models");
@@ -251,11 +304,36 @@ int main(void)
         if (!tap_ok(m != NULL, "load %s", files[i]))
             continue;
         n_vocab = model_hparams(m)->n_vocab;
-        test_batch_invariance(m, files[i]);
-        test_prefix_reuse(m, files[i]);
-        test_spec_rows(m, files[i]);
-        if (i == 0)
+        static const struct {
+            fwd_attn_t attn;
+            kv_type_t tk, tv;
+            const char *name;
+        } variants[] = {{FWD_ATTN_AUTO, KV_F16, KV_F16, ""},
+                        {FWD_ATTN_FLASH, KV_F16, KV_F16, " flash"},
+                        {FWD_ATTN_FLASH, KV_Q8_0, KV_Q8_0, " flash q8_0"},
+                        {FWD_ATTN_AUTO, KV_Q4_0, KV_Q8_0, " auto q4_0/q8_0"}};
+        for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; vi++) {
+            v_attn = variants[vi].attn;
+            v_tk = variants[vi].tk;
+            v_tv = variants[vi].tv;
+            const fwd_opts_t probe = {VARIANT};
+            if (fwd_check_attn(m, &probe, &err) != LF_OK) {
+                tap_ok(strstr(err.msg, "multiple of 32") != NULL, "%s%s: refused (%s)", files[i], variants[vi].name,
+                       err.msg);
+                continue;
+            }
+            char name[160];
+            snprintf(name, sizeof name, "%s%s", files[i], variants[vi].name);
+            test_batch_invariance(m, name);
+            test_prefix_reuse(m, name);
+            test_spec_rows(m, name);
+        }
+        v_attn = FWD_ATTN_AUTO;
+        v_tk = v_tv = KV_F16;
+        if (i == 0) {
             test_budget_and_errors(m);
+            test_auto_threshold(m);
+        }
         model_free(m);
     }
     return tap_done();

@@ -1,6 +1,11 @@
 /* test_kv.c - paged KV allocator: block tables, budget, prefix reuse, LRU. */
 #include "engine/model/kv.h"
+#include "engine/quant/fp16.h"
+#include "engine/quant/quant.h"
 #include "tap.h"
+
+#include <math.h>
+#include <stdlib.h>
 
 #include <string.h>
 
@@ -294,6 +299,90 @@ static void test_window_prefix(void)
     kv_free(kv);
 }
 
+/* Quantized caches: every position of every layer reads back as its row
+ * quantized and dequantized (as F16), whatever its column and block;
+ * sizes are those of llama.cpp's types (34 or 18 bytes per 32 values). */
+static void test_quantized(void)
+{
+    static const kv_type_t types[][2] = {{KV_Q8_0, KV_Q8_0}, {KV_Q4_0, KV_Q4_0}, {KV_F16, KV_Q4_0}, {KV_Q8_0, KV_F16}};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const kv_type_t tk = types[ti][0], tv = types[ti][1];
+        kv_opts_t o = {.n_layer = 3, .kv_dim = 96, .block_tokens = 32, .n_blocks = 6, .n_seq = 2, .max_seq_len = 96,
+                       .type_k = tk, .type_v = tv};
+        kv_cache_t *kv = kv_create(&o, NULL);
+        if (!tap_ok(kv != NULL, "K %s V %s: created", kv_type_name(tk), kv_type_name(tv)))
+            continue;
+        const uint64_t want = 6ull * 3 * 32 * kv_bytes_per_position(tk, tv, 96);
+        tap_ok(kv_bytes(kv) == want && kv_bytes_per_position(KV_Q8_0, KV_Q4_0, 96) == 3 * 34 + 3 * 18,
+               "K %s V %s: %llu bytes (llama.cpp's block sizes)", kv_type_name(tk), kv_type_name(tv),
+               (unsigned long long)kv_bytes(kv));
+        kv_seq_reserve(kv, 0, 70, NULL);
+        float k[96], v[96];
+        bool ok = true;
+        for (int pass = 0; pass < 2; pass++)
+            for (int32_t p = 0; p < 70; p++)
+                for (int32_t l = 0; l < 3; l++) {
+                    for (int e = 0; e < 96; e++) {
+                        k[e] = sinf((float)(p * 131 + l * 17 + e)) * (1.0f + (float)(e % 7));
+                        v[e] = cosf((float)(p * 71 + l * 5 + e * 3)) * 0.5f;
+                    }
+                    if (pass == 0) {
+                        kv_store_f32(kv, l, 0, p, k, v);
+                        continue;
+                    }
+                    uint16_t gk[96], gv[96];
+                    kv_load(kv, l, 0, p, gk, gv);
+                    uint8_t q[96 * 2];
+                    float r[96];
+                    const kv_type_t t2[2] = {tk, tv};
+                    const float *src[2] = {k, v};
+                    const uint16_t *got[2] = {gk, gv};
+                    for (int part = 0; part < 2; part++) {
+                        quant_quantize_row(kv_type_qtype(t2[part]), src[part], q, 96);
+                        quant_dequantize_row(kv_type_qtype(t2[part]), q, r, 96);
+                        for (int e = 0; e < 96; e++)
+                            ok &= got[part][e] == fp16_from_fp32(r[e]);
+                    }
+                }
+        tap_ok(ok, "K %s V %s: 70 positions x 3 layers read back as stored", kv_type_name(tk), kv_type_name(tv));
+        kv_free(kv);
+    }
+    kv_opts_t bad = {.n_layer = 1, .kv_dim = 48, .block_tokens = 16, .n_blocks = 2, .n_seq = 1, .max_seq_len = 32,
+                     .type_k = KV_Q8_0};
+    tap_ok(kv_create(&bad, NULL) == NULL, "a quantized cache needs kv_dim %% 32 == 0");
+    /* layers of different widths (and one without a cache) in Q8_0 */
+    const int32_t dims[3] = {64, 0, 32};
+    kv_opts_t w = {.n_layer = 3, .kv_dim = 64, .layer_kv_dim = dims, .block_tokens = 16, .n_blocks = 4, .n_seq = 1,
+                   .max_seq_len = 64, .type_k = KV_Q8_0, .type_v = KV_Q8_0};
+    kv_cache_t *kv = kv_create(&w, NULL);
+    bool ok = kv && kv_seq_reserve(kv, 0, 20, NULL) == LF_OK &&
+              kv_bytes(kv) == 4ull * 16 * (kv_bytes_per_position(KV_Q8_0, KV_Q8_0, 64) +
+                                           kv_bytes_per_position(KV_Q8_0, KV_Q8_0, 32));
+    float k[2][64], v[2][64];
+    for (int l = 0; ok && l < 3; l += 2)
+        for (int32_t p = 0; p < 20; p++) {
+            for (int e = 0; e < dims[l]; e++) {
+                k[l / 2][e] = sinf((float)(p * 37 + l * 11 + e));
+                v[l / 2][e] = cosf((float)(p * 13 + l * 3 + e * 5));
+            }
+            kv_store_f32(kv, l, 0, p, k[l / 2], v[l / 2]);
+        }
+    for (int l = 0; ok && l < 3; l += 2) {
+        uint16_t gk[64], gv[64];
+        uint8_t q[2 * 34];
+        float r[64];
+        kv_load(kv, l, 0, 19, gk, gv); /* the last position stored */
+        for (int part = 0; part < 2; part++) {
+            quant_quantize_row(QTYPE_Q8_0, part ? v[l / 2] : k[l / 2], q, dims[l]);
+            quant_dequantize_row(QTYPE_Q8_0, q, r, dims[l]);
+            for (int e = 0; e < dims[l]; e++)
+                ok &= (part ? gv : gk)[e] == fp16_from_fp32(r[e]);
+        }
+    }
+    tap_ok(ok && kv_layer_dim(kv, 1) == 0, "Q8_0 layers of widths 64, 0 and 32: their sizes, and each reads back");
+    kv_free(kv);
+}
+
 /* Two sequences compute the same prompt at once: the one committing second
  * takes the first one's registered blocks (its copies are freed), so the
  * chain continues from them; and layers of different widths, or none. */
@@ -339,6 +428,7 @@ static void test_dedupe_and_widths(void)
 
 int main(void)
 {
+    test_quantized();
     test_basics();
     test_dedupe_and_widths();
     test_prefix();

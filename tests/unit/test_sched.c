@@ -68,10 +68,15 @@ static void run_alone(sched_t *s, const int32_t *p, size_t np, sched_params_t pr
 }
 
 /* A model with sliding-window layers and experts (tinygptoss: window 40 on
- * layers 0 and 2, MoE): preemption under a small KV budget and prefix
- * reuse across the window give exactly the tokens of a job alone. */
-static void test_window_model(const char *dir)
+ * layers 0 and 2, MoE): preemption under a small KV budget, prefix reuse
+ * across the window and n > 1 give exactly the tokens of a job alone; with
+ * the F16 cache and with Q8_0 and Q4_0 caches (the same positions). */
+static void test_window_model(const char *dir, fwd_attn_t attn, kv_type_t tk, kv_type_t tv)
 {
+    char tag[64] = "window model";
+    if (tk != KV_F16 || tv != KV_F16 || attn != FWD_ATTN_AUTO)
+        snprintf(tag, sizeof tag, "window model, %s, K %s V %s", attn == FWD_ATTN_FLASH ? "flash" : "auto",
+                 kv_type_name(tk), kv_type_name(tv));
     char path[1024];
     snprintf(path, sizeof path, "%s/tinygptoss-f32.gguf", dir);
     lf_err_t err;
@@ -82,16 +87,19 @@ static void test_window_model(const char *dir)
     /* 1 MiB: the window pool for 4 sequences, then ~1400 positions of the
      * full layers for 4 jobs of 4 + 400 */
     sched_opts_t o = {.n_parallel = 4, .n_ctx = 512, .max_queue = 4, .chan_cap = 64, .n_threads = 1,
-                      .batch_tokens = 64, .kv_mb = 1};
+                      .batch_tokens = 64, .attn = attn, .type_k = tk, .type_v = tv};
+    /* 1 MiB of F16 cache, or as many positions of a quantized one */
+    o.kv_bytes = (int64_t)((1 << 20) * (double)kv_bytes_per_position(tk, tv, 64) /
+                           (double)kv_bytes_per_position(KV_F16, KV_F16, 64));
     sched_t *s = sched_create(m, &o, &err);
-    if (!tap_ok(s != NULL, "window model: create with a 1 MiB KV budget")) {
+    if (!tap_ok(s != NULL, "%s: create with a budget of 1 MiB of F16 cache", tag)) {
         model_free(m);
         return;
     }
     sched_stats_t st;
     sched_stats(s, &st);
-    tap_ok(st.kv_bytes <= (1u << 20) && st.kv_cap_tokens < 4 * 404, "window model: %llu KV bytes, %lld positions",
-           (unsigned long long)st.kv_bytes, (long long)st.kv_cap_tokens);
+    tap_ok(st.kv_bytes <= (uint64_t)o.kv_bytes && st.kv_cap_tokens < 4 * 404, "%s: %llu KV bytes, %lld positions",
+           tag, (unsigned long long)st.kv_bytes, (long long)st.kv_cap_tokens);
     int32_t pk[4][4];
     sched_params_t pk_p[4];
     const int32_t *pk_ptr[4];
@@ -108,15 +116,15 @@ static void test_window_model(const char *dir)
     sched_event_t done[4];
     memset(n, 0, sizeof n);
     memset(done, 0, sizeof done);
-    tap_ok(sched_submit(s, ch, pk_ptr, pk_n, pk_p, 4, &err) == LF_OK, "window model: submit four long jobs");
+    tap_ok(sched_submit(s, ch, pk_ptr, pk_n, pk_p, 4, &err) == LF_OK, "%s: submit four long jobs", tag);
     drain(ch, toks, n, done, 4);
     sched_chan_free(ch);
     sched_stats(s, &st);
     bool same = true;
     for (int k = 0; k < 4; k++)
         same &= n[k] == 400 && nref[k] == 400 && !memcmp(toks[k], ref[k], 400 * sizeof(int32_t));
-    tap_ok(st.preemptions > 0 && same, "window model: %llu preemptions, every job gives its tokens alone",
-           (unsigned long long)st.preemptions);
+    tap_ok(st.preemptions > 0 && same, "%s: %llu preemptions, every job gives its tokens alone",
+           tag, (unsigned long long)st.preemptions);
     /* a 200-token prompt twice: the second reuses its prefix (beyond the
      * window of 40) and gives the same tokens */
     static int32_t lp[200];
@@ -135,7 +143,27 @@ static void test_window_model(const char *dir)
         drain(ch, toks, n, done, 1);
     sched_chan_free(ch);
     tap_ok(done[0].n_cached >= 160 && n[0] == 20 && !memcmp(toks[0], ref[0], 20 * sizeof(int32_t)),
-           "window model: a repeated 200-token prompt reuses %d positions, same tokens", done[0].n_cached);
+           "%s: a repeated 200-token prompt reuses %d positions, same tokens", tag, done[0].n_cached);
+    /* n = 3: the same prompt three times in one submit (seeded), as a
+     * request with n > 1 runs: each choice as the prompt alone with its seed */
+    sched_params_t np3[3];
+    const int32_t *lp3[3] = {lp, lp, lp};
+    size_t ln3[3] = {200, 200, 200};
+    for (int k = 0; k < 3; k++) {
+        np3[k] = seeded(24, 100 + (uint64_t)k);
+        np3[k].ignore_eos = true;
+        run_alone(s, lp, 200, np3[k], k);
+    }
+    ch = sched_chan_create(s);
+    memset(n, 0, sizeof n);
+    memset(done, 0, sizeof done);
+    if (sched_submit(s, ch, lp3, ln3, np3, 3, &err) == LF_OK)
+        drain(ch, toks, n, done, 3);
+    sched_chan_free(ch);
+    same = true;
+    for (int k = 0; k < 3; k++)
+        same &= n[k] == 24 && nref[k] == 24 && !memcmp(toks[k], ref[k], 24 * sizeof(int32_t));
+    tap_ok(same, "%s: n = 3 choices of one prompt give each seed's tokens alone", tag);
     sched_free(s);
     model_free(m);
 }
@@ -338,6 +366,9 @@ int main(void)
         sched_free(s);
     }
     model_free(m);
-    test_window_model(tap_env_dir("LLM_MODELS_DIR", "../shared/models"));
+    const char *mdir = tap_env_dir("LLM_MODELS_DIR", "../shared/models");
+    test_window_model(mdir, FWD_ATTN_AUTO, KV_F16, KV_F16);
+    test_window_model(mdir, FWD_ATTN_FLASH, KV_Q8_0, KV_Q8_0);
+    test_window_model(mdir, FWD_ATTN_AUTO, KV_Q4_0, KV_Q4_0);
     return tap_done();
 }

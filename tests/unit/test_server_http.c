@@ -236,10 +236,22 @@ int main(void)
     srv_handle(&s, &r);
     tap_ok(r.status == 400 && strstr(m.buf, "context_length_exceeded") && strstr(m.buf, "maximum context length is 128 tokens"),
            "context exceeded -> 400 context_length_exceeded");
+    /* the server says what sets the limit (issue 30: the model's training
+     * length when its file has no rope scaling to extend it) */
+    snprintf(s.ctx_why, sizeof s.ctx_why, "the longest this model supports: the context it was trained for");
+    r = mem_req(&m, "POST", "/v1/completions", "Bearer k", "{\"prompt\":\"Hi\",\"max_tokens\":200}");
+    srv_handle(&s, &r);
+    tap_ok(r.status == 400 && strstr(m.buf, "maximum context length is 128 tokens (the longest this model supports: "
+                                            "the context it was trained for). However"),
+           "the 400 says what sets the context length");
+    s.ctx_why[0] = '\0';
     r = mem_req(&m, "GET", "/metrics", "Bearer k", NULL);
     srv_handle(&s, &r);
     tap_ok(r.status == 200 && strstr(m.buf, "llm_requests_total{model_name=\"m\",status=\"404\"} 2"),
            "metrics count requests by status");
+    tap_ok(strstr(m.buf, "llm_kv_cache_info{model_name=\"m\",cache_type_k=\"f16\",cache_type_v=\"f16\","
+                         "flash_attn=\"auto\"} 1") && strstr(m.buf, "llm_kv_cache_bytes{model_name=\"m\"} "),
+           "metrics report the KV cache types, the attention and the memory");
 
     metrics_t fresh;
     metrics_init(&fresh);

@@ -446,6 +446,8 @@ static void attn_worker(void *arg, int ith, int nth)
     const int32_t total = job->n_tok * per_tok;
     for (int32_t i = ith; i < total; i += nth) {
         const int32_t kvh = i % per_tok / n_grp, grp = i % n_grp;
+        if (job->path && job->path[i / per_tok] != ATTN_PATH_EXACT)
+            continue;
         attn_item_t it = {.t = i / per_tok, .kvh = kvh, .h0 = kvh * n_rep + grp * ATTN_GROUP};
         it.ng = n_rep - grp * ATTN_GROUP < ATTN_GROUP ? n_rep - grp * ATTN_GROUP : ATTN_GROUP;
         attn_item(job, L, &it, &s);

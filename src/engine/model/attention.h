@@ -40,6 +40,9 @@
 #include "engine/kernels/tpool.h"
 
 enum { ATTN_ORDER_VEC = 0, ATTN_ORDER_TINY = 1 };
+/* Which attention computes a token (attn_job_t.path): this file's exact
+ * order, or flash attention (attn_flash.h). */
+enum { ATTN_PATH_EXACT = 0, ATTN_PATH_FLASH = 1 };
 enum { ATTN_CHUNK = 16 };
 
 typedef struct {
@@ -61,6 +64,8 @@ typedef struct {
                                     to in the decode order (32 or 256; <= 0: 32) */
     float scale;                 /* 1 / sqrt(head_dim) */
     const uint8_t *order;        /* [n_tok] ATTN_ORDER_*, NULL: all VEC */
+    const uint8_t *path;         /* NULL, or [n_tok] ATTN_PATH_*: attn_run
+                                    computes the EXACT tokens only */
     int32_t n_ctx;               /* largest n_kv; sizes the scratch */
     float *scratch;              /* per thread: scratch_stride floats */
     int64_t scratch_stride;      /* >= attn_scratch_floats(n_ctx, head_dim, n_rep) */

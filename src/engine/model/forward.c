@@ -42,6 +42,7 @@
 #include "engine/kernels/ggml_exact.h"
 #include "engine/kernels/tpool.h"
 #include "engine/model/attention.h"
+#include "engine/model/attn_flash.h"
 #include "engine/model/deltanet.h"
 #include "engine/model/ffn.h"
 #include "engine/model/kv.h"
@@ -62,7 +63,11 @@ struct fwd {
     int32_t n_seq, n_ctx, max_batch;
     int64_t kv_dim;          /* largest n_head_kv * head_dim of a layer */
     int64_t q_dim;           /* largest n_head * head_dim of a layer */
-    kv_cache_t *kv;          /* paged F16 K/V of every sequence */
+    kv_cache_t *kv;          /* paged K/V of every sequence (NULL: rows mode) */
+    fwd_attn_t attn;
+    int32_t exact_max_kv;    /* tokens attending more positions take flash attention */
+    attn_flash_t *fa;        /* flash attention's scratch (unless EXACT) */
+    uint8_t *path;           /* [B] ATTN_PATH_* of each token */
     ffn_t *ffn;              /* FFN / MoE scratch */
     rope_t rope_full, rope_swa; /* the rope of full-attention and window layers */
     /* scratch for max_batch tokens */
@@ -75,7 +80,6 @@ struct fwd {
     float *cs;               /* [2][B][n_rot] rope tables of the batch's positions
                                 (full-attention layers, window layers), made
                                 once per batch */
-    uint16_t *kv16;          /* [2][kv_dim]: one position's K and V as F16 */
     float *att;              /* [B][q_dim] attention output */
     void *act;               /* activation scratch of the attention and output matrices */
     float *logits;           /* [n_logits_cap][n_vocab] */
@@ -85,7 +89,7 @@ struct fwd {
     int32_t *n_kv;           /* [B] */
     int32_t *kv_start;       /* [B] first position attended (sliding window) */
     uint8_t *order;          /* [B] GX_ORDER_* of each token (see token_orders) */
-    float *attn_scratch;     /* [threads][attn_scratch_floats] */
+    float *attn_scratch;     /* [threads][attn_scratch_floats] (FWD_ATTN_EXACT) */
     fwd_tok_t *prefill;      /* [B] batch buffer of fwd_prefill */
     int64_t attn_stride;
     int32_t rot_stride;      /* floats per position in cs (largest n_rot) */
@@ -160,7 +164,11 @@ static lf_code_t kv_plan(const model_t *m, const fwd_opts_t *opts, int32_t n_seq
         .layer_swa = layer_swa,
         .n_swa = hp->n_swa,
         .max_batch = max_batch,
+        .type_k = opts ? opts->type_k : KV_F16,
+        .type_v = opts ? opts->type_v : KV_F16,
     };
+    if (fwd_check_attn(m, opts, err) != LF_OK)
+        return LF_ERR_INVALID;
     if (ko->block_tokens % ATTN_CHUNK != 0 || ko->block_tokens > 4096)
         return lf_err_set(err, LF_ERR_INVALID, "KV block of %d positions: must be a multiple of %d (at most 4096)",
                           ko->block_tokens, ATTN_CHUNK);
@@ -170,11 +178,11 @@ static lf_code_t kv_plan(const model_t *m, const fwd_opts_t *opts, int32_t n_seq
     if (opts && opts->kv_bytes > 0) {
         /* the window pool (fixed: every sequence's window) comes first,
          * then blocks of the other layers, at least one full context */
-        uint64_t dim_full = 0, dim_swa = 0;
+        uint64_t pos_full = 0, pos_swa = 0; /* bytes of one position */
         for (int l = 0; l < hp->n_layer; l++)
-            *(layer_swa[l] ? &dim_swa : &dim_full) += (uint64_t)dims[l];
-        const uint64_t per_full = 4ull * dim_full * (uint64_t)bt;
-        const uint64_t per_swa = 4ull * dim_swa * (uint64_t)bt;
+            *(layer_swa[l] ? &pos_swa : &pos_full) += kv_bytes_per_position(ko->type_k, ko->type_v, dims[l]);
+        const uint64_t per_full = pos_full * (uint64_t)bt;
+        const uint64_t per_swa = pos_swa * (uint64_t)bt;
         const uint64_t swa = (uint64_t)n_seq * (uint64_t)kv_swa_blocks_per_seq(ko) * per_swa;
         const uint64_t budget = (uint64_t)opts->kv_bytes;
         blocks = per_full ? (int64_t)((budget > swa ? budget - swa : 0) / per_full) : (int64_t)n_seq * ctx_blocks;
@@ -203,7 +211,7 @@ uint64_t fwd_kv_bytes_planned(const model_t *m, const fwd_opts_t *opts)
                                                                                : ko.n_blocks)
                                     : 0;
         for (int l = 0; l < hp->n_layer; l++) {
-            const uint64_t per = 4ull * (uint64_t)dims[l] * (uint64_t)ko.block_tokens;
+            const uint64_t per = kv_bytes_per_position(ko.type_k, ko.type_v, dims[l]) * (uint64_t)ko.block_tokens;
             bytes += per * (uint64_t)(per_seq && swa[l] ? n_w : ko.n_blocks);
         }
     }
@@ -333,7 +341,6 @@ fwd_t *fwd_create(const model_t *m, const fwd_opts_t *opts, lf_err_t *err)
     f->qg = gated ? malloc((size_t)(2 * B * f->q_dim) * sizeof(float)) : NULL;
     f->gate = gated ? malloc((size_t)(B * f->q_dim) * sizeof(float)) : NULL;
     f->cs = malloc((size_t)(2 * B * f->rot_stride) * sizeof(float));
-    f->kv16 = malloc((size_t)(2 * f->kv_dim + 1) * sizeof(uint16_t));
     f->att = malloc((size_t)(B * f->q_dim + 1) * sizeof(float));
     f->out_rows = malloc((size_t)B * sizeof(int32_t));
     f->prefill = malloc((size_t)B * sizeof *f->prefill);
@@ -341,8 +348,21 @@ fwd_t *fwd_create(const model_t *m, const fwd_opts_t *opts, lf_err_t *err)
     f->n_kv = malloc((size_t)B * sizeof *f->n_kv);
     f->kv_start = malloc((size_t)B * sizeof *f->kv_start);
     f->order = malloc((size_t)B);
-    f->attn_stride = f->kv ? attn_scratch_floats(f->n_ctx, hp->max_head_dim, hp->n_head / hp->n_head_kv)
-                           : attn_rows_scratch_floats(f->max_batch, hp->max_head_dim);
+    f->attn = opts ? opts->attn : FWD_ATTN_AUTO;
+    const bool f16 = !f->kv || (ko.type_k == KV_F16 && ko.type_v == KV_F16);
+    /* rows mode (no cache): its own attention over the batch rows */
+    f->exact_max_kv = !f->kv || f->attn == FWD_ATTN_EXACT ? f->n_ctx
+                      : f->attn == FWD_ATTN_AUTO && f16 ? (f->n_ctx < FWD_EXACT_MAX_KV ? f->n_ctx : FWD_EXACT_MAX_KV)
+                                                         : 0;
+    if (f->exact_max_kv > 0) {
+        f->attn_stride = f->kv ? attn_scratch_floats(f->exact_max_kv, hp->max_head_dim, hp->n_head / hp->n_head_kv)
+                               : attn_rows_scratch_floats(f->max_batch, hp->max_head_dim);
+        f->attn_scratch = malloc((size_t)(f->attn_stride * tpool_size(f->pool)) * sizeof(float));
+    }
+    if (f->exact_max_kv < f->n_ctx && !(f->fa = attn_flash_create(tpool_size(f->pool), f->max_batch, hp->n_head,
+                                                                   hp->n_head_kv, hp->max_head_dim, f->n_ctx, err)))
+        goto fail;
+    f->path = malloc((size_t)B);
     f->seq_n = malloc((size_t)B * sizeof *f->seq_n);
     f->pos = malloc((size_t)B * sizeof *f->pos);
     if (f->arch->post_ln)
@@ -354,7 +374,6 @@ fwd_t *fwd_create(const model_t *m, const fwd_opts_t *opts, lf_err_t *err)
         lf_err_set(err, LF_ERR_NOMEM, "out of memory for the batch buffers (%d tokens)", f->max_batch);
         goto fail;
     }
-    f->attn_scratch = malloc((size_t)(f->attn_stride * tpool_size(f->pool)) * sizeof(float));
     if (hp->n_embd_per_layer > 0) {
         f->ple = malloc((size_t)(B * hp->n_layer * hp->n_embd_per_layer) * sizeof(float));
         const int64_t P = (int64_t)hp->n_layer * hp->n_embd_per_layer;
@@ -362,9 +381,10 @@ fwd_t *fwd_create(const model_t *m, const fwd_opts_t *opts, lf_err_t *err)
     }
     const size_t act_bytes = max_act_bytes(f->w, hp->n_layer, B);
     f->act = malloc(act_bytes ? act_bytes : 1);
-    if (!f->x || !f->xn || !f->ffo || !f->q || !f->k || !f->v || (qkv_w && !f->qkv) || !f->cs || !f->kv16 ||
+    if (!f->x || !f->xn || !f->ffo || !f->q || !f->k || !f->v || (qkv_w && !f->qkv) || !f->cs ||
         !f->att || !f->out_rows || !f->act || !f->prefill || !f->blocks || !f->n_kv || !f->kv_start || !f->order ||
-        !f->attn_scratch || (gated && (!f->qg || !f->gate)) || (hp->n_embd_per_layer > 0 && (!f->ple || !f->ple_t))) {
+        !f->path || (f->exact_max_kv > 0 && !f->attn_scratch) || (gated && (!f->qg || !f->gate)) ||
+        (hp->n_embd_per_layer > 0 && (!f->ple || !f->ple_t))) {
         lf_err_set(err, LF_ERR_NOMEM, "out of memory for the batch buffers (%d tokens)", f->max_batch);
         goto fail;
     }
@@ -393,7 +413,8 @@ void fwd_free(fwd_t *f)
     free(f->v);
     free(f->qkv);
     free(f->cs);
-    free(f->kv16);
+    attn_flash_free(f->fa);
+    free(f->path);
     free(f->att);
     free(f->act);
     free(f->logits);
@@ -604,7 +625,8 @@ static void attention_layer(fwd_t *f, int layer, const fwd_tok_t *toks, const fw
         .vec_pad = f->arch->ref_2026 ? 256 : 32,
         .scale = scale,
         .order = f->order,
-        .n_ctx = f->n_ctx,
+        .path = f->path,
+        .n_ctx = f->exact_max_kv,
         .scratch = f->attn_scratch,
         .scratch_stride = f->attn_stride,
     };
@@ -613,7 +635,15 @@ static void attention_layer(fwd_t *f, int layer, const fwd_tok_t *toks, const fw
         f->n_kv[i] = mm && mm[i].attn_end > toks[i].pos + 1 ? mm[i].attn_end : toks[i].pos + 1;
         f->kv_start[i] = window > 0 && toks[i].pos + 1 > window ? toks[i].pos + 1 - window : 0;
     }
-    attn_run(f->pool, &job);
+    bool any[2] = {false, false};
+    for (int32_t i = 0; i < n; i++) {
+        f->path[i] = f->n_kv[i] <= f->exact_max_kv ? ATTN_PATH_EXACT : ATTN_PATH_FLASH;
+        any[f->path[i]] = true;
+    }
+    if (any[ATTN_PATH_EXACT])
+        attn_run(f->pool, &job);
+    if (any[ATTN_PATH_FLASH])
+        attn_flash_run(f->fa, f->pool, &job);
 }
 
 /* Splits rows of n_src floats at offset `off`, n floats each, into dst
@@ -702,9 +732,7 @@ static void qk_finish(fwd_t *f, int layer, const fwd_tok_t *toks, int32_t n)
             continue; /* K and V stay in the batch rows, in F32 */
         if (!own)
             continue;
-        fp16_row_from_fp32(k, f->kv16, KVD);
-        fp16_row_from_fp32(v, f->kv16 + KVD, KVD);
-        kv_store(f->kv, layer, toks[i].seq, toks[i].pos, f->kv16, f->kv16 + KVD);
+        kv_store_f32(f->kv, layer, toks[i].seq, toks[i].pos, k, v);
     }
 }
 
@@ -1291,6 +1319,39 @@ void fwd_state_usage(const fwd_t *f, fwd_state_usage_t *u)
 int32_t fwd_n_ctx(const fwd_t *f) { return f->n_ctx; }
 
 uint64_t fwd_kv_bytes(const fwd_t *f) { return f->kv ? kv_bytes(f->kv) : 0; }
+
+fwd_attn_t fwd_attn(const fwd_t *f) { return f->attn; }
+kv_type_t fwd_kv_type_k(const fwd_t *f) { return f->kv ? kv_type_k(f->kv) : KV_F16; }
+kv_type_t fwd_kv_type_v(const fwd_t *f) { return f->kv ? kv_type_v(f->kv) : KV_F16; }
+
+lf_code_t fwd_check_attn(const model_t *m, const fwd_opts_t *opts, lf_err_t *err)
+{
+    if (!opts)
+        return LF_OK;
+    /* the head size of every layer with a cache of its own */
+    const model_hparams_t *hp = model_hparams(m);
+    const model_weights_t *w = model_weights(m);
+    int32_t hd = 0;
+    for (int l = 0; l < hp->n_layer && hd % 32 == 0; l++)
+        if (w->layers[l].kind == MODEL_LAYER_ATTN && w->layers[l].kv_layer == l)
+            hd = w->layers[l].head_dim;
+    const kv_type_t t[2] = {opts->type_k, opts->type_v};
+    for (int i = 0; i < 2; i++) {
+        if ((unsigned)t[i] >= KV_TYPE_COUNT)
+            return lf_err_set(err, LF_ERR_INVALID, "unknown KV cache type %d", (int)t[i]);
+        if (t[i] == KV_F16)
+            continue;
+        if (opts->attn == FWD_ATTN_EXACT)
+            return lf_err_set(err, LF_ERR_INVALID,
+                              "--cache-type-%c %s needs flash attention (--flash-attn off keeps an F16 cache)",
+                              i ? 'v' : 'k', kv_type_name(t[i]));
+        if (hd % 32)
+            return lf_err_set(err, LF_ERR_INVALID,
+                              "--cache-type-%c %s needs a head size that is a multiple of 32 (this model's is %d)",
+                              i ? 'v' : 'k', kv_type_name(t[i]), hd);
+    }
+    return LF_OK;
+}
 
 void fwd_kv_usage(const fwd_t *f, int32_t *blocks_total, int32_t *blocks_used, int32_t *block_tokens)
 {

@@ -28,6 +28,7 @@
 
 #include "common/status.h"
 #include "engine/kernels/tpool.h"
+#include "engine/model/kv.h"
 #include "engine/model/model.h"
 
 typedef struct {
@@ -84,6 +85,20 @@ enum { FWD_OUT_LOGITS = 1, FWD_OUT_HIDDEN = 2 };
 
 #define FWD_KV_BLOCK_TOKENS 16
 
+/* How attention is computed (--flash-attn auto|on|off).
+ * FLASH: tiled online softmax (attn_flash.h) for every token: fast at any
+ * context length, any KV cache type; its float order is not llama.cpp's.
+ * EXACT: llama.cpp's order without flash attention (attention.h: the
+ * goldens' order, bit for bit); F16 cache only; its cost per position
+ * grows with the context (no reuse of K and V across a prompt's tokens).
+ * AUTO (the default): EXACT for a token that attends at most
+ * FWD_EXACT_MAX_KV positions with an F16 cache, FLASH otherwise: short
+ * contexts reproduce llama.cpp bit for bit, long ones stay fast. The
+ * choice depends only on the token's own position, so batch invariance,
+ * prefix caching and speculative decoding hold in every mode. */
+typedef enum { FWD_ATTN_AUTO = 0, FWD_ATTN_FLASH, FWD_ATTN_EXACT } fwd_attn_t;
+#define FWD_EXACT_MAX_KV 1024
+
 typedef struct {
     int32_t n_seq;     /* sequences held at once (server: --parallel) */
     int32_t n_ctx;     /* max tokens per sequence (<= 0: the model's) */
@@ -95,6 +110,10 @@ typedef struct {
     int64_t kv_bytes;  /* > 0: KV budget in bytes instead of kv_blocks (the
                           sliding-window pool first, the rest in blocks of
                           the other layers, at least one full context) */
+    fwd_attn_t attn;   /* 0: auto */
+    kv_type_t type_k, type_v; /* KV cache storage (0: F16); quantized types
+                          need flash attention (not EXACT) and
+                          head_dim % 32 == 0 */
     /* hybrid models (recurrent layers): snapshots of the state for prefix
      * caching (rstate.h) */
     int32_t state_snapshots;     /* slots (< 0: none; 0: about 256 MiB worth,
@@ -105,6 +124,10 @@ typedef struct {
 } fwd_opts_t;
 
 #define FWD_SNAP_INTERVAL 1024
+
+/* Whether opts' attention and cache types suit model m: LF_OK, or
+ * LF_ERR_INVALID with a message naming the option (fwd_create checks it). */
+lf_code_t fwd_check_attn(const model_t *m, const fwd_opts_t *opts, lf_err_t *err);
 
 typedef struct fwd fwd_t;
 
@@ -228,5 +251,9 @@ int32_t fwd_seq_len(const fwd_t *f, int32_t seq);
 int32_t fwd_n_ctx(const fwd_t *f);
 /* Bytes of KV cache memory allocated. */
 uint64_t fwd_kv_bytes(const fwd_t *f);
+/* The attention and the KV cache types in use. */
+fwd_attn_t fwd_attn(const fwd_t *f);
+kv_type_t fwd_kv_type_k(const fwd_t *f);
+kv_type_t fwd_kv_type_v(const fwd_t *f);
 
 #endif

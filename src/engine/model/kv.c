@@ -21,6 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/quant/fp16.h"
+#include "engine/quant/quant.h"
+
 typedef struct {
     int32_t ref;
     bool registered;
@@ -35,8 +38,8 @@ typedef struct {
 typedef struct {
     int32_t n_layer;       /* layers stored in this pool */
     int32_t n_blocks;
-    size_t block_elems;    /* sum over its layers of block_tokens * kv_dim(l) */
-    uint16_t *k, *v;
+    size_t k_block, v_block; /* bytes of a block's K (V): the sum over its layers */
+    uint8_t *k, *v;
     kv_block_t *blocks;
     int32_t free_head, n_free;
     int32_t lru_head, lru_tail, n_lru; /* head = least recently used */
@@ -59,7 +62,7 @@ struct kv_cache {
     bool has_window;
     int32_t w_per_seq;     /* kv_swa_blocks_per_seq */
     int8_t *layer_pool;    /* [n_layer] 0 or 1 */
-    size_t *layer_off;     /* [n_layer] element offset of the layer inside a block of its pool */
+    size_t *k_off, *v_off; /* [n_layer] byte offset of the layer's K (V) inside a block of its pool */
     int64_t *layer_dim;    /* [n_layer] K/V width (0: no cache) */
     kv_pool_t pool[2];
     int32_t *tokens;       /* [main n_blocks][block_tokens]: a registered block's tokens */
@@ -79,16 +82,17 @@ int32_t kv_swa_blocks_per_seq(const kv_opts_t *o)
     return (int32_t)(per < cap ? per : cap);
 }
 
-static bool pool_init(kv_pool_t *p, int32_t n_layer, size_t block_elems, int32_t n_blocks)
+static bool pool_init(kv_pool_t *p, int32_t n_layer, size_t k_block, size_t v_block, int32_t n_blocks)
 {
     p->n_layer = n_layer;
     p->n_blocks = n_blocks;
-    p->block_elems = block_elems;
+    p->k_block = k_block;
+    p->v_block = v_block;
     size_t n = (size_t)n_blocks;
     /* zeroed so that no read of a not yet written column is undefined */
-    if (p->block_elems) {
-        p->k = calloc(n * p->block_elems, sizeof(uint16_t));
-        p->v = calloc(n * p->block_elems, sizeof(uint16_t));
+    if (p->k_block) {
+        p->k = calloc(n, p->k_block);
+        p->v = calloc(n, p->v_block);
         if (!p->k || !p->v)
             return false;
     }
@@ -120,11 +124,25 @@ static void pool_free(kv_pool_t *p)
     free(p->v);
 }
 
+/* Whether every layer's K/V width is a multiple of 32 (quantized types). */
+static bool dims_of_32(const kv_opts_t *o)
+{
+    for (int32_t l = 0; l < o->n_layer; l++)
+        if ((o->layer_kv_dim ? o->layer_kv_dim[l] : o->kv_dim) % 32)
+            return false;
+    return true;
+}
+
 kv_cache_t *kv_create(const kv_opts_t *o, lf_err_t *err)
 {
     if (!o || o->n_layer <= 0 || (o->kv_dim <= 0 && !o->layer_kv_dim) || o->block_tokens <= 0 || o->block_tokens > 4096 ||
         o->n_blocks <= 0 || o->n_seq <= 0 || o->max_seq_len <= 0 || o->n_swa < 0) {
         lf_err_set(err, LF_ERR_INVALID, "invalid KV cache sizes");
+        return NULL;
+    }
+    if ((unsigned)o->type_k >= KV_TYPE_COUNT || (unsigned)o->type_v >= KV_TYPE_COUNT ||
+        ((o->type_k != KV_F16 || o->type_v != KV_F16) && (!dims_of_32(o) || o->block_tokens % 16))) {
+        lf_err_set(err, LF_ERR_INVALID, "invalid KV cache type");
         return NULL;
     }
     kv_cache_t *kv = calloc(1, sizeof *kv);
@@ -140,18 +158,21 @@ kv_cache_t *kv_create(const kv_opts_t *o, lf_err_t *err)
     kv->w_per_seq = per_seq;
     kv->o.layer_kv_dim = NULL;
     kv->layer_pool = calloc((size_t)o->n_layer, sizeof *kv->layer_pool);
-    kv->layer_off = calloc((size_t)o->n_layer, sizeof *kv->layer_off);
+    kv->k_off = calloc((size_t)o->n_layer, sizeof *kv->k_off);
+    kv->v_off = calloc((size_t)o->n_layer, sizeof *kv->v_off);
     kv->layer_dim = calloc((size_t)o->n_layer, sizeof *kv->layer_dim);
-    bool ok = kv->layer_pool && kv->layer_off && kv->layer_dim;
+    bool ok = kv->layer_pool && kv->k_off && kv->v_off && kv->layer_dim;
     int32_t n_in[2] = {0, 0};
-    size_t elems[2] = {0, 0};
+    size_t kb[2] = {0, 0}, vb[2] = {0, 0};
     for (int32_t l = 0; ok && l < o->n_layer; l++) {
         const int64_t d = o->layer_kv_dim ? o->layer_kv_dim[l] : o->kv_dim;
-        kv->layer_pool[l] = kv->has_window && o->layer_swa[l];
+        const int pl = kv->layer_pool[l] = kv->has_window && o->layer_swa[l];
         kv->layer_dim[l] = d > 0 ? d : 0;
-        kv->layer_off[l] = elems[kv->layer_pool[l]];
-        elems[kv->layer_pool[l]] += (size_t)o->block_tokens * (size_t)kv->layer_dim[l];
-        n_in[kv->layer_pool[l]] += d > 0;
+        kv->k_off[l] = kb[pl];
+        kv->v_off[l] = vb[pl];
+        kb[pl] += (size_t)o->block_tokens * qtype_row_size(kv_type_qtype(o->type_k), kv->layer_dim[l]);
+        vb[pl] += (size_t)o->block_tokens * qtype_row_size(kv_type_qtype(o->type_v), kv->layer_dim[l]);
+        n_in[pl] += d > 0;
     }
     int32_t n_w = 0;
     if (kv->has_window) {
@@ -160,8 +181,8 @@ kv_cache_t *kv_create(const kv_opts_t *o, lf_err_t *err)
                                                                     : o->n_blocks);
         kv->o.n_blocks_swa = n_w;
     }
-    ok = ok && pool_init(&kv->pool[0], n_in[0], elems[0], o->n_blocks) &&
-         (!kv->has_window || pool_init(&kv->pool[1], n_in[1], elems[1], n_w));
+    ok = ok && pool_init(&kv->pool[0], n_in[0], kb[0], vb[0], o->n_blocks) &&
+         (!kv->has_window || pool_init(&kv->pool[1], n_in[1], kb[1], vb[1], n_w));
     kv->tokens = ok ? malloc((size_t)o->n_blocks * (size_t)o->block_tokens * sizeof(int32_t)) : NULL;
     kv->seqs = ok ? calloc((size_t)o->n_seq, sizeof *kv->seqs) : NULL;
     ok = kv->tokens && kv->seqs;
@@ -172,8 +193,8 @@ kv_cache_t *kv_create(const kv_opts_t *o, lf_err_t *err)
     }
     if (!ok) {
         lf_err_set(err, LF_ERR_NOMEM, "out of memory for a KV cache of %d blocks (%.1f MiB)", o->n_blocks,
-                   ((double)o->n_blocks * (double)kv->pool[0].block_elems +
-                    (double)n_w * (double)kv->pool[1].block_elems) * 4.0 / (1 << 20));
+                   ((double)o->n_blocks * (double)(kv->pool[0].k_block + kv->pool[0].v_block) +
+                    (double)n_w * (double)(kv->pool[1].k_block + kv->pool[1].v_block)) / (1 << 20));
         kv_free(kv);
         return NULL;
     }
@@ -194,7 +215,8 @@ void kv_free(kv_cache_t *kv)
     pool_free(&kv->pool[0]);
     pool_free(&kv->pool[1]);
     free(kv->layer_pool);
-    free(kv->layer_off);
+    free(kv->k_off);
+    free(kv->v_off);
     free(kv->layer_dim);
     free(kv);
 }
@@ -211,18 +233,45 @@ int32_t kv_blocks_in_use_swa(const kv_cache_t *kv) { return kv->has_window ? poo
 
 uint64_t kv_bytes(const kv_cache_t *kv)
 {
-    return 2ull * 2ull *
-           ((uint64_t)kv->pool[0].n_blocks * kv->pool[0].block_elems +
-            (uint64_t)kv->pool[1].n_blocks * kv->pool[1].block_elems);
+    return (uint64_t)kv->pool[0].n_blocks * (kv->pool[0].k_block + kv->pool[0].v_block) +
+           (uint64_t)kv->pool[1].n_blocks * (kv->pool[1].k_block + kv->pool[1].v_block);
 }
 
 uint64_t kv_bytes_in_use(const kv_cache_t *kv)
 {
-    uint64_t b = (uint64_t)pool_in_use(&kv->pool[0]) * kv->pool[0].block_elems;
+    uint64_t b = (uint64_t)pool_in_use(&kv->pool[0]) * (kv->pool[0].k_block + kv->pool[0].v_block);
     if (kv->has_window)
-        b += (uint64_t)pool_in_use(&kv->pool[1]) * kv->pool[1].block_elems;
-    return 2ull * 2ull * b;
+        b += (uint64_t)pool_in_use(&kv->pool[1]) * (kv->pool[1].k_block + kv->pool[1].v_block);
+    return b;
 }
+
+static const struct {
+    const char *name;
+    qtype_t qtype;
+} kv_types[KV_TYPE_COUNT] = {{"f16", QTYPE_F16}, {"q8_0", QTYPE_Q8_0}, {"q4_0", QTYPE_Q4_0}};
+
+const char *kv_type_name(kv_type_t t) { return (unsigned)t < KV_TYPE_COUNT ? kv_types[t].name : "?"; }
+
+qtype_t kv_type_qtype(kv_type_t t) { return (unsigned)t < KV_TYPE_COUNT ? kv_types[t].qtype : QTYPE_F16; }
+
+bool kv_type_parse(const char *s, kv_type_t *out)
+{
+    for (int t = 0; s && t < KV_TYPE_COUNT; t++)
+        if (!strcmp(s, kv_types[t].name)) {
+            *out = (kv_type_t)t;
+            return true;
+        }
+    return false;
+}
+
+uint64_t kv_bytes_per_position(kv_type_t type_k, kv_type_t type_v, int64_t kv_dim)
+{
+    return (uint64_t)qtype_row_size(kv_type_qtype(type_k), kv_dim) +
+           (uint64_t)qtype_row_size(kv_type_qtype(type_v), kv_dim);
+}
+
+kv_type_t kv_type_k(const kv_cache_t *kv) { return kv->o.type_k; }
+kv_type_t kv_type_v(const kv_cache_t *kv) { return kv->o.type_v; }
 
 bool kv_fits_new(const kv_cache_t *kv, int32_t n_tokens)
 {
@@ -565,12 +614,12 @@ void kv_seq_commit(kv_cache_t *kv, int32_t seq, const int32_t *tokens, int32_t l
         s->committed = full;
 }
 
-/* The pool, its block and the element offset of (layer, table entry of
- * seq holding pos, column). */
-static size_t elem_offset(const kv_cache_t *kv, int32_t layer, int32_t block, int32_t col)
+/* Layer `layer` of block `block`: the bytes of its K (is_v false) or V. */
+static uint8_t *block_part(const kv_cache_t *kv, int32_t layer, int32_t block, bool is_v)
 {
     const kv_pool_t *p = &kv->pool[kv->layer_pool[layer]];
-    return (size_t)block * p->block_elems + kv->layer_off[layer] + (size_t)col;
+    const size_t bb = is_v ? p->v_block : p->k_block;
+    return (is_v ? p->v : p->k) + (size_t)block * bb + (is_v ? kv->v_off : kv->k_off)[layer];
 }
 
 int64_t kv_layer_dim(const kv_cache_t *kv, int32_t layer)
@@ -580,12 +629,22 @@ int64_t kv_layer_dim(const kv_cache_t *kv, int32_t layer)
 
 const uint16_t *kv_block_k(const kv_cache_t *kv, int32_t block, int32_t layer)
 {
-    return kv->pool[kv->layer_pool[layer]].k + elem_offset(kv, layer, block, 0);
+    return (const uint16_t *)(const void *)block_part(kv, layer, block, false);
 }
 
 const uint16_t *kv_block_v(const kv_cache_t *kv, int32_t block, int32_t layer)
 {
-    return kv->pool[kv->layer_pool[layer]].v + elem_offset(kv, layer, block, 0);
+    return (const uint16_t *)(const void *)block_part(kv, layer, block, true);
+}
+
+const void *kv_block_k_data(const kv_cache_t *kv, int32_t block, int32_t layer)
+{
+    return block_part(kv, layer, block, false);
+}
+
+const void *kv_block_v_data(const kv_cache_t *kv, int32_t block, int32_t layer)
+{
+    return block_part(kv, layer, block, true);
 }
 
 const int32_t *kv_seq_table(const kv_cache_t *kv, int32_t seq, int32_t layer)
@@ -595,29 +654,102 @@ const int32_t *kv_seq_table(const kv_cache_t *kv, int32_t seq, int32_t layer)
     return kv->layer_pool[layer] ? kv->seqs[seq].wblocks : kv->seqs[seq].blocks;
 }
 
-void kv_store(kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos, const uint16_t *k, const uint16_t *v)
+/* Bytes of one 32-dimension block of a quantized chunk (kv.h): 16 F16
+ * scales, then the values transposed (Q8_0: 32 x 16 int8; Q4_0: 16 x 16
+ * bytes, byte [j][l] holding dimension j in its low nibble and j + 16 in
+ * its high one, as block_q4_0.qs[j] does). */
+static size_t chunk_block_bytes(kv_type_t t) { return t == KV_Q8_0 ? 16 * 2 + 32 * 16 : 16 * 2 + 16 * 16; }
+
+enum { KV_CHUNK = 16, KV_PIECE = 64 }; /* positions per chunk; blocks converted at a time */
+
+/* One part (K or V) of position pos: transposed F16 (a scatter over the
+ * block's columns) or quantized into its chunk (a scatter over the lanes). */
+static void store_part(kv_cache_t *kv, int32_t layer, int32_t block, int32_t col, bool is_v, const uint16_t *h,
+                       const float *x)
 {
     const int32_t B = kv->o.block_tokens;
-    const kv_pool_t *p = &kv->pool[kv->layer_pool[layer]];
-    const size_t off = elem_offset(kv, layer, kv_seq_table(kv, seq, layer)[pos / B], pos % B);
-    uint16_t *kd = p->k + off, *vd = p->v + off;
-    for (int64_t c = 0; c < kv->layer_dim[layer]; c++) {
-        kd[(size_t)c * (size_t)B] = k[c];
-        vd[(size_t)c * (size_t)B] = v[c];
+    const int64_t D = kv->layer_dim[layer];
+    const kv_type_t t = is_v ? kv->o.type_v : kv->o.type_k;
+    uint8_t *base = block_part(kv, layer, block, is_v);
+    if (t == KV_F16) {
+        uint16_t *d = (uint16_t *)(void *)base + col;
+        for (int64_t c = 0; c < D; c++)
+            d[(size_t)c * (size_t)B] = h ? h[c] : fp16_from_fp32(x[c]);
+        return;
     }
+    const size_t cb = chunk_block_bytes(t), nb = (size_t)D / 32, lane = (size_t)(col % KV_CHUNK);
+    uint8_t *chunk = base + (size_t)(col / KV_CHUNK) * nb * cb;
+    uint8_t q[KV_PIECE * 34];
+    float tmp[KV_PIECE * 32];
+    for (size_t b0 = 0; b0 < nb; b0 += KV_PIECE) {
+        const size_t n = nb - b0 < KV_PIECE ? nb - b0 : KV_PIECE;
+        const float *src = x + b0 * 32;
+        if (h) {
+            for (size_t i = 0; i < n * 32; i++)
+                tmp[i] = fp16_to_fp32(h[b0 * 32 + i]);
+            src = tmp;
+        }
+        quant_quantize_row(kv_type_qtype(t), src, q, (int64_t)n * 32);
+        const size_t qb = t == KV_Q8_0 ? 34 : 18;
+        for (size_t b = 0; b < n; b++) {
+            const uint8_t *blk = q + b * qb;
+            uint8_t *dst = chunk + (b0 + b) * cb;
+            memcpy(dst + lane * 2, blk, 2);
+            for (int j = 0; j < (t == KV_Q8_0 ? 32 : 16); j++)
+                dst[32 + (size_t)j * KV_CHUNK + lane] = blk[2 + j];
+        }
+    }
+}
+
+static void load_part(const kv_cache_t *kv, int32_t layer, int32_t block, int32_t col, bool is_v, uint16_t *h)
+{
+    const int32_t B = kv->o.block_tokens;
+    const int64_t D = kv->layer_dim[layer];
+    const kv_type_t t = is_v ? kv->o.type_v : kv->o.type_k;
+    const uint8_t *base = block_part(kv, layer, block, is_v);
+    if (t == KV_F16) {
+        const uint16_t *d = (const uint16_t *)(const void *)base + col;
+        for (int64_t c = 0; c < D; c++)
+            h[c] = d[(size_t)c * (size_t)B];
+        return;
+    }
+    const size_t cb = chunk_block_bytes(t), nb = (size_t)D / 32, lane = (size_t)(col % KV_CHUNK);
+    const uint8_t *chunk = base + (size_t)(col / KV_CHUNK) * nb * cb;
+    const size_t qb = t == KV_Q8_0 ? 34 : 18;
+    uint8_t blk[34];
+    float tmp[32];
+    for (size_t b = 0; b < nb; b++) {
+        const uint8_t *src = chunk + b * cb;
+        memcpy(blk, src + lane * 2, 2);
+        for (size_t j = 0; j + 2 < qb; j++)
+            blk[2 + j] = src[32 + j * KV_CHUNK + lane];
+        quant_dequantize_row(kv_type_qtype(t), blk, tmp, 32);
+        for (int j = 0; j < 32; j++)
+            h[b * 32 + (size_t)j] = fp16_from_fp32(tmp[j]);
+    }
+}
+
+void kv_store(kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos, const uint16_t *k, const uint16_t *v)
+{
+    const int32_t B = kv->o.block_tokens, block = kv_seq_table(kv, seq, layer)[pos / B];
+    store_part(kv, layer, block, pos % B, false, k, NULL);
+    store_part(kv, layer, block, pos % B, true, v, NULL);
+}
+
+void kv_store_f32(kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos, const float *k, const float *v)
+{
+    const int32_t B = kv->o.block_tokens, block = kv_seq_table(kv, seq, layer)[pos / B];
+    store_part(kv, layer, block, pos % B, false, NULL, k);
+    store_part(kv, layer, block, pos % B, true, NULL, v);
 }
 
 void kv_load(const kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos, uint16_t *k, uint16_t *v)
 {
-    const int32_t B = kv->o.block_tokens;
-    const kv_pool_t *p = &kv->pool[kv->layer_pool[layer]];
-    const size_t off = elem_offset(kv, layer, kv_seq_table(kv, seq, layer)[pos / B], pos % B);
-    for (int64_t c = 0; c < kv->layer_dim[layer]; c++) {
-        if (k)
-            k[c] = p->k[off + (size_t)c * (size_t)B];
-        if (v)
-            v[c] = p->v[off + (size_t)c * (size_t)B];
-    }
+    const int32_t B = kv->o.block_tokens, block = kv_seq_table(kv, seq, layer)[pos / B];
+    if (k)
+        load_part(kv, layer, block, pos % B, false, k);
+    if (v)
+        load_part(kv, layer, block, pos % B, true, v);
 }
 
 bool kv_seq_block_key(const kv_cache_t *kv, int32_t seq, int32_t idx, int32_t *block, uint32_t *gen)

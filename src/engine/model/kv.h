@@ -67,6 +67,31 @@
 #include <stdint.h>
 
 #include "common/status.h"
+#include "engine/quant/qtype.h"
+
+/* Storage type of the cached K (or V) values (--cache-type-k / -v, named
+ * as llama.cpp names them). F16 K and V are stored transposed (above).
+ * Q8_0 and Q4_0 hold what llama.cpp's do, in the same bytes: each
+ * position's kv_dim values are quantized as one row in blocks of 32
+ * dimensions (one F16 scale and 32 8-bit or 4-bit integers per block, as
+ * ggml's CPU backend quantizes a row), so kv_dim must be a multiple of 32
+ * and a head starts on a block boundary when head_dim is. Only the byte
+ * order differs, for attention: a block's positions are taken 16 at a
+ * time (a chunk; block_tokens is a multiple of 16), and in a chunk each
+ * 32-dimension block is its 16 scales followed by its integers transposed
+ * ([dimension][position]: Q8_0 32 x 16 bytes; Q4_0 16 x 16 bytes, byte
+ * [j][l] holding dimension j in its low nibble and j + 16 in its high
+ * one), so that one dimension of 16 positions is one load, as for F16. */
+typedef enum { KV_F16 = 0, KV_Q8_0, KV_Q4_0, KV_TYPE_COUNT } kv_type_t;
+
+/* "f16", "q8_0", "q4_0". */
+const char *kv_type_name(kv_type_t t);
+/* The GGUF type of its values (QTYPE_F16, QTYPE_Q8_0, QTYPE_Q4_0). */
+qtype_t kv_type_qtype(kv_type_t t);
+/* Parses a name of kv_type_name; false if unknown. */
+bool kv_type_parse(const char *s, kv_type_t *out);
+/* Bytes of one position's K and V of one layer. */
+uint64_t kv_bytes_per_position(kv_type_t type_k, kv_type_t type_v, int64_t kv_dim);
 
 typedef struct {
     int32_t n_layer;
@@ -85,6 +110,7 @@ typedef struct {
                               n_seq sequences, see kv_swa_blocks_per_seq) */
     int32_t max_batch;     /* most positions a sequence appends at once (sizes
                               the window pool; <= 0: 512) */
+    kv_type_t type_k, type_v; /* storage types (0: F16) */
 } kv_opts_t;
 
 /* Window blocks one sequence can hold at most: its window plus a batch,
@@ -171,7 +197,11 @@ void kv_seq_commit(kv_cache_t *kv, int32_t seq, const int32_t *tokens, int32_t l
 /* Stores position pos of seq for layer `layer` (pos < reserved length):
  * k and v are its kv_dim F16 values, scattered into the block's columns. */
 void kv_store(kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos, const uint16_t *k, const uint16_t *v);
-/* Gathers what kv_store stored (kv_dim values each; k or v may be NULL). */
+/* The same from float values, converted to the cache's types (F16 rounded
+ * to nearest even; quantized as ggml's CPU backend quantizes a row). */
+void kv_store_f32(kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos, const float *k, const float *v);
+/* Gathers what kv_store stored (kv_dim values each; k or v may be NULL);
+ * quantized values are dequantized and rounded to F16. */
 void kv_load(const kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos, uint16_t *k, uint16_t *v);
 
 /* The block table of seq (kv_seq_len rounded up entries) in the main pool. */
@@ -184,5 +214,12 @@ const int32_t *kv_seq_table(const kv_cache_t *kv, int32_t seq, int32_t layer);
  * described above. */
 const uint16_t *kv_block_k(const kv_cache_t *kv, int32_t block, int32_t layer);
 const uint16_t *kv_block_v(const kv_cache_t *kv, int32_t block, int32_t layer);
+/* The same part of any type: the transposed F16 matrix above, or the
+ * quantized chunks described with kv_type_t (block_tokens / 16 chunks of
+ * kv_dim / 32 blocks each). */
+const void *kv_block_k_data(const kv_cache_t *kv, int32_t block, int32_t layer);
+const void *kv_block_v_data(const kv_cache_t *kv, int32_t block, int32_t layer);
+kv_type_t kv_type_k(const kv_cache_t *kv);
+kv_type_t kv_type_v(const kv_cache_t *kv);
 
 #endif

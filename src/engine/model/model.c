@@ -633,6 +633,30 @@ int64_t model_state_floats(const model_t *m, int l)
     return 0;
 }
 
+int32_t model_ctx_max(const model_t *m, char *why, size_t cap)
+{
+    const model_hparams_t *hp = model_hparams(m);
+    int64_t lim = hp->n_ctx_train > 0 ? hp->n_ctx_train : (1 << 24);
+    const bool scaled = hp->rope_scaling != MODEL_ROPE_SCALE_NONE && hp->rope_freq_scale > 0.0f &&
+                        hp->rope_freq_scale < 1.0f;
+    const double f = scaled ? 1.0 / (double)hp->rope_freq_scale : 1.0;
+    const int64_t orig = hp->n_ctx_orig > 0 ? hp->n_ctx_orig : hp->n_ctx_train;
+    const int64_t ext = scaled ? (int64_t)((double)orig * f + 0.5) : 0;
+    if (ext > lim)
+        lim = ext;
+    if (lim > (1 << 24))
+        lim = 1 << 24;
+    if (why && cap) {
+        if (scaled && ext >= lim)
+            snprintf(why, cap, "%s rope scaling by %g of its %lld trained positions",
+                     hp->rope_scaling == MODEL_ROPE_SCALE_YARN ? "its YaRN" : "its linear", f, (long long)orig);
+        else if (scaled)
+            snprintf(why, cap, "its context_length, its rope scaling included");
+        else
+            snprintf(why, cap, "the context it was trained for; its file has no rope scaling that extends it");
+    }
+    return (int32_t)lim;
+}
 uint64_t model_state_bytes(const model_t *m)
 {
     uint64_t n = 0;

@@ -252,6 +252,13 @@ uint64_t model_decode_bytes(const model_t *m);
 void model_pack_info(const model_t *m, int *n_packed, size_t *bytes);
 /* The architecture's description (arch.h). */
 const arch_desc_t *model_arch(const model_t *m);
+/* The longest context the file supports (issue 30): the length it was
+ * trained for (context_length), or longer where its rope scaling says so:
+ * linear or YaRN scaling by f extends rope.scaling.original_context_length
+ * (default: context_length) to f times it. Models whose long context is
+ * already context_length (llama3's rope_freqs, LongRoPE) report it as is.
+ * Describes the limit in why (cap bytes; may be NULL). */
+int32_t model_ctx_max(const model_t *m, char *why, size_t cap);
 /* Bytes of KV cache per token of context (the layers with a cache of their
  * own, K and V, F16). */
 uint64_t model_kv_bytes_per_token(const model_t *m);

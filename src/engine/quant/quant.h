@@ -37,7 +37,7 @@
 bool quant_can_dequantize(qtype_t t);
 void quant_dequantize_row(qtype_t t, const void *src, float *dst, int64_t n);
 
-/* F32, F16, BF16, Q8_0, Q8_1, Q8_K. */
+/* F32, F16, BF16, Q8_0, Q8_1, Q8_K, Q4_0 (the KV cache type). */
 bool quant_can_quantize(qtype_t t);
 void quant_quantize_row(qtype_t t, const float *src, void *dst, int64_t n);
 

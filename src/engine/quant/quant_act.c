@@ -89,6 +89,29 @@ static void quantize_q8_0(const float *x, block_q8_0 *y, int64_t nb)
     }
 }
 
+/* Q4_0: ggml's CPU backend uses quantize_row_q4_0_ref (no SIMD branch):
+ * d = (the value of largest magnitude) / -8, q = min(15, (int8)(x / d + 8.5)).
+ * Used for the KV cache (kv.h), where llama.cpp's ggml_cpy does the same. */
+static void quantize_q4_0(const float *x, block_q4_0 *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, x += QK4_0) {
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < QK4_0; j++)
+            if (amax < fabsf(x[j])) {
+                amax = fabsf(x[j]);
+                max = x[j];
+            }
+        const float d = max / -8;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = fp16_from_fp32(d);
+        for (int j = 0; j < QK4_0 / 2; j++) {
+            const int8_t a = (int8_t)(x[j] * id + 8.5f), b = (int8_t)(x[QK4_0 / 2 + j] * id + 8.5f);
+            const uint8_t x0 = (uint8_t)(a < 15 ? a : 15), x1 = (uint8_t)(b < 15 ? b : 15);
+            y[i].qs[j] = (uint8_t)(x0 | x1 << 4);
+        }
+    }
+}
+
 static void quantize_q8_1(const float *x, block_q8_1 *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, x += QK8_1) {
@@ -152,7 +175,7 @@ bool quant_can_quantize(qtype_t t)
 {
     switch (t) {
     case QTYPE_F32: case QTYPE_F16: case QTYPE_BF16:
-    case QTYPE_Q8_0: case QTYPE_Q8_1: case QTYPE_Q8_K:
+    case QTYPE_Q8_0: case QTYPE_Q8_1: case QTYPE_Q8_K: case QTYPE_Q4_0:
         return true;
     default:
         return false;
@@ -169,6 +192,7 @@ void quant_quantize_row(qtype_t t, const float *src, void *dst, int64_t n)
     case QTYPE_F16: fp16_row_from_fp32(src, dst, n); break;
     case QTYPE_BF16: bf16_row_from_fp32(src, dst, n); break;
     case QTYPE_Q8_0: quantize_q8_0(src, dst, nb); break;
+    case QTYPE_Q4_0: quantize_q4_0(src, dst, nb); break;
     case QTYPE_Q8_1: quantize_q8_1(src, dst, nb); break;
     case QTYPE_Q8_K: quantize_q8_K(src, dst, nb); break;
     default: assert(!"unsupported type"); break;

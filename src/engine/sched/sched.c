@@ -1040,11 +1040,14 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
         s->o.max_queue = 0;
     fwd_opts_t fo = {.n_seq = s->o.n_parallel, .n_ctx = s->o.n_ctx,
                      .max_batch = s->o.batch_tokens, .n_threads = s->o.n_threads,
-                     .state_snapshots = s->o.state_snapshots};
+                     .state_snapshots = s->o.state_snapshots,
+                     .attn = s->o.attn, .type_k = s->o.type_k, .type_v = s->o.type_v};
     /* MiB -> bytes; forward keeps at least one full context so a lone
      * sequence always fits (sliding-window layers: their window) */
     if (s->o.kv_mb > 0)
         fo.kv_bytes = s->o.kv_mb > ((int64_t)1 << 40) ? (int64_t)1 << 60 : s->o.kv_mb << 20;
+    if (s->o.kv_bytes > 0)
+        fo.kv_bytes = s->o.kv_bytes;
     s->fwd = fwd_create(m, &fo, err);
     if (!s->fwd) {
         free(s);
@@ -1178,6 +1181,9 @@ void sched_stats(sched_t *s, sched_stats_t *out)
         if (s->slots[i])
             out->seq_tokens += s->slots[i]->n_past;
     fwd_kv_usage_bytes(s->fwd, &out->kv_bytes, &out->kv_used_bytes);
+    out->kv_type_k = fwd_kv_type_k(s->fwd);
+    out->kv_type_v = fwd_kv_type_v(s->fwd);
+    out->attn = fwd_attn(s->fwd);
     fwd_state_usage_t su;
     fwd_state_usage(s->fwd, &su);
     out->state_per_seq_bytes = su.per_seq_bytes;

@@ -55,6 +55,7 @@
 
 #include "common/status.h"
 #include "engine/sample/logprob.h"
+#include "engine/model/forward.h"
 #include "engine/model/model.h"
 #include "engine/sample/sampler.h"
 #include "engine/sched/spec.h"
@@ -68,10 +69,14 @@ typedef struct {
     int32_t chan_cap;     /* events a channel holds (<= 0: 64) */
     int64_t kv_mb;        /* KV cache budget in MiB (<= 0: n_parallel x n_ctx
                              positions); at least one full context */
+    int64_t kv_bytes;     /* > 0: the budget in bytes instead of kv_mb */
     int32_t state_snapshots; /* hybrid models: state snapshot slots for the
                                 prefix cache (0: the engine's default, < 0:
                                 none; forward.h) */
     int64_t image_cache_mb; /* encoded-image cache (vis_cache.h) in MiB (<= 0: none) */
+    /* ---- long context (issue 30, forward.h) ---- */
+    fwd_attn_t attn;      /* --flash-attn (0: auto) */
+    kv_type_t type_k, type_v; /* KV cache storage (0: F16) */
     /* ---- speculative decoding (issue 27, spec.h) ---- */
     bool spec_ngram;      /* every job also drafts from n-grams */
     int32_t spec_k_max;   /* most drafts per step and sequence (<= 0: SPEC_K_MAX) */
@@ -199,6 +204,8 @@ typedef struct {
     uint64_t kv_bytes;        /* KV memory allocated */
     uint64_t kv_used_bytes;   /* of which held by sequences (sliding-window
                                  layers hold their window only) */
+    kv_type_t kv_type_k, kv_type_v; /* storage of K and V */
+    fwd_attn_t attn;          /* attention mode */
     uint64_t prompt_tokens;   /* total prompt tokens */
     uint64_t cached_tokens;   /* of which reused from the prefix cache */
     uint64_t gen_tokens;      /* total tokens generated */

@@ -452,21 +452,23 @@ void gen_run(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t *
         if (mt < 0) {
             mt = n_ctx - (int32_t)n_prompts[i];
             if (mt < 1) {
-                char msg[300];
+                char msg[600];
                 snprintf(msg, sizeof msg,
-                         "This model's maximum context length is %d tokens. However, your prompt has %zu tokens, "
-                         "which leaves no room for a completion. Please reduce the length of the %s.",
-                         n_ctx, n_prompts[i], chat ? "messages" : "prompt");
+                         "This model's maximum context length is %d tokens%s%s%s. However, your prompt has %zu "
+                         "tokens, which leaves no room for a completion. Please reduce the length of the %s.",
+                         n_ctx, s->ctx_why[0] ? " (" : "", s->ctx_why, s->ctx_why[0] ? ")" : "", n_prompts[i],
+                         chat ? "messages" : "prompt");
                 gen_fail(fmt, r, 400, msg, chat ? "messages" : "prompt", "context_length_exceeded");
                 goto out;
             }
         }
         if ((int64_t)n_prompts[i] + mt > n_ctx) {
-            char msg[400];
+            char msg[700];
             snprintf(msg, sizeof msg,
-                     "This model's maximum context length is %d tokens. However, you requested %lld tokens "
+                     "This model's maximum context length is %d tokens%s%s%s. However, you requested %lld tokens "
                      "(%zu in the %s, %d in the completion). Please reduce the length of the %s or completion.",
-                     n_ctx, (long long)n_prompts[i] + mt, n_prompts[i], chat ? "messages" : "prompt", mt,
+                     n_ctx, s->ctx_why[0] ? " (" : "", s->ctx_why, s->ctx_why[0] ? ")" : "",
+                     (long long)n_prompts[i] + mt, n_prompts[i], chat ? "messages" : "prompt", mt,
                      chat ? "messages" : "prompt");
             gen_fail(fmt, r, 400, msg, chat ? "messages" : "prompt", "context_length_exceeded");
             goto out;

@@ -302,11 +302,29 @@ int srv_run(srv_config_t *cfg)
         fprintf(stderr, "llm-fcgi: draft model %s (%.1f M parameters)\n", cfg->model_draft,
                 (double)model_hparams(s.draft_model)->n_params / 1e6);
     }
+    char model_why[160];
+    const int32_t ctx_max = model_ctx_max(s.model, model_why, sizeof model_why);
+    if (cfg->ctx_size > ctx_max) {
+        /* beyond the training length only where rope scaling allows it;
+         * longer requests get a 400 that says so */
+        fprintf(stderr, "llm-fcgi: --ctx-size %d is beyond what this model supports; using %d (%s)\n",
+                cfg->ctx_size, ctx_max, model_why);
+        cfg->ctx_size = ctx_max;
+    }
+    if (cfg->ctx_size == ctx_max)
+        snprintf(s.ctx_why, sizeof s.ctx_why, "the longest this model supports: %s", model_why);
+    else if (cfg->ctx_size > 0)
+        snprintf(s.ctx_why, sizeof s.ctx_why, "the server's --ctx-size; the model supports up to %d", ctx_max);
     if (cfg->ctx_size <= 0) {
         /* the model's training context, capped so a default start does not
          * allocate gigabytes of KV cache */
         int32_t train = model_hparams(s.model)->n_ctx_train;
         cfg->ctx_size = train > 0 && train < 4096 ? train : 4096;
+        if (cfg->ctx_size > ctx_max)
+            cfg->ctx_size = ctx_max;
+        snprintf(s.ctx_why, sizeof s.ctx_why, "the server's default context; --ctx-size up to %d", ctx_max);
+        if (cfg->ctx_size == ctx_max)
+            snprintf(s.ctx_why, sizeof s.ctx_why, "the longest this model supports: %s", model_why);
     }
     if (cfg->media.mmproj_path && *cfg->media.mmproj_path) {
         /* image input: the projector, checked against the text model */
@@ -334,6 +352,7 @@ int srv_run(srv_config_t *cfg)
     sched_opts_t so = {.n_parallel = cfg->parallel, .n_ctx = cfg->ctx_size, .max_queue = cfg->max_queue,
                        .batch_tokens = cfg->batch_tokens, .n_threads = cfg->threads,
                        .kv_mb = cfg->kv_cache_mb, .state_snapshots = cfg->state_snapshots,
+                       .attn = cfg->flash_attn, .type_k = cfg->cache_type_k, .type_v = cfg->cache_type_v,
                        .spec_ngram = cfg->spec && !strcmp(cfg->spec, "ngram"),
                        .spec_off = cfg->spec && !strcmp(cfg->spec, "none"),
                        .spec_k_max = cfg->spec_draft_max, .spec_row_cost = cfg->spec_row_cost,

@@ -1,0 +1,463 @@
+/* attn_flash.c - flash attention: query tiles, KV tiles, segments, items.
+ *
+ * A row is one (token, query head). An item is a set of rows (up to
+ * FA_QTOK tokens of one sequence, consecutive in the batch, times heads
+ * h0 .. h0 + nh - 1 of one KV head) and a range of segments. For each
+ * segment the item starts every row from m = -inf, l = 0, o = 0 and walks
+ * the segment's tiles of FA_TILE positions: scores of all rows against the
+ * tile's chunks (qk), per row the mask, maximum, rescale and exp (rows for
+ * which the tile holds none of their positions are left alone: their
+ * probabilities are zeros), then o += P.V (pv). A segment's result is
+ * folded into the row's total in segment order (fold), or, when segments
+ * are items of their own (split), stored and folded by a second pass in
+ * the same order with the same function: the bits are the same.
+ */
+#include "engine/model/attn_flash.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/model/attn_flash_kern.h"
+#include "engine/model/kv.h"
+#include "engine/quant/fp16.h"
+
+/* Whether token t is this file's to compute (attn_job_t.path). */
+#define FLASH_TOK(job, t) (!(job)->path || (job)->path[t] == ATTN_PATH_FLASH)
+
+enum {
+    FA_CHUNK = 16,
+    FA_TCH = FA_TILE / FA_CHUNK, /* chunks per tile */
+    FA_ROWS = 64,                /* target rows of a query tile */
+    FA_QTOK = 32,                /* most tokens of a query tile */
+};
+
+typedef struct {
+    int32_t t0, nt;   /* batch tokens t0 .. t0 + nt - 1 (one sequence) */
+    int32_t kvh;      /* KV head */
+    int32_t h0, nh;   /* query heads */
+    int32_t seg;      /* split: the one segment; -1: all of them */
+    int64_t cost;
+} fa_item_t;
+
+/* Per-thread scratch (floats unless said otherwise). */
+typedef struct {
+    float *q;         /* [rows][hd] q * scale */
+    float *s;         /* [rows][FA_TILE] scores, then probabilities */
+    float *o, *ot;    /* [rows][hd] segment output, total */
+    float *m, *l, *mt, *lt; /* [rows] */
+    int32_t *lo, *hi; /* [rows] positions attended */
+    float *kbuf;      /* [FA_TCH][hd][16] K chunks as floats */
+    float *vbuf;      /* [FA_TCH][hd][16] V chunks as floats */
+} fa_scr_t;
+
+struct attn_flash {
+    int32_t n_head, n_head_kv, hd, rows, qtok;
+    int32_t n_threads;
+    fa_item_t *items;
+    int32_t items_cap;
+    float *split;     /* partials: [token][head][segment][hd + 2] */
+    int64_t split_cap;
+    float *scratch;
+    int64_t scr_stride;
+    float *zeros;     /* a chunk of zeros (a block given back by a window) */
+    /* the running job */
+    const attn_job_t *job;
+    const fa_kern_t *K;
+    int32_t n_items, n_seg_max;
+    bool use_split;
+    atomic_int next;
+};
+
+static int64_t al16(int64_t n) { return (n + 15) & ~(int64_t)15; }
+
+static int64_t scratch_floats(int32_t rows, int32_t hd, fa_scr_t *s, float *base)
+{
+    const int64_t sz[] = {rows * hd, rows * FA_TILE, rows * hd, rows * hd, rows, rows, rows, rows, rows, rows,
+                          FA_TCH * 16 * hd, FA_TCH * 16 * hd};
+    float *p[12];
+    int64_t off = 0;
+    for (int i = 0; i < 12; i++) {
+        p[i] = base ? base + off : NULL;
+        off += al16(sz[i]);
+    }
+    if (s)
+        *s = (fa_scr_t){p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], (int32_t *)(void *)p[8],
+                        (int32_t *)(void *)p[9], p[10], p[11]};
+    return off;
+}
+
+/* Tokens of a query tile when n_rep query heads share a KV head. */
+static int32_t qtok_for(int32_t n_rep)
+{
+    return FA_ROWS / n_rep < 1 ? 1 : FA_ROWS / n_rep > FA_QTOK ? FA_QTOK : FA_ROWS / n_rep;
+}
+
+attn_flash_t *attn_flash_create(int32_t n_threads, int32_t max_batch, int32_t n_head, int32_t n_head_kv,
+                                int32_t head_dim, int32_t n_ctx, lf_err_t *err)
+{
+    attn_flash_t *fa = calloc(1, sizeof *fa);
+    if (!fa) {
+        lf_err_set(err, LF_ERR_NOMEM, "out of memory for attention");
+        return NULL;
+    }
+    /* layers may differ in KV heads and head size (each job sets its own,
+     * attn_flash_run): room for the most rows of any grouping */
+    int32_t rows_cap = 0;
+    for (int32_t n_rep = 1; n_rep <= n_head; n_rep++) {
+        const int32_t r = qtok_for(n_rep) * n_rep;
+        rows_cap = r > rows_cap ? r : rows_cap;
+    }
+    (void)n_head_kv;
+    fa->n_head = n_head;
+    fa->n_head_kv = n_head;
+    fa->hd = head_dim;
+    fa->rows = rows_cap;
+    fa->n_threads = n_threads < 1 ? 1 : n_threads;
+    /* partials for a few decode tokens at full context */
+    const int64_t n_seg = (n_ctx + FA_SEG - 1) / FA_SEG;
+    fa->split_cap = (int64_t)4 * n_head * n_seg * (head_dim + 2);
+    if (fa->split_cap < (1 << 18))
+        fa->split_cap = 1 << 18;
+    fa->items_cap = max_batch * n_head + (int32_t)(fa->split_cap / (head_dim + 2)) + 1;
+    fa->scr_stride = al16(scratch_floats(fa->rows, head_dim, NULL, NULL));
+    fa->items = malloc((size_t)fa->items_cap * sizeof *fa->items);
+    fa->split = malloc((size_t)fa->split_cap * sizeof(float));
+    fa->scratch = aligned_alloc(64, (size_t)(fa->scr_stride * fa->n_threads) * sizeof(float));
+    fa->zeros = calloc((size_t)FA_CHUNK * (size_t)head_dim, sizeof(float));
+    if (!fa->items || !fa->split || !fa->scratch || !fa->zeros) {
+        attn_flash_free(fa);
+        lf_err_set(err, LF_ERR_NOMEM, "out of memory for attention");
+        return NULL;
+    }
+    return fa;
+}
+
+void attn_flash_free(attn_flash_t *fa)
+{
+    if (!fa)
+        return;
+    free(fa->items);
+    free(fa->split);
+    free(fa->scratch);
+    free(fa->zeros);
+    free(fa);
+}
+
+/* ---- one row's bookkeeping -------------------------------------------- */
+
+/* Folds a segment's (m, l, o) into the total (mt, lt, ot); an empty total
+ * (mt = -inf) takes it as it is. */
+static void fold(float *mt, float *lt, float *ot, float m, float l, const float *o, int hd)
+{
+    if (*mt == -INFINITY) {
+        *mt = m;
+        *lt = l;
+        memcpy(ot, o, (size_t)hd * sizeof *ot);
+        return;
+    }
+    const float M = m > *mt ? m : *mt;
+    const float a = fa_exp(*mt - M), b = fa_exp(m - M);
+    *lt = *lt * a + l * b;
+    for (int d = 0; d < hd; d++)
+        ot[d] = ot[d] * a + o[d] * b;
+    *mt = M;
+}
+
+/* out = ot / lt, with the sink as one more softmax term of no value. */
+static void finish(float mt, float lt, const float *ot, const float *sink, int hd, float *out)
+{
+    if (mt == -INFINITY) {
+        memset(out, 0, (size_t)hd * sizeof *out);
+        return;
+    }
+    float a = 1.0f;
+    if (sink) {
+        const float M = *sink > mt ? *sink : mt;
+        a = fa_exp(mt - M);
+        lt = lt * a + fa_exp(*sink - M);
+    }
+    const float f = a / lt;
+    for (int d = 0; d < hd; d++)
+        out[d] = ot[d] * f;
+}
+
+/* ---- one item ------------------------------------------------------------ */
+
+typedef struct {
+    fa_chunk_t k[FA_TCH], v[FA_TCH];
+} fa_chunks_t;
+
+/* Rows of a query tile from which chunks are converted to floats once
+ * rather than at every use. */
+enum { FA_WIDEN_ROWS = 8 };
+
+/* Chunks ca .. cb - 1 of KV head kvh (attn_flash_kern.h): read in place,
+ * or converted to floats for R >= FA_WIDEN_ROWS rows (the same values).
+ * V's positions from `end` on (attended by no row: not written yet, or
+ * left by an earlier sequence) read as zeros, so that whatever they hold
+ * (even Inf or NaN) cannot reach a row through P = 0 times V. */
+static void load_chunks(const attn_flash_t *fa, const attn_job_t *job, const int32_t *blocks, int32_t kvh,
+                        int32_t ca, int32_t cb, int32_t end, int32_t R, const fa_scr_t *s, fa_chunks_t *ch)
+{
+    const kv_cache_t *kv = job->kv;
+    const fa_kern_t *K = fa->K;
+    const int32_t hd = fa->hd, bt = kv_block_tokens(kv);
+    const int64_t kvd = (int64_t)job->n_head_kv * hd;
+    const kv_type_t t[2] = {kv_type_k(kv), kv_type_v(kv)};
+    for (int32_t c = ca; c < cb; c++) {
+        const int32_t p = c * FA_CHUNK, b = blocks[p / bt], col = p % bt, i = c - ca;
+        const int32_t n_valid = end - p < 16 ? end - p : 16;
+        for (int part = 0; part < 2; part++) {
+            fa_chunk_t *x = part ? &ch->v[i] : &ch->k[i];
+            float *buf = (part ? s->vbuf : s->kbuf) + (int64_t)i * 16 * hd;
+            if (b < 0) {
+                /* given back by a window: no row attends it */
+                *x = (fa_chunk_t){fa->zeros, 16, FA_F32};
+                continue;
+            }
+            const uint8_t *data = part ? kv_block_v_data(kv, b, job->layer) : kv_block_k_data(kv, b, job->layer);
+            if (t[part] == KV_F16) {
+                *x = (fa_chunk_t){(const uint16_t *)(const void *)data + (int64_t)kvh * hd * bt + col, bt, FA_F16};
+            } else {
+                const int64_t bb = t[part] == KV_Q8_0 ? FA_Q8_BLOCK : FA_Q4_BLOCK, nb = kvd / 32;
+                *x = (fa_chunk_t){data + (col / FA_CHUNK) * nb * bb + (int64_t)kvh * (hd / 32) * bb, 0,
+                                  t[part] == KV_Q8_0 ? FA_Q8 : FA_Q4};
+            }
+            const int32_t n = part ? n_valid : 16;
+            if (n < 16 || R >= FA_WIDEN_ROWS) {
+                K->widen(x, hd, buf);
+                for (int32_t d = 0; n < 16 && d < hd; d++)
+                    memset(buf + d * 16 + n, 0, (size_t)(16 - n) * sizeof(float));
+                *x = (fa_chunk_t){buf, 16, FA_F32};
+            }
+        }
+    }
+}
+
+/* Rows [0, R) of the item over positions [p0, p1) (one segment), from a
+ * fresh start: s->m, s->l, s->o. */
+static void run_segment(const attn_flash_t *fa, const attn_job_t *job, const fa_item_t *it, const fa_scr_t *s,
+                        int32_t R, int32_t p0, int32_t p1)
+{
+    const fa_kern_t *K = fa->K;
+    const int32_t hd = fa->hd;
+    const int32_t *blocks = job->blocks[it->t0];
+    for (int32_t r = 0; r < R; r++) {
+        s->m[r] = -INFINITY;
+        s->l[r] = 0.0f;
+    }
+    memset(s->o, 0, (size_t)R * (size_t)hd * sizeof(float));
+    for (int32_t t0 = p0 / FA_TILE * FA_TILE; t0 < p1; t0 += FA_TILE) {
+        const int32_t a = t0 > p0 ? t0 : p0, b = t0 + FA_TILE < p1 ? t0 + FA_TILE : p1;
+        /* the positions of the tile some row attends */
+        int32_t ua = b, ub = a;
+        for (int32_t r = 0; r < R; r++) {
+            const int32_t lo = s->lo[r] > a ? s->lo[r] : a, hi = s->hi[r] < b ? s->hi[r] : b;
+            if (lo < hi) {
+                ua = lo < ua ? lo : ua;
+                ub = hi > ub ? hi : ub;
+            }
+        }
+        if (ua >= ub)
+            continue;
+        const int32_t ca = ua / FA_CHUNK, cb = (ub + FA_CHUNK - 1) / FA_CHUNK, nc = cb - ca, n = nc * FA_CHUNK;
+        const int32_t base = ca * FA_CHUNK;
+        fa_chunks_t ch;
+        load_chunks(fa, job, blocks, it->kvh, ca, cb, ub, R, s, &ch);
+        for (int32_t i = 0; i < nc; i++)
+            K->qk(&ch.k[i], s->q, hd, R, hd, s->s + i * FA_CHUNK, FA_TILE);
+        for (int32_t r = 0; r < R; r++) {
+            float *sr = s->s + (int64_t)r * FA_TILE;
+            const int32_t lo = s->lo[r] > a ? s->lo[r] : a, hi = s->hi[r] < b ? s->hi[r] : b;
+            if (lo >= hi) {
+                memset(sr, 0, (size_t)n * sizeof *sr);
+                continue;
+            }
+            for (int32_t j = 0; j < lo - base; j++)
+                sr[j] = -INFINITY;
+            for (int32_t j = hi - base; j < n; j++)
+                sr[j] = -INFINITY;
+            const float mx = K->max(sr, n);
+            const float m_new = mx > s->m[r] ? mx : s->m[r];
+            const float alpha = s->m[r] == -INFINITY ? 0.0f : fa_exp(s->m[r] - m_new);
+            const float sum = K->exp_sum(sr, n, m_new);
+            s->l[r] = s->l[r] * alpha + sum;
+            if (alpha != 1.0f)
+                K->scale(s->o + (int64_t)r * hd, hd, alpha);
+            s->m[r] = m_new;
+        }
+        K->pv(ch.v, nc, s->s, FA_TILE, R, hd, s->o, hd);
+    }
+}
+
+static float *partial(const attn_flash_t *fa, int32_t t, int32_t h, int32_t seg)
+{
+    return fa->split + (((int64_t)t * fa->n_head + h) * fa->n_seg_max + seg) * (fa->hd + 2);
+}
+
+static void run_item(const attn_flash_t *fa, const fa_item_t *it, const fa_scr_t *s)
+{
+    const attn_job_t *job = fa->job;
+    const int32_t hd = fa->hd, R = it->nt * it->nh;
+    int32_t ulo = INT32_MAX, uhi = 0;
+    for (int32_t r = 0; r < R; r++) {
+        const int32_t t = it->t0 + r / it->nh, h = it->h0 + r % it->nh;
+        s->lo[r] = job->kv_start ? job->kv_start[t] : 0;
+        s->hi[r] = job->n_kv[t];
+        ulo = s->lo[r] < ulo ? s->lo[r] : ulo;
+        uhi = s->hi[r] > uhi ? s->hi[r] : uhi;
+        const float *q = job->q + ((int64_t)t * job->n_head + h) * hd;
+        for (int32_t d = 0; d < hd; d++)
+            s->q[(int64_t)r * hd + d] = fp16_to_fp32(fp16_from_fp32(q[d])) * job->scale;
+        s->mt[r] = -INFINITY;
+        s->lt[r] = 0.0f;
+    }
+    const int32_t sg0 = it->seg >= 0 ? it->seg : ulo / FA_SEG;
+    const int32_t sg1 = it->seg >= 0 ? it->seg + 1 : (uhi + FA_SEG - 1) / FA_SEG;
+    for (int32_t sg = sg0; sg < sg1; sg++) {
+        const int32_t p0 = sg * FA_SEG > ulo ? sg * FA_SEG : ulo;
+        const int32_t p1 = (sg + 1) * FA_SEG < uhi ? (sg + 1) * FA_SEG : uhi;
+        run_segment(fa, job, it, s, R, p0, p1);
+        for (int32_t r = 0; r < R; r++) {
+            if (s->m[r] == -INFINITY)
+                continue; /* none of the row's positions in this segment */
+            if (it->seg >= 0) {
+                float *pp = partial(fa, it->t0 + r / it->nh, it->h0 + r % it->nh, sg);
+                pp[0] = s->m[r];
+                pp[1] = s->l[r];
+                memcpy(pp + 2, s->o + (int64_t)r * hd, (size_t)hd * sizeof(float));
+            } else {
+                fold(&s->mt[r], &s->lt[r], s->ot + (int64_t)r * hd, s->m[r], s->l[r], s->o + (int64_t)r * hd, hd);
+            }
+        }
+    }
+    if (it->seg >= 0)
+        return;
+    for (int32_t r = 0; r < R; r++) {
+        const int32_t t = it->t0 + r / it->nh, h = it->h0 + r % it->nh;
+        finish(s->mt[r], s->lt[r], s->ot + (int64_t)r * hd, job->sinks ? &job->sinks[h] : NULL, hd,
+               job->out + ((int64_t)t * job->n_head + h) * hd);
+    }
+}
+
+static void worker(void *arg, int ith, int nth)
+{
+    attn_flash_t *fa = arg;
+    (void)nth;
+    fa_scr_t s;
+    if (ith >= fa->n_threads)
+        return;
+    scratch_floats(fa->rows, fa->hd, &s, fa->scratch + (int64_t)ith * fa->scr_stride);
+    for (;;) {
+        const int i = atomic_fetch_add_explicit(&fa->next, 1, memory_order_relaxed);
+        if (i >= fa->n_items)
+            break;
+        run_item(fa, &fa->items[i], &s);
+    }
+}
+
+/* The second pass of split items: each (token, head) folds its segments. */
+static void merge_worker(void *arg, int ith, int nth)
+{
+    attn_flash_t *fa = arg;
+    const attn_job_t *job = fa->job;
+    const int32_t hd = fa->hd;
+    fa_scr_t s;
+    scratch_floats(fa->rows, hd, &s, fa->scratch + (int64_t)ith * fa->scr_stride);
+    for (int32_t i = ith; i < job->n_tok * job->n_head; i += nth) {
+        const int32_t t = i / job->n_head, h = i % job->n_head;
+        if (!FLASH_TOK(job, t))
+            continue;
+        const int32_t lo = job->kv_start ? job->kv_start[t] : 0, hi = job->n_kv[t];
+        float mt = -INFINITY, lt = 0.0f;
+        for (int32_t sg = lo / FA_SEG; sg < (hi + FA_SEG - 1) / FA_SEG; sg++) {
+            const float *pp = partial(fa, t, h, sg);
+            fold(&mt, &lt, s.ot, pp[0], pp[1], pp + 2, hd);
+        }
+        finish(mt, lt, s.ot, job->sinks ? &job->sinks[h] : NULL, hd, job->out + ((int64_t)t * job->n_head + h) * hd);
+    }
+}
+
+static int cmp_cost(const void *a, const void *b)
+{
+    const int64_t x = ((const fa_item_t *)a)->cost, y = ((const fa_item_t *)b)->cost;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The items of the job: query tiles x KV heads; for few of them (decode)
+ * also heads one by one and segments one by one, if the partials fit. */
+static void plan(attn_flash_t *fa, const attn_job_t *job, int nth)
+{
+    const int32_t n_rep = job->n_head / job->n_head_kv;
+    int32_t n_tiles = 0, max_kv = 0;
+    for (int32_t t = 0; t < job->n_tok; t++) {
+        if (!FLASH_TOK(job, t))
+            continue;
+        if (t == 0 || job->blocks[t] != job->blocks[t - 1] || !FLASH_TOK(job, t - 1))
+            n_tiles++;
+        max_kv = job->n_kv[t] > max_kv ? job->n_kv[t] : max_kv;
+    }
+    fa->n_seg_max = (max_kv + FA_SEG - 1) / FA_SEG;
+    const int64_t base = (int64_t)n_tiles * job->n_head_kv;
+    fa->use_split = nth > 1 && base < 3 * nth &&
+                    (int64_t)job->n_tok * job->n_head * fa->n_seg_max * (fa->hd + 2) <= fa->split_cap;
+    const int32_t nh = fa->use_split && base * n_rep <= 3 * nth ? 1 : n_rep;
+    fa->n_items = 0;
+    for (int32_t t0 = 0; t0 < job->n_tok;) {
+        if (!FLASH_TOK(job, t0)) {
+            t0++;
+            continue;
+        }
+        int32_t nt = 1;
+        while (t0 + nt < job->n_tok && nt < fa->qtok && job->blocks[t0 + nt] == job->blocks[t0] &&
+               FLASH_TOK(job, t0 + nt))
+            nt++;
+        int32_t lo = INT32_MAX, hi = 0;
+        for (int32_t t = t0; t < t0 + nt; t++) {
+            const int32_t l = job->kv_start ? job->kv_start[t] : 0;
+            lo = l < lo ? l : lo;
+            hi = job->n_kv[t] > hi ? job->n_kv[t] : hi;
+        }
+        for (int32_t kvh = 0; kvh < job->n_head_kv; kvh++)
+            for (int32_t h0 = 0; h0 < n_rep; h0 += nh) {
+                const int32_t s0 = fa->use_split ? lo / FA_SEG : -1;
+                const int32_t s1 = fa->use_split ? (hi + FA_SEG - 1) / FA_SEG : 0;
+                for (int32_t sg = s0; sg < (fa->use_split ? s1 : 0); sg++) {
+                    const int32_t a = sg * FA_SEG > lo ? sg * FA_SEG : lo;
+                    const int32_t b = (sg + 1) * FA_SEG < hi ? (sg + 1) * FA_SEG : hi;
+                    fa->items[fa->n_items++] = (fa_item_t){t0, nt, kvh, kvh * n_rep + h0, nh, sg,
+                                                           (int64_t)nt * nh * (b - a)};
+                }
+                if (!fa->use_split)
+                    fa->items[fa->n_items++] = (fa_item_t){t0, nt, kvh, kvh * n_rep + h0, nh, -1,
+                                                           (int64_t)nt * nh * (hi - lo)};
+            }
+        t0 += nt;
+    }
+    qsort(fa->items, (size_t)fa->n_items, sizeof *fa->items, cmp_cost);
+}
+
+void attn_flash_run(attn_flash_t *fa, tpool_t *pool, const attn_job_t *job)
+{
+    const int nth = pool ? tpool_size(pool) : 1;
+    fa->job = job;
+    fa->K = fa_kern();
+    /* this layer's shape (within what attn_flash_create sized) */
+    fa->hd = job->head_dim;
+    fa->qtok = qtok_for(job->n_head / job->n_head_kv);
+    fa->rows = fa->qtok * (job->n_head / job->n_head_kv);
+    plan(fa, job, nth < fa->n_threads ? nth : fa->n_threads);
+    atomic_store(&fa->next, 0);
+    if (pool && fa->n_threads > 1)
+        tpool_run(pool, worker, fa);
+    else
+        worker(fa, 0, 1);
+    if (fa->use_split) {
+        if (pool && fa->n_threads > 1)
+            tpool_run(pool, merge_worker, fa);
+        else
+            merge_worker(fa, 0, 1);
+    }
+}

@@ -1,0 +1,307 @@
+/* gemm.c - the blocked products of gemm.h: the loops around the
+ * micro-kernels of gemm_impl.h (the usual three-level blocking).
+ *
+ * Each thread owns a range of output columns (weight rows, whole tiles of
+ * 2 vw). For each block of up to GEMM_NC of its columns and each block of
+ * GEMM_KC of k, it unpacks those weights once into a panel per tile (kc
+ * rows of 2 vw floats: the weights of 2 vw columns side by side, F16
+ * converted, quantized blocks expanded), then sweeps all the token rows in
+ * blocks of GEMM_MC (an L2's worth of activations), one mr x 2 vw register
+ * tile at a time, each panel staying in L1 while the rows pass. The first
+ * k block stores, later ones add; the last adds the bias. Edges: the last
+ * rows go through a zero-padded copy, the last columns through a scratch
+ * tile. An element's sum is over the k blocks in order, each in the
+ * kernel's order: the same whatever the threads, blocks or batch.
+ */
+#include "engine/kernels/gemm.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "engine/kernels/gemm_impl.h"
+#include "engine/kernels/kernels.h"
+#include "engine/quant/fp16.h"
+#include "engine/quant/quant.h"
+
+#ifndef GEMM_KC
+#define GEMM_KC 256  /* k per block: a multiple of every block size (QK_K) */
+#endif
+#ifndef GEMM_MC
+#define GEMM_MC 120  /* token rows per block: a multiple of every mr (4, 6, 12) */
+#endif
+#ifndef GEMM_NC
+#define GEMM_NC 1024 /* columns unpacked per block and thread: a multiple of every 2 vw */
+#endif
+
+/* ---- implementation selection ---- */
+
+enum { IMPL_SCALAR, IMPL_AVX2, IMPL_AVX2X2, IMPL_AVX512, IMPL_N };
+static gemm_impl_t impls[IMPL_N];
+static bool impl_ok[IMPL_N];
+static int impl_forced = -1;
+static pthread_once_t impl_once = PTHREAD_ONCE_INIT;
+
+static void impl_init(void)
+{
+    gemm_impl_scalar(&impls[IMPL_SCALAR]);
+    impl_ok[IMPL_SCALAR] = true;
+#if defined(__x86_64__) || defined(__i386__)
+    if (kern_isa_runnable(KERN_ISA_AVX2)) {
+        gemm_impl_avx2(&impls[IMPL_AVX2]);
+        gemm_impl_avx2x2(&impls[IMPL_AVX2X2]);
+        impl_ok[IMPL_AVX2] = impl_ok[IMPL_AVX2X2] = true;
+    }
+    if (kern_isa_runnable(KERN_ISA_AVX512)) {
+        gemm_impl_avx512(&impls[IMPL_AVX512]);
+        impl_ok[IMPL_AVX512] = true;
+    }
+#endif
+}
+
+const gemm_impl_t *gemm_impl(void)
+{
+    pthread_once(&impl_once, impl_init);
+    if (impl_forced >= 0)
+        return &impls[impl_forced];
+    switch (kern_isa()) {
+    case KERN_ISA_AVX512:
+        if (impl_ok[IMPL_AVX512])
+            return &impls[IMPL_AVX512];
+        /* fall through */
+    case KERN_ISA_AVX2:
+    case KERN_ISA_AVXVNNI:
+        if (impl_ok[IMPL_AVX2])
+            return &impls[IMPL_AVX2];
+        /* fall through */
+    default:
+        return &impls[IMPL_SCALAR];
+    }
+}
+
+bool gemm_impl_select(const char *name)
+{
+    pthread_once(&impl_once, impl_init);
+    if (!strcmp(name, "auto")) {
+        impl_forced = -1;
+        return true;
+    }
+    static const char *const names[IMPL_N] = {"scalar", "avx2", "avx2x2", "avx512"};
+    for (int i = 0; i < IMPL_N; i++)
+        if (!strcmp(name, names[i])) {
+            if (!impl_ok[i])
+                return false;
+            impl_forced = i;
+            return true;
+        }
+    return false;
+}
+
+const char *gemm_impl_name(void) { return gemm_impl()->name; }
+
+/* ---- scratch ---- */
+
+static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* per thread: the unpacked weights, a padded A tile, a C tile, one weight
+ * row's block of floats, one activation row in its vec_dot_type */
+static size_t thread_bytes(int64_t k_max)
+{
+    return up64((size_t)GEMM_KC * GEMM_NC * sizeof(float)) +
+           up64((size_t)GEMM_MR_MAX * GEMM_KC * sizeof(float)) +
+           up64((size_t)GEMM_MR_MAX * 2 * GEMM_VW_MAX * sizeof(float)) + up64((size_t)GEMM_KC * sizeof(float)) +
+           up64((size_t)(k_max > 0 ? k_max : 1) * sizeof(float) + 64);
+}
+
+size_t gemm_scratch_size(int n_threads, int64_t k_max)
+{
+    return 64 + (size_t)(n_threads > 0 ? n_threads : 1) * thread_bytes(k_max);
+}
+
+typedef struct {
+    float *b, *a_tail, *c_tile, *row;
+    void *act;
+} thread_mem_t;
+
+static thread_mem_t thread_mem(void *scratch, int ith, int64_t k_max)
+{
+    uint8_t *p = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63) + (size_t)ith * thread_bytes(k_max);
+    thread_mem_t m;
+    m.b = (float *)p;
+    p += up64((size_t)GEMM_KC * GEMM_NC * sizeof(float));
+    m.a_tail = (float *)p;
+    p += up64((size_t)GEMM_MR_MAX * GEMM_KC * sizeof(float));
+    m.c_tile = (float *)p;
+    p += up64((size_t)GEMM_MR_MAX * 2 * GEMM_VW_MAX * sizeof(float));
+    m.row = (float *)p;
+    p += up64((size_t)GEMM_KC * sizeof(float));
+    m.act = p;
+    return m;
+}
+
+bool gemm_supports(qtype_t wtype)
+{
+    const qtype_info_t *qi = qtype_info(wtype);
+    if (!qi || !qi->supported)
+        return false;
+    const qtype_t vt = qi->vec_dot_type;
+    if (!quant_can_dequantize(wtype) || !kern_supports(wtype))
+        return false;
+    return vt == QTYPE_F32 || quant_can_dequantize(vt);
+}
+
+/* ---- activation rounding ---- */
+
+typedef struct {
+    const gemm_impl_t *im;
+    qtype_t wtype, vt;
+    const float *x;
+    float *xr;
+    int64_t n, k;
+    void *scratch;
+} round_arg_t;
+
+static void round_worker(void *p, int ith, int nth)
+{
+    round_arg_t *a = p;
+    const int64_t r0 = a->n * ith / nth, r1 = a->n * (ith + 1) / nth;
+    thread_mem_t m = thread_mem(a->scratch, ith, a->k);
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = a->x + r * a->k;
+        float *y = a->xr + r * a->k;
+        if (a->vt == QTYPE_F16) {
+            a->im->round_f16(x, y, a->k);
+        } else {
+            kern_quantize_act(a->wtype, x, a->k, 1, m.act);
+            quant_dequantize_row(a->vt, m.act, y, a->k);
+        }
+    }
+}
+
+const float *gemm_round_act(tpool_t *pool, qtype_t wtype, const float *x, int64_t n, int64_t k, float *xr,
+                            void *scratch)
+{
+    const qtype_t vt = qtype_info(wtype)->vec_dot_type;
+    if (vt == QTYPE_F32)
+        return x;
+    round_arg_t a = {gemm_impl(), wtype, vt, x, xr, n, k, scratch};
+    tpool_run(n >= 64 ? pool : NULL, round_worker, &a);
+    return xr;
+}
+
+/* ---- the product ---- */
+
+typedef struct {
+    const gemm_impl_t *im;
+    qtype_t wtype;
+    const uint8_t *W;
+    size_t row_bytes;
+    int64_t n_out, k, lda, n_tok, ldc;
+    const float *a, *bias;
+    float *out;
+    void *scratch;
+} run_arg_t;
+
+/* panel p (2 vw columns from col0) of the block [pc, pc + kc): kc rows of
+ * 2 vw floats, columns past n_out zero */
+static void unpack_panel(const run_arg_t *g, thread_mem_t *m, int64_t col0, int64_t pc, int64_t kc, float *panel)
+{
+    const int nr = 2 * g->im->vw;
+    for (int c = 0; c < nr; c++) {
+        const int64_t col = col0 + c;
+        if (col >= g->n_out) {
+            for (int64_t j = 0; j < kc; j++)
+                panel[j * nr + c] = 0.0f;
+            continue;
+        }
+        const uint8_t *wr = g->W + (size_t)col * g->row_bytes;
+        const float *src;
+        switch (g->wtype) {
+        case QTYPE_F32: src = (const float *)(const void *)wr + pc; break;
+        case QTYPE_F16:
+            g->im->f16_to_f32((const uint16_t *)(const void *)wr + pc, m->row, kc);
+            src = m->row;
+            break;
+        default:
+            quant_dequantize_row(g->wtype, wr + qtype_row_size(g->wtype, pc), m->row, kc);
+            src = m->row;
+            break;
+        }
+        for (int64_t j = 0; j < kc; j++)
+            panel[j * nr + c] = src[j];
+    }
+}
+
+static void run_worker(void *p, int ith, int nth)
+{
+    const run_arg_t *g = p;
+    const gemm_impl_t *im = g->im;
+    const int mr = im->mr, nr = 2 * im->vw;
+    const int64_t tiles = (g->n_out + nr - 1) / nr;
+    const int64_t n0 = tiles * ith / nth * nr, n1 = tiles * (ith + 1) / nth * nr;
+    thread_mem_t m = thread_mem(g->scratch, ith, g->k);
+    for (int64_t jc = n0; jc < n1; jc += GEMM_NC) {
+        const int64_t nc = n1 - jc < GEMM_NC ? n1 - jc : GEMM_NC;
+        for (int64_t pc = 0; pc < g->k; pc += GEMM_KC) {
+            const int64_t kc = g->k - pc < GEMM_KC ? g->k - pc : GEMM_KC;
+            const int acc = pc > 0;
+            const bool last = pc + kc == g->k;
+            for (int64_t jr = 0; jr < nc; jr += nr)
+                unpack_panel(g, &m, jc + jr, pc, kc, m.b + jr * kc);
+            for (int64_t ic = 0; ic < g->n_tok; ic += GEMM_MC) {
+                const int64_t mc = g->n_tok - ic < GEMM_MC ? g->n_tok - ic : GEMM_MC;
+                for (int64_t jr = 0; jr < nc; jr += nr) {
+                    const int64_t col = jc + jr;
+                    const float *panel = m.b + jr * kc;
+                    const bool full_cols = col + nr <= g->n_out;
+                    for (int64_t ir = 0; ir < mc; ir += mr) {
+                        const int64_t row = ic + ir;
+                        const int rows = mc - ir < mr ? (int)(mc - ir) : mr;
+                        const float *a = g->a + row * g->lda + pc;
+                        int64_t lda = g->lda;
+                        if (rows < mr) {
+                            /* the last rows, zero-padded to a whole tile */
+                            memset(m.a_tail, 0, (size_t)mr * (size_t)kc * sizeof(float));
+                            for (int r = 0; r < rows; r++)
+                                memcpy(m.a_tail + r * kc, a + r * g->lda, (size_t)kc * sizeof(float));
+                            a = m.a_tail;
+                            lda = kc;
+                        }
+                        float *c = g->out + row * g->ldc + col;
+                        if (rows == mr && full_cols) {
+                            im->full(kc, a, lda, panel, c, g->ldc, acc, last && g->bias ? g->bias + col : NULL);
+                            continue;
+                        }
+                        im->full(kc, a, lda, panel, m.c_tile, nr, 0, NULL);
+                        const int cols = g->n_out - col < nr ? (int)(g->n_out - col) : nr;
+                        for (int r = 0; r < rows; r++)
+                            for (int cc = 0; cc < cols; cc++) {
+                                /* the full tile's order: (sum + bias) + earlier blocks */
+                                float v = m.c_tile[r * nr + cc];
+                                if (last && g->bias)
+                                    v += g->bias[col + cc];
+                                if (acc)
+                                    v += c[r * g->ldc + cc];
+                                c[r * g->ldc + cc] = v;
+                            }
+                    }
+                }
+            }
+        }
+    }
+}
+
+void gemm_run(tpool_t *pool, qtype_t wtype, const void *W, int64_t n_out, int64_t k, const float *a, int64_t lda,
+              int64_t n_tok, const float *bias, float *out, int64_t ldc, void *scratch)
+{
+    if (n_out <= 0 || n_tok <= 0)
+        return;
+    run_arg_t g = {gemm_impl(), wtype, W, qtype_row_size(wtype, k), n_out, k, lda, n_tok, ldc, a, bias, out,
+                   scratch};
+    if (k <= 0) {
+        for (int64_t t = 0; t < n_tok; t++)
+            for (int64_t r = 0; r < n_out; r++)
+                out[t * ldc + r] = bias ? bias[r] : 0.0f;
+        return;
+    }
+    tpool_run(pool, run_worker, &g);
+}

@@ -2,12 +2,17 @@
  *
  * One pre-norm block per layer: x += Wo attn(norm1(x)); x += FFN(norm2(x)).
  * Attention is full (every patch sees every patch) or, for Qwen2.5-VL's
- * windowed layers, restricted to the patches of the same window; q and k
+ * windowed layers, restricted to the patches of the same window (the rows
+ * are in window order: vis_enc.c, so a window is a run of rows); q and k
  * get the 2-D rope of the Qwen encoders (rows then columns, each section
- * restarting its frequencies, NEOX pairs over the whole head). K and V stay
- * F32 (llama.cpp with flash attention off); the softmax is ggml's
- * (ops_softmax). Work is split over (head, block of queries) across the
- * pool; each value depends only on its own row.
+ * restarting its frequencies, NEOX pairs over the whole head).
+ *
+ * Speed: the matrices go through the blocked products of gemm.h (the
+ * activations rounded as ggml rounds them for the weight type, the sums in
+ * the tiles' order), attention through enc_attn.h (flash-style over head
+ * and query block), and the row-wise steps (norms, activations, residual
+ * adds, rope) are split over the pool by rows. Where a weight type has no
+ * float unpacking, linear.h's kernels take it.
  */
 #include "engine/vision/vis_internal.h"
 
@@ -15,23 +20,57 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/kernels/enc_attn.h"
+#include "engine/kernels/gemm.h"
 #include "engine/kernels/ggml_exact.h"
 #include "engine/model/linear.h"
 #include "engine/model/ops.h"
 #include "engine/model/rope.h"
 
-void vis_norm_rows(const vis_model_t *v, float *x, const float *w, const float *b, int64_t n, int64_t width,
-                   float *out)
+/* ---- rows split over the pool ---- */
+
+typedef void (*rows_fn_t)(void *ctx, int64_t r0, int64_t r1);
+
+typedef struct {
+    rows_fn_t fn;
+    void *ctx;
+    int64_t n;
+} rows_arg_t;
+
+static void rows_worker(void *p, int ith, int nth)
 {
-    const float eps = v->hp.eps;
-    for (int64_t r = 0; r < n; r++) {
-        const float *xr = x + r * width;
-        float *y = out + r * width;
-        if (v->hp.rms_norm) {
-            ops_rms_norm(xr, w, y, width, eps);
-            if (b)
+    rows_arg_t *a = p;
+    const int64_t r0 = a->n * ith / nth, r1 = a->n * (ith + 1) / nth;
+    if (r1 > r0)
+        a->fn(a->ctx, r0, r1);
+}
+
+static void par_rows(tpool_t *pool, int64_t n, rows_fn_t fn, void *ctx)
+{
+    rows_arg_t a = {fn, ctx, n};
+    tpool_run(n >= 16 ? pool : NULL, rows_worker, &a);
+}
+
+typedef struct {
+    const vis_model_t *v;
+    const float *x, *w, *b;
+    int64_t width;
+    float *out;
+} norm_ctx_t;
+
+static void norm_rows(void *p, int64_t r0, int64_t r1)
+{
+    const norm_ctx_t *c = p;
+    const float eps = c->v->hp.eps;
+    const int64_t width = c->width;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xr = c->x + r * width;
+        float *y = c->out + r * width;
+        if (c->v->hp.rms_norm) {
+            ops_rms_norm(xr, c->w, y, width, eps);
+            if (c->b)
                 for (int64_t i = 0; i < width; i++)
-                    y[i] += b[i];
+                    y[i] += c->b[i];
             continue;
         }
         /* ggml_norm: mean and variance summed in double, then the weight
@@ -49,96 +88,108 @@ void vis_norm_rows(const vis_model_t *v, float *x, const float *w, const float *
         const float scale = 1.0f / sqrtf((float)(sum2 / (double)width) + eps);
         for (int64_t i = 0; i < width; i++) {
             float t = y[i] * scale;
-            if (w)
-                t = t * w[i];
-            if (b)
-                t = t + b[i];
+            if (c->w)
+                t = t * c->w[i];
+            if (c->b)
+                t = t + c->b[i];
             y[i] = t;
         }
+    }
+}
+
+void vis_norm_rows(const vis_model_t *v, tpool_t *pool, const float *x, const float *w, const float *b, int64_t n,
+                   int64_t width, float *out)
+{
+    norm_ctx_t c = {v, x, w, b, width, out};
+    par_rows(pool, n, norm_rows, &c);
+}
+
+typedef struct {
+    float *x;
+    const float *y;
+    int64_t width;
+} add_ctx_t;
+
+static void add_rows(void *p, int64_t r0, int64_t r1)
+{
+    const add_ctx_t *c = p;
+    for (int64_t j = r0 * c->width; j < r1 * c->width; j++)
+        c->x[j] += c->y[j];
+}
+
+/* x += y over n rows of width */
+static void vis_add_rows(tpool_t *pool, float *x, const float *y, int64_t n, int64_t width)
+{
+    add_ctx_t c = {x, y, width};
+    par_rows(pool, n, add_rows, &c);
+}
+
+/* ---- matrices ---- */
+
+void vis_linear_n(tpool_t *pool, vis_work_t *wk, int cnt, const model_tensor_t *const *W, const float *const *bias,
+                  const float *x, int64_t n, float *const *out)
+{
+    const float *a = NULL;
+    qtype_t rounded_for = QTYPE_COUNT;
+    for (int i = 0; i < cnt; i++) {
+        const model_tensor_t *w = W[i];
+        if (!gemm_supports(w->type)) {
+            lin_run(pool, wk->act, w, bias[i], x, n, wk->order, out[i]);
+            continue;
+        }
+        /* one rounding serves every matrix with the same activation type */
+        const qtype_t vt = qtype_info(w->type)->vec_dot_type;
+        if (!a || rounded_for != vt) {
+            a = gemm_round_act(pool, w->type, x, n, w->n_in, wk->xr, wk->gemm);
+            rounded_for = vt;
+        }
+        gemm_run(pool, w->type, w->data, w->n_out, w->n_in, a, w->n_in, n, bias[i], out[i], w->n_out, wk->gemm);
     }
 }
 
 void vis_linear(tpool_t *pool, vis_work_t *wk, const model_tensor_t *W, const float *bias, const float *x, int64_t n,
                 float *out)
 {
-    lin_run(pool, wk->act, W, bias, x, n, wk->order, out);
+    vis_linear_n(pool, wk, 1, &W, &bias, x, n, &out);
 }
 
 /* ---- attention ---- */
 
-typedef struct {
-    const vis_model_t *v;
-    vis_work_t *wk;
-    bool windowed;
-    int32_t n_items;      /* n_head * query blocks */
-    float *scratch;       /* per thread: n floats of scores */
-} attn_arg_t;
-
-enum { Q_BLOCK = 8 };
-
-static void attn_worker(void *p, int ith, int nth)
-{
-    attn_arg_t *a = p;
-    const vis_hparams_t *hp = &a->v->hp;
-    vis_work_t *wk = a->wk;
-    const int32_t n = wk->n, d = hp->head_dim, E = hp->n_embd;
-    const int32_t n_qb = (n + Q_BLOCK - 1) / Q_BLOCK;
-    const float scale = 1.0f / sqrtf((float)d);
-    float *s = a->scratch + (int64_t)ith * n;
-    for (int32_t it = ith; it < a->n_items; it += nth) {
-        const int32_t h = it / n_qb, qb = it % n_qb;
-        for (int32_t i = qb * Q_BLOCK; i < n && i < (qb + 1) * Q_BLOCK; i++) {
-            const float *q = wk->q + (int64_t)i * E + (int64_t)h * d;
-            const int32_t wi = a->windowed ? wk->win[i] : 0;
-            /* the keys this query sees, their scores compacted into s */
-            int32_t m = 0;
-            for (int32_t j = 0; j < n; j++) {
-                if (a->windowed && wk->win[j] != wi)
-                    continue;
-                const float *k = wk->k + (int64_t)j * E + (int64_t)h * d;
-                float acc = 0.0f;
-                for (int32_t c = 0; c < d; c++)
-                    acc += q[c] * k[c];
-                s[m++] = acc * scale;
-            }
-            ops_softmax(s, m);
-            float *o = wk->att + (int64_t)i * E + (int64_t)h * d;
-            for (int32_t c = 0; c < d; c++)
-                o[c] = 0.0f;
-            m = 0;
-            for (int32_t j = 0; j < n; j++) {
-                if (a->windowed && wk->win[j] != wi)
-                    continue;
-                const float *vv = wk->v + (int64_t)j * E + (int64_t)h * d;
-                const float pj = s[m++];
-                for (int32_t c = 0; c < d; c++)
-                    o[c] += pj * vv[c];
-            }
-        }
-    }
-}
-
 static void attention(const vis_model_t *v, tpool_t *pool, vis_work_t *wk, bool windowed)
 {
-    const int32_t n_qb = (wk->n + Q_BLOCK - 1) / Q_BLOCK;
-    attn_arg_t a = {v, wk, windowed, v->hp.n_head * n_qb, wk->scores};
-    tpool_run(pool, attn_worker, &a);
+    const vis_hparams_t *hp = &v->hp;
+    const int32_t full[2] = {0, wk->n};
+    enc_attn(pool, wk->q, wk->k, wk->v, hp->n_embd, wk->n, windowed ? wk->seg : full, windowed ? wk->n_seg : 1,
+             hp->n_head, hp->head_dim, 1.0f / sqrtf((float)hp->head_dim), wk->att, hp->n_embd, wk->attn);
 }
 
 /* ---- the 2-D rope of the Qwen encoders ---- */
 
-static void rope_2d(const vis_model_t *v, vis_work_t *wk)
+typedef struct {
+    const vis_model_t *v;
+    vis_work_t *wk;
+    rope_t r;
+} rope_ctx_t;
+
+static void rope_rows(void *p, int64_t r0, int64_t r1)
 {
-    const vis_hparams_t *hp = &v->hp;
-    const int32_t d = hp->head_dim, E = hp->n_embd;
+    const rope_ctx_t *c = p;
+    const int32_t d = c->v->hp.head_dim, E = c->v->hp.n_embd;
+    for (int64_t i = r0; i < r1; i++) {
+        rope_rotate(&c->r, c->wk->cs + i * d, c->wk->q + i * E, c->v->hp.n_head);
+        rope_rotate(&c->r, c->wk->cs + i * d, c->wk->k + i * E, c->v->hp.n_head);
+    }
+}
+
+static void rope_2d(const vis_model_t *v, tpool_t *pool, vis_work_t *wk)
+{
+    const int32_t d = v->hp.head_dim;
     /* ggml_rope_multi(VISION): n_dims = d / 2 with sections of d / 4,
      * pairs (i, i + d / 2) over the whole head, theta base 10000 */
-    rope_t r = {.n_rot = d, .head_dim = d, .neox = true, .theta_scale = powf(10000.0f, -2.0f / (float)(d / 2)),
-                .freq_scale = 1.0f, .ext_factor = 0.0f, .attn_factor = 1.0f};
-    for (int32_t i = 0; i < wk->n; i++)
-        rope_rotate(&r, wk->cs + (int64_t)i * d, wk->q + (int64_t)i * E, hp->n_head);
-    for (int32_t i = 0; i < wk->n; i++)
-        rope_rotate(&r, wk->cs + (int64_t)i * d, wk->k + (int64_t)i * E, hp->n_head);
+    rope_ctx_t c = {v, wk,
+                    {.n_rot = d, .head_dim = d, .neox = true, .theta_scale = powf(10000.0f, -2.0f / (float)(d / 2)),
+                     .freq_scale = 1.0f, .ext_factor = 0.0f, .attn_factor = 1.0f}};
+    par_rows(pool, wk->n, rope_rows, &c);
 }
 
 void vis_rope_tables(const vis_model_t *v, vis_work_t *wk, const int32_t *pos_y, const int32_t *pos_x)
@@ -179,45 +230,77 @@ static void act_rows(vis_act_t act, float *y, const float *g, const float *u, in
     }
 }
 
+typedef struct {
+    vis_act_t act;
+    float *y;
+    const float *g, *u;
+    int64_t width;
+} act_ctx_t;
+
+static void act_rows_par(void *p, int64_t r0, int64_t r1)
+{
+    const act_ctx_t *c = p;
+    for (int64_t i = r0; i < r1; i++)
+        act_rows(c->act, c->y + i * c->width, c->g + i * c->width, c->u ? c->u + i * c->width : NULL, c->width);
+}
+
+typedef struct {
+    const vis_layer_t *L;
+    vis_work_t *wk;
+    int64_t E;
+} qkv_ctx_t;
+
+static void qkv_split(void *p, int64_t r0, int64_t r1)
+{
+    const qkv_ctx_t *c = p;
+    const vis_layer_t *L = c->L;
+    const int64_t E = c->E;
+    for (int64_t i = r0; i < r1; i++) {
+        const float *row = c->wk->ff + i * 3 * E;
+        for (int64_t j = 0; j < E; j++) {
+            c->wk->q[i * E + j] = row[j] + (L->bq ? L->bq[j] : 0.0f);
+            c->wk->k[i * E + j] = row[E + j] + (L->bk ? L->bk[j] : 0.0f);
+            c->wk->v[i * E + j] = row[2 * E + j] + (L->bv ? L->bv[j] : 0.0f);
+        }
+    }
+}
+
 void vis_layer(const vis_model_t *v, tpool_t *pool, vis_work_t *wk, int il)
 {
     const vis_hparams_t *hp = &v->hp;
     const vis_layer_t *L = &v->layers[il];
     const int64_t n = wk->n, E = hp->n_embd, F = hp->n_ff;
-    vis_norm_rows(v, wk->x, L->ln1_w, L->ln1_b, n, E, wk->xn);
+    vis_norm_rows(v, pool, wk->x, L->ln1_w, L->ln1_b, n, E, wk->xn);
     if (L->wqkv.data) {
         vis_linear(pool, wk, &L->wqkv, NULL, wk->xn, n, wk->ff);
-        for (int64_t i = 0; i < n; i++)
-            for (int64_t j = 0; j < E; j++) {
-                const float *row = wk->ff + i * 3 * E;
-                wk->q[i * E + j] = row[j] + (L->bq ? L->bq[j] : 0.0f);
-                wk->k[i * E + j] = row[E + j] + (L->bk ? L->bk[j] : 0.0f);
-                wk->v[i * E + j] = row[2 * E + j] + (L->bv ? L->bv[j] : 0.0f);
-            }
+        qkv_ctx_t c = {L, wk, E};
+        par_rows(pool, n, qkv_split, &c);
     } else {
-        vis_linear(pool, wk, &L->wq, L->bq, wk->xn, n, wk->q);
-        vis_linear(pool, wk, &L->wk, L->bk, wk->xn, n, wk->k);
-        vis_linear(pool, wk, &L->wv, L->bv, wk->xn, n, wk->v);
+        const model_tensor_t *W[3] = {&L->wq, &L->wk, &L->wv};
+        const float *B[3] = {L->bq, L->bk, L->bv};
+        float *O[3] = {wk->q, wk->k, wk->v};
+        vis_linear_n(pool, wk, 3, W, B, wk->xn, n, O);
     }
     if (wk->cs)
-        rope_2d(v, wk);
+        rope_2d(v, pool, wk);
     const bool windowed = hp->proj == VIS_PROJ_QWEN25VL && hp->n_wa_pattern > 0 && (il + 1) % hp->n_wa_pattern != 0;
     attention(v, pool, wk, windowed);
     vis_linear(pool, wk, &L->wo, L->bo, wk->att, n, wk->xn);
-    for (int64_t j = 0; j < n * E; j++)
-        wk->x[j] += wk->xn[j];
-    vis_norm_rows(v, wk->x, L->ln2_w, L->ln2_b, n, E, wk->xn);
-    vis_linear(pool, wk, &L->up, L->b_up, wk->xn, n, wk->ff);
+    vis_add_rows(pool, wk->x, wk->xn, n, E);
+    vis_norm_rows(v, pool, wk->x, L->ln2_w, L->ln2_b, n, E, wk->xn);
     if (L->gate.data) {
-        vis_linear(pool, wk, &L->gate, L->b_gate, wk->xn, n, wk->ff2);
-        for (int64_t i = 0; i < n; i++)
-            act_rows(hp->act, wk->ff2 + i * F, wk->ff2 + i * F, wk->ff + i * F, F);
+        const model_tensor_t *W[2] = {&L->up, &L->gate};
+        const float *B[2] = {L->b_up, L->b_gate};
+        float *O[2] = {wk->ff, wk->ff2};
+        vis_linear_n(pool, wk, 2, W, B, wk->xn, n, O);
+        act_ctx_t c = {hp->act, wk->ff2, wk->ff2, wk->ff, F};
+        par_rows(pool, n, act_rows_par, &c);
         vis_linear(pool, wk, &L->down, L->b_down, wk->ff2, n, wk->xn);
     } else {
-        for (int64_t i = 0; i < n; i++)
-            act_rows(hp->act, wk->ff + i * F, wk->ff + i * F, NULL, F);
+        vis_linear(pool, wk, &L->up, L->b_up, wk->xn, n, wk->ff);
+        act_ctx_t c = {hp->act, wk->ff, wk->ff, NULL, F};
+        par_rows(pool, n, act_rows_par, &c);
         vis_linear(pool, wk, &L->down, L->b_down, wk->ff, n, wk->xn);
     }
-    for (int64_t j = 0; j < n * E; j++)
-        wk->x[j] += wk->xn[j];
+    vis_add_rows(pool, wk->x, wk->xn, n, E);
 }

@@ -68,11 +68,14 @@ lf_code_t hub_pick_gguf(const char *tree_json, const char *repo, const char *qua
 int hub_match_quant(const char *const *names, size_t n, const char *repo, const char *quant, lf_err_t *err);
 
 /* The projector (mmproj) that goes with the model file model_path of a
- * repository, as llama.cpp's -hf finds one: a .gguf whose file name
- * contains "mmproj" (any case; not a split file), in the model's directory
- * or one above it (the deepest wins), then by type: F16, BF16, F32, Q8_0,
- * the rest (as a whole word in the name, like QUANT); ties by name. The
- * index among names[0..n), or -1 when the repository has none. */
+ * repository: a .gguf whose file name contains "mmproj" (any case; not a
+ * split file), in the model's directory or one above it, the deepest
+ * winning (llama.cpp's -hf rule), then by type: F16, BF16, F32, Q8_0, the
+ * rest (as a whole word in the name, like QUANT; where llama.cpp's -hf
+ * takes the type closest in bits to the model's, F16 keeps the encoder as
+ * its authors published it, whatever the text model's quantization); ties
+ * by name. The index among names[0..n), or -1 when the repository has
+ * none. */
 int hub_match_mmproj(const char *const *names, size_t n, const char *model_path);
 
 /* hub_match_mmproj over a tree listing (as hub_pick_gguf); LF_ERR_NOT_FOUND

@@ -1,6 +1,8 @@
 /* enc_attn.c - encoder attention (see enc_attn.h).
  *
- * Scratch layout (64-byte aligned parts):
+ * The pool's threads take heads (repacking) and then (head, query block)
+ * items from a shared counter, so a thread the OS puts aside holds up one
+ * item. Scratch layout (64-byte aligned parts):
  *   off[n_seg + 1]   where each segment starts among the padded keys (each
  *                    segment padded to a whole number of 2 vw key panels)
  *   qbs[n_seg + 1]   the first query block of each segment
@@ -15,6 +17,7 @@
 #include "engine/kernels/enc_attn.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "engine/kernels/gemm_impl.h"
@@ -39,6 +42,7 @@ typedef struct {
     float *kp, *vp;
     uint8_t *thread_base;
     size_t thread_bytes;
+    atomic_llong next; /* next head to pack, then next item */
 } attn_t;
 
 static size_t per_thread(int d, int dv)
@@ -62,10 +66,11 @@ size_t enc_attn_scratch_size(int64_t n, int n_seg, int n_head, int head_dim, int
 
 static void pack_worker(void *p, int ith, int nth)
 {
-    const attn_t *a = p;
+    attn_t *a = p;
     const int nr = 2 * a->im->vw, vw = a->im->vw, d = a->d, dv = a->dv;
     const int n_full = dv / nr;
-    for (int h = ith; h < a->n_head; h += nth) {
+    (void)ith, (void)nth;
+    for (int h; (h = (int)atomic_fetch_add(&a->next, 1)) < a->n_head;) {
         float *kp = a->kp + (int64_t)h * a->n_keys * d;
         float *vp = a->vp + (int64_t)h * a->n_keys * dv;
         for (int s = 0; s < a->n_seg; s++) {
@@ -160,7 +165,8 @@ static void block(const attn_t *a, float *qb, float *S, float *O, float *mx, flo
 
 static void attn_worker(void *p, int ith, int nth)
 {
-    const attn_t *a = p;
+    attn_t *a = p;
+    (void)nth;
     uint8_t *t = a->thread_base + (size_t)ith * a->thread_bytes;
     float *qb = (float *)t;
     t += up64((size_t)BQ * (size_t)a->d * sizeof(float));
@@ -170,7 +176,7 @@ static void attn_worker(void *p, int ith, int nth)
     t += up64((size_t)BQ * (size_t)a->dv * sizeof(float));
     float *mx = (float *)t, *sum = mx + BQ;
     const int64_t n_qb = a->qbs[a->n_seg], items = n_qb * a->n_head;
-    for (int64_t it = ith; it < items; it += nth) {
+    for (int64_t it; (it = atomic_fetch_add(&a->next, 1)) < items;) {
         const int h = (int)(it / n_qb);
         const int64_t g = it % n_qb;
         int s = 0;
@@ -208,6 +214,8 @@ void enc_attn(tpool_t *pool, const float *q, const float *k, const float *v, int
     p += up64((size_t)n_head * (size_t)a.n_keys * (size_t)a.dv * sizeof(float));
     a.thread_base = p;
     a.thread_bytes = per_thread(head_dim, a.dv);
+    atomic_init(&a.next, 0);
     tpool_run(pool, pack_worker, &a);
+    atomic_store(&a.next, 0);
     tpool_run(pool, attn_worker, &a);
 }

@@ -1,21 +1,25 @@
 /* gemm.c - the blocked products of gemm.h: the loops around the
  * micro-kernels of gemm_impl.h (the usual three-level blocking).
  *
- * Each thread owns a range of output columns (weight rows, whole tiles of
- * 2 vw). For each block of up to GEMM_NC of its columns and each block of
- * GEMM_KC of k, it unpacks those weights once into a panel per tile (kc
- * rows of 2 vw floats: the weights of 2 vw columns side by side, F16
- * converted, quantized blocks expanded), then sweeps all the token rows in
- * blocks of GEMM_MC (an L2's worth of activations), one mr x 2 vw register
- * tile at a time, each panel staying in L1 while the rows pass. The first
- * k block stores, later ones add; the last adds the bias. Edges: the last
- * rows go through a zero-padded copy, the last columns through a scratch
- * tile. An element's sum is over the k blocks in order, each in the
- * kernel's order: the same whatever the threads, blocks or batch.
+ * The work is cut into units of GEMM_UC output columns (weight rows, whole
+ * tiles of 2 vw) times a range of token rows (all of them, unless there are
+ * too few column units to go round), and the pool's threads take units
+ * from a shared counter: a thread that the OS puts aside on a busy machine
+ * holds up one unit, not a fixed half of the product. Within a unit, for
+ * each block of GEMM_KC of k, the unit's weights are unpacked once into one
+ * panel per tile (kc rows of 2 vw floats: the weights of 2 vw columns side
+ * by side, F16 converted, quantized blocks expanded; an L2's worth), then
+ * the rows are swept in blocks of GEMM_MC, one mr x 2 vw register tile at a
+ * time, each panel staying in L1 while the rows pass. The first k block
+ * stores, later ones add; the last adds the bias. Edges: the last rows go
+ * through a zero-padded copy, the last columns through a scratch tile. An
+ * element's sum is over the k blocks in order, each in the kernel's order:
+ * the same whatever the threads, units or batch.
  */
 #include "engine/kernels/gemm.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "engine/kernels/gemm_impl.h"
@@ -29,9 +33,10 @@
 #ifndef GEMM_MC
 #define GEMM_MC 120  /* token rows per block: a multiple of every mr (4, 6, 12) */
 #endif
-#ifndef GEMM_NC
-#define GEMM_NC 1024 /* columns unpacked per block and thread: a multiple of every 2 vw */
+#ifndef GEMM_UC
+#define GEMM_UC 128  /* columns per unit of work: a multiple of every 2 vw */
 #endif
+#define ROWS_CHUNK 32 /* activation rows per unit of gemm_round_act */
 
 /* ---- implementation selection ---- */
 
@@ -106,7 +111,7 @@ static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
  * row's block of floats, one activation row in its vec_dot_type */
 static size_t thread_bytes(int64_t k_max)
 {
-    return up64((size_t)GEMM_KC * GEMM_NC * sizeof(float)) +
+    return up64((size_t)GEMM_KC * GEMM_UC * sizeof(float)) +
            up64((size_t)GEMM_MR_MAX * GEMM_KC * sizeof(float)) +
            up64((size_t)GEMM_MR_MAX * 2 * GEMM_VW_MAX * sizeof(float)) + up64((size_t)GEMM_KC * sizeof(float)) +
            up64((size_t)(k_max > 0 ? k_max : 1) * sizeof(float) + 64);
@@ -127,7 +132,7 @@ static thread_mem_t thread_mem(void *scratch, int ith, int64_t k_max)
     uint8_t *p = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63) + (size_t)ith * thread_bytes(k_max);
     thread_mem_t m;
     m.b = (float *)p;
-    p += up64((size_t)GEMM_KC * GEMM_NC * sizeof(float));
+    p += up64((size_t)GEMM_KC * GEMM_UC * sizeof(float));
     m.a_tail = (float *)p;
     p += up64((size_t)GEMM_MR_MAX * GEMM_KC * sizeof(float));
     m.c_tile = (float *)p;
@@ -158,21 +163,25 @@ typedef struct {
     float *xr;
     int64_t n, k;
     void *scratch;
+    atomic_llong next; /* next chunk of rows */
 } round_arg_t;
 
 static void round_worker(void *p, int ith, int nth)
 {
     round_arg_t *a = p;
-    const int64_t r0 = a->n * ith / nth, r1 = a->n * (ith + 1) / nth;
+    (void)nth;
     thread_mem_t m = thread_mem(a->scratch, ith, a->k);
-    for (int64_t r = r0; r < r1; r++) {
-        const float *x = a->x + r * a->k;
-        float *y = a->xr + r * a->k;
-        if (a->vt == QTYPE_F16) {
-            a->im->round_f16(x, y, a->k);
-        } else {
-            kern_quantize_act(a->wtype, x, a->k, 1, m.act);
-            quant_dequantize_row(a->vt, m.act, y, a->k);
+    for (int64_t r0; (r0 = atomic_fetch_add(&a->next, ROWS_CHUNK)) < a->n;) {
+        const int64_t r1 = r0 + ROWS_CHUNK < a->n ? r0 + ROWS_CHUNK : a->n;
+        for (int64_t r = r0; r < r1; r++) {
+            const float *x = a->x + r * a->k;
+            float *y = a->xr + r * a->k;
+            if (a->vt == QTYPE_F16) {
+                a->im->round_f16(x, y, a->k);
+            } else {
+                kern_quantize_act(a->wtype, x, a->k, 1, m.act);
+                quant_dequantize_row(a->vt, m.act, y, a->k);
+            }
         }
     }
 }
@@ -183,8 +192,8 @@ const float *gemm_round_act(tpool_t *pool, qtype_t wtype, const float *x, int64_
     const qtype_t vt = qtype_info(wtype)->vec_dot_type;
     if (vt == QTYPE_F32)
         return x;
-    round_arg_t a = {gemm_impl(), wtype, vt, x, xr, n, k, scratch};
-    tpool_run(n >= 64 ? pool : NULL, round_worker, &a);
+    round_arg_t a = {gemm_impl(), wtype, vt, x, xr, n, k, scratch, 0};
+    tpool_run(n > ROWS_CHUNK ? pool : NULL, round_worker, &a);
     return xr;
 }
 
@@ -199,6 +208,8 @@ typedef struct {
     const float *a, *bias;
     float *out;
     void *scratch;
+    int64_t row_parts, units;
+    atomic_llong next; /* next unit */
 } run_arg_t;
 
 /* panel p (2 vw columns from col0) of the block [pc, pc + kc): kc rows of
@@ -231,62 +242,76 @@ static void unpack_panel(const run_arg_t *g, thread_mem_t *m, int64_t col0, int6
     }
 }
 
-static void run_worker(void *p, int ith, int nth)
+/* one unit: columns [c0, c1) (c0 a multiple of 2 vw; the last tile may be
+ * partial) of rows [r0, r1) */
+static void run_unit(const run_arg_t *g, thread_mem_t *m, int64_t c0, int64_t c1, int64_t r0, int64_t r1)
 {
-    const run_arg_t *g = p;
     const gemm_impl_t *im = g->im;
     const int mr = im->mr, nr = 2 * im->vw;
-    const int64_t tiles = (g->n_out + nr - 1) / nr;
-    const int64_t n0 = tiles * ith / nth * nr, n1 = tiles * (ith + 1) / nth * nr;
-    thread_mem_t m = thread_mem(g->scratch, ith, g->k);
-    for (int64_t jc = n0; jc < n1; jc += GEMM_NC) {
-        const int64_t nc = n1 - jc < GEMM_NC ? n1 - jc : GEMM_NC;
-        for (int64_t pc = 0; pc < g->k; pc += GEMM_KC) {
-            const int64_t kc = g->k - pc < GEMM_KC ? g->k - pc : GEMM_KC;
-            const int acc = pc > 0;
-            const bool last = pc + kc == g->k;
-            for (int64_t jr = 0; jr < nc; jr += nr)
-                unpack_panel(g, &m, jc + jr, pc, kc, m.b + jr * kc);
-            for (int64_t ic = 0; ic < g->n_tok; ic += GEMM_MC) {
-                const int64_t mc = g->n_tok - ic < GEMM_MC ? g->n_tok - ic : GEMM_MC;
-                for (int64_t jr = 0; jr < nc; jr += nr) {
-                    const int64_t col = jc + jr;
-                    const float *panel = m.b + jr * kc;
-                    const bool full_cols = col + nr <= g->n_out;
-                    for (int64_t ir = 0; ir < mc; ir += mr) {
-                        const int64_t row = ic + ir;
-                        const int rows = mc - ir < mr ? (int)(mc - ir) : mr;
-                        const float *a = g->a + row * g->lda + pc;
-                        int64_t lda = g->lda;
-                        if (rows < mr) {
-                            /* the last rows, zero-padded to a whole tile */
-                            memset(m.a_tail, 0, (size_t)mr * (size_t)kc * sizeof(float));
-                            for (int r = 0; r < rows; r++)
-                                memcpy(m.a_tail + r * kc, a + r * g->lda, (size_t)kc * sizeof(float));
-                            a = m.a_tail;
-                            lda = kc;
-                        }
-                        float *c = g->out + row * g->ldc + col;
-                        if (rows == mr && full_cols) {
-                            im->full(kc, a, lda, panel, c, g->ldc, acc, last && g->bias ? g->bias + col : NULL);
-                            continue;
-                        }
-                        im->full(kc, a, lda, panel, m.c_tile, nr, 0, NULL);
-                        const int cols = g->n_out - col < nr ? (int)(g->n_out - col) : nr;
+    const int64_t nc = c1 - c0;
+    for (int64_t pc = 0; pc < g->k; pc += GEMM_KC) {
+        const int64_t kc = g->k - pc < GEMM_KC ? g->k - pc : GEMM_KC;
+        const int acc = pc > 0;
+        const bool last = pc + kc == g->k;
+        for (int64_t jr = 0; jr < nc; jr += nr)
+            unpack_panel(g, m, c0 + jr, pc, kc, m->b + jr * kc);
+        for (int64_t ic = r0; ic < r1; ic += GEMM_MC) {
+            const int64_t mc = r1 - ic < GEMM_MC ? r1 - ic : GEMM_MC;
+            for (int64_t jr = 0; jr < nc; jr += nr) {
+                const int64_t col = c0 + jr;
+                const float *panel = m->b + jr * kc;
+                const bool full_cols = col + nr <= g->n_out;
+                for (int64_t ir = 0; ir < mc; ir += mr) {
+                    const int64_t row = ic + ir;
+                    const int rows = mc - ir < mr ? (int)(mc - ir) : mr;
+                    const float *a = g->a + row * g->lda + pc;
+                    int64_t lda = g->lda;
+                    if (rows < mr) {
+                        /* the last rows, zero-padded to a whole tile */
+                        memset(m->a_tail, 0, (size_t)mr * (size_t)kc * sizeof(float));
                         for (int r = 0; r < rows; r++)
-                            for (int cc = 0; cc < cols; cc++) {
-                                /* the full tile's order: (sum + bias) + earlier blocks */
-                                float v = m.c_tile[r * nr + cc];
-                                if (last && g->bias)
-                                    v += g->bias[col + cc];
-                                if (acc)
-                                    v += c[r * g->ldc + cc];
-                                c[r * g->ldc + cc] = v;
-                            }
+                            memcpy(m->a_tail + r * kc, a + r * g->lda, (size_t)kc * sizeof(float));
+                        a = m->a_tail;
+                        lda = kc;
                     }
+                    float *c = g->out + row * g->ldc + col;
+                    if (rows == mr && full_cols) {
+                        im->full(kc, a, lda, panel, c, g->ldc, acc, last && g->bias ? g->bias + col : NULL);
+                        continue;
+                    }
+                    im->full(kc, a, lda, panel, m->c_tile, nr, 0, NULL);
+                    const int cols = g->n_out - col < nr ? (int)(g->n_out - col) : nr;
+                    for (int r = 0; r < rows; r++)
+                        for (int cc = 0; cc < cols; cc++) {
+                            /* the full tile's order: (sum + bias) + earlier blocks */
+                            float v = m->c_tile[r * nr + cc];
+                            if (last && g->bias)
+                                v += g->bias[col + cc];
+                            if (acc)
+                                v += c[r * g->ldc + cc];
+                            c[r * g->ldc + cc] = v;
+                        }
                 }
             }
         }
+    }
+}
+
+static void run_worker(void *p, int ith, int nth)
+{
+    run_arg_t *g = p;
+    (void)nth;
+    thread_mem_t m = thread_mem(g->scratch, ith, g->k);
+    for (int64_t u; (u = atomic_fetch_add(&g->next, 1)) < g->units;) {
+        const int64_t cu = u / g->row_parts, ru = u % g->row_parts;
+        const int64_t c0 = cu * GEMM_UC, c1 = c0 + GEMM_UC < g->n_out ? c0 + GEMM_UC : g->n_out;
+        /* whole row blocks per part */
+        const int64_t blocks = (g->n_tok + GEMM_MC - 1) / GEMM_MC;
+        const int64_t r0 = blocks * ru / g->row_parts * GEMM_MC;
+        int64_t r1 = blocks * (ru + 1) / g->row_parts * GEMM_MC;
+        r1 = r1 < g->n_tok ? r1 : g->n_tok;
+        if (r1 > r0)
+            run_unit(g, &m, c0, c1, r0, r1);
     }
 }
 
@@ -296,7 +321,15 @@ void gemm_run(tpool_t *pool, qtype_t wtype, const void *W, int64_t n_out, int64_
     if (n_out <= 0 || n_tok <= 0)
         return;
     run_arg_t g = {gemm_impl(), wtype, W, qtype_row_size(wtype, k), n_out, k, lda, n_tok, ldc, a, bias, out,
-                   scratch};
+                   scratch, 1, 0, 0};
+    /* enough units that a slow thread holds up little: split the rows too
+     * when the columns make fewer than 4 units a thread */
+    const int nth = tpool_size(pool);
+    const int64_t col_units = (n_out + GEMM_UC - 1) / GEMM_UC, blocks = (n_tok + GEMM_MC - 1) / GEMM_MC;
+    if (col_units < 4 * nth)
+        g.row_parts = (4 * nth + col_units - 1) / col_units;
+    g.row_parts = g.row_parts < blocks ? g.row_parts : blocks;
+    g.units = col_units * g.row_parts;
     if (k <= 0) {
         for (int64_t t = 0; t < n_tok; t++)
             for (int64_t r = 0; r < n_out; r++)

@@ -17,6 +17,7 @@
 #include "engine/vision/vis_internal.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,21 +35,23 @@ typedef void (*rows_fn_t)(void *ctx, int64_t r0, int64_t r1);
 typedef struct {
     rows_fn_t fn;
     void *ctx;
-    int64_t n;
+    int64_t n, chunk;
+    atomic_llong next; /* next chunk: threads take chunks as they come free */
 } rows_arg_t;
 
 static void rows_worker(void *p, int ith, int nth)
 {
     rows_arg_t *a = p;
-    const int64_t r0 = a->n * ith / nth, r1 = a->n * (ith + 1) / nth;
-    if (r1 > r0)
-        a->fn(a->ctx, r0, r1);
+    (void)ith, (void)nth;
+    for (int64_t r0; (r0 = atomic_fetch_add(&a->next, a->chunk)) < a->n;)
+        a->fn(a->ctx, r0, r0 + a->chunk < a->n ? r0 + a->chunk : a->n);
 }
 
 static void par_rows(tpool_t *pool, int64_t n, rows_fn_t fn, void *ctx)
 {
-    rows_arg_t a = {fn, ctx, n};
-    tpool_run(n >= 16 ? pool : NULL, rows_worker, &a);
+    const int64_t chunk = n / (8 * tpool_size(pool)) > 16 ? n / (8 * tpool_size(pool)) : 16;
+    rows_arg_t a = {fn, ctx, n, chunk, 0};
+    tpool_run(n > chunk ? pool : NULL, rows_worker, &a);
 }
 
 typedef struct {

@@ -38,7 +38,7 @@ static void bench_mm(tpool_t *pool, int nth, qtype_t t, int64_t m, int64_t n, in
     uint8_t *w = malloc(rs * (size_t)n);
     for (int64_t r = 0; r < n; r++)
         quant_quantize_row(t, wf + r * k, w + (size_t)r * rs, k);
-    float *x = malloc((size_t)(m * k) * sizeof(float)), *xr = malloc((size_t)(m * k) * sizeof(float));
+    float *x = malloc((size_t)(m * k) * sizeof(float)), *xr = malloc(gemm_act_floats(m, k) * sizeof(float));
     float *out = malloc((size_t)(m * n) * sizeof(float));
     for (int64_t i = 0; i < m * k; i++)
         x[i] = frand();
@@ -46,8 +46,8 @@ static void bench_mm(tpool_t *pool, int nth, qtype_t t, int64_t m, int64_t n, in
     double best = 1e30;
     for (int rep = 0; rep < 3; rep++) {
         const double t0 = now();
-        const float *a = gemm_round_act(pool, t, x, m, k, xr, scratch);
-        gemm_run(pool, t, w, n, k, a, k, m, NULL, out, n, scratch);
+        gemm_prepare(pool, t, x, k, m, k, xr, scratch);
+        gemm_run(pool, t, w, n, k, xr, m, out, n, NULL, scratch);
         const double dt = now() - t0;
         best = dt < best ? dt : best;
     }

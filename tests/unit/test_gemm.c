@@ -3,11 +3,12 @@
  * implementation this CPU runs ("avx2x2" is the AVX-512 tiling on AVX2
  * registers, so its row/column/tail logic is checked on any AVX2 machine).
  *
- * gemm: the rounded activations are exactly ggml's (F16 halves, BF16, Q8_0
- * and Q8_K blocks: quant.h's quantizer and back); each output within
- * 1e-5 * sum |a w| of the double sum of the same products; shapes with
- * partial tiles, several k / row / column blocks, strides, bias; the same
- * bits with 1 or 3 threads and with each row alone (no batch dependence).
+ * gemm: the prepared activations are exactly ggml's values (F16 halves,
+ * BF16, Q8_0 and Q8_K blocks: quant.h's quantizer and back); each output
+ * within 1e-5 * sum |a w| of the double sum of the same products; shapes
+ * with partial tiles, several k / row / column blocks, strides, bias; the
+ * same bits with 1 or 3 threads and with each row alone (no batch
+ * dependence); the epilogue (accumulate into the output, bias, post).
  * enc_attn: segments (one, several, ragged), head sizes that need a half
  * panel, more keys than one block (the online softmax rescales), rising
  * scores; within 2e-5 of the largest |value|; the same bits with 1 or 3
@@ -89,41 +90,46 @@ typedef struct {
     int64_t n_tok, n_out, k;
 } shape_t;
 
+static void post_half(float *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] *= 0.5f;
+}
+
 static void check_gemm(tpool_t *pool1, tpool_t *pool3, const char *impl, qtype_t t, shape_t s, bool bias_on)
 {
-    const int64_t lda = s.k + 3, ldc = s.n_out + 5;
+    const int64_t ldx = s.k + 3, ldc = s.n_out + 5;
     float *deq = malloc((size_t)(s.n_out * s.k) * sizeof(float));
     void *W = make_weights(t, s.n_out, s.k, deq);
-    float *x = malloc((size_t)(s.n_tok * s.k) * sizeof(float));
-    float *xr = malloc((size_t)(s.n_tok * s.k) * sizeof(float));
+    float *x = malloc((size_t)(s.n_tok * ldx) * sizeof(float));
+    float *act = malloc(gemm_act_floats(s.n_tok, s.k) * sizeof(float));
+    float *act1 = malloc(gemm_act_floats(1, s.k) * sizeof(float));
     float *ref_a = malloc((size_t)(s.n_tok * s.k) * sizeof(float));
-    float *a = malloc((size_t)(s.n_tok * lda) * sizeof(float));
     float *bias = malloc((size_t)s.n_out * sizeof(float));
     float *out1 = malloc((size_t)(s.n_tok * ldc) * sizeof(float));
     float *out3 = malloc((size_t)(s.n_tok * ldc) * sizeof(float));
     float *one = malloc((size_t)ldc * sizeof(float));
     void *scratch = malloc(gemm_scratch_size(3, s.k));
-    for (int64_t i = 0; i < s.n_tok * s.k; i++)
+    for (int64_t i = 0; i < s.n_tok * ldx; i++)
         x[i] = rng_f(-2.0f, 2.0f);
     for (int64_t r = 0; r < s.n_out; r++)
         bias[r] = rng_f(-1.0f, 1.0f);
     /* rounding: bit-exact with the reference */
-    const float *rx = gemm_round_act(pool3, t, x, s.n_tok, s.k, xr, scratch);
+    gemm_prepare(pool3, t, x, ldx, s.n_tok, s.k, act, scratch);
     bool round_ok = true;
     for (int64_t i = 0; i < s.n_tok; i++) {
-        ref_round(t, x + i * s.k, ref_a + i * s.k, s.k);
-        if (memcmp(ref_a + i * s.k, rx + i * s.k, (size_t)s.k * sizeof(float)))
-            round_ok = false;
+        ref_round(t, x + i * ldx, ref_a + i * s.k, s.k);
+        for (int64_t j = 0; j < s.k; j++)
+            round_ok &= gemm_act_at(act, s.k, i, j) == ref_a[i * s.k + j];
     }
     tap_ok(round_ok, "%s %s: activations rounded as ggml's (%ld x %ld)", impl, qtype_name(t), (long)s.n_tok,
            (long)s.k);
-    for (int64_t i = 0; i < s.n_tok; i++)
-        memcpy(a + i * lda, rx + i * s.k, (size_t)s.k * sizeof(float));
     for (int64_t i = 0; i < s.n_tok * ldc; i++)
         out1[i] = out3[i] = -7.0f;
-    const float *b = bias_on ? bias : NULL;
-    gemm_run(pool1, t, W, s.n_out, s.k, a, lda, s.n_tok, b, out1, ldc, scratch);
-    gemm_run(pool3, t, W, s.n_out, s.k, a, lda, s.n_tok, b, out3, ldc, scratch);
+    const gemm_epi_t epi = {bias_on ? bias : NULL, false, NULL};
+    const float *b = epi.bias;
+    gemm_run(pool1, t, W, s.n_out, s.k, act, s.n_tok, out1, ldc, &epi, scratch);
+    gemm_run(pool3, t, W, s.n_out, s.k, act, s.n_tok, out3, ldc, &epi, scratch);
     double worst = 0.0;
     bool pad_ok = true;
     for (int64_t i = 0; i < s.n_tok; i++) {
@@ -147,12 +153,27 @@ static void check_gemm(tpool_t *pool1, tpool_t *pool3, const char *impl, qtype_t
            impl, qtype_name(t), (long)s.n_tok, (long)s.n_out, (long)s.k);
     bool alone = true;
     for (int64_t i = 0; i < s.n_tok; i += 1 + s.n_tok / 5) {
-        gemm_run(pool1, t, W, s.n_out, s.k, a + i * lda, lda, 1, b, one, ldc, scratch);
+        gemm_prepare(pool1, t, x + i * ldx, ldx, 1, s.k, act1, scratch);
+        gemm_run(pool1, t, W, s.n_out, s.k, act1, 1, one, ldc, &epi, scratch);
         alone &= !memcmp(one, out1 + i * ldc, (size_t)s.n_out * sizeof(float));
     }
     tap_ok(alone, "%s %s %ldx%ldx%ld: a row alone gives the same bits", impl, qtype_name(t), (long)s.n_tok,
            (long)s.n_out, (long)s.k);
-    free(deq), free(W), free(x), free(xr), free(ref_a), free(a), free(bias), free(out1), free(out3), free(one);
+    /* the epilogue: accumulate into what is there, then post */
+    for (int64_t i = 0; i < s.n_tok * ldc; i++)
+        out3[i] = 0.5f;
+    const gemm_epi_t acc = {bias, true, post_half};
+    gemm_run(pool3, t, W, s.n_out, s.k, act, s.n_tok, out3, ldc, &acc, scratch);
+    bool epi_ok = true;
+    for (int64_t i = 0; i < s.n_tok; i++)
+        for (int64_t r = 0; r < ldc; r++) {
+            /* out1 had the bias when bias_on */
+            const double want = r < s.n_out ? ((double)out1[i * ldc + r] + (bias_on ? 0.0 : bias[r]) + 0.5) * 0.5 : 0.5;
+            epi_ok &= fabs(out3[i * ldc + r] - want) <= 1e-5 * (fabs(want) + 1.0);
+        }
+    tap_ok(epi_ok, "%s %s %ldx%ldx%ld: accumulate + bias + post", impl, qtype_name(t), (long)s.n_tok, (long)s.n_out,
+           (long)s.k);
+    free(deq), free(W), free(x), free(act), free(act1), free(ref_a), free(bias), free(out1), free(out3), free(one);
     free(scratch);
 }
 

@@ -22,8 +22,12 @@
 
 #include "engine/kernels/gemm_impl.h"
 
+#ifndef BQ
 #define BQ 48  /* queries per work item: a multiple of every mr */
+#endif
+#ifndef BK
 #define BK 256 /* keys per step: a multiple of every 2 vw */
+#endif
 
 static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
 

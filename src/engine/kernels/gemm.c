@@ -10,11 +10,14 @@
  * panel per tile (kc rows of 2 vw floats: the weights of 2 vw columns side
  * by side, F16 converted, quantized blocks expanded; an L2's worth), then
  * the rows are swept in blocks of GEMM_MC, one mr x 2 vw register tile at a
- * time, each panel staying in L1 while the rows pass. The first k block
- * stores, later ones add; the last adds the bias. Edges: the last rows go
- * through a zero-padded copy, the last columns through a scratch tile. An
- * element's sum is over the k blocks in order, each in the kernel's order:
- * the same whatever the threads, units or batch.
+ * time, each panel staying in L1 while the rows pass; the activations were
+ * prepared (gemm_prepare: rounded as ggml rounds them, and interleaved mr
+ * rows at a time, so a tile reads one stream). The first k block stores
+ * (or adds, accumulating), later ones add; the last adds the bias, then
+ * the epilogue's post runs on the finished rows. The last columns go
+ * through a scratch tile. An element's sum is over the k blocks in order,
+ * each in the kernel's order: the same whatever the threads, units or
+ * batch.
  */
 #include "engine/kernels/gemm.h"
 
@@ -31,12 +34,13 @@
 #define GEMM_KC 256  /* k per block: a multiple of every block size (QK_K) */
 #endif
 #ifndef GEMM_MC
-#define GEMM_MC 120  /* token rows per block: a multiple of every mr (4, 6, 12) */
+#define GEMM_MC 168  /* token rows per block: a multiple of every mr (4, 6, 12) */
 #endif
 #ifndef GEMM_UC
-#define GEMM_UC 128  /* columns per unit of work: a multiple of every 2 vw */
+#define GEMM_UC 256  /* columns per unit of work: a multiple of every 2 vw */
 #endif
-#define ROWS_CHUNK 32 /* activation rows per unit of gemm_round_act */
+#define ROWS_CHUNK 48 /* activation rows per unit of gemm_prepare: a multiple of every mr */
+#define MR_ALL 12     /* a multiple of every mr: prepared activations are padded to it */
 
 /* ---- implementation selection ---- */
 
@@ -107,14 +111,13 @@ const char *gemm_impl_name(void) { return gemm_impl()->name; }
 
 static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-/* per thread: the unpacked weights, a padded A tile, a C tile, one weight
- * row's block of floats, one activation row in its vec_dot_type */
+/* per thread: the unpacked weights, a C tile, one weight row's block of
+ * floats, one activation row in its vec_dot_type and as floats */
 static size_t thread_bytes(int64_t k_max)
 {
     return up64((size_t)GEMM_KC * GEMM_UC * sizeof(float)) +
-           up64((size_t)GEMM_MR_MAX * GEMM_KC * sizeof(float)) +
            up64((size_t)GEMM_MR_MAX * 2 * GEMM_VW_MAX * sizeof(float)) + up64((size_t)GEMM_KC * sizeof(float)) +
-           up64((size_t)(k_max > 0 ? k_max : 1) * sizeof(float) + 64);
+           up64(2 * (size_t)(k_max > 0 ? k_max : 1) * sizeof(float) + 128);
 }
 
 size_t gemm_scratch_size(int n_threads, int64_t k_max)
@@ -123,7 +126,7 @@ size_t gemm_scratch_size(int n_threads, int64_t k_max)
 }
 
 typedef struct {
-    float *b, *a_tail, *c_tile, *row;
+    float *b, *c_tile, *row;
     void *act;
 } thread_mem_t;
 
@@ -133,8 +136,6 @@ static thread_mem_t thread_mem(void *scratch, int ith, int64_t k_max)
     thread_mem_t m;
     m.b = (float *)p;
     p += up64((size_t)GEMM_KC * GEMM_UC * sizeof(float));
-    m.a_tail = (float *)p;
-    p += up64((size_t)GEMM_MR_MAX * GEMM_KC * sizeof(float));
     m.c_tile = (float *)p;
     p += up64((size_t)GEMM_MR_MAX * 2 * GEMM_VW_MAX * sizeof(float));
     m.row = (float *)p;
@@ -154,47 +155,62 @@ bool gemm_supports(qtype_t wtype)
     return vt == QTYPE_F32 || quant_can_dequantize(vt);
 }
 
-/* ---- activation rounding ---- */
+/* ---- activations ---- */
+
+size_t gemm_act_floats(int64_t n, int64_t k) { return (size_t)((n + MR_ALL - 1) / MR_ALL * MR_ALL) * (size_t)k; }
+
+float gemm_act_at(const float *act, int64_t k, int64_t j, int64_t i)
+{
+    const int mr = gemm_impl()->mr;
+    return act[j / mr * mr * k + i * mr + j % mr];
+}
 
 typedef struct {
     const gemm_impl_t *im;
     qtype_t wtype, vt;
     const float *x;
-    float *xr;
-    int64_t n, k;
+    float *act;
+    int64_t ldx, n, k;
     void *scratch;
     atomic_llong next; /* next chunk of rows */
-} round_arg_t;
+} prep_arg_t;
 
-static void round_worker(void *p, int ith, int nth)
+static void prep_worker(void *p, int ith, int nth)
 {
-    round_arg_t *a = p;
+    prep_arg_t *a = p;
     (void)nth;
-    thread_mem_t m = thread_mem(a->scratch, ith, a->k);
-    for (int64_t r0; (r0 = atomic_fetch_add(&a->next, ROWS_CHUNK)) < a->n;) {
-        const int64_t r1 = r0 + ROWS_CHUNK < a->n ? r0 + ROWS_CHUNK : a->n;
+    const int mr = a->im->mr;
+    const int64_t k = a->k;
+    thread_mem_t m = thread_mem(a->scratch, ith, k);
+    float *row = (float *)m.act + (k + 15) / 16 * 16; /* after one vec_dot row (at most 4 k bytes) */
+    const int64_t n_pad = (a->n + MR_ALL - 1) / MR_ALL * MR_ALL;
+    for (int64_t r0; (r0 = atomic_fetch_add(&a->next, ROWS_CHUNK)) < n_pad;) {
+        const int64_t r1 = r0 + ROWS_CHUNK < n_pad ? r0 + ROWS_CHUNK : n_pad;
         for (int64_t r = r0; r < r1; r++) {
-            const float *x = a->x + r * a->k;
-            float *y = a->xr + r * a->k;
-            if (a->vt == QTYPE_F16) {
-                a->im->round_f16(x, y, a->k);
+            /* row r's values, rounded, then scattered into its tile */
+            const float *y = row;
+            if (r >= a->n) {
+                memset(row, 0, (size_t)k * sizeof(float));
+            } else if (a->vt == QTYPE_F32) {
+                y = a->x + r * a->ldx;
+            } else if (a->vt == QTYPE_F16) {
+                a->im->round_f16(a->x + r * a->ldx, row, k);
             } else {
-                kern_quantize_act(a->wtype, x, a->k, 1, m.act);
-                quant_dequantize_row(a->vt, m.act, y, a->k);
+                kern_quantize_act(a->wtype, a->x + r * a->ldx, k, 1, m.act);
+                quant_dequantize_row(a->vt, m.act, row, k);
             }
+            float *dst = a->act + r / mr * mr * k + r % mr;
+            for (int64_t i = 0; i < k; i++)
+                dst[i * mr] = y[i];
         }
     }
 }
 
-const float *gemm_round_act(tpool_t *pool, qtype_t wtype, const float *x, int64_t n, int64_t k, float *xr,
-                            void *scratch)
+void gemm_prepare(tpool_t *pool, qtype_t wtype, const float *x, int64_t ldx, int64_t n, int64_t k, float *act,
+                  void *scratch)
 {
-    const qtype_t vt = qtype_info(wtype)->vec_dot_type;
-    if (vt == QTYPE_F32)
-        return x;
-    round_arg_t a = {gemm_impl(), wtype, vt, x, xr, n, k, scratch, 0};
-    tpool_run(n > ROWS_CHUNK ? pool : NULL, round_worker, &a);
-    return xr;
+    prep_arg_t a = {gemm_impl(), wtype, qtype_info(wtype)->vec_dot_type, x, act, ldx, n, k, scratch, 0};
+    tpool_run(n > ROWS_CHUNK ? pool : NULL, prep_worker, &a);
 }
 
 /* ---- the product ---- */
@@ -204,8 +220,10 @@ typedef struct {
     qtype_t wtype;
     const uint8_t *W;
     size_t row_bytes;
-    int64_t n_out, k, lda, n_tok, ldc;
-    const float *a, *bias;
+    int64_t n_out, k, n_tok, ldc;
+    const float *act, *bias;
+    bool accumulate;
+    void (*post)(float *y, int64_t n);
     float *out;
     void *scratch;
     int64_t row_parts, units;
@@ -243,7 +261,7 @@ static void unpack_panel(const run_arg_t *g, thread_mem_t *m, int64_t col0, int6
 }
 
 /* one unit: columns [c0, c1) (c0 a multiple of 2 vw; the last tile may be
- * partial) of rows [r0, r1) */
+ * partial) of rows [r0, r1) (r0 a multiple of mr) */
 static void run_unit(const run_arg_t *g, thread_mem_t *m, int64_t c0, int64_t c1, int64_t r0, int64_t r1)
 {
     const gemm_impl_t *im = g->im;
@@ -251,7 +269,7 @@ static void run_unit(const run_arg_t *g, thread_mem_t *m, int64_t c0, int64_t c1
     const int64_t nc = c1 - c0;
     for (int64_t pc = 0; pc < g->k; pc += GEMM_KC) {
         const int64_t kc = g->k - pc < GEMM_KC ? g->k - pc : GEMM_KC;
-        const int acc = pc > 0;
+        const int acc = pc > 0 || g->accumulate;
         const bool last = pc + kc == g->k;
         for (int64_t jr = 0; jr < nc; jr += nr)
             unpack_panel(g, m, c0 + jr, pc, kc, m->b + jr * kc);
@@ -260,37 +278,30 @@ static void run_unit(const run_arg_t *g, thread_mem_t *m, int64_t c0, int64_t c1
             for (int64_t jr = 0; jr < nc; jr += nr) {
                 const int64_t col = c0 + jr;
                 const float *panel = m->b + jr * kc;
-                const bool full_cols = col + nr <= g->n_out;
+                const int cols = g->n_out - col < nr ? (int)(g->n_out - col) : nr;
                 for (int64_t ir = 0; ir < mc; ir += mr) {
                     const int64_t row = ic + ir;
                     const int rows = mc - ir < mr ? (int)(mc - ir) : mr;
-                    const float *a = g->a + row * g->lda + pc;
-                    int64_t lda = g->lda;
-                    if (rows < mr) {
-                        /* the last rows, zero-padded to a whole tile */
-                        memset(m->a_tail, 0, (size_t)mr * (size_t)kc * sizeof(float));
-                        for (int r = 0; r < rows; r++)
-                            memcpy(m->a_tail + r * kc, a + r * g->lda, (size_t)kc * sizeof(float));
-                        a = m->a_tail;
-                        lda = kc;
-                    }
+                    const float *a = g->act + row * g->k + pc * mr; /* the tile's block: kc x mr */
                     float *c = g->out + row * g->ldc + col;
-                    if (rows == mr && full_cols) {
-                        im->full(kc, a, lda, panel, c, g->ldc, acc, last && g->bias ? g->bias + col : NULL);
-                        continue;
+                    if (rows == mr && cols == nr) {
+                        im->packed(kc, a, panel, c, g->ldc, acc, last && g->bias ? g->bias + col : NULL);
+                    } else {
+                        im->packed(kc, a, panel, m->c_tile, nr, 0, NULL);
+                        for (int r = 0; r < rows; r++)
+                            for (int cc = 0; cc < cols; cc++) {
+                                /* the full tile's order: (sum + bias) + what was there */
+                                float v = m->c_tile[r * nr + cc];
+                                if (last && g->bias)
+                                    v += g->bias[col + cc];
+                                if (acc)
+                                    v += c[r * g->ldc + cc];
+                                c[r * g->ldc + cc] = v;
+                            }
                     }
-                    im->full(kc, a, lda, panel, m->c_tile, nr, 0, NULL);
-                    const int cols = g->n_out - col < nr ? (int)(g->n_out - col) : nr;
-                    for (int r = 0; r < rows; r++)
-                        for (int cc = 0; cc < cols; cc++) {
-                            /* the full tile's order: (sum + bias) + earlier blocks */
-                            float v = m->c_tile[r * nr + cc];
-                            if (last && g->bias)
-                                v += g->bias[col + cc];
-                            if (acc)
-                                v += c[r * g->ldc + cc];
-                            c[r * g->ldc + cc] = v;
-                        }
+                    if (last && g->post)
+                        for (int r = 0; r < rows; r++)
+                            g->post(c + r * g->ldc, cols);
                 }
             }
         }
@@ -305,7 +316,7 @@ static void run_worker(void *p, int ith, int nth)
     for (int64_t u; (u = atomic_fetch_add(&g->next, 1)) < g->units;) {
         const int64_t cu = u / g->row_parts, ru = u % g->row_parts;
         const int64_t c0 = cu * GEMM_UC, c1 = c0 + GEMM_UC < g->n_out ? c0 + GEMM_UC : g->n_out;
-        /* whole row blocks per part */
+        /* whole row blocks per part (GEMM_MC is a multiple of mr) */
         const int64_t blocks = (g->n_tok + GEMM_MC - 1) / GEMM_MC;
         const int64_t r0 = blocks * ru / g->row_parts * GEMM_MC;
         int64_t r1 = blocks * (ru + 1) / g->row_parts * GEMM_MC;
@@ -315,13 +326,25 @@ static void run_worker(void *p, int ith, int nth)
     }
 }
 
-void gemm_run(tpool_t *pool, qtype_t wtype, const void *W, int64_t n_out, int64_t k, const float *a, int64_t lda,
-              int64_t n_tok, const float *bias, float *out, int64_t ldc, void *scratch)
+void gemm_run(tpool_t *pool, qtype_t wtype, const void *W, int64_t n_out, int64_t k, const float *act,
+              int64_t n_tok, float *out, int64_t ldc, const gemm_epi_t *epi, void *scratch)
 {
     if (n_out <= 0 || n_tok <= 0)
         return;
-    run_arg_t g = {gemm_impl(), wtype, W, qtype_row_size(wtype, k), n_out, k, lda, n_tok, ldc, a, bias, out,
-                   scratch, 1, 0, 0};
+    const gemm_epi_t none = {0};
+    if (!epi)
+        epi = &none;
+    run_arg_t g = {gemm_impl(), wtype, W, qtype_row_size(wtype, k), n_out, k, n_tok, ldc, act, epi->bias,
+                   epi->accumulate, epi->post, out, scratch, 1, 0, 0};
+    if (k <= 0) {
+        for (int64_t t = 0; t < n_tok; t++) {
+            for (int64_t r = 0; r < n_out; r++)
+                out[t * ldc + r] = (epi->accumulate ? out[t * ldc + r] : 0.0f) + (epi->bias ? epi->bias[r] : 0.0f);
+            if (epi->post)
+                epi->post(out + t * ldc, n_out);
+        }
+        return;
+    }
     /* enough units that a slow thread holds up little: split the rows too
      * when the columns make fewer than 4 units a thread */
     const int nth = tpool_size(pool);
@@ -330,11 +353,5 @@ void gemm_run(tpool_t *pool, qtype_t wtype, const void *W, int64_t n_out, int64_
         g.row_parts = (4 * nth + col_units - 1) / col_units;
     g.row_parts = g.row_parts < blocks ? g.row_parts : blocks;
     g.units = col_units * g.row_parts;
-    if (k <= 0) {
-        for (int64_t t = 0; t < n_tok; t++)
-            for (int64_t r = 0; r < n_out; r++)
-                out[t * ldc + r] = bias ? bias[r] : 0.0f;
-        return;
-    }
     tpool_run(pool, run_worker, &g);
 }

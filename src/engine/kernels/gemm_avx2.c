@@ -76,7 +76,7 @@ void gemm_impl_avx2(gemm_impl_t *t)
 {
     *t = (gemm_impl_t){"avx2",           6,
                        8,                gemm_ukr_full_avx2,
-                       gemm_ukr_half_avx2, gemm_row_max_avx2,
+                       gemm_ukr_half_avx2, gemm_ukr_packed_avx2, gemm_row_max_avx2,
                        gemm_row_exp_avx2,  gemm_row_scale_avx2,
                        f16_to_f32_avx2,    round_f16_avx2};
 }
@@ -132,7 +132,7 @@ void gemm_impl_avx2x2(gemm_impl_t *t)
 {
     *t = (gemm_impl_t){"avx2x2",           12,
                        16,                 gemm_ukr_full_avx2x2,
-                       gemm_ukr_half_avx2x2, gemm_row_max_avx2x2,
+                       gemm_ukr_half_avx2x2, gemm_ukr_packed_avx2x2, gemm_row_max_avx2x2,
                        gemm_row_exp_avx2x2,  gemm_row_scale_avx2x2,
                        f16_to_f32_avx2,      round_f16_avx2};
 }

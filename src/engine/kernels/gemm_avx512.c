@@ -55,7 +55,7 @@ void gemm_impl_avx512(gemm_impl_t *t)
 {
     *t = (gemm_impl_t){"avx512",           12,
                        16,                 gemm_ukr_full_avx512,
-                       gemm_ukr_half_avx512, gemm_row_max_avx512,
+                       gemm_ukr_half_avx512, gemm_ukr_packed_avx512, gemm_row_max_avx512,
                        gemm_row_exp_avx512,  gemm_row_scale_avx512,
                        f16_to_f32_avx512,    round_f16_avx512};
 }

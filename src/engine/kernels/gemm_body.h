@@ -8,7 +8,7 @@
  *   gv_round(v) (to nearest integer, ties to even), gv_pow2i(n) (2^n for an
  *   integral n in [-126, 127]), gv_hmax(v), gv_hsum(v).
  *
- * Defines gemm_ukr_full_<sfx>, gemm_ukr_half_<sfx>, gemm_row_max_<sfx>,
+ * Defines gemm_ukr_full_<sfx>, gemm_ukr_packed_<sfx>, gemm_ukr_half_<sfx>, gemm_row_max_<sfx>,
  * gemm_row_exp_<sfx>, gemm_row_scale_<sfx> (static).
  */
 #include <stdint.h>
@@ -44,6 +44,51 @@ static void GB_FN(gemm_ukr_full)(int64_t kc, const float *a, int64_t lda, const 
             c0[r] = gv_fma(av, b0, c0[r]);
             c1[r] = gv_fma(av, b1, c1[r]);
         }
+    }
+    if (bias) {
+        const gv_t bb0 = gv_load(bias), bb1 = gv_load(bias + GV_W);
+#pragma GCC unroll 16
+        for (int r = 0; r < GEMM_MR; r++) {
+            c0[r] = gv_add(c0[r], bb0);
+            c1[r] = gv_add(c1[r], bb1);
+        }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < GEMM_MR; r++) {
+        float *cr = c + r * ldc;
+        if (acc) {
+            c0[r] = gv_add(c0[r], gv_load(cr));
+            c1[r] = gv_add(c1[r], gv_load(cr + GV_W));
+        }
+        gv_store(cr, c0[r]);
+        gv_store(cr + GV_W, c1[r]);
+    }
+}
+
+/* gemm_ukr_full with A packed: A[r][k] at a[k * MR + r] (one stream, the
+ * row tiles of gemm.h's prepared activations) */
+static void GB_FN(gemm_ukr_packed)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int acc,
+                                   const float *bias)
+{
+    gv_t c0[GEMM_MR], c1[GEMM_MR];
+#pragma GCC unroll 16
+    for (int r = 0; r < GEMM_MR; r++) {
+        c0[r] = gv_zero();
+        c1[r] = gv_zero();
+        __builtin_prefetch(c + r * ldc, 1, 3);
+        __builtin_prefetch(c + r * ldc + GB_NR - 1, 1, 3);
+    }
+#pragma GCC unroll 4
+    for (int64_t k = 0; k < kc; k++) {
+        const gv_t b0 = gv_load(b), b1 = gv_load(b + GV_W);
+        b += GB_NR;
+#pragma GCC unroll 16
+        for (int r = 0; r < GEMM_MR; r++) {
+            const gv_t av = gv_set1(a[r]);
+            c0[r] = gv_fma(av, b0, c0[r]);
+            c1[r] = gv_fma(av, b1, c1[r]);
+        }
+        a += GEMM_MR;
     }
     if (bias) {
         const gv_t bb0 = gv_load(bias), bb1 = gv_load(bias + GV_W);

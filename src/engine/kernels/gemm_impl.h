@@ -16,12 +16,16 @@
 
 typedef void (*gemm_ukr_fn_t)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
                               int acc, const float *bias);
+/* full, with A packed: A[r][k] at a[k * mr + r] */
+typedef void (*gemm_ukrp_fn_t)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int acc,
+                               const float *bias);
 
 typedef struct {
     const char *name;
     int mr, vw;          /* tile rows; lanes of one vector (the full tile is 2 vw wide) */
     gemm_ukr_fn_t full;  /* mr x 2 vw */
     gemm_ukr_fn_t half;  /* mr x vw */
+    gemm_ukrp_fn_t packed; /* mr x 2 vw, A packed */
     /* max of x[0..n) (n >= 1) */
     float (*row_max)(const float *x, int64_t n);
     /* x[i] = exp(x[i] - m) for i < n; returns their sum */

@@ -70,7 +70,7 @@ void gemm_impl_scalar(gemm_impl_t *t)
 {
     *t = (gemm_impl_t){"scalar",           4,
                        4,                  gemm_ukr_full_scalar,
-                       gemm_ukr_half_scalar, gemm_row_max_scalar,
+                       gemm_ukr_half_scalar, gemm_ukr_packed_scalar, gemm_row_max_scalar,
                        gemm_row_exp_scalar,  gemm_row_scale_scalar,
                        fp16_row_to_fp32,     round_f16_scalar};
 }

@@ -87,7 +87,6 @@ typedef struct {
     int64_t n;        /* rows */
     size_t act_bytes; /* linear.h scratch for the types gemm.h does not take */
     int64_t k_max;    /* widest input of a gemm.h matrix */
-    bool rounds;      /* some gemm.h matrix rounds its activations */
 } needs_t;
 
 static void need_of(const model_tensor_t *t, void *ctx)
@@ -99,7 +98,6 @@ static void need_of(const model_tensor_t *t, void *ctx)
         return;
     }
     nd->k_max = t->n_in > nd->k_max ? t->n_in : nd->k_max;
-    nd->rounds |= qtype_info(t->type)->vec_dot_type != QTYPE_F32;
 }
 
 /* Qwen2.5-VL's windows on a patch grid: gwin x gwin merged tokens from the
@@ -163,8 +161,8 @@ static lf_code_t work_alloc(const vis_model_t *v, vis_work_t *w, int32_t gw, int
     bool ok = w->x && w->xn && w->q && w->k && w->v && w->att && w->ff && w->ff2 && w->order && w->cols;
     if (ok && nd.act_bytes)
         ok = (w->act = malloc(nd.act_bytes)) != NULL;
-    if (ok && nd.rounds)
-        ok = (w->xr = malloc((size_t)(n * nd.k_max) * sizeof(float))) != NULL;
+    if (ok && nd.k_max)
+        ok = (w->xr = malloc(gemm_act_floats(n, nd.k_max) * sizeof(float))) != NULL;
     if (ok && is_qwen(hp)) {
         ok = (w->cs = malloc((size_t)(n * hp->head_dim) * sizeof(float))) != NULL;
         if (ok && hp->proj == VIS_PROJ_QWEN25VL) {

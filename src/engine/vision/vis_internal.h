@@ -10,6 +10,7 @@
 #define LF_VIS_INTERNAL_H
 
 #include "engine/gguf/gguf.h"
+#include "engine/kernels/gemm.h"
 #include "engine/vision/vision.h"
 
 typedef struct {
@@ -68,7 +69,7 @@ typedef struct {
     void *act;                /* activation scratch of linear.h (types gemm.h does not take), or NULL */
     uint8_t *order;           /* [max rows] all GX_ORDER_TINY */
     float *ds;                /* [n / 4][n_deepstack * T] qwen3vl deepstack outputs */
-    float *xr;                /* [n][max n_in] activations rounded for the weight type (gemm.h) */
+    float *xr;                /* gemm_act_floats(n, max n_in): activations prepared for gemm.h */
     void *gemm;               /* gemm.h scratch for n_threads */
     void *attn;               /* enc_attn.h scratch for n_threads */
     int n_threads;            /* threads the scratch is sized for (0: none yet) */
@@ -83,9 +84,12 @@ void vis_norm_rows(const vis_model_t *v, tpool_t *pool, const float *x, const fl
  * tiles' summation order; linear.h for the types gemm.h does not take). */
 void vis_linear(tpool_t *pool, vis_work_t *wk, const model_tensor_t *W, const float *bias, const float *x, int64_t n,
                 float *out);
-/* vis_linear for cnt matrices of the same x, rounded once per activation type. */
-void vis_linear_n(tpool_t *pool, vis_work_t *wk, int cnt, const model_tensor_t *const *W, const float *const *bias,
-                  const float *x, int64_t n, float *const *out);
+/* out[i] from W[i] x (i < cnt) with epilogue epi[i] (gemm.h: bias,
+ * accumulate into out[i], post), x prepared once per activation type;
+ * tmp (n x n_out floats) is needed only for accumulating with a weight
+ * type gemm.h does not take (else NULL). */
+void vis_linear_epi(tpool_t *pool, vis_work_t *wk, int cnt, const model_tensor_t *const *W, const float *x,
+                    int64_t n, float *const *out, const gemm_epi_t *epi, float *tmp);
 /* Qwen2.5-VL: wk->x (rows of width) back from window order to the
  * encoder's patch order (nothing when the rows were never reordered). */
 void vis_unpermute(vis_work_t *wk, int64_t width);

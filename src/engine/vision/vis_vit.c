@@ -129,31 +129,52 @@ static void vis_add_rows(tpool_t *pool, float *x, const float *y, int64_t n, int
 
 /* ---- matrices ---- */
 
-void vis_linear_n(tpool_t *pool, vis_work_t *wk, int cnt, const model_tensor_t *const *W, const float *const *bias,
-                  const float *x, int64_t n, float *const *out)
+typedef struct {
+    void (*post)(float *y, int64_t n);
+    float *out;
+    int64_t width;
+} post_ctx_t;
+
+static void post_rows(void *p, int64_t r0, int64_t r1)
 {
-    const float *a = NULL;
-    qtype_t rounded_for = QTYPE_COUNT;
+    const post_ctx_t *c = p;
+    for (int64_t r = r0; r < r1; r++)
+        c->post(c->out + r * c->width, c->width);
+}
+
+void vis_linear_epi(tpool_t *pool, vis_work_t *wk, int cnt, const model_tensor_t *const *W, const float *x,
+                    int64_t n, float *const *out, const gemm_epi_t *epi, float *tmp)
+{
+    qtype_t prepared_for = QTYPE_COUNT; /* the activation type wk->xr holds x for */
     for (int i = 0; i < cnt; i++) {
         const model_tensor_t *w = W[i];
-        if (!gemm_supports(w->type)) {
-            lin_run(pool, wk->act, w, bias[i], x, n, wk->order, out[i]);
+        const gemm_epi_t *e = &epi[i];
+        if (gemm_supports(w->type)) {
+            /* one preparation serves every matrix with the same activation type */
+            const qtype_t vt = qtype_info(w->type)->vec_dot_type;
+            if (prepared_for != vt) {
+                gemm_prepare(pool, w->type, x, w->n_in, n, w->n_in, wk->xr, wk->gemm);
+                prepared_for = vt;
+            }
+            gemm_run(pool, w->type, w->data, w->n_out, w->n_in, wk->xr, n, out[i], w->n_out, e, wk->gemm);
             continue;
         }
-        /* one rounding serves every matrix with the same activation type */
-        const qtype_t vt = qtype_info(w->type)->vec_dot_type;
-        if (!a || rounded_for != vt) {
-            a = gemm_round_act(pool, w->type, x, n, w->n_in, wk->xr, wk->gemm);
-            rounded_for = vt;
+        /* linear.h's kernels for the other types, the epilogue after */
+        lin_run(pool, wk->act, w, e->bias, x, n, wk->order, e->accumulate ? tmp : out[i]);
+        if (e->accumulate)
+            vis_add_rows(pool, out[i], tmp, n, w->n_out);
+        if (e->post) {
+            post_ctx_t c = {e->post, out[i], w->n_out};
+            par_rows(pool, n, post_rows, &c);
         }
-        gemm_run(pool, w->type, w->data, w->n_out, w->n_in, a, w->n_in, n, bias[i], out[i], w->n_out, wk->gemm);
     }
 }
 
 void vis_linear(tpool_t *pool, vis_work_t *wk, const model_tensor_t *W, const float *bias, const float *x, int64_t n,
                 float *out)
 {
-    vis_linear_n(pool, wk, 1, &W, &bias, x, n, &out);
+    const gemm_epi_t e = {bias, false, NULL};
+    vis_linear_epi(pool, wk, 1, &W, x, n, &out, &e, NULL);
 }
 
 /* ---- attention ---- */
@@ -268,6 +289,12 @@ static void qkv_split(void *p, int64_t r0, int64_t r1)
     }
 }
 
+static void gelu_post(float *y, int64_t n) { ops_gelu_row(y, y, n); }
+
+static void gelu_quick_post(float *y, int64_t n) { act_rows(VIS_ACT_GELU_QUICK, y, y, NULL, n); }
+
+static void silu_post(float *y, int64_t n) { gx_silu_row(y, y, n); }
+
 void vis_layer(const vis_model_t *v, tpool_t *pool, vis_work_t *wk, int il)
 {
     const vis_hparams_t *hp = &v->hp;
@@ -280,30 +307,36 @@ void vis_layer(const vis_model_t *v, tpool_t *pool, vis_work_t *wk, int il)
         par_rows(pool, n, qkv_split, &c);
     } else {
         const model_tensor_t *W[3] = {&L->wq, &L->wk, &L->wv};
-        const float *B[3] = {L->bq, L->bk, L->bv};
         float *O[3] = {wk->q, wk->k, wk->v};
-        vis_linear_n(pool, wk, 3, W, B, wk->xn, n, O);
+        const gemm_epi_t e[3] = {{L->bq, false, NULL}, {L->bk, false, NULL}, {L->bv, false, NULL}};
+        vis_linear_epi(pool, wk, 3, W, wk->xn, n, O, e, NULL);
     }
     if (wk->cs)
         rope_2d(v, pool, wk);
     const bool windowed = hp->proj == VIS_PROJ_QWEN25VL && hp->n_wa_pattern > 0 && (il + 1) % hp->n_wa_pattern != 0;
     attention(v, pool, wk, windowed);
-    vis_linear(pool, wk, &L->wo, L->bo, wk->att, n, wk->xn);
-    vis_add_rows(pool, wk->x, wk->xn, n, E);
+    /* x += Wo att + bo, in the product's epilogue */
+    const model_tensor_t *Wo = &L->wo;
+    const gemm_epi_t eo = {L->bo, true, NULL};
+    vis_linear_epi(pool, wk, 1, &Wo, wk->att, n, &wk->x, &eo, wk->xn);
     vis_norm_rows(v, pool, wk->x, L->ln2_w, L->ln2_b, n, E, wk->xn);
+    const model_tensor_t *Wd = &L->down;
+    const gemm_epi_t ed = {L->b_down, true, NULL};
     if (L->gate.data) {
         const model_tensor_t *W[2] = {&L->up, &L->gate};
-        const float *B[2] = {L->b_up, L->b_gate};
         float *O[2] = {wk->ff, wk->ff2};
-        vis_linear_n(pool, wk, 2, W, B, wk->xn, n, O);
+        const gemm_epi_t e[2] = {{L->b_up, false, NULL}, {L->b_gate, false, NULL}};
+        vis_linear_epi(pool, wk, 2, W, wk->xn, n, O, e, NULL);
         act_ctx_t c = {hp->act, wk->ff2, wk->ff2, wk->ff, F};
         par_rows(pool, n, act_rows_par, &c);
-        vis_linear(pool, wk, &L->down, L->b_down, wk->ff2, n, wk->xn);
+        vis_linear_epi(pool, wk, 1, &Wd, wk->ff2, n, &wk->x, &ed, wk->xn);
     } else {
-        vis_linear(pool, wk, &L->up, L->b_up, wk->xn, n, wk->ff);
-        act_ctx_t c = {hp->act, wk->ff, wk->ff, NULL, F};
-        par_rows(pool, n, act_rows_par, &c);
-        vis_linear(pool, wk, &L->down, L->b_down, wk->ff, n, wk->xn);
+        /* the activation in the up product's epilogue */
+        const model_tensor_t *Wu = &L->up;
+        const gemm_epi_t eu = {L->b_up, false,
+                               hp->act == VIS_ACT_GELU ? gelu_post : hp->act == VIS_ACT_SILU ? silu_post
+                                                                                              : gelu_quick_post};
+        vis_linear_epi(pool, wk, 1, &Wu, wk->xn, n, &wk->ff, &eu, NULL);
+        vis_linear_epi(pool, wk, 1, &Wd, wk->ff, n, &wk->x, &ed, wk->xn);
     }
-    vis_add_rows(pool, wk->x, wk->xn, n, E);
 }

@@ -16,7 +16,7 @@
 # machine's speed drifts). Benchmark only: never a pass/fail test.
 # MTMD_CLI (default /tmp/llama.cpp/build/bin/llama-mtmd-cli) and LLM_FCGI
 # (default build/llm-fcgi) name the two programs; MTMD_ARGS adds options to
-# mtmd-cli's (e.g. "-fa off").
+# mtmd-cli's (e.g. "-fa off"). Real-shape files: tests/bench/mkvision_real.py.
 set -e
 top=$(cd "$(dirname "$0")/../.." && pwd)
 ours=${LLM_FCGI:-$top/build/llm-fcgi}
@@ -41,14 +41,16 @@ i=0
 while [ $i -lt "$pairs" ]; do
     la=$(load)
     /usr/bin/time -f '%U %S' -o "$tmp/ta" "$ours" bench --mmproj "$mmproj" --image "$image" -t "$t" -r 1 --warmup 0 \
-        --json > "$tmp/a.json"
+        --json > "$tmp/a.json" || { echo "$0: llm-fcgi bench failed" >&2; exit 1; }
     a=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).encode_ms[0].toFixed(0))' "$tmp/a.json")
     ca=$(awk '{ printf "%.1f", $1 + $2 }' "$tmp/ta")
     echo "| $((i + 1)) | llm-fcgi | $a | $ca | $la |"
     lb=$(load)
     # shellcheck disable=SC2086
     /usr/bin/time -f '%U %S' -o "$tmp/tb" "$theirs" -m "$text" --mmproj "$mmproj" --image "$image" -p "Describe." \
-        -n 1 -t "$t" --temp 0 -c 4096 --chat-template chatml $MTMD_ARGS > "$tmp/b.log" 2>&1 < /dev/null
+        -n 1 -t "$t" --temp 0 -c 4096 --chat-template chatml $MTMD_ARGS > "$tmp/b.log" 2>&1 < /dev/null ||
+        { echo "$0: llama-mtmd-cli failed (a text model whose head size llama.cpp derives wrongly? run it with -lv 4):" >&2
+          tail -n 5 "$tmp/b.log" >&2; exit 1; }
     b=$(sed -n 's/.*mtmd batch encoding done in \([0-9]*\) ms.*/\1/p' "$tmp/b.log" | head -n 1)
     [ -n "$b" ] || { echo "$0: no encode time from llama-mtmd-cli:" >&2; tail -n 5 "$tmp/b.log" >&2; exit 1; }
     cb=$(awk '{ printf "%.1f", $1 + $2 }' "$tmp/tb")

@@ -244,8 +244,10 @@ static lf_code_t file_of(json_object *e, const char *name, const char *repo, hub
     return LF_OK;
 }
 
-lf_code_t hub_pick_gguf(const char *tree_json, const char *repo, const char *quant, hub_file_t *out,
-                        lf_err_t *err)
+/* The file of a listing: the model of quant, or (model_path given) the
+ * projector for that model. */
+static lf_code_t pick(const char *tree_json, const char *repo, const char *quant, const char *model_path,
+                      hub_file_t *out, lf_err_t *err)
 {
     memset(out, 0, sizeof *out);
     json_object *root;
@@ -255,11 +257,22 @@ lf_code_t hub_pick_gguf(const char *tree_json, const char *repo, const char *qua
     lf_code_t rc = parse_listing(tree_json, repo, &root, &names, &items, &k, err);
     if (rc != LF_OK)
         return rc;
-    int idx = hub_match_quant(names, k, repo, quant, err);
-    rc = idx < 0 ? (err ? err->code : LF_ERR_NOT_FOUND) : file_of(items[idx], names[idx], repo, out, err);
+    const int idx = model_path ? hub_match_mmproj(names, k, model_path) : hub_match_quant(names, k, repo, quant, err);
+    if (idx >= 0)
+        rc = file_of(items[idx], names[idx], repo, out, err);
+    else if (model_path)
+        rc = lf_err_set(err, LF_ERR_NOT_FOUND, "%s has no projector (mmproj) for %s", repo, model_path);
+    else
+        rc = err ? err->code : LF_ERR_NOT_FOUND;
     free(names), free(items);
     json_object_put(root);
     return rc;
+}
+
+lf_code_t hub_pick_gguf(const char *tree_json, const char *repo, const char *quant, hub_file_t *out,
+                        lf_err_t *err)
+{
+    return pick(tree_json, repo, quant, NULL, out, err);
 }
 
 /* ---- projectors ---- */
@@ -317,20 +330,7 @@ int hub_match_mmproj(const char *const *names, size_t n, const char *model_path)
 lf_code_t hub_pick_mmproj(const char *tree_json, const char *repo, const char *model_path, hub_file_t *out,
                           lf_err_t *err)
 {
-    memset(out, 0, sizeof *out);
-    json_object *root;
-    const char **names;
-    json_object **items;
-    size_t k;
-    lf_code_t rc = parse_listing(tree_json, repo, &root, &names, &items, &k, err);
-    if (rc != LF_OK)
-        return rc;
-    int idx = hub_match_mmproj(names, k, model_path);
-    rc = idx < 0 ? lf_err_set(err, LF_ERR_NOT_FOUND, "%s has no projector (mmproj) for %s", repo, model_path)
-                 : file_of(items[idx], names[idx], repo, out, err);
-    free(names), free(items);
-    json_object_put(root);
-    return rc;
+    return pick(tree_json, repo, NULL, model_path, out, err);
 }
 
 lf_code_t hub_local_dir(const char *models_dir, const hub_ref_t *ref, char *dir, size_t dir_cap, char *file,

@@ -1,12 +1,14 @@
 #!/bin/sh
 # Installs the Debian 12 packages llm-fcgi needs to build, run and test
 # (the tests also build and install the Debian package, check the systemd
-# units and drive the chat page in chromium).
+# units, drive the chat page in chromium and start a throwaway PostgreSQL
+# cluster for the Responses store).
 # Needs root (or sudo). Safe to run again: apt-get skips what is there.
 set -e
 PKGS="build-essential autoconf automake libtool pkg-config
       libfcgi-dev libjson-c-dev uuid-dev libpcre2-dev libcurl4-openssl-dev
       libstb-dev libwebp-dev
+      libsqlite3-dev libpq-dev sqlite3 postgresql
       nginx-light lighttpd curl daemontools
       debhelper dpkg-dev lintian systemd iproute2 openssl man-db groff-base bsdextrautils
       chromium libjs-marked qemu-user"

@@ -117,7 +117,8 @@ stop() {
 trap 'stop; exit 0' INT TERM
 trap stop EXIT
 
-"$bin" serve -m "$model" --socket "$sock" "$@" 2>>"$run/llm-fcgi.log" &
+# stored Responses (/v1/responses) live next to the logs: build/run/responses.db
+"$bin" serve -m "$model" --socket "$sock" --store "${LLM_STORE:-$run/responses.db}" "$@" 2>>"$run/llm-fcgi.log" &
 llm_pid=$!
 tail -n 0 -f "$run/llm-fcgi.log" >&2 &
 tail_pid=$!

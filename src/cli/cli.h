@@ -15,6 +15,7 @@ int cmd_serve(int argc, char **argv);
 int cmd_chat_template(int argc, char **argv);
 int cmd_grammar(int argc, char **argv);
 int cmd_pull(int argc, char **argv);
+int cmd_embed(int argc, char **argv);
 
 #include <stdbool.h>
 #include <stdint.h>

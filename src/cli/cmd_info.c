@@ -112,6 +112,38 @@ static int info_not_runnable(const char *path, const lf_err_t *model_err)
     return 0;
 }
 
+/* The 2026 families: layer kinds, per-layer shapes, recurrent state. */
+static void info_hybrid(const model_t *m)
+{
+    const model_hparams_t *hp = model_hparams(m);
+    const model_weights_t *w = model_weights(m);
+    if (hp->n_nextn > 0)
+        printf("MTP blocks:         %d (nextn, loaded, not run)\n", hp->n_nextn);
+    if (hp->head_dim_swa != hp->head_dim && hp->n_swa > 0)
+        printf("window layers:      head size %d, rope dims %d (full layers: %d, %d)\n", hp->head_dim_swa,
+               hp->n_rot_swa, hp->head_dim, hp->n_rot);
+    if (hp->n_kv_from < hp->n_layer)
+        printf("KV sharing:         layers %d-%d attend earlier layers' caches\n", hp->n_kv_from, hp->n_layer - 1);
+    if (hp->n_embd_per_layer > 0)
+        printf("per-layer embeddings: %d per layer\n", hp->n_embd_per_layer);
+    if (!model_is_hybrid(m))
+        return;
+    char kinds[1024];
+    size_t o = 0;
+    for (int l = 0; l < hp->n_layer && o + 2 < sizeof kinds; l++)
+        kinds[o++] = w->layers[l].kind == MODEL_LAYER_GDN ? 'D' : w->layers[l].kind == MODEL_LAYER_SHORTCONV ? 'C' : 'A';
+    kinds[o] = 0;
+    printf("layers by kind:     %s (A attention, D Gated DeltaNet, C short convolution)\n", kinds);
+    if (hp->ssm_d_state > 0)
+        printf("Gated DeltaNet:     %d v heads / %d q,k heads of %d, conv kernel %d\n", hp->ssm_dt_rank,
+               hp->ssm_n_group, hp->ssm_d_state, hp->ssm_d_conv);
+    if (hp->shortconv_l > 0)
+        printf("short convolution:  kernel %d\n", hp->shortconv_l);
+    printf("recurrent state:    %.3f MiB per sequence (F32, every recurrent layer; not rolled back:\n"
+           "                    the prefix cache keeps snapshots of it at block boundaries)\n",
+           (double)model_state_bytes(m) / (1 << 20));
+}
+
 int cmd_info(int argc, char **argv)
 {
     static const struct option opts[] = {{"ctx-size", required_argument, 0, 'c'},
@@ -179,6 +211,7 @@ int cmd_info(int argc, char **argv)
     if (hp->n_swa > 0)
         printf("sliding window:     %d positions on %d of %d layers (their rope base %g)\n", hp->n_swa,
                hp->n_layer_swa, hp->n_layer, hp->rope_theta_swa);
+    info_hybrid(m);
     /* what one sequence of ctx positions takes (what serve allocates per
      * --parallel slot): sliding-window layers hold their window only */
     const fwd_opts_t fo = {.n_seq = 1, .n_ctx = ctx > (1 << 24) ? 1 << 24 : (int32_t)ctx};

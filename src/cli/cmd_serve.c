@@ -40,6 +40,9 @@ static const char usage[] =
     "      --kv-cache-mb N        KV cache budget in MiB (default: parallel x ctx-size positions);\n"
     "                             when full, the newest stream is preempted and resumed later\n"
     "                             [LLM_KV_CACHE_MB]\n"
+    "      --state-snapshots N    hybrid models (qwen35, lfm2): snapshots of the recurrent state kept\n"
+    "                             for the prefix cache (default: ~256 MiB worth, parallel + 2 to\n"
+    "                             4 x parallel + 8; 0: none) [LLM_STATE_SNAPSHOTS]\n"
     "Speculative decoding (the same tokens, several per step when the drafts are right):\n"
     "      --spec S               draft sources besides a request's \"prediction\": ngram (the prompt\n"
     "                             and output so far), or none (no speculation at all); default:\n"
@@ -103,10 +106,29 @@ static const char usage[] =
     "      --media-dir DIR        allow file:// image URLs under DIR [LLM_MEDIA_DIR]\n"
     "      --media-timeout S      time limit of a remote image (default 10) [LLM_MEDIA_TIMEOUT]\n"
     "      --media-max-redirects N  redirects a remote image may take (default 3)\n"
+    "Stored responses (POST /v1/responses with store, previous_response_id, GET/DELETE):\n"
+    "      --store PATH|URL       a file: SQLite (WAL); postgresql://USER@HOST/DB: PostgreSQL, for\n"
+    "                             several backends sharing conversations; none: keep nothing\n"
+    "                             (default: responses.db in $STATE_DIRECTORY, else\n"
+    "                             ~/.local/state/llm-fcgi) [LLM_STORE]\n"
+    "      --store-ttl T          keep stored responses T (seconds, or with s/m/h/d; default 30d)\n"
+    "                             [LLM_STORE_TTL]\n"
+    "Embeddings and reranking (a server serves them instead of generation):\n"
+    "      --embedding            serve embeddings: /v1/embeddings, /embed (TEI), /embedding, /score\n"
+    "                             (automatic for a file with a pooling type or an encoder family)\n"
+    "                             [LLM_EMBEDDING=1]; also --embeddings\n"
+    "      --rerank               serve reranking: /rerank, /v1/rerank, /v2/rerank, /score\n"
+    "                             [LLM_RERANK=1]; also --reranking\n"
+    "      --pooling P            none, mean, cls, last or rank (default: the file's) [LLM_POOLING]\n"
+    "      --max-batch-inputs N   inputs (or documents) of one request before 413 (default 2048)\n"
+    "                             [LLM_MAX_BATCH_INPUTS]\n"
     "  -h, --help                 this help\n"
     "\n"
-    "Endpoints: POST /v1/chat/completions, /v1/completions, /invocations, /tokenize, /detokenize;\n"
-    "GET /v1/models[/ID], /metrics; GET /health, /ping (never need a key).\n"
+    "Endpoints: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages,\n"
+    "/v1/messages/count_tokens, /invocations, /tokenize, /detokenize; GET/DELETE /v1/responses/ID;\n"
+    "GET /v1/models[/ID], /metrics; GET /health, /ping (never need a key). An embedding server:\n"
+    "POST /v1/embeddings, /embedding(s), /embed, /rerank, /v1/rerank, /v2/rerank, /score,\n"
+    "/invocations (TEI's shapes) instead of the generation routes.\n"
     "Exit status: 0 after a clean stop, 1 if the model or socket fails, 2 on a usage error.\n";
 
 static size_t parse_size(const char *s, int *ok)
@@ -270,7 +292,22 @@ enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, 
        O_BATCH, O_DRAIN, O_PING, O_LOGP, O_TEMP, O_TOPP, O_TOPK, O_MINP, O_REP, O_MAXN, O_MINDIE, O_LMIFIN, O_KVMB,
        O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE, O_IOTIME, O_MMPROJ, O_MAXIMG, O_IMGBYTES,
        O_IMGPX, O_IMGCACHE, O_MDOMAINS, O_MPRIVATE, O_MDIR, O_MTIMEOUT, O_MREDIR,
-       O_SPEC, O_SPECMAX, O_SPECCOST, O_DRAFT, O_NOMMPROJ };
+       O_SPEC, O_SPECMAX, O_SPECCOST, O_DRAFT, O_STORE, O_STORE_TTL, O_SNAPS,
+       O_EMBED, O_RERANK, O_POOLING, O_MAXINPUTS, O_NOMMPROJ };
+
+/* A duration: seconds, or a number with s, m, h or d; -1 when bad. */
+static int64_t parse_duration(const char *s)
+{
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || v < 1)
+        return -1;
+    long long mul = !*end ? 1 : !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600
+                  : !strcmp(end, "d") ? 86400 : -1;
+    if (mul < 0 || v > (1LL << 40) / mul)
+        return -1;
+    return (int64_t)(v * mul);
+}
 
 /* A float in [lo, hi]; -1 when bad. */
 static int parse_float(const char *s, double lo, double hi, float *out)
@@ -289,7 +326,7 @@ int cmd_serve(int argc, char **argv)
                       .ping_seconds = 10, .batch_tokens = 512, .io_timeout_seconds = 60,
                       .media = {.image_cache_mb = 256, .media_max_redirects = 3}};
     const char *e;
-    int ok = 1, names_from_flags = 0, keys_from_flags = 0, rc = 2;
+    int ok = 1, names_from_flags = 0, keys_from_flags = 0, rc = 2, snaps = -1;
     bool no_mmproj = false;
     const char *key_file = getenv("LLM_API_KEY_FILE");
     c.model_path = getenv("LLM_MODEL");
@@ -306,7 +343,9 @@ int cmd_serve(int argc, char **argv)
         {"LLM_PING_INTERVAL", &c.ping_seconds, 1}, {"LLM_KV_CACHE_MB", &c.kv_cache_mb, 0},
         {"LLM_IO_TIMEOUT", &c.io_timeout_seconds, 1}, {"LLM_MAX_IMAGES", &c.media.max_images, 1},
         {"LLM_IMAGE_CACHE_MB", &c.media.image_cache_mb, 0}, {"LLM_MEDIA_TIMEOUT", &c.media.media_timeout_s, 1},
-        {"LLM_SPEC_DRAFT_MAX", &c.spec_draft_max, 1}};
+        {"LLM_SPEC_DRAFT_MAX", &c.spec_draft_max, 1},
+        {"LLM_STATE_SNAPSHOTS", &snaps, 0},
+        {"LLM_MAX_BATCH_INPUTS", &c.max_batch_inputs, 1}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if ((e = getenv(ints[i].var)) && *e && parse_int(e, ints[i].lo, ints[i].dst) < 0) {
             fprintf(stderr, "llm-fcgi serve: bad %s=%s\n", ints[i].var, e);
@@ -320,6 +359,12 @@ int cmd_serve(int argc, char **argv)
         c.log_prompts = true;
     if ((e = getenv("LLM_LMI_FINISH_REASONS")) && *e == '1')
         c.lmi_finish_reasons = true;
+    if ((e = getenv("LLM_EMBEDDING")) && *e == '1')
+        c.embedding = true;
+    if ((e = getenv("LLM_RERANK")) && *e == '1')
+        c.rerank = true;
+    if ((e = getenv("LLM_POOLING")) && *e)
+        c.pooling = e;
     c.spec = getenv("LLM_SPEC");
     c.model_draft = getenv("LLM_MODEL_DRAFT");
     c.reasoning_parser = getenv("LLM_REASONING_PARSER");
@@ -335,6 +380,12 @@ int cmd_serve(int argc, char **argv)
         c.media.max_image_bytes = (int64_t)parse_size(e, &ok);
     if ((e = getenv("LLM_MAX_IMAGE_PIXELS")) && *e)
         c.media.max_image_pixels = (int64_t)parse_size(e, &ok);
+    if ((e = getenv("LLM_STORE")) && *e)
+        c.store = e;
+    if ((e = getenv("LLM_STORE_TTL")) && *e && (c.store_ttl = parse_duration(e)) < 0) {
+        fprintf(stderr, "llm-fcgi serve: bad LLM_STORE_TTL=%s\n", e);
+        return 2;
+    }
 
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},       {"socket", required_argument, 0, O_SOCKET},
@@ -345,7 +396,7 @@ int cmd_serve(int argc, char **argv)
         {"max-queue", required_argument, 0, O_QUEUE}, {"max-body", required_argument, 0, O_BODY},
         {"batch-tokens", required_argument, 0, O_BATCH}, {"drain-timeout", required_argument, 0, O_DRAIN},
         {"ping-interval", required_argument, 0, O_PING}, {"log-prompts", no_argument, 0, O_LOGP},
-        {"kv-cache-mb", required_argument, 0, O_KVMB},
+        {"kv-cache-mb", required_argument, 0, O_KVMB}, {"state-snapshots", required_argument, 0, O_SNAPS},
         {"temperature", required_argument, 0, O_TEMP}, {"top-p", required_argument, 0, O_TOPP},
         {"top-k", required_argument, 0, O_TOPK},    {"min-p", required_argument, 0, O_MINP},
         {"repetition-penalty", required_argument, 0, O_REP}, {"max-n", required_argument, 0, O_MAXN},
@@ -362,8 +413,12 @@ int cmd_serve(int argc, char **argv)
         {"media-allow-private", no_argument, 0, O_MPRIVATE}, {"media-dir", required_argument, 0, O_MDIR},
         {"media-timeout", required_argument, 0, O_MTIMEOUT},
         {"media-max-redirects", required_argument, 0, O_MREDIR},
+        {"embedding", no_argument, 0, O_EMBED},     {"embeddings", no_argument, 0, O_EMBED},
+        {"rerank", no_argument, 0, O_RERANK},       {"reranking", no_argument, 0, O_RERANK},
+        {"pooling", required_argument, 0, O_POOLING}, {"max-batch-inputs", required_argument, 0, O_MAXINPUTS},
         {"spec", required_argument, 0, O_SPEC}, {"spec-draft-max", required_argument, 0, O_SPECMAX},
         {"spec-row-cost", required_argument, 0, O_SPECCOST}, {"model-draft", required_argument, 0, O_DRAFT},
+        {"store", required_argument, 0, O_STORE}, {"store-ttl", required_argument, 0, O_STORE_TTL},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     int o;
     optind = 1;
@@ -404,6 +459,7 @@ int cmd_serve(int argc, char **argv)
         case O_LMIFIN: c.lmi_finish_reasons = true; break;
         case O_LOGP: c.log_prompts = true; break;
         case O_KVMB: bad = parse_int(optarg, 0, &c.kv_cache_mb); break;
+        case O_SNAPS: bad = parse_int(optarg, 0, &snaps); break;
         case O_TMPL: c.chat_template_file = optarg; break;
         case O_RPARSE: c.reasoning_parser = optarg; break;
         case O_TPARSE: c.tool_call_parser = optarg; break;
@@ -421,10 +477,16 @@ int cmd_serve(int argc, char **argv)
         case O_MDIR: c.media.media_dir = optarg; break;
         case O_MTIMEOUT: bad = parse_int(optarg, 1, &c.media.media_timeout_s); break;
         case O_MREDIR: bad = parse_int(optarg, 0, &c.media.media_max_redirects); break;
+        case O_EMBED: c.embedding = true; break;
+        case O_RERANK: c.rerank = true; break;
+        case O_POOLING: c.pooling = optarg; break;
+        case O_MAXINPUTS: bad = parse_int(optarg, 1, &c.max_batch_inputs); break;
         case O_SPEC: c.spec = optarg; break;
         case O_SPECMAX: bad = parse_int(optarg, 1, &c.spec_draft_max); break;
         case O_SPECCOST: bad = parse_float(optarg, 1e-6, 100, &c.spec_row_cost); break;
         case O_DRAFT: c.model_draft = optarg; break;
+        case O_STORE: c.store = optarg; break;
+        case O_STORE_TTL: bad = (c.store_ttl = parse_duration(optarg)) < 0; break;
         case 'h': fputs(usage, stdout); rc = 0; goto out;
         default: fputs(usage, stderr); goto out;
         }
@@ -433,6 +495,7 @@ int cmd_serve(int argc, char **argv)
             goto out;
         }
     }
+    c.state_snapshots = snaps < 0 ? 0 : snaps == 0 ? -1 : snaps; /* sched_opts_t: 0 default, < 0 none */
     if ((!c.reasoning_parser || !*c.reasoning_parser) &&
         ((c.reasoning_start && *c.reasoning_start) || (c.reasoning_end && *c.reasoning_end)))
         c.reasoning_parser = "generic"; /* the markers imply the generic parser */

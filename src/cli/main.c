@@ -19,6 +19,7 @@ static const command_t commands[] = {
     {"pull", cmd_pull, "download a GGUF model from a Hugging Face-style hub or a URL", false},
     {"info", cmd_info, "describe a GGUF model (architecture, vocabulary, tensors, KV memory)", true},
     {"tokenize", cmd_tokenize, "print the token ids of a text", false},
+    {"embed", cmd_embed, "print the embeddings (or rerank scores) of texts as JSON", true},
     {"generate", cmd_generate, "generate a completion of a prompt on the command line", true},
     {"chat-template", cmd_chat_template, "render a chat request's prompt with a model's chat template", false},
     {"bench", cmd_bench, "measure prompt-processing and generation speed", true},

@@ -114,6 +114,33 @@ static void label_escape(const char *in, char *out, size_t cap)
     out[w] = '\0';
 }
 
+/* Hybrid models: the recurrent state beside the KV cache. */
+static void render_state(buf_t *b, const char *model, const sched_stats_t *st)
+{
+    bprintf(b, "# HELP llm_recurrent_state_bytes_per_sequence Recurrent state of one sequence (delta / conv states).\n"
+               "# TYPE llm_recurrent_state_bytes_per_sequence gauge\n"
+               "llm_recurrent_state_bytes_per_sequence{model_name=\"%s\"} %llu\n",
+            model, (unsigned long long)st->state_per_seq_bytes);
+    bprintf(b, "# HELP llm_recurrent_state_bytes Recurrent state memory of all slots.\n"
+               "# TYPE llm_recurrent_state_bytes gauge\nllm_recurrent_state_bytes{model_name=\"%s\"} %llu\n",
+            model, (unsigned long long)st->state_bytes);
+    bprintf(b, "# HELP llm_recurrent_state_snapshot_bytes Memory of the state snapshots kept for the prefix cache.\n"
+               "# TYPE llm_recurrent_state_snapshot_bytes gauge\n"
+               "llm_recurrent_state_snapshot_bytes{model_name=\"%s\"} %llu\n",
+            model, (unsigned long long)st->state_snap_bytes);
+    bprintf(b, "# HELP llm_recurrent_state_snapshots State snapshots cached for reuse.\n"
+               "# TYPE llm_recurrent_state_snapshots gauge\nllm_recurrent_state_snapshots{model_name=\"%s\"} %d\n",
+            model, st->state_snapshots);
+    bprintf(b, "# HELP llm_recurrent_state_snapshot_slots State snapshots the cache can hold.\n"
+               "# TYPE llm_recurrent_state_snapshot_slots gauge\n"
+               "llm_recurrent_state_snapshot_slots{model_name=\"%s\"} %d\n",
+            model, st->state_snap_slots);
+    bprintf(b, "# HELP llm_recurrent_state_restores_total Prompts that resumed from a state snapshot.\n"
+               "# TYPE llm_recurrent_state_restores_total counter\n"
+               "llm_recurrent_state_restores_total{model_name=\"%s\"} %llu\n",
+            model, (unsigned long long)st->state_restores);
+}
+
 /* The encoded-image cache and the encoder's work (issue 29). */
 static void metrics_render_images(buf_t *b, const sched_stats_t *st, const char *model)
 {
@@ -183,6 +210,8 @@ char *metrics_render(metrics_t *m, const sched_stats_t *st, const char *model_na
         bprintf(&b, "# HELP llm_kv_cache_used_bytes KV cache memory held by running sequences.\n"
                     "# TYPE llm_kv_cache_used_bytes gauge\nllm_kv_cache_used_bytes{model_name=\"%s\"} %llu\n", model,
                 (unsigned long long)st->kv_used_bytes);
+        if (st->state_per_seq_bytes)
+            render_state(&b, model, st);
         bprintf(&b, "# HELP llm_spec_draft_tokens_total Draft tokens verified by speculative decoding, per source.\n"
                     "# TYPE llm_spec_draft_tokens_total counter\n");
         for (int src = SPEC_SRC_NONE + 1; src < SPEC_SRC_COUNT; src++)

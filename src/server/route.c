@@ -1,12 +1,16 @@
 /* route.c - routing table lookup, Bearer auth, the request pipeline. */
 #include "server/server.h"
+#include "server/api/api_messages.h"
+#include "server/api/api_embed.h"
 #include "server/api/api_tgi.h"
+#include "engine/embed/embed_sched.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "common/utf8.h"
+#include "pull/sha256.h"
 #include "server/request/req_json.h"
 
 static bool path_matches(const route_t *rt, const char *path)
@@ -49,22 +53,66 @@ static bool key_equal(const char *key, const char *given, size_t glen)
     return diff == 0;
 }
 
-bool auth_check(const srv_config_t *c, const char *h)
+/* The key part of "Bearer KEY" (trimmed), or NULL. */
+static const char *bearer_key(const char *h, size_t *len)
 {
-    if (c->n_keys == 0)
-        return true;
     if (!h || strncasecmp(h, "Bearer ", 7))
-        return false;
+        return NULL;
     h += 7;
     while (*h == ' ')
         h++;
     size_t glen = strlen(h);
     while (glen && (h[glen - 1] == ' ' || h[glen - 1] == '\t'))
         glen--;
-    bool ok = false;
+    *len = glen;
+    return h;
+}
+
+/* Index of the key equal to given[0..glen), -1: none; every key compared. */
+static int key_find(const srv_config_t *c, const char *given, size_t glen)
+{
+    int found = -1;
     for (int i = 0; i < c->n_keys; i++)
-        ok |= key_equal(c->keys[i], h, glen);
-    return ok && glen > 0;
+        if (key_equal(c->keys[i], given, glen) && glen > 0 && found < 0)
+            found = i;
+    return found;
+}
+
+bool auth_check(const srv_config_t *c, const char *h)
+{
+    return auth_key_index(c, h, NULL) != -1;
+}
+
+int auth_key_index(const srv_config_t *c, const char *authorization, const char *x_api_key)
+{
+    if (c->n_keys == 0)
+        return -2;
+    size_t glen = 0;
+    const char *g = bearer_key(authorization, &glen);
+    int i = g ? key_find(c, g, glen) : -1;
+    if (i < 0 && x_api_key) {
+        size_t l = strlen(x_api_key);
+        while (l && (x_api_key[l - 1] == ' ' || x_api_key[l - 1] == '\t'))
+            l--;
+        while (l && *x_api_key == ' ')
+            x_api_key++, l--;
+        i = key_find(c, x_api_key, l);
+    }
+    return i;
+}
+
+void srv_request_owner(const srv_t *s, const http_req_t *r, char out[65])
+{
+    out[0] = '\0';
+    int i = auth_key_index(&s->cfg, r->auth, r->api_key);
+    if (i < 0)
+        return;
+    sha256_t h;
+    uint8_t d[32];
+    sha256_init(&h);
+    sha256_update(&h, s->cfg.keys[i], strlen(s->cfg.keys[i]));
+    sha256_final(&h, d);
+    sha256_hex(d, out);
 }
 
 bool srv_model_ok(const srv_t *s, const char *model)
@@ -93,6 +141,11 @@ int32_t srv_max_n(const srv_t *s)
     return s->cfg.max_n > 0 ? s->cfg.max_n : 16;
 }
 
+int32_t srv_n_ctx(const srv_t *s)
+{
+    return s->sched ? sched_n_ctx(s->sched) : s->embed ? embed_sched_max_tokens(s->embed) : 0;
+}
+
 void srv_reply_req_err(http_req_t *r, const req_err_t *e)
 {
     http_reply_error(r, e->status, e->msg, e->param[0] ? e->param : NULL, e->code[0] ? e->code : NULL, NULL);
@@ -114,23 +167,57 @@ static const route_t routes[] = {
     {"POST", "/generate_stream", ROUTE_EXACT, false, api_tgi_generate_stream, true},
     {"POST", "/", ROUTE_EXACT, false, api_tgi_compat, true},
     {"GET", "/info", ROUTE_EXACT, false, api_tgi_info, true},
+    /* OpenAI Responses (api_responses*.c) and Anthropic Messages (api_messages.c) */
+    {"POST", "/v1/responses", ROUTE_EXACT, false, api_responses_create, ROUTE_ERR_OPENAI},
+    {"GET", "/v1/responses/", ROUTE_PREFIX, false, api_responses_get, ROUTE_ERR_OPENAI},
+    {"DELETE", "/v1/responses/", ROUTE_PREFIX, false, api_responses_delete, ROUTE_ERR_OPENAI},
+    {"POST", "/v1/responses/", ROUTE_PREFIX, false, api_responses_cancel, ROUTE_ERR_OPENAI},
+    {"POST", "/v1/messages", ROUTE_EXACT, false, api_messages, ROUTE_ERR_ANTHROPIC},
+    {"POST", "/v1/messages/count_tokens", ROUTE_EXACT, false, api_messages_count, ROUTE_ERR_ANTHROPIC},
+    /* embeddings and reranking (api_embed.c) */
+    {"POST", "/v1/embeddings", ROUTE_EXACT, false, api_embeddings, ROUTE_ERR_OPENAI},
+    {"POST", "/embeddings", ROUTE_EXACT, false, api_embedding_llama, ROUTE_ERR_OPENAI},
+    {"POST", "/embedding", ROUTE_EXACT, false, api_embedding_llama, ROUTE_ERR_OPENAI},
+    {"POST", "/embed", ROUTE_EXACT, false, api_tei_embed, ROUTE_ERR_TGI},
+    {"POST", "/rerank", ROUTE_EXACT, false, api_rerank, ROUTE_ERR_OPENAI},
+    {"POST", "/v1/rerank", ROUTE_EXACT, false, api_rerank, ROUTE_ERR_OPENAI},
+    {"POST", "/v2/rerank", ROUTE_EXACT, false, api_rerank, ROUTE_ERR_OPENAI},
+    {"POST", "/reranking", ROUTE_EXACT, false, api_rerank, ROUTE_ERR_OPENAI},
+    {"POST", "/v1/reranking", ROUTE_EXACT, false, api_rerank, ROUTE_ERR_OPENAI},
+    {"POST", "/score", ROUTE_EXACT, false, api_score, ROUTE_ERR_OPENAI},
+    {"POST", "/v1/score", ROUTE_EXACT, false, api_score, ROUTE_ERR_OPENAI},
 };
 
-/* Whether path is served by a route whose errors are TGI-shaped (for a
- * 405, where no route matched the method). */
-static bool tgi_path(const char *path)
+/* Routes that generate text: an embedding server (no generation
+ * scheduler) answers them 404. */
+static bool generation_route(const route_t *rt)
 {
-    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
-        if (routes[i].tgi_errors && path_matches(&routes[i], path))
+    const srv_handler_fn gen[] = {api_chat, api_completions, api_tgi_generate, api_tgi_generate_stream,
+                                  api_tgi_compat, api_responses_create, api_messages,
+                                  api_messages_count};
+    for (size_t i = 0; i < sizeof gen / sizeof gen[0]; i++)
+        if (rt->fn == gen[i])
             return true;
     return false;
 }
 
-/* A route-level error: OpenAI's body, or TGI's {"error", "error_type"}
- * (error_type from the OpenAI code: authentication, validation, ...). */
-static void route_error(http_req_t *r, bool tgi, int status, const char *msg, const char *code, const char *extra)
+/* The error shape of the routes serving path (for a 405, where no route
+ * matched the method). */
+static route_errors_t path_errors(const char *path)
 {
-    if (tgi)
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (routes[i].errors != ROUTE_ERR_OPENAI && path_matches(&routes[i], path))
+            return routes[i].errors;
+    return ROUTE_ERR_OPENAI;
+}
+
+/* A route-level error: OpenAI's body, TGI's {"error", "error_type"}
+ * (error_type from the OpenAI code: authentication, validation, ...), or
+ * Anthropic's (r->error_json, set by srv_handle). */
+static void route_error(http_req_t *r, route_errors_t style, int status, const char *msg, const char *code,
+                        const char *extra)
+{
+    if (style == ROUTE_ERR_TGI)
         tgi_reply_error(r, status, msg, status == 401 ? "authentication" : "validation", extra);
     else
         http_reply_error(r, status, msg, NULL, code, extra);
@@ -160,6 +247,9 @@ void srv_handle(srv_t *s, http_req_t *r)
     utf8_repair(path, sizeof path, r->path, strlen(r->path));
     utf8_repair(method, sizeof method, r->method, strlen(r->method));
     req_err_t bad_body;
+    route_errors_t style = rt ? rt->errors : path_errors(r->path);
+    if (style == ROUTE_ERR_ANTHROPIC) /* every error of the exchange in Anthropic's shape */
+        r->error_json = anthropic_error_json;
     if (!rt && status == 404) {
         char msg[300];
         snprintf(msg, sizeof msg, "Not found: %s", path);
@@ -168,21 +258,30 @@ void srv_handle(srv_t *s, http_req_t *r)
         char msg[300];
         snprintf(msg, sizeof msg, "Method %s not allowed on %s", method, path);
         snprintf(extra, sizeof extra, "Allow: %s\r\n", allow);
-        route_error(r, tgi_path(r->path), 405, msg, "method_not_allowed", extra);
-    } else if (!rt->open && !auth_check(&s->cfg, r->auth)) {
-        route_error(r, rt->tgi_errors, 401, "Invalid or missing API key: send 'Authorization: Bearer <key>'",
+        route_error(r, style, 405, msg, "method_not_allowed", extra);
+    } else if (!rt->open && auth_key_index(&s->cfg, r->auth, r->api_key) == -1) {
+        route_error(r, style, 401,
+                    style == ROUTE_ERR_ANTHROPIC
+                        ? "Invalid or missing API key: send 'x-api-key: <key>' or 'Authorization: Bearer <key>'"
+                        : "Invalid or missing API key: send 'Authorization: Bearer <key>'",
                     "invalid_api_key", "WWW-Authenticate: Bearer\r\n");
     } else if (s->cfg.max_body && r->body_len > s->cfg.max_body) {
         char msg[160];
         snprintf(msg, sizeof msg, "The request body is %zu bytes; the limit is %zu", r->body_len, s->cfg.max_body);
-        route_error(r, rt->tgi_errors, 413, msg, "request_too_large", NULL);
+        route_error(r, style, 413, msg, "request_too_large", NULL);
     } else if (req_body_utf8(r->body, r->body_len, &bad_body) < 0) {
         /* every body is JSON, and JSON text is UTF-8 (RFC 8259): checked
          * here once for every endpoint */
-        if (rt->tgi_errors)
-            route_error(r, true, bad_body.status, bad_body.msg, NULL, NULL);
+        if (style == ROUTE_ERR_TGI)
+            route_error(r, style, bad_body.status, bad_body.msg, NULL, NULL);
         else
             srv_reply_req_err(r, &bad_body);
+    } else if (!s->sched && generation_route(rt)) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "This server serves %s, not text generation: %s is not available (start another "
+                 "llm-fcgi without --embedding / --rerank for a chat model)", s->embed ? "embeddings" : "no model",
+                 path);
+        route_error(r, style, 404, msg, "not_found", NULL);
     } else {
         rt->fn(s, r);
     }

@@ -35,6 +35,7 @@ typedef struct {
     const char *listen_addr;          /* "HOST:PORT" or NULL */
     int32_t ctx_size, parallel, threads, http_threads, max_queue, batch_tokens;
     int32_t kv_cache_mb;              /* KV budget in MiB (0: parallel x ctx) */
+    int32_t state_snapshots;          /* hybrid models: state snapshot slots (0: default, -1: none) */
     size_t max_body;
     int drain_seconds;                /* graceful shutdown limit */
     int ping_seconds;                 /* SSE comment interval while waiting */
@@ -56,10 +57,19 @@ typedef struct {
     const char *reasoning_end;        /* reasoning parser's markers (or NULL) */
     int32_t grammar_cache_mb;         /* token-mask cache budget (0: 256) */
     srv_media_cfg_t media;            /* image inputs: --mmproj and limits (srv_media.h) */
+    /* embeddings and reranking (issue 25) */
+    bool embedding;                   /* --embedding: serve embeddings, not generation */
+    bool rerank;                      /* --rerank: serve reranking (pooling rank) */
+    const char *pooling;              /* --pooling none|mean|cls|last|rank (NULL: the file's) */
+    int32_t max_batch_inputs;         /* inputs of one request before 413 (0: 2048) */
     const char *spec;                 /* --spec: "ngram", "none" or NULL (predictions only) */
     int32_t spec_draft_max;           /* --spec-draft-max (0: SPEC_K_MAX) */
     float spec_row_cost;              /* --spec-row-cost (0: measured) */
     const char *model_draft;          /* --model-draft FILE (NULL: none) */
+    /* stored Responses (src/server/store/store.h) */
+    const char *store;                /* --store: a file (SQLite), postgresql://... or
+                                         "none"; NULL: responses.db in the state directory */
+    int64_t store_ttl;                /* --store-ttl seconds (<= 0: 30 days) */
 } srv_config_t;
 
 typedef struct {
@@ -79,10 +89,21 @@ typedef struct {
     struct fcgi_guard *guard;         /* the connection reader (NULL in unit
                                          tests); its counters go to /metrics */
     srv_media_t *media;               /* image inputs (NULL: started without --mmproj) */
+    struct store *store;              /* stored Responses (NULL: none) */
+    struct bg_registry *bg;           /* background Responses running here (api_responses_bg.c) */
+    struct embed_sched *embed;        /* embedding / rerank server (then sched
+                                         is NULL), else NULL (api_embed.h) */
 } srv_t;
 
 /* ---- routing (route.c) ---- */
 typedef void (*srv_handler_fn)(srv_t *s, http_req_t *r);
+
+/* The error shape of a route's route-level errors (401, 405, 413, ...). */
+typedef enum {
+    ROUTE_ERR_OPENAI = 0,
+    ROUTE_ERR_TGI,       /* {"error", "error_type"} (api_tgi.h) */
+    ROUTE_ERR_ANTHROPIC  /* {"type":"error","error":{type, message}} (api_messages.h) */
+} route_errors_t;
 
 typedef enum {
     ROUTE_EXACT,
@@ -95,7 +116,7 @@ typedef struct {
     route_match_t match;
     bool open;            /* no auth (health checks) */
     srv_handler_fn fn;
-    bool tgi_errors;      /* route-level errors in TGI's shape (api_tgi.h) */
+    route_errors_t errors;/* the shape of its errors */
 } route_t;
 
 /* Finds the handler for method+path in table[0..n). Returns the route, or
@@ -107,6 +128,13 @@ const route_t *route_find(const route_t *table, size_t n, const char *method, co
 /* Constant-time check of "Bearer KEY" against the configured keys (true
  * when no key is configured). */
 bool auth_check(const srv_config_t *c, const char *authorization);
+/* The configured key that "Authorization: Bearer KEY" or else the x-api-key
+ * header (Anthropic's clients) presents: its index, -1 when none matches,
+ * -2 when no key is configured. Constant-time over the keys. */
+int auth_key_index(const srv_config_t *c, const char *authorization, const char *x_api_key);
+/* Who owns what this request stores: the hex SHA-256 of its API key
+ * (keys themselves are never stored), "" on a server without keys. */
+void srv_request_owner(const srv_t *s, const http_req_t *r, char out[65]);
 
 /* The whole request pipeline: route, auth, dispatch, errors, log line. */
 void srv_handle(srv_t *s, http_req_t *r);
@@ -118,6 +146,9 @@ bool srv_model_ok(const srv_t *s, const char *model);
 bool srv_require_model(const srv_t *s, http_req_t *r, const char *model);
 /* The largest `n` a request may ask (--max-n, default 16). */
 int32_t srv_max_n(const srv_t *s);
+/* The longest input: the generation scheduler's context, or the
+ * embedding scheduler's limit on an embedding server. */
+int32_t srv_n_ctx(const srv_t *s);
 /* Replies with a request-validation error (status, message, param, code). */
 void srv_reply_req_err(http_req_t *r, const req_err_t *e);
 
@@ -138,6 +169,21 @@ void api_tgi_generate_stream(srv_t *s, http_req_t *r); /* POST /generate_stream 
 void api_tgi_compat(srv_t *s, http_req_t *r);          /* POST / */
 void api_tgi_info(srv_t *s, http_req_t *r);            /* GET /info */
 void api_lmi_invocations(srv_t *s, http_req_t *r);     /* /invocations with `inputs` */
+/* OpenAI Responses (api_responses*.c) */
+void api_responses_create(srv_t *s, http_req_t *r);    /* POST /v1/responses */
+void api_responses_get(srv_t *s, http_req_t *r);       /* GET /v1/responses/{id}[/input_items] */
+void api_responses_delete(srv_t *s, http_req_t *r);    /* DELETE /v1/responses/{id} */
+void api_responses_cancel(srv_t *s, http_req_t *r);    /* POST /v1/responses/{id}/cancel */
+/* Background responses (api_responses_bg.c): init sets up s->bg before
+ * serving; drain, at shutdown, waits for them up to deadline (unix s), then
+ * stops what still runs (stored failed); free, once no acceptor runs,
+ * stops and joins what is left and frees s->bg. */
+void api_responses_init(srv_t *s);
+void api_responses_drain(srv_t *s, int64_t deadline);
+void api_responses_free(srv_t *s);
+/* Anthropic Messages (api_messages.c) */
+void api_messages(srv_t *s, http_req_t *r);            /* POST /v1/messages */
+void api_messages_count(srv_t *s, http_req_t *r);      /* POST /v1/messages/count_tokens */
 
 /* ---- images (api_media.c) ---- */
 /* The prompt of a chat request with images (q->n_images > 0) from its

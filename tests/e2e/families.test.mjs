@@ -3,13 +3,15 @@
 // caching (with sliding windows: prompts longer than the window). Prints one
 // TAP line per check (the .sh wrapper counts). Environment: BASE, MODEL (the
 // served name), GOLDEN (the greedy-*.jsonl of the fixture), WINDOW (the
-// sliding window, 0 without).
+// sliding window, 0 without), RECURRENT=1 for hybrid models (recurrent
+// state: a prefix is reusable where the state was snapshotted, see below).
 import { readFileSync } from 'node:fs';
 import OpenAI from 'openai';
 import { harness } from './harness.mjs';
 
 const MODEL = process.env.MODEL;
 const WINDOW = Number(process.env.WINDOW || 0);
+const RECURRENT = process.env.RECURRENT === '1';
 const golden = readFileSync(process.env.GOLDEN, 'utf8').split('\n').filter((l) => l).map((l) => JSON.parse(l));
 const client = new OpenAI({ baseURL: `${process.env.BASE}/v1`, apiKey: process.env.API_KEY || 'none', timeout: 60000, maxRetries: 0 });
 const { ok, check, post, failed } = harness({ prefix: `[${MODEL}] `, timeoutMs: 60000 });
@@ -73,8 +75,18 @@ await check('prefix caching', async () => {
   const b1 = await run(base);
   const n2 = await run(next);
   const cached = (r) => r.usage.prompt_tokens_details?.cached_tokens ?? 0;
-  ok(cached(b1) >= 64 && cached(n2) >= 64, `prefix reused (${cached(b1)} and ${cached(n2)} cached tokens${WINDOW ? `, window ${WINDOW}` : ''})`,
-    [b1.usage, n2.usage]);
+  if (RECURRENT) {
+    // a recurrent state cannot be rolled back: `base` (a prefix of `next`)
+    // resumes only where a snapshot was taken; its first run snapshots the
+    // end of the matched chain, so a second run of it resumes there
+    const b2 = await run(base);
+    ok(cached(n2) >= 64 && cached(b2) >= 64 && b2.choices[0].text === b1.choices[0].text,
+      `state resumed from snapshots (${cached(b1)}, then ${cached(b2)} cached tokens of the prefix; ${cached(n2)} of the longer prompt)`,
+      [b1.usage, b2.usage, n2.usage]);
+  } else {
+    ok(cached(b1) >= 64 && cached(n2) >= 64, `prefix reused (${cached(b1)} and ${cached(n2)} cached tokens${WINDOW ? `, window ${WINDOW}` : ''})`,
+      [b1.usage, n2.usage]);
+  }
   ok(n2.choices[0].text === n1.choices[0].text, 'a cached prefix gives the text of the uncached run', [n1.choices[0].text, n2.choices[0].text]);
   const g = golden.find((x) => x.prompt === base);
   ok(b1.choices[0].text === g.completion_text.slice(0, b1.choices[0].text.length) && b1.choices[0].text.length > 0,
@@ -88,6 +100,13 @@ await check('metrics', async () => {
   const usage = v('llm_kv_cache_usage_perc'), used = v('llm_kv_cache_used_bytes'), total = v('llm_kv_cache_bytes');
   ok(r.status === 200 && usage >= 0 && usage <= 1 && used <= total && total > 0,
     `/metrics KV memory: ${used} of ${total} bytes in use`, { usage, used, total });
+  if (RECURRENT) {
+    const per = v('llm_recurrent_state_bytes_per_sequence'), live = v('llm_recurrent_state_bytes');
+    const snaps = v('llm_recurrent_state_snapshots'), restores = v('llm_recurrent_state_restores_total');
+    ok(per > 0 && live === 4 * per && snaps > 0 && restores > 0,
+      `/metrics recurrent state: ${per} bytes per sequence, ${live} live, ${snaps} snapshots cached, ${restores} restores`,
+      { per, live, snaps, restores });
+  }
 });
 
 process.exit(failed() ? 1 : 0);

@@ -9,6 +9,10 @@ E2E_N=0
 E2E_FAILED=0
 E2E_PIDS=""
 TOP_SRCDIR=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+# servers started by the tests keep their Responses store in the temp dir
+# (not in the state directory of the user running the tests)
+LLM_STORE=${LLM_STORE:-$E2E_TMP/responses.db}
+export LLM_STORE
 
 ok() { # ok COND_STATUS NAME
     E2E_N=$((E2E_N + 1))

@@ -294,9 +294,53 @@ static void test_window_prefix(void)
     kv_free(kv);
 }
 
+/* Two sequences compute the same prompt at once: the one committing second
+ * takes the first one's registered blocks (its copies are freed), so the
+ * chain continues from them; and layers of different widths, or none. */
+static void test_dedupe_and_widths(void)
+{
+    kv_cache_t *kv = make(16, 3);
+    int32_t toks[20];
+    for (int i = 0; i < 20; i++)
+        toks[i] = 2000 + i;
+    kv_seq_reserve(kv, 0, 14, NULL);
+    kv_seq_reserve(kv, 1, 14, NULL);
+    fill(kv, 0, 0, 14, 7);
+    fill(kv, 1, 0, 14, 7);
+    tap_ok(kv_blocks_in_use(kv) == 8, "two sequences, the same prompt computed twice: 8 blocks");
+    kv_seq_commit(kv, 0, toks, 14);
+    kv_seq_commit(kv, 1, toks, 14);
+    int32_t b0, b1;
+    uint32_t g0, g1;
+    tap_ok(kv_seq_blocks(kv, 1)[2] == kv_seq_blocks(kv, 0)[2] && kv_blocks_in_use(kv) == 5 &&
+               k_at(kv, 1, 1, 9, 2) == 1018 && kv_seq_block_key(kv, 1, 2, &b1, &g1) &&
+               kv_seq_block_key(kv, 0, 2, &b0, &g0) && b0 == b1 && g0 == g1 && !kv_seq_block_key(kv, 1, 3, &b1, &g1),
+           "the second commit takes the registered blocks (5 in use), keyed alike; the partial block has no key");
+    kv_seq_release(kv, 0);
+    kv_seq_release(kv, 1);
+    tap_ok(kv_seq_attach_prefix(kv, 2, toks, 20) == 12, "the chain is reusable");
+    kv_free(kv);
+    /* per-layer widths: layer 1 without a cache of its own */
+    const int32_t dims[3] = {8, 0, 4};
+    kv_opts_t o = {.n_layer = 3, .kv_dim = 8, .layer_kv_dim = dims, .block_tokens = 4, .n_blocks = 4, .n_seq = 1,
+                   .max_seq_len = 16};
+    kv = kv_create(&o, NULL);
+    uint16_t k[8] = {1, 2, 3, 4, 5, 6, 7, 8}, v[8] = {9, 9, 9, 9, 9, 9, 9, 9}, kb[8] = {0}, vb[8] = {0};
+    bool ok = kv && kv_seq_reserve(kv, 0, 3, NULL) == LF_OK;
+    if (ok) {
+        kv_store(kv, 2, 0, 1, k, v);
+        kv_load(kv, 2, 0, 1, kb, vb);
+    }
+    tap_ok(ok && kv_bytes(kv) == 2ull * 4 * 4 * (8 + 4) * 2 && kv_layer_dim(kv, 1) == 0 && kv_layer_dim(kv, 2) == 4 &&
+               kb[3] == 4 && vb[3] == 9 && kb[4] == 0,
+           "layers of widths 8, 0 and 4: only their K/V are stored");
+    kv_free(kv);
+}
+
 int main(void)
 {
     test_basics();
+    test_dedupe_and_widths();
     test_prefix();
     test_eviction();
     test_window_pool();

@@ -143,6 +143,40 @@ static const edit_t edits[] = {
      .u32_val = 1u << 30, .want = LF_ERR_FORMAT, .want_msg = "sliding window"},
     {"final logit soft-capping", "tinygemma3-f32.gguf", .set_f32 = "gemma3.final_logit_softcapping",
      .f32_val = 30.0f, .want = LF_OK},
+    /* the 2026 hybrids */
+    {"qwen35 without ssm.state_size", "tinyqwen35-f32.gguf", .drop_key = "qwen35.ssm.state_size",
+     .want = LF_ERR_FORMAT, .want_msg = "qwen35.ssm.state_size"},
+    {"qwen35 with an inner size that is not v heads x state", "tinyqwen35-f32.gguf", .set_u32 = "qwen35.ssm.inner_size",
+     .u32_val = 96, .want = LF_ERR_UNSUPPORTED, .want_msg = "Gated DeltaNet"},
+    {"qwen35 without a conv kernel", "tinyqwen35-f32.gguf", .drop_tensor = "blk.1.ssm_conv1d.weight",
+     .want = LF_ERR_FORMAT, .want_msg = "blk.1.ssm_conv1d.weight"},
+    {"qwen35 with a short ssm_a", "tinyqwen35-f32.gguf", .short_tensor = "blk.2.ssm_a", .want = LF_ERR_FORMAT,
+     .want_msg = "blk.2.ssm_a"},
+    {"qwen35 without the MTP block's eh_proj", "tinyqwen35-f32.gguf", .drop_tensor = "blk.8.nextn.eh_proj.weight",
+     .want = LF_ERR_FORMAT, .want_msg = "nextn.eh_proj"},
+    {"qwen35 with recurrent_layers of the wrong length", "tinyqwen35-f32.gguf",
+     .set_bools = "qwen35.attention.recurrent_layers", .bools = "1110111", .want = LF_ERR_FORMAT,
+     .want_msg = "recurrent_layers"},
+    {"qwen35moe without its shared expert gate", "tinyqwen35moe-f32.gguf",
+     .drop_tensor = "blk.1.ffn_gate_inp_shexp.weight", .want = LF_ERR_FORMAT, .want_msg = "ffn_gate_inp_shexp"},
+    {"qwen35moe with full_attention_interval 0", "tinyqwen35moe-f32.gguf",
+     .set_u32 = "qwen35moe.full_attention_interval", .u32_val = 0, .want = LF_ERR_FORMAT,
+     .want_msg = "full_attention_interval"},
+    {"lfm2 without shortconv.l_cache", "tinylfm2-f32.gguf", .drop_key = "lfm2.shortconv.l_cache",
+     .want = LF_ERR_FORMAT, .want_msg = "lfm2.shortconv.l_cache"},
+    {"lfm2 without its final norm", "tinylfm2-f32.gguf", .drop_tensor = "token_embd_norm.weight",
+     .want = LF_ERR_FORMAT, .want_msg = "token_embd_norm.weight"},
+    {"gemma4 sharing the KV of all but one layer", "tinygemma4-f32.gguf",
+     .set_u32 = "gemma4.attention.shared_kv_layers", .u32_val = 9, .want = LF_ERR_FORMAT, .want_msg = "shared KV"},
+    {"gemma4 without a K projection on a layer with its own cache", "tinygemma4-f32.gguf",
+     .drop_tensor = "blk.2.attn_k.weight", .want = LF_ERR_FORMAT, .want_msg = "blk.2.attn_k.weight"},
+    {"gemma4 without its sliding window pattern", "tinygemma4-f32.gguf",
+     .drop_key = "gemma4.attention.sliding_window_pattern", .want = LF_ERR_FORMAT,
+     .want_msg = "sliding_window_pattern"},
+    {"gemma4 without per-layer token embeddings", "tinygemma4-f32.gguf", .drop_tensor = "per_layer_token_embd.weight",
+     .want = LF_ERR_FORMAT, .want_msg = "per_layer_token_embd.weight"},
+    {"gemma4 MoE without the router input scale", "tinygemma4moe-f32.gguf", .drop_tensor = "blk.3.ffn_gate_inp.scale",
+     .want = LF_ERR_FORMAT, .want_msg = "ffn_gate_inp.scale"},
 };
 
 static bool key_is(gguf_str_t k, const char *name)
@@ -229,7 +263,9 @@ static void test_edits(void)
         }
         const model_hparams_t *hp = model_hparams(m);
         const model_layer_t *L = model_weights(m)->layers;
-        if (e->set_bools) {
+        if (strcmp(e->src, "tinygemma3-f32.gguf")) {
+            /* no positive edit of another fixture (yet) */
+        } else if (e->set_bools) {
             bool ok = true;
             for (int l = 0; l < hp->n_layer; l++)
                 ok &= L[l].swa == (e->bools[l] == '1');
@@ -252,6 +288,115 @@ static void test_edits(void)
                    "%s: logits capped at 30 (largest %g)", e->name, mx);
             fwd_free(f);
         }
+        model_free(m);
+        unlink(out);
+    }
+}
+
+/* ---- the 2026 hybrids: layer kinds, per-layer shapes, state ---- */
+
+typedef struct {
+    const char *file;
+    int n_layer, n_nextn;
+    const char *kinds;   /* per layer: 'A' attention, 'D' Gated DeltaNet, 'C' short convolution */
+    const char *swa;     /* per layer: 'S' window, '.' full */
+    int kv_src[10];      /* the layer each one attends (-1: none) */
+    int head_dim[10];    /* attention layers */
+    int n_head_kv[10];
+    int n_ff[10];
+    int64_t state_floats; /* per sequence, all layers */
+} hybrid_case_t;
+
+static const hybrid_case_t hybrids[] = {
+    /* GDN: (4 - 1) x 256 conv + 4 x 32 x 32 delta floats per layer */
+    {"tinyqwen35-f32.gguf", 8, 1, "DDDADDDA", "........", {-1, -1, -1, 3, -1, -1, -1, 7},
+     {0, 0, 0, 64, 0, 0, 0, 64}, {0, 0, 0, 2, 0, 0, 0, 2}, {128, 128, 128, 128, 128, 128, 128, 128}, 6 * (768 + 4096)},
+    {"tinyqwen35moe-f32.gguf", 4, 1, "DADA", "....", {-1, 1, -1, 3}, {0, 64, 0, 64}, {0, 2, 0, 2}, {0, 0, 0, 0},
+     2 * (768 + 4096)},
+    {"tinygemma4-f32.gguf", 10, 0, "AAAAAAAAAA", "SSSS.SSSS.", {0, 1, 2, 3, 4, 3, 3, 3, 3, 4},
+     {32, 32, 32, 32, 64, 32, 32, 32, 32, 64}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+     {128, 128, 128, 128, 128, 256, 256, 256, 256, 256}, 0},
+    {"tinygemma4moe-f32.gguf", 6, 0, "AAAAAA", "SSSSS.", {0, 1, 2, 3, 4, 5}, {32, 32, 32, 32, 32, 64},
+     {2, 2, 2, 2, 2, 1}, {64, 64, 64, 64, 64, 64}, 0},
+    /* short conv: (3 - 1) x 64 floats per layer */
+    {"tinylfm2-f32.gguf", 6, 0, "CCACAC", "......", {-1, -1, 2, -1, 4, -1}, {0, 0, 16, 0, 16, 0}, {0, 0, 2, 0, 2, 0},
+     {128, 128, 128, 128, 128, 128}, 4 * 128},
+};
+
+static void test_hybrids(void)
+{
+    for (size_t i = 0; i < sizeof hybrids / sizeof hybrids[0]; i++) {
+        const hybrid_case_t *c = &hybrids[i];
+        lf_err_t err;
+        model_t *m = load(c->file, &err);
+        if (!tap_ok(m != NULL, "%s loads (%s)", c->file, m ? "ok" : err.msg))
+            continue;
+        const model_hparams_t *hp = model_hparams(m);
+        const model_layer_t *L = model_weights(m)->layers;
+        bool kinds = hp->n_layer == c->n_layer && hp->n_nextn == c->n_nextn && hp->n_layer_all == c->n_layer + c->n_nextn;
+        bool shapes = kinds;
+        for (int l = 0; kinds && l < hp->n_layer; l++) {
+            const char k = L[l].kind == MODEL_LAYER_GDN ? 'D' : L[l].kind == MODEL_LAYER_SHORTCONV ? 'C' : 'A';
+            kinds &= k == c->kinds[l] && L[l].swa == (c->swa[l] == 'S') && L[l].kv_layer == c->kv_src[l];
+            if (k == 'A')
+                shapes &= L[l].head_dim == c->head_dim[l] && L[l].n_head_kv == c->n_head_kv[l];
+            shapes &= c->n_ff[l] == 0 || L[l].n_ff == c->n_ff[l];
+        }
+        tap_ok(kinds, "%s: %d layers (+%d MTP) %s, window %s, KV sources as llama.cpp", c->file, hp->n_layer,
+               hp->n_nextn, c->kinds, c->swa);
+        tap_ok(shapes, "%s: per-layer head sizes, KV heads and FFN widths", c->file);
+        tap_ok(model_state_bytes(m) == (uint64_t)c->state_floats * 4 && model_is_hybrid(m) == (c->state_floats > 0),
+               "%s: recurrent state %llu bytes per sequence", c->file, (unsigned long long)model_state_bytes(m));
+        model_free(m);
+    }
+    /* specifics: qwen35's IMROPE sections and MTP block, the shared
+     * expert, gemma4's K-as-V layer, fused experts and embeddings */
+    lf_err_t err;
+    model_t *m = load("tinyqwen35-f32.gguf", &err);
+    if (m) {
+        const model_hparams_t *hp = model_hparams(m);
+        const model_layer_t *L = model_weights(m)->layers;
+        tap_ok(hp->rope_sections[0] == 3 && hp->rope_sections[2] == 2 && hp->n_rot == 16 && hp->ssm_d_state == 32 &&
+                   hp->ssm_n_group == 2 && hp->ssm_dt_rank == 4 && hp->ssm_d_conv == 4 && L[8].nextn_eh_proj.data &&
+                   L[3].wq.n_out == 2 * 4 * 64,
+               "qwen35: rope sections 3,3,2 on 16 dims, GDN 4 v heads of 32, the MTP block bound, q | gate rows");
+        model_free(m);
+    }
+    m = load("tinyqwen35moe-f32.gguf", &err);
+    if (m) {
+        const model_layer_t *L = model_weights(m)->layers;
+        tap_ok(L[0].s_up.data && L[0].s_gate_inp.n_out == 1 && model_hparams(m)->n_ff_shexp == 32,
+               "qwen35moe: a shared expert of 32 gated by a [64, 1] matrix");
+        model_free(m);
+    }
+    m = load("tinygemma4moe-f32.gguf", &err);
+    if (m) {
+        const model_layer_t *L = model_weights(m)->layers;
+        tap_ok(!L[5].wv.data && L[4].wv.data && L[0].x_gate_up.data && L[0].x_down_scale && L[0].router_in_scale &&
+                   L[0].x_up.data == (const uint8_t *)L[0].x_gate_up.data + 32 * L[0].x_gate_up.row_bytes,
+               "gemma4moe: layer 5 takes K as V, fused gate|up experts viewed as two, expert and router scales");
+        model_free(m);
+    }
+    m = load("tinygemma4-f32.gguf", &err);
+    if (m) {
+        const model_hparams_t *hp = model_hparams(m);
+        const model_weights_t *w = model_weights(m);
+        tap_ok(hp->n_embd_per_layer == 32 && w->ple_embd.n_in == 320 && w->layers[7].ple_gate.data &&
+                   w->layers[2].out_scale && hp->n_kv_from == 5 && hp->head_dim_swa == 32 && hp->n_rot_swa == 32 &&
+                   !w->layers[6].wk.data && hp->logit_softcap == 30.0f && model_kv_bytes_per_token(m) == 768,
+               "gemma4: per-layer embeddings of 32, layer scales, KV from layer 5 on shared, window heads of 32, "
+               "768 KV bytes per position");
+        model_free(m);
+    }
+    /* qwen35moe's layer kinds come from full_attention_interval: with 4,
+     * layer 1 would be a Gated DeltaNet layer, whose tensors it lacks */
+    char out[512];
+    snprintf(out, sizeof out, "%s/interval.gguf", tmp_dir);
+    const edit_t e = {"interval 4", "tinyqwen35moe-f32.gguf", .set_u32 = "qwen35moe.full_attention_interval", .u32_val = 4};
+    if (tap_ok(write_edit(&e, out), "qwen35moe with full_attention_interval 4 written")) {
+        m = model_load(out, &err);
+        tap_ok(!m && strstr(err.msg, "blk.1.attn_qkv.weight"),
+               "qwen35moe, interval 4: layer 1 is taken as Gated DeltaNet (%s)", m ? "loaded" : err.msg);
         model_free(m);
         unlink(out);
     }
@@ -438,6 +583,7 @@ int main(void)
         return tap_done();
     }
     test_hparams();
+    test_hybrids();
     test_edits();
     test_longrope();
     test_prompt_order();

@@ -2,6 +2,7 @@
  * the right status and `param`, valid bodies give the right typed struct. */
 #include "server/request/request.h"
 #include "tap.h"
+#include "unit/mutate.h"
 
 #include <string.h>
 
@@ -168,20 +169,7 @@ int main(void)
         const char *src = seeds[round % 5];
         size_t len = strlen(src);
         memcpy(buf, src, len + 1);
-        for (int k = 0; k < 1 + round % 4; k++) {
-            rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-            size_t pos = (size_t)(rng >> 33) % len;
-            int op = (int)((rng >> 20) % 3);
-            if (op == 0)
-                buf[pos] = (char)(rng >> 40);
-            else if (op == 1 && len > 1) {
-                memmove(buf + pos, buf + pos + 1, len - pos);
-                len--;
-            } else if (len + 1 < sizeof buf) {
-                memmove(buf + pos + 1, buf + pos, len - pos + 1);
-                len++;
-            }
-        }
+        mutate(buf, &len, sizeof buf, &rng, 1 + round % 4);
         req_err_t fe = {0};
         chat_req_t fq;
         cmpl_req_t fc;

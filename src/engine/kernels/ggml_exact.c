@@ -102,6 +102,30 @@ static float dot_f32_vec_c(const float *x, const float *y, int64_t n)
     return left_f32(x + np, y + np, n - np, sumf);
 }
 
+/* The 2026 reference build's ggml_vec_dot_f32 (gx_dot_f32_vec_e4): its
+ * leftover loop has a vectorised epilogue, 4 more rounded products after
+ * the multiples of 8 when at least 4 remain, the last n % 4 fused. */
+float gx_dot_f32_vec_e4(const float *x, const float *y, int64_t n)
+{
+    const int64_t np = n & ~(int64_t)63;
+    float acc[4][16];
+    memset(acc, 0, sizeof acc);
+    for (int64_t i = 0; i < np; i += 64)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 16; l++)
+                acc[j][l] = fmaf(x[i + j * 16 + l], y[i + j * 16 + l], acc[j][l]);
+    float sumf = reduce4x16(acc);
+    const int64_t left = n - np, nv = np + (left & ~(int64_t)7) + ((left & 7) >= 4 ? 4 : 0);
+    int64_t i = np;
+    for (; i < nv; i++) {
+        const float p = x[i] * y[i];
+        sumf = sumf + p;
+    }
+    for (; i < n; i++)
+        sumf = fmaf(x[i], y[i], sumf);
+    return sumf;
+}
+
 static float dot_f32_tiny_c(const float *x, const float *y, int64_t n)
 {
     float acc[16] = {0};
@@ -529,6 +553,48 @@ GX_AVX2 static float dot_f16_tiny_avx2(const uint16_t *x, const uint16_t *y, int
     return hsum256x2(lo, hi);
 }
 
+/* tinyBLAS order for one row and four tokens at once at the AVX2 level
+ * (the row is loaded once): each token's operations are those of the
+ * one-token kernel (two 8-lane halves of the 16-lane accumulator). */
+GX_AVX2 static void tiny4_avx2(const void *w, const void *x, size_t x_stride, bool f16, int64_t n, float *out,
+                               size_t out_stride)
+{
+    __m256 l0 = _mm256_setzero_ps(), h0 = l0, l1 = l0, h1 = l0, l2 = l0, h2 = l0, l3 = l0, h3 = l0;
+    if (f16) {
+        const uint16_t *wr = w, *x0 = x;
+        const uint16_t *x1 = x0 + x_stride, *x2 = x1 + x_stride, *x3 = x2 + x_stride;
+        for (int64_t i = 0; i < n; i += 16) {
+            const __m256 wl = load8_f16(wr + i), wh = load8_f16(wr + i + 8);
+            l0 = _mm256_fmadd_ps(wl, load8_f16(x0 + i), l0);
+            h0 = _mm256_fmadd_ps(wh, load8_f16(x0 + i + 8), h0);
+            l1 = _mm256_fmadd_ps(wl, load8_f16(x1 + i), l1);
+            h1 = _mm256_fmadd_ps(wh, load8_f16(x1 + i + 8), h1);
+            l2 = _mm256_fmadd_ps(wl, load8_f16(x2 + i), l2);
+            h2 = _mm256_fmadd_ps(wh, load8_f16(x2 + i + 8), h2);
+            l3 = _mm256_fmadd_ps(wl, load8_f16(x3 + i), l3);
+            h3 = _mm256_fmadd_ps(wh, load8_f16(x3 + i + 8), h3);
+        }
+    } else {
+        const float *wr = w, *x0 = x;
+        const float *x1 = x0 + x_stride, *x2 = x1 + x_stride, *x3 = x2 + x_stride;
+        for (int64_t i = 0; i < n; i += 16) {
+            const __m256 wl = _mm256_loadu_ps(wr + i), wh = _mm256_loadu_ps(wr + i + 8);
+            l0 = _mm256_fmadd_ps(wl, _mm256_loadu_ps(x0 + i), l0);
+            h0 = _mm256_fmadd_ps(wh, _mm256_loadu_ps(x0 + i + 8), h0);
+            l1 = _mm256_fmadd_ps(wl, _mm256_loadu_ps(x1 + i), l1);
+            h1 = _mm256_fmadd_ps(wh, _mm256_loadu_ps(x1 + i + 8), h1);
+            l2 = _mm256_fmadd_ps(wl, _mm256_loadu_ps(x2 + i), l2);
+            h2 = _mm256_fmadd_ps(wh, _mm256_loadu_ps(x2 + i + 8), h2);
+            l3 = _mm256_fmadd_ps(wl, _mm256_loadu_ps(x3 + i), l3);
+            h3 = _mm256_fmadd_ps(wh, _mm256_loadu_ps(x3 + i + 8), h3);
+        }
+    }
+    out[0] = hsum256x2(l0, h0);
+    out[out_stride] = hsum256x2(l1, h1);
+    out[2 * out_stride] = hsum256x2(l2, h2);
+    out[3 * out_stride] = hsum256x2(l3, h3);
+}
+
 /* ggml_v_expf on 8 lanes. vscalefps(j, n) = j * 2^n rounded once is done
  * as (j * 2^(n - n/2)) * 2^(n/2): the first product is exact (normal),
  * the second rounds once, also into the subnormal range. */
@@ -762,7 +828,9 @@ static void gx_mm_worker(void *arg, int ith, int nth)
     const int64_t per = (j->n_rows + nth - 1) / nth;
     const int64_t r0 = per * ith;
     const int64_t r1 = r0 + per < j->n_rows ? r0 + per : j->n_rows;
-    const bool tiny_ok = j->k % 16 == 0;
+    /* tinyBLAS takes k % 16 == 0 and a multiple of 4 rows (else ggml falls
+     * back to ggml_vec_dot) */
+    const bool tiny_ok = j->k % 16 == 0 && j->n_rows % 4 == 0;
     const int lv = gx_level();
     const size_t es = j->f16 ? sizeof(uint16_t) : sizeof(float);
     const size_t row_bytes = (size_t)j->k * es;
@@ -772,11 +840,12 @@ static void gx_mm_worker(void *arg, int ith, int nth)
             const void *xt = (const uint8_t *)j->x + (size_t)t * row_bytes;
             const bool tiny = tiny_ok && j->order && j->order[t] == GX_ORDER_TINY;
 #ifdef GX_X86
-            if (tiny && lv == GX_LEVEL_AVX512 && t + 3 < j->n_tok && j->order[t + 1] == GX_ORDER_TINY &&
+            if (tiny && lv >= GX_LEVEL_AVX2 && t + 3 < j->n_tok && j->order[t + 1] == GX_ORDER_TINY &&
                 j->order[t + 2] == GX_ORDER_TINY && j->order[t + 3] == GX_ORDER_TINY) {
                 for (int64_t r = rc; r < rend; r++)
-                    tiny4_avx512((const uint8_t *)j->W + (size_t)r * row_bytes, xt, (size_t)j->k, j->f16, j->k,
-                                 j->out + t * j->n_rows + r, (size_t)j->n_rows);
+                    (lv == GX_LEVEL_AVX512 ? tiny4_avx512 : tiny4_avx2)((const uint8_t *)j->W + (size_t)r * row_bytes,
+                                                                        xt, (size_t)j->k, j->f16, j->k,
+                                                                        j->out + t * j->n_rows + r, (size_t)j->n_rows);
                 t += 3;
                 continue;
             }

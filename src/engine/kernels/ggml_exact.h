@@ -53,6 +53,12 @@ float gx_hsum16(const float v[16]);
 
 float gx_dot_f32_vec(const float *x, const float *y, int64_t n);
 float gx_dot_f32_tiny(const float *x, const float *y, int64_t n); /* n % 16 == 0 */
+/* gx_dot_f32_vec as the 2026 reference build (the encoders' goldens)
+ * compiled it: its leftover loop also has a 4-wide vectorised epilogue
+ * (4 more rounded products after the multiples of 8 when at least 4
+ * remain, the last n % 4 fused). Bert's attention over 4..7 or 12..15
+ * positions shows it; with it every F32 embedding golden is bit-exact. */
+float gx_dot_f32_vec_e4(const float *x, const float *y, int64_t n);
 float gx_dot_f16_vec(const uint16_t *x, const uint16_t *y, int64_t n);
 /* llamafile's tinyBLAS<16> on F16 x F16 (n % 16 == 0). */
 float gx_dot_f16_tiny(const uint16_t *x, const uint16_t *y, int64_t n);

@@ -15,6 +15,9 @@
 
 #include <stdbool.h>
 
+/* Embedding heads (pooling, classifier, dense layers) are not part of the
+ * row: they follow from the file's tensors and keys (model.h, pool.h). */
+
 /* Every architecture accepts what the 2026 llama.cpp loader accepts for all
  * of them: a fused attn_qkv (q | k | v rows) in place of attn_q/k/v, and
  * optional q/k/v biases (qwen2, gpt-oss) and attn_output bias (gpt-oss). */
@@ -24,6 +27,7 @@ typedef enum {
     ARCH_FFN_GATED = 0,   /* down(act(gate x) * up x): ffn_gate, ffn_up, ffn_down */
     ARCH_FFN_GATED_FUSED, /* one ffn_up of 2 * n_ff rows, gate rows first (phi3) */
     ARCH_FFN_MOE,         /* router ffn_gate_inp + experts ffn_{gate,up,down}_exps */
+    ARCH_FFN_SEQ,         /* down(act(up x)): ffn_up, ffn_down, no gate (bert) */
 } arch_ffn_t;
 
 /* The gate activation act(g) * u of the FFN (or of every expert). */
@@ -47,7 +51,17 @@ typedef enum {
                               integer n: layer il is local iff il % n < n - 1,
                               or a per-layer bool array; default swa_pattern) */
     ARCH_SWA_IGNORED,      /* the key may be present but llama.cpp ignores it (phi3) */
+    ARCH_SWA_ALL,          /* attention.sliding_window W > 0 (optional) on every attention layer (lfm2) */
 } arch_swa_t;
+
+/* Hybrid architectures: which layers are not attention, and what they are
+ * instead (a per-sequence recurrent state replaces their KV cache). */
+typedef enum {
+    ARCH_REC_NONE = 0,     /* every layer is attention */
+    ARCH_REC_GDN,          /* Gated DeltaNet (qwen35): the layers of attention.recurrent_layers, or
+                              else those with (il + 1) % full_attention_interval != 0 (default 4) */
+    ARCH_REC_SHORTCONV,    /* gated short convolution (lfm2): the layers whose head_count_kv is 0 */
+} arch_rec_t;
 
 /* Multi-section rope of vision-language text models: the rotary pairs
  * take their angles from the (t, h, w) position components of each token
@@ -93,8 +107,43 @@ typedef struct {
                                  from: the attended cache padded to 256 cells (decode order) and
                                  K.q of prompt tokens through tinyBLAS; the llama/qwen2 goldens
                                  come from an older build (32 cells, K.q by ggml_vec_dot_f16) */
+    /* ---- the 2026 hybrids (issue 28) ---- */
+    arch_rec_t recurrent;     /* non-attention layers and their state (deltanet.h, shortconv.h) */
+    bool attn_gate;           /* attn_q holds per head [q | gate]; the attention output is multiplied by
+                                 sigmoid(gate) before attn_output (qwen35) */
+    bool nextn;               /* the last nextn_predict_layers blocks are MTP blocks: bound, never run */
+    bool per_layer_dims;      /* window layers have their own head size (key_length_swa) and rotary
+                                 dims (rope.dimension_count_swa) and no rope_freqs (gemma4) */
+    bool v_norm;              /* V is RMS-normed without weight; a layer without attn_v uses the raw K
+                                 projection as V (gemma4) */
+    bool attn_scale_one;      /* attention scores are not scaled (gemma4) */
+    bool kv_shared;           /* attention.shared_kv_layers: the last layers attend an earlier layer's
+                                 cache (the last window / full layer before them) (gemma4) */
+    bool per_layer_embd;      /* per-layer token embeddings (embedding_length_per_layer_input) (gemma4) */
+    bool layer_out_scale;     /* layer_output_scale: the residual stream times a scalar after each layer */
+    bool moe_dense_par;       /* a layer with a router runs the dense MLP and the experts in parallel,
+                                 each with its own norms (gemma4) */
+    bool moe_shexp;           /* MoE layers may have a shared expert ffn_{gate,up,down}_shexp gated by
+                                 sigmoid(ffn_gate_inp_shexp . x) (qwen35moe) */
+    const char *output_norm;  /* the final norm tensor (NULL: "output_norm.weight"; lfm2: "token_embd_norm.weight") */
     float default_rope_theta;
     float default_rms_eps;
+    /* ---- encoders and embedding models (issue 25) ---- */
+    bool no_cache;            /* no KV cache: attention over the batch's own F32 K and V
+                                 (llama.cpp's build_attn_inp_no_cache); a batch holds
+                                 whole sequences (forward.h) */
+    bool bidirectional;       /* non-causal attention unless <arch>.attention.causal says
+                                 otherwise; sliding windows are then symmetric */
+    bool post_ln;             /* BERT block: LayerNorm(token_embd_norm) of the input, then per
+                                 layer x = LN(x + attn(x)) (attn_output_norm), x = LN(x +
+                                 ffn(x)) (layer_output_norm), LayerNorms with biases; no
+                                 output norm */
+    bool pos_embd;            /* learned absolute positions (position_embd) */
+    bool types_required;      /* token_types must be present (jina-bert-v2); bert and
+                                 nomic-bert need tokenizer.ggml.token_type_count > 0 */
+    bool alibi;               /* symmetric ALiBi bias instead of rope (jina-bert-v2) */
+    bool ffn_fused_by_rows;   /* ARCH_FFN_GATED_FUSED only when ffn_up has 2 n_ff rows,
+                                 else ARCH_FFN_SEQ (jina-bert-v2) */
 } arch_desc_t;
 
 /* The description of architecture `name` (NUL-terminated), or NULL. */

@@ -33,9 +33,11 @@
 #include "engine/model/attention.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/model/attn_lanes.h"
+#include "engine/model/ops.h"
 #include "engine/kernels/ggml_exact.h"
 
 /* Per-thread scratch, carved from job->scratch (see attn_scratch_floats). */
@@ -223,9 +225,218 @@ static void attn_item(const attn_job_t *job, const attn_lanes_t *L, attn_item_t 
     attn_pv_vec(job, L, it, s, n16);
 }
 
+/* ---- rows mode ---------------------------------------------------------- */
+
+int64_t attn_rows_scratch_floats(int32_t max_batch, int32_t head_dim)
+{
+    const int64_t n32 = ((max_batch > 0 ? max_batch : 1) + 31) / 32 * 32;
+    return n32 * head_dim + 2 * n32 + 16;
+}
+
+void attn_alibi_slopes(int32_t n_head, float max_bias, float *slopes)
+{
+    const uint32_t n_head_log2 = 1u << (uint32_t)floor(log2((double)n_head));
+    const float m0 = powf(2.0f, -(max_bias) / (float)n_head_log2);
+    const float m1 = powf(2.0f, -(max_bias / 2.0f) / (float)n_head_log2);
+    for (int32_t h = 0; h < n_head; h++)
+        slopes[h] = (uint32_t)h < n_head_log2 ? powf(m0, (float)(h + 1))
+                                              : powf(m1, (float)(2 * ((uint32_t)h - n_head_log2) + 1));
+}
+
+/* The rows mode keeps ggml's per-dot operation order exactly, but runs 32
+ * dots at once, one in each SIMD lane of 4 vectors: K.q with the positions in the
+ * lanes (K transposed), P.V with the dimensions in the lanes. Every lane
+ * performs the scalar order of gx_dot_f32_vec_e4 / gx_dot_f32_tiny (16
+ * accumulators of one tinyBLAS lane or 4 x 16 of ggml_vec_dot_f32, the
+ * same reduction tree, the leftovers in order), so the values are those of
+ * one dot at a time, bit for bit (test_attention checks it). */
+enum { RL = 8 }; /* lanes */
+
+/* RL * ng dots of n terms: dot (g, l) = sum_i a(i, 8g + l) * b[i], where
+ * a(i, j) = a[i * a_stride + j] (ng groups of RL lanes side by side);
+ * tiny: tinyBLAS's order (n % 16 == 0), else ggml_vec_dot_f32's as the
+ * 2026 build compiled it (gx_dot_f32_vec_e4). The groups are independent
+ * chains the core overlaps. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define RA_AVX2 __attribute__((target("avx2,fma")))
+
+/* gx_hsum16 of the 16 vectors v[0..16) lane by lane: its adds, vertical. */
+RA_AVX2 static inline __m256 hsum16_v(const __m256 *v)
+{
+    __m256 t3[8], t6[4];
+    for (int i = 0; i < 8; i++)
+        t3[i] = _mm256_add_ps(v[i + 8], v[i]);
+    for (int i = 0; i < 4; i++)
+        t6[i] = _mm256_add_ps(t3[i + 4], t3[i]);
+    return _mm256_add_ps(_mm256_add_ps(t6[0], t6[2]), _mm256_add_ps(t6[1], t6[3]));
+}
+
+RA_AVX2 static inline __attribute__((always_inline)) void dots_avx2(const float *a, int64_t a_stride,
+                                                                     const float *b, int64_t n, bool tiny,
+                                                                     float *out, const int ng)
+{
+    __m256 acc[64][4];
+    if (tiny) {
+        for (int j = 0; j < 16; j++)
+            for (int g = 0; g < ng; g++)
+                acc[j][g] = _mm256_setzero_ps();
+        for (int64_t i = 0; i < n; i += 16)
+            for (int j = 0; j < 16; j++) {
+                const __m256 bv = _mm256_set1_ps(b[i + j]);
+                for (int g = 0; g < ng; g++)
+                    acc[j][g] = _mm256_fmadd_ps(_mm256_loadu_ps(a + (i + j) * a_stride + RL * g), bv, acc[j][g]);
+            }
+        for (int g = 0; g < ng; g++) {
+            __m256 v[16];
+            for (int j = 0; j < 16; j++)
+                v[j] = acc[j][g];
+            _mm256_storeu_ps(out + RL * g, hsum16_v(v));
+        }
+        return;
+    }
+    const int64_t np = n & ~(int64_t)63;
+    __m256 sum[4];
+    for (int g = 0; g < ng; g++)
+        sum[g] = _mm256_setzero_ps();
+    if (np) {
+        for (int j = 0; j < 64; j++)
+            for (int g = 0; g < ng; g++)
+                acc[j][g] = _mm256_setzero_ps();
+        for (int64_t i = 0; i < np; i += 64)
+            for (int j = 0; j < 64; j++) {
+                const __m256 bv = _mm256_set1_ps(b[i + j]);
+                for (int g = 0; g < ng; g++)
+                    acc[j][g] = _mm256_fmadd_ps(_mm256_loadu_ps(a + (i + j) * a_stride + RL * g), bv, acc[j][g]);
+            }
+        /* GGML_F32x16_REDUCE: accumulator k is acc[16k .. 16k+15] */
+        for (int g = 0; g < ng; g++) {
+            __m256 v[16];
+            for (int l = 0; l < 16; l++) {
+                const __m256 x0 = _mm256_add_ps(acc[l][g], acc[32 + l][g]);
+                const __m256 x1 = _mm256_add_ps(acc[16 + l][g], acc[48 + l][g]);
+                v[l] = _mm256_add_ps(x0, x1);
+            }
+            sum[g] = hsum16_v(v);
+        }
+    }
+    const int64_t nv = np + ((n - np) & ~(int64_t)7) + (((n - np) & 7) >= 4 ? 4 : 0);
+    int64_t i = np;
+    for (; i < nv; i++) { /* rounded products added in order */
+        const __m256 bv = _mm256_set1_ps(b[i]);
+        for (int g = 0; g < ng; g++)
+            sum[g] = _mm256_add_ps(sum[g], _mm256_mul_ps(_mm256_loadu_ps(a + i * a_stride + RL * g), bv));
+    }
+    for (; i < n; i++) {
+        const __m256 bv = _mm256_set1_ps(b[i]);
+        for (int g = 0; g < ng; g++)
+            sum[g] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i * a_stride + RL * g), bv, sum[g]);
+    }
+    for (int g = 0; g < ng; g++)
+        _mm256_storeu_ps(out + RL * g, sum[g]);
+}
+
+RA_AVX2 static void dots_avx2_1(const float *a, int64_t s, const float *b, int64_t n, bool tiny, float *out)
+{
+    dots_avx2(a, s, b, n, tiny, out, 1);
+}
+
+RA_AVX2 static void dots_avx2_4(const float *a, int64_t s, const float *b, int64_t n, bool tiny, float *out)
+{
+    dots_avx2(a, s, b, n, tiny, out, 4);
+}
+#endif
+
+/* 8 * ng dots (ng 1 or 4), as dots_avx2. */
+static void dots(const float *a, int64_t a_stride, const float *b, int64_t n, bool tiny, float *out, int ng)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (gx_level() >= GX_LEVEL_AVX2) {
+        (ng == 4 ? dots_avx2_4 : dots_avx2_1)(a, a_stride, b, n, tiny, out);
+        return;
+    }
+#endif
+    float *c = malloc((size_t)(n > 0 ? n : 1) * sizeof *c);
+    for (int l = 0; l < RL * ng; l++) {
+        if (!c) { /* the portable level only, out of memory: zeros, never garbage */
+            out[l] = 0.0f;
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++)
+            c[i] = a[i * a_stride + l];
+        out[l] = tiny ? gx_dot_f32_tiny(c, b, n) : gx_dot_f32_vec_e4(c, b, n);
+    }
+    free(c);
+}
+
+/* Sequence whose position 0 is row t0, query head h. Scratch: K of the
+ * sequence's KV head transposed ([hd][n8]), one row of scores. */
+static void attn_rows_seq(const attn_job_t *job, int32_t t0, int32_t h, float *scr)
+{
+    const int32_t hd = job->head_dim, kvh = h / (job->n_head / job->n_head_kv);
+    const int64_t qd = (int64_t)job->n_head * hd, kd = (int64_t)job->n_head_kv * hd;
+    /* K is padded to groups of 4 x 8 positions (zeros), scores too */
+    const int32_t len = job->seq_n[t0], n8 = (len + 4 * RL - 1) / (4 * RL) * (4 * RL);
+    float *kt = scr, *sc = scr + (int64_t)hd * n8;
+    const float *krows = job->k_rows + (int64_t)t0 * kd + (int64_t)kvh * hd;
+    const float *vrows = job->v_rows + (int64_t)t0 * kd + (int64_t)kvh * hd;
+    for (int32_t d = 0; d < hd; d++) {
+        for (int32_t p = 0; p < len; p++)
+            kt[(int64_t)d * n8 + p] = krows[(int64_t)p * kd + d];
+        for (int32_t p = len; p < n8; p++)
+            kt[(int64_t)d * n8 + p] = 0.0f;
+    }
+    /* with one head, q is contiguous and tinyBLAS takes K.q too */
+    const bool one_head = job->n_head == 1 && hd % 16 == 0;
+    for (int32_t t = t0; t < t0 + len; t++) {
+        const int32_t lo = job->kv_start[t], hi = job->n_kv[t], pos = job->pos[t];
+        const bool tiny = job->order && job->order[t] == ATTN_ORDER_TINY;
+        const float *q = job->q + t * qd + (int64_t)h * hd;
+        for (int32_t p = 0; p < n8; p += 4 * RL)
+            dots(kt + p, n8, q, hd, tiny && one_head, sc + p, 4);
+        for (int32_t p = 0; p < len; p++) {
+            if (p < lo || p >= hi) {
+                sc[p] = -INFINITY;
+                continue;
+            }
+            sc[p] = sc[p] * job->scale;
+            if (job->alibi)
+                sc[p] = fmaf(job->alibi[h], (float)-(p > pos ? p - pos : pos - p), sc[p]);
+        }
+        ops_softmax(sc, len);
+        float *out = job->out + t * qd + (int64_t)h * hd;
+        const bool pv_tiny = tiny && len % 16 == 0;
+        int32_t d = 0;
+        for (; d + 4 * RL <= hd; d += 4 * RL)
+            dots(vrows + d, kd, sc, len, pv_tiny, out + d, 4);
+        for (; d + RL <= hd; d += RL)
+            dots(vrows + d, kd, sc, len, pv_tiny, out + d, 1);
+        for (float *col = sc + n8; d < hd; d++) { /* head sizes not a multiple of 8 */
+            for (int32_t p = 0; p < len; p++)
+                col[p] = vrows[(int64_t)p * kd + d];
+            out[d] = pv_tiny ? gx_dot_f32_tiny(col, sc, len) : gx_dot_f32_vec_e4(col, sc, len);
+        }
+    }
+}
+
+static void attn_rows_worker(const attn_job_t *job, int ith, int nth)
+{
+    float *scr = job->scratch + (int64_t)ith * job->scratch_stride;
+    /* work items: (sequence, head), a sequence named by its first row */
+    int32_t item = 0;
+    for (int32_t t = 0; t < job->n_tok; t += job->seq_n[t])
+        for (int32_t h = 0; h < job->n_head; h++, item++)
+            if (item % nth == ith)
+                attn_rows_seq(job, t, h, scr);
+}
+
 static void attn_worker(void *arg, int ith, int nth)
 {
     const attn_job_t *job = arg;
+    if (job->k_rows) {
+        attn_rows_worker(job, ith, nth);
+        return;
+    }
     attn_scr_t s;
     scratch_layout(job->scratch + (int64_t)ith * job->scratch_stride, job->n_ctx, job->head_dim, &s);
     const attn_lanes_t *L = attn_lanes(gx_level());

@@ -21,6 +21,15 @@
  *
  * The cache's block_tokens must be a multiple of ATTN_CHUNK (positions are
  * processed 16 at a time, see attn_lanes.h).
+ *
+ * Rows mode (families without a KV cache, llama.cpp's no-cache attention):
+ * q, K and V are F32 rows of the batch; scores are ggml_vec_dot_f32 (K.q
+ * is a permuted view, never tinyBLAS), times scale, plus the ALiBi bias
+ * where given (fused multiply-add, as gcc contracts ggml's loop); the
+ * softmax runs over the token's whole sequence (masked positions -inf);
+ * P.V is tinyBLAS for prompt-order tokens of a sequence whose length is a
+ * multiple of 16, ggml_vec_dot_f32 otherwise. Bidirectional attention and
+ * symmetric windows are only a matter of kv_start / n_kv.
  */
 #ifndef LF_ATTENTION_H
 #define LF_ATTENTION_H
@@ -55,6 +64,16 @@ typedef struct {
     int32_t n_ctx;               /* largest n_kv; sizes the scratch */
     float *scratch;              /* per thread: scratch_stride floats */
     int64_t scratch_stride;      /* >= attn_scratch_floats(n_ctx, head_dim, n_rep) */
+    /* ---- rows mode (no KV cache; k_rows non-NULL) ----
+     * K and V are the batch's own F32 rows; a sequence occupies
+     * consecutive rows (positions 0, 1, ...) and each of its rows says its
+     * length (seq_n); token t attends positions kv_start[t] .. n_kv[t] - 1
+     * of its sequence. kv, layer,
+     * blocks, sinks, kq_tiny, vec_pad and n_ctx are not used. */
+    const float *k_rows;         /* [n_tok][n_head_kv * head_dim] */
+    const float *v_rows;         /* [n_tok][n_head_kv * head_dim] */
+    const int32_t *seq_n, *pos;  /* [n_tok] */
+    const float *alibi;          /* NULL, or [n_head] ALiBi slopes (bias -slope |i - j|) */
 } attn_job_t;
 
 /* Floats of scratch needed per thread for contexts up to n_ctx, n_rep =
@@ -62,5 +81,13 @@ typedef struct {
 int64_t attn_scratch_floats(int32_t n_ctx, int32_t head_dim, int32_t n_rep);
 
 void attn_run(tpool_t *pool, const attn_job_t *job);
+
+/* Floats of scratch per thread for the rows mode, batches of up to
+ * max_batch tokens. */
+int64_t attn_rows_scratch_floats(int32_t max_batch, int32_t head_dim);
+
+/* ggml_soft_max_ext's ALiBi slopes for n_head heads and max_bias (8 for
+ * jina-bert-v2) into slopes[n_head]. */
+void attn_alibi_slopes(int32_t n_head, float max_bias, float *slopes);
 
 #endif

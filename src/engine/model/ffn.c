@@ -19,6 +19,7 @@
  */
 #include "engine/model/ffn.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +52,10 @@ struct ffn {
     void *qh;              /* [B k] rows of the activations in down's vec_dot_type */
     int32_t *by_count;     /* [n_expert] experts with tokens, by increasing count */
     kern_mm_t *jobs;       /* [2 n_expert] */
+    /* shared expert (moe_shexp) and gemma4's parallel branches */
+    float *sh;             /* [B][n_embd] shared expert output */
+    float *sg;             /* [B] its gate */
+    float *xe, *xr, *m2;   /* [B][n_embd] experts' input, router input, experts' output */
 };
 
 static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
@@ -79,7 +84,30 @@ ffn_t *ffn_create(const model_t *m, int32_t max_batch, lf_err_t *err)
     const size_t B = (size_t)max_batch, E = (size_t)hp->n_embd;
     size_t act = 1;
     bool ok = true;
-    if (f->arch->ffn == ARCH_FFN_MOE) {
+    /* dense buffers: the dense FFN and the shared expert; MoE buffers when
+     * the model has experts */
+    size_t FF = (size_t)hp->n_ff;
+    if ((size_t)hp->n_ff_shexp > FF)
+        FF = (size_t)hp->n_ff_shexp;
+    if (FF) {
+        f->a = malloc(B * 2 * FF * sizeof(float));
+        f->b = malloc(B * FF * sizeof(float));
+        f->sh = malloc(B * E * sizeof(float));
+        f->sg = malloc(B * sizeof(float));
+        f->xe = malloc(B * E * sizeof(float));
+        f->xr = malloc(B * E * sizeof(float));
+        f->m2 = malloc(B * E * sizeof(float));
+        ok = f->a && f->b && f->sh && f->sg && f->xe && f->xr && f->m2;
+        for (int l = 0; l < hp->n_layer; l++) {
+            const model_layer_t *L = &w->layers[l];
+            const model_tensor_t *ts[] = {&L->w_gate, &L->w_up, &L->w_down, &L->s_gate, &L->s_up, &L->s_down,
+                                          &L->s_gate_inp};
+            for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+                if (ts[i]->data)
+                    act = max_size(act, lin_act_bytes(ts[i], max_batch));
+        }
+    }
+    if (hp->n_expert > 0) {
         const size_t NE = (size_t)hp->n_expert, K = (size_t)hp->n_expert_used, FE = (size_t)hp->n_ff_exp;
         f->logits = malloc(B * NE * sizeof(float));
         f->sel = malloc(B * K * sizeof(int32_t));
@@ -94,11 +122,13 @@ ffn_t *ffn_create(const model_t *m, int32_t max_batch, lf_err_t *err)
         f->dn = malloc(B * K * E * sizeof(float));
         f->by_count = malloc(NE * sizeof(int32_t));
         f->jobs = malloc(2 * NE * sizeof(kern_mm_t));
-        ok = f->logits && f->sel && f->w && f->first && f->fill && f->items && f->where && f->xg && f->hg && f->hu &&
-             f->dn && f->by_count && f->jobs;
+        ok = ok && f->logits && f->sel && f->w && f->first && f->fill && f->items && f->where && f->xg && f->hg &&
+             f->hu && f->dn && f->by_count && f->jobs;
         size_t qx = 1, qg = 1, qu = 1, qh = 1;
         for (int l = 0; l < hp->n_layer; l++) {
             const model_layer_t *L = &w->layers[l];
+            if (!L->router.data)
+                continue;
             const model_tensor_t gate = {L->x_gate.type, E, FE, L->x_gate.row_bytes, NULL, NULL};
             const model_tensor_t down = {L->x_down.type, FE, E, L->x_down.row_bytes, NULL, NULL};
             act = max_size(act, max_size(lin_act_bytes(&gate, max_batch), lin_act_bytes(&down, max_batch)));
@@ -115,17 +145,6 @@ ffn_t *ffn_create(const model_t *m, int32_t max_batch, lf_err_t *err)
         f->qu = malloc(qu);
         f->qh = malloc(qh);
         ok = ok && f->qx && f->qg && f->qu && f->qh;
-    } else {
-        const size_t FF = (size_t)hp->n_ff;
-        f->a = malloc(B * 2 * FF * sizeof(float));
-        f->b = malloc(B * FF * sizeof(float));
-        ok = f->a && f->b;
-        for (int l = 0; l < hp->n_layer; l++) {
-            const model_layer_t *L = &w->layers[l];
-            act = max_size(act, max_size(lin_act_bytes(&L->w_up, max_batch), lin_act_bytes(&L->w_down, max_batch)));
-            if (L->w_gate.data)
-                act = max_size(act, lin_act_bytes(&L->w_gate, max_batch));
-        }
     }
     f->act = malloc(act);
     if (!ok || !f->act) {
@@ -159,6 +178,11 @@ void ffn_free(ffn_t *f)
     free(f->qh);
     free(f->by_count);
     free(f->jobs);
+    free(f->sh);
+    free(f->sg);
+    free(f->xe);
+    free(f->xr);
+    free(f->m2);
     free(f);
 }
 
@@ -187,23 +211,46 @@ static void gate_act(arch_act_t act, float *g, const float *u, int64_t n_tok, in
     }
 }
 
+/* The matrices of one gated (or plain) FFN and their biases (NULL: none). */
+typedef struct {
+    const model_tensor_t *gate; /* NULL or no data: no gate (bert: act(up x)) */
+    const model_tensor_t *up;   /* fused: gate | up (2 FF rows, phi3, jina) */
+    const model_tensor_t *down;
+    const float *b_gate, *b_up, *b_down;
+    bool fused;
+} ffn_mats_t;
+
+/* down(act(gate x) * up x) with the given matrices (FF = their width). */
+static void ffn_gated_with(ffn_t *f, tpool_t *pool, arch_act_t act, const ffn_mats_t *m, int64_t FF, const float *x,
+                           int32_t n, const uint8_t *order, float *out)
+{
+    if (m->fused) {
+        /* one product of 2 n_ff rows: gate | up, split per token */
+        lin_run(pool, f->act, m->up, m->b_up, x, n, order, f->a);
+        for (int32_t t = 0; t < n; t++)
+            gate_act(act, f->a + t * 2 * FF, f->a + t * 2 * FF + FF, 1, FF, 0, 0);
+        for (int32_t t = 0; t < n; t++) /* compact the rows for the down product */
+            memmove(f->a + t * FF, f->a + t * 2 * FF, (size_t)FF * sizeof(float));
+    } else if (!m->gate || !m->gate->data) {
+        /* no gate (bert): act(up x + b) */
+        lin_run(pool, f->act, m->up, m->b_up, x, n, order, f->a);
+        if (act == ARCH_ACT_SILU)
+            gx_silu_row(f->a, f->a, (int64_t)n * FF);
+        else
+            ops_gelu_row(f->a, f->a, (int64_t)n * FF);
+    } else {
+        lin_run_n(pool, f->act, 2, (const model_tensor_t *[]){m->gate, m->up}, (const float *[]){m->b_gate, m->b_up},
+                  x, n, order, (float *[]){f->a, f->b});
+        gate_act(act, f->a, f->b, n, FF, FF, FF);
+    }
+    lin_run(pool, f->act, m->down, m->b_down, f->a, n, order, out);
+}
+
 static void ffn_gated(ffn_t *f, tpool_t *pool, const model_layer_t *L, const float *x, int32_t n,
                       const uint8_t *order, float *out)
 {
-    const int64_t FF = f->hp->n_ff;
-    if (f->arch->ffn == ARCH_FFN_GATED_FUSED) {
-        /* one product of 2 n_ff rows: gate | up, split per token */
-        lin_run(pool, f->act, &L->w_up, NULL, x, n, order, f->a);
-        for (int32_t t = 0; t < n; t++)
-            gate_act(f->arch->act, f->a + t * 2 * FF, f->a + t * 2 * FF + FF, 1, FF, 0, 0);
-        for (int32_t t = 0; t < n; t++) /* compact the rows for the down product */
-            memmove(f->a + t * FF, f->a + t * 2 * FF, (size_t)FF * sizeof(float));
-    } else {
-        lin_run_n(pool, f->act, 2, (const model_tensor_t *[]){&L->w_gate, &L->w_up}, (const float *[]){NULL, NULL},
-                  x, n, order, (float *[]){f->a, f->b});
-        gate_act(f->arch->act, f->a, f->b, n, FF, FF, FF);
-    }
-    lin_run(pool, f->act, &L->w_down, NULL, f->a, n, order, out);
+    const ffn_mats_t m = {&L->w_gate, &L->w_up, &L->w_down, L->b_gate, L->b_up, L->b_down, L->up_fused};
+    ffn_gated_with(f, pool, f->arch->act, &m, L->n_ff, x, n, order, out);
 }
 
 /* ---- mixture of experts ---- */
@@ -386,12 +433,14 @@ static void experts_quant(ffn_t *f, tpool_t *pool, const model_layer_t *L, const
     }
 }
 
-static void ffn_moe(ffn_t *f, tpool_t *pool, const model_layer_t *L, const float *x, int32_t n,
+/* The routed experts on x, routed by the router applied to rx (x unless
+ * the family scales the router input), plus the shared expert. */
+static void ffn_moe(ffn_t *f, tpool_t *pool, const model_layer_t *L, const float *x, const float *rx, int32_t n,
                     const uint8_t *order, float *out)
 {
     const int32_t NE = f->hp->n_expert, K = f->hp->n_expert_used;
     const int64_t E = f->hp->n_embd;
-    moe_route(f, pool, L, x, n, order);
+    moe_route(f, pool, L, rx, n, order);
     /* group the (token, slot) items by expert */
     memset(f->fill, 0, (size_t)NE * sizeof *f->fill);
     for (int32_t i = 0; i < n * K; i++)
@@ -410,6 +459,14 @@ static void ffn_moe(ffn_t *f, tpool_t *pool, const model_layer_t *L, const float
         experts_quant(f, pool, L, x, n);
     else
         experts_exact(f, pool, L, x);
+    /* per-expert output scale (gemma4): ggml_mul before the weights */
+    if (L->x_down_scale)
+        for (int32_t i = 0; i < n * K; i++) {
+            float *d = f->dn + (int64_t)f->where[i] * E;
+            const float sc = L->x_down_scale[f->sel[i]];
+            for (int64_t j = 0; j < E; j++)
+                d[j] = d[j] * sc;
+        }
     /* out = sum over slots, in slot order, of weight * expert output */
     for (int32_t t = 0; t < n; t++) {
         float *o = out + (int64_t)t * E;
@@ -426,11 +483,56 @@ static void ffn_moe(ffn_t *f, tpool_t *pool, const model_layer_t *L, const float
     }
 }
 
+/* The shared expert (qwen35moe): out += SwiGLU FFN(x) * sigmoid(s_gate_inp x). */
+static void ffn_shexp(ffn_t *f, tpool_t *pool, const model_layer_t *L, const float *x, int32_t n,
+                      const uint8_t *order, float *out)
+{
+    const int64_t E = f->hp->n_embd;
+    const ffn_mats_t m = {&L->s_gate, &L->s_up, &L->s_down, NULL, NULL, NULL, false};
+    ffn_gated_with(f, pool, ARCH_ACT_SILU, &m, L->s_up.n_out, x, n, order, f->sh);
+    lin_run(pool, f->act, &L->s_gate_inp, NULL, x, n, order, f->sg);
+    for (int32_t t = 0; t < n; t++) {
+        const float g = 1.0f / (1.0f + expf(-f->sg[t]));
+        for (int64_t j = 0; j < E; j++)
+            out[t * E + j] = out[t * E + j] + f->sh[t * E + j] * g;
+    }
+}
+
 void ffn_run(ffn_t *f, tpool_t *pool, const model_layer_t *L, const float *x, int32_t n, const uint8_t *order,
              float *out)
 {
-    if (f->arch->ffn == ARCH_FFN_MOE)
-        ffn_moe(f, pool, L, x, n, order, out);
-    else
+    if (f->arch->ffn == ARCH_FFN_MOE) {
+        ffn_moe(f, pool, L, x, x, n, order, out);
+        if (L->s_up.data)
+            ffn_shexp(f, pool, L, x, n, order, out);
+    } else {
         ffn_gated(f, pool, L, x, n, order, out);
+    }
+}
+
+void ffn_run_par(ffn_t *f, tpool_t *pool, const model_layer_t *L, const float *x, int32_t n, const uint8_t *order,
+                 float *out)
+{
+    const model_hparams_t *hp = f->hp;
+    const int64_t E = hp->n_embd;
+    const float rs = 1.0f / sqrtf((float)E);
+    /* the three inputs: dense MLP, experts, router (rms_norm, / sqrt(E), * scale) */
+    for (int32_t t = 0; t < n; t++) {
+        const float *xr = x + t * E;
+        ops_rms_norm(xr, L->ffn_norm, f->m2 + t * E, E, hp->rms_eps);
+        ops_rms_norm(xr, L->ffn_pre_norm_2, f->xe + t * E, E, hp->rms_eps);
+        float *r = f->xr + t * E;
+        ops_rms_norm(xr, NULL, r, E, hp->rms_eps);
+        for (int64_t j = 0; j < E; j++)
+            r[j] = (r[j] * rs) * L->router_in_scale[j];
+    }
+    ffn_gated(f, pool, L, f->m2, n, order, out);
+    for (int32_t t = 0; t < n; t++)
+        ops_rms_norm(out + t * E, L->ffn_post_norm_1, out + t * E, E, hp->rms_eps);
+    ffn_moe(f, pool, L, f->xe, f->xr, n, order, f->m2);
+    for (int32_t t = 0; t < n; t++) {
+        ops_rms_norm(f->m2 + t * E, L->ffn_post_norm_2, f->m2 + t * E, E, hp->rms_eps);
+        for (int64_t j = 0; j < E; j++)
+            out[t * E + j] = out[t * E + j] + f->m2[t * E + j];
+    }
 }

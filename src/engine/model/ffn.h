@@ -11,7 +11,8 @@
  *    gate/up/down rows are read once for all the tokens routed to it (a
  *    decode step reads only its k experts); each token's k weighted expert
  *    outputs are then added in llama.cpp's order (by descending router
- *    score).
+ *    score); a shared expert (qwen35moe) adds its SwiGLU output times
+ *    sigmoid(ffn_gate_inp_shexp x).
  * Numerics follow ggml (ffn.c); every value depends only on its token's
  * row (batch invariance). The context holds the scratch for max_batch
  * tokens; it is used by one thread at a time (the forward pass).
@@ -38,5 +39,12 @@ void ffn_free(ffn_t *f); /* accepts NULL */
  * decode order, as ggml's mul_mat_id does. x and out must not overlap. */
 void ffn_run(ffn_t *f, tpool_t *pool, const model_layer_t *L, const float *x, int32_t n, const uint8_t *order,
              float *out);
+
+/* gemma4's MoE layer, from the residual rows x (not normed): out =
+ * post_ffw_norm_1(dense(ffn_norm(x))) + post_ffw_norm_2(experts(
+ * pre_ffw_norm_2(x)) routed on rms_norm(x) / sqrt(n_embd) *
+ * router_in_scale); the per-expert output scale applies. */
+void ffn_run_par(ffn_t *f, tpool_t *pool, const model_layer_t *L, const float *x, int32_t n, const uint8_t *order,
+                 float *out);
 
 #endif

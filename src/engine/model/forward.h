@@ -12,9 +12,13 @@
  *
  * Architectures (arch.h) are flags of this one pass: fused or separate
  * q/k/v, biases, per-head q/k norms, rope per layer kind (none, NEOX or
- * adjacent pairs, partial, YaRN, LongRoPE factors), sliding windows,
- * attention sinks, post-norms, the FFN kind (gated, fused, mixture of
- * experts: ffn.h), embedding scale and logit soft-capping.
+ * adjacent pairs, partial, YaRN, LongRoPE factors, IMROPE sections),
+ * sliding windows, attention sinks, gated attention, KV sharing, post-norms,
+ * the FFN kind (gated, fused, mixture of experts, shared experts, dense MLP
+ * beside experts: ffn.h), per-layer embeddings, embedding scale and logit
+ * soft-capping. Hybrid models' recurrent layers (Gated DeltaNet, short
+ * convolutions) keep a per-sequence state beside the KV cache (rstate.h):
+ * fwd_seq_rm resets it, and the prefix cache restores it from snapshots.
  */
 #ifndef LF_FORWARD_H
 #define LF_FORWARD_H
@@ -30,7 +34,9 @@ typedef struct {
     int32_t token;
     int32_t seq;   /* 0 .. n_seq-1 */
     int32_t pos;   /* position in its sequence */
-    bool logits;   /* compute logits for this token */
+    uint8_t logits; /* outputs of this token, FWD_OUT_* bits: FWD_OUT_LOGITS
+                       (= true) computes its logits (fwd_logits),
+                       FWD_OUT_HIDDEN keeps its hidden state (fwd_hidden) */
     bool prompt;   /* prompt token in llama.cpp's prompt order (numerics only,
                       see below and fwd_prompt_order) */
 } fwd_tok_t;
@@ -53,6 +59,17 @@ typedef struct {
                           same batch (bidirectional attention inside an image,
                           or an encoder); 0: causal */
 } fwd_mm_t;
+
+enum { FWD_OUT_LOGITS = 1, FWD_OUT_HIDDEN = 2 };
+
+/* Families without a KV cache (arch no_cache: the bert family,
+ * gemma-embedding) attend over the batch's own rows in F32, as llama.cpp
+ * does for them: a batch then holds whole sequences, each one's tokens in
+ * consecutive rows with positions 0, 1, ... (`seq` only tells sequences
+ * apart within the batch; n_seq bounds the sequences of one batch), and
+ * nothing is kept after the call. Attention is bidirectional where the
+ * model is (hparams causal false; sliding windows then symmetric), with
+ * ALiBi where the family has it. */
 
 /* Numerics: llama.cpp sums in one order for a prompt (a batch of >= 2
  * tokens: llamafile's tinyBLAS) and in another for a decode step (one
@@ -78,7 +95,16 @@ typedef struct {
     int64_t kv_bytes;  /* > 0: KV budget in bytes instead of kv_blocks (the
                           sliding-window pool first, the rest in blocks of
                           the other layers, at least one full context) */
+    /* hybrid models (recurrent layers): snapshots of the state for prefix
+     * caching (rstate.h) */
+    int32_t state_snapshots;     /* slots (< 0: none; 0: about 256 MiB worth,
+                                    n_seq + 2 to 4 n_seq + 8) */
+    int32_t state_snap_interval; /* besides a prompt's last reusable block
+                                    boundary, snapshot every this many
+                                    positions of a prompt (<= 0: FWD_SNAP_INTERVAL) */
 } fwd_opts_t;
+
+#define FWD_SNAP_INTERVAL 1024
 
 typedef struct fwd fwd_t;
 
@@ -131,6 +157,15 @@ bool fwd_prompt_order_chunk(const fwd_t *f, int32_t n_prompt, int32_t chunk_star
  * fwd_decode. NULL if j is out of range. */
 const float *fwd_logits(const fwd_t *f, int32_t j);
 
+/* Hidden state (n_embd floats) of the j-th token of the last batch with
+ * FWD_OUT_HIDDEN, counting only those tokens, in batch order: the last
+ * layer's output, after the output norm where the family has one
+ * (llama.cpp's t_embd). Valid until the next fwd_decode; NULL if j is out
+ * of range. */
+const float *fwd_hidden(const fwd_t *f, int32_t j);
+/* Whether the context has a KV cache (false for arch no_cache families). */
+bool fwd_has_cache(const fwd_t *f);
+
 /* Forgets sequence seq and gives its KV blocks back (registered prefix
  * blocks stay cached for reuse); it may be refilled from 0. */
 void fwd_seq_rm(fwd_t *f, int32_t seq);
@@ -139,7 +174,8 @@ void fwd_seq_rm(fwd_t *f, int32_t seq);
  * decoding: the K/V of rejected draft tokens); the next token of seq is
  * then at position len and computes exactly what it would have had the
  * forgotten positions never been computed. LF_ERR_INVALID when len is
- * beyond the sequence or inside its registered prompt blocks. */
+ * beyond the sequence or inside its registered prompt blocks;
+ * LF_ERR_UNSUPPORTED on a model with recurrent layers (fwd_can_truncate). */
 lf_code_t fwd_seq_truncate(fwd_t *f, int32_t seq, int32_t len, lf_err_t *err);
 /* Whether fwd_seq_truncate can forget positions of this model (false for
  * layers whose per-sequence state cannot be rolled back): the scheduler
@@ -151,11 +187,16 @@ bool fwd_can_truncate(const fwd_t *f);
  * blocks, leaving at least one token to compute and stopping before the
  * first position fwd_prompt_order puts in the decode order (so the prefix
  * holds what recomputing it would); returns the positions reused (the
- * sequence then continues at that position). */
+ * sequence then continues at that position). With recurrent layers only
+ * a prefix whose end state was snapshotted is reused, and its state is
+ * restored (rstate.h); the prompt's snapshot points are set for the
+ * computation that follows (its last reusable block boundary, and where
+ * the cached chain ended if no snapshot was there). */
 int32_t fwd_seq_attach_prefix(fwd_t *f, int32_t seq, const int32_t *tokens, int32_t n);
 /* Registers the full blocks of seq's first n positions (tokens[0..n) being
  * a prompt of n tokens) for reuse by later sequences, up to the first
- * position fwd_prompt_order puts in the decode order. Register prompt
+ * position fwd_prompt_order puts in the decode order, and the snapshots
+ * of recurrent state the computation took at their boundaries. Register prompt
  * tokens only: their K/V are computed in the prompt order, so a reused
  * prefix is bitwise what recomputing it would give. Positions not computed
  * yet are skipped (call it again after later chunks). */
@@ -171,6 +212,17 @@ bool fwd_kv_fits(const fwd_t *f, int32_t n_tokens);
 /* Bytes of KV memory fwd_create(m, opts) would allocate (sliding-window
  * layers hold their window, not the context); 0 if opts are invalid. */
 uint64_t fwd_kv_bytes_planned(const model_t *m, const fwd_opts_t *opts);
+/* Recurrent state of hybrid models (rstate.h); all 0 for other models. */
+typedef struct {
+    uint64_t per_seq_bytes;  /* one sequence's state (every recurrent layer) */
+    uint64_t live_bytes;     /* the live states of all sequences */
+    uint64_t snap_bytes;     /* snapshot memory allocated so far */
+    int32_t snap_slots;      /* snapshot slots */
+    int32_t snap_cached;     /* snapshots registered for reuse */
+    uint64_t snap_restored;  /* prompts that resumed from a snapshot */
+} fwd_state_usage_t;
+void fwd_state_usage(const fwd_t *f, fwd_state_usage_t *u);
+
 /* Number of cached positions of seq. */
 int32_t fwd_seq_len(const fwd_t *f, int32_t seq);
 int32_t fwd_n_ctx(const fwd_t *f);

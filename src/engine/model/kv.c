@@ -35,8 +35,7 @@ typedef struct {
 typedef struct {
     int32_t n_layer;       /* layers stored in this pool */
     int32_t n_blocks;
-    size_t layer_elems;    /* block_tokens * kv_dim */
-    size_t block_elems;    /* n_layer * layer_elems */
+    size_t block_elems;    /* sum over its layers of block_tokens * kv_dim(l) */
     uint16_t *k, *v;
     kv_block_t *blocks;
     int32_t free_head, n_free;
@@ -60,7 +59,8 @@ struct kv_cache {
     bool has_window;
     int32_t w_per_seq;     /* kv_swa_blocks_per_seq */
     int8_t *layer_pool;    /* [n_layer] 0 or 1 */
-    int32_t *layer_local;  /* [n_layer] index inside its pool */
+    size_t *layer_off;     /* [n_layer] element offset of the layer inside a block of its pool */
+    int64_t *layer_dim;    /* [n_layer] K/V width (0: no cache) */
     kv_pool_t pool[2];
     int32_t *tokens;       /* [main n_blocks][block_tokens]: a registered block's tokens */
     kv_seq_t *seqs;
@@ -79,12 +79,11 @@ int32_t kv_swa_blocks_per_seq(const kv_opts_t *o)
     return (int32_t)(per < cap ? per : cap);
 }
 
-static bool pool_init(kv_pool_t *p, int32_t n_layer, int32_t n_blocks, const kv_opts_t *o)
+static bool pool_init(kv_pool_t *p, int32_t n_layer, size_t block_elems, int32_t n_blocks)
 {
     p->n_layer = n_layer;
     p->n_blocks = n_blocks;
-    p->layer_elems = (size_t)o->block_tokens * (size_t)o->kv_dim;
-    p->block_elems = (size_t)n_layer * p->layer_elems;
+    p->block_elems = block_elems;
     size_t n = (size_t)n_blocks;
     /* zeroed so that no read of a not yet written column is undefined */
     if (p->block_elems) {
@@ -123,7 +122,7 @@ static void pool_free(kv_pool_t *p)
 
 kv_cache_t *kv_create(const kv_opts_t *o, lf_err_t *err)
 {
-    if (!o || o->n_layer <= 0 || o->kv_dim <= 0 || o->block_tokens <= 0 || o->block_tokens > 4096 ||
+    if (!o || o->n_layer <= 0 || (o->kv_dim <= 0 && !o->layer_kv_dim) || o->block_tokens <= 0 || o->block_tokens > 4096 ||
         o->n_blocks <= 0 || o->n_seq <= 0 || o->max_seq_len <= 0 || o->n_swa < 0) {
         lf_err_set(err, LF_ERR_INVALID, "invalid KV cache sizes");
         return NULL;
@@ -139,13 +138,20 @@ kv_cache_t *kv_create(const kv_opts_t *o, lf_err_t *err)
     const int32_t per_seq = kv_swa_blocks_per_seq(o);
     kv->has_window = per_seq > 0;
     kv->w_per_seq = per_seq;
+    kv->o.layer_kv_dim = NULL;
     kv->layer_pool = calloc((size_t)o->n_layer, sizeof *kv->layer_pool);
-    kv->layer_local = calloc((size_t)o->n_layer, sizeof *kv->layer_local);
-    bool ok = kv->layer_pool && kv->layer_local;
+    kv->layer_off = calloc((size_t)o->n_layer, sizeof *kv->layer_off);
+    kv->layer_dim = calloc((size_t)o->n_layer, sizeof *kv->layer_dim);
+    bool ok = kv->layer_pool && kv->layer_off && kv->layer_dim;
     int32_t n_in[2] = {0, 0};
+    size_t elems[2] = {0, 0};
     for (int32_t l = 0; ok && l < o->n_layer; l++) {
+        const int64_t d = o->layer_kv_dim ? o->layer_kv_dim[l] : o->kv_dim;
         kv->layer_pool[l] = kv->has_window && o->layer_swa[l];
-        kv->layer_local[l] = n_in[kv->layer_pool[l]]++;
+        kv->layer_dim[l] = d > 0 ? d : 0;
+        kv->layer_off[l] = elems[kv->layer_pool[l]];
+        elems[kv->layer_pool[l]] += (size_t)o->block_tokens * (size_t)kv->layer_dim[l];
+        n_in[kv->layer_pool[l]] += d > 0;
     }
     int32_t n_w = 0;
     if (kv->has_window) {
@@ -154,8 +160,8 @@ kv_cache_t *kv_create(const kv_opts_t *o, lf_err_t *err)
                                                                     : o->n_blocks);
         kv->o.n_blocks_swa = n_w;
     }
-    ok = ok && pool_init(&kv->pool[0], n_in[0], o->n_blocks, o) &&
-         (!kv->has_window || pool_init(&kv->pool[1], n_in[1], n_w, o));
+    ok = ok && pool_init(&kv->pool[0], n_in[0], elems[0], o->n_blocks) &&
+         (!kv->has_window || pool_init(&kv->pool[1], n_in[1], elems[1], n_w));
     kv->tokens = ok ? malloc((size_t)o->n_blocks * (size_t)o->block_tokens * sizeof(int32_t)) : NULL;
     kv->seqs = ok ? calloc((size_t)o->n_seq, sizeof *kv->seqs) : NULL;
     ok = kv->tokens && kv->seqs;
@@ -188,7 +194,8 @@ void kv_free(kv_cache_t *kv)
     pool_free(&kv->pool[0]);
     pool_free(&kv->pool[1]);
     free(kv->layer_pool);
-    free(kv->layer_local);
+    free(kv->layer_off);
+    free(kv->layer_dim);
     free(kv);
 }
 
@@ -463,6 +470,12 @@ static int32_t window_lo(const kv_cache_t *kv, int32_t k)
 
 int32_t kv_seq_attach_prefix(kv_cache_t *kv, int32_t seq, const int32_t *tokens, int32_t n)
 {
+    return kv_seq_attach_prefix_if(kv, seq, tokens, n, NULL, NULL);
+}
+
+int32_t kv_seq_attach_prefix_if(kv_cache_t *kv, int32_t seq, const int32_t *tokens, int32_t n, kv_prefix_ok_fn ok,
+                                void *ctx)
+{
     if (!seq_ok(kv, seq) || kv->seqs[seq].n_blocks || n <= 1)
         return 0;
     kv_seq_t *s = &kv->seqs[seq];
@@ -482,8 +495,13 @@ int32_t kv_seq_attach_prefix(kv_cache_t *kv, int32_t seq, const int32_t *tokens,
         parent = b;
         parent_gen = p->blocks[b].gen;
     }
-    /* with window layers: the longest prefix whose window is cached too */
-    for (; kv->has_window && k > 0; k--) {
+    /* with window layers: the longest prefix whose window is cached too (and
+     * that the caller accepts) */
+    for (; (kv->has_window || ok) && k > 0; k--) {
+        if (ok && !ok(ctx, k, s->blocks[k - 1], p->blocks[s->blocks[k - 1]].gen))
+            continue;
+        if (!kv->has_window)
+            break;
         bool all = true;
         for (int32_t i = window_lo(kv, k); all && i < k; i++)
             all = (s->wblocks[i] = lookup_window(kv, s->blocks[i], p->blocks[s->blocks[i]].gen)) >= 0;
@@ -517,19 +535,30 @@ void kv_seq_commit(kv_cache_t *kv, int32_t seq, const int32_t *tokens, int32_t l
     int32_t full = len / B;
     for (int32_t i = s->committed; i < full; i++) {
         int32_t b = s->blocks[i];
-        kv_block_t *k = &p->blocks[b];
         int32_t parent = i ? s->blocks[i - 1] : -1;
         uint32_t parent_gen = i ? p->blocks[parent].gen : 0;
         const int32_t *t = tokens + (size_t)i * B;
-        /* the same chain may have been registered by another sequence
-         * meanwhile: then this copy simply stays private */
-        if (k->registered || lookup(kv, parent, parent_gen, t) >= 0)
-            continue;
-        pool_register(p, b, parent, parent_gen, chain_hash(parent, parent_gen, t, B));
-        memcpy(kv->tokens + (size_t)b * B, t, (size_t)B * sizeof(int32_t));
-        /* the window block of the same index, while the sequence holds it */
+        if (!p->blocks[b].registered) {
+            /* the same chain may have been registered by another sequence
+             * meanwhile: take that block instead of this private copy (the
+             * same tokens after the same registered chain, computed in the
+             * prompt order: the same bits), so the chain continues from it
+             * and its window block can still be registered below */
+            const int32_t r = lookup(kv, parent, parent_gen, t);
+            if (r >= 0) {
+                block_ref(p, r);
+                block_unref(p, b);
+                s->blocks[i] = b = r;
+            } else {
+                pool_register(p, b, parent, parent_gen, chain_hash(parent, parent_gen, t, B));
+                memcpy(kv->tokens + (size_t)b * B, t, (size_t)B * sizeof(int32_t));
+            }
+        }
+        /* the window block of the same index, while the sequence holds it,
+         * unless one is already registered for that block */
+        const kv_block_t *k = &p->blocks[b];
         const int32_t w = kv->has_window ? s->wblocks[i] : -1;
-        if (w >= 0 && !kv->pool[1].blocks[w].registered)
+        if (w >= 0 && !kv->pool[1].blocks[w].registered && lookup_window(kv, b, k->gen) < 0)
             pool_register(&kv->pool[1], w, b, k->gen, chain_hash(b, k->gen, NULL, 0));
     }
     if (full > s->committed)
@@ -541,7 +570,12 @@ void kv_seq_commit(kv_cache_t *kv, int32_t seq, const int32_t *tokens, int32_t l
 static size_t elem_offset(const kv_cache_t *kv, int32_t layer, int32_t block, int32_t col)
 {
     const kv_pool_t *p = &kv->pool[kv->layer_pool[layer]];
-    return (size_t)block * p->block_elems + (size_t)kv->layer_local[layer] * p->layer_elems + (size_t)col;
+    return (size_t)block * p->block_elems + kv->layer_off[layer] + (size_t)col;
+}
+
+int64_t kv_layer_dim(const kv_cache_t *kv, int32_t layer)
+{
+    return layer >= 0 && layer < kv->o.n_layer ? kv->layer_dim[layer] : 0;
 }
 
 const uint16_t *kv_block_k(const kv_cache_t *kv, int32_t block, int32_t layer)
@@ -567,7 +601,7 @@ void kv_store(kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos, const uin
     const kv_pool_t *p = &kv->pool[kv->layer_pool[layer]];
     const size_t off = elem_offset(kv, layer, kv_seq_table(kv, seq, layer)[pos / B], pos % B);
     uint16_t *kd = p->k + off, *vd = p->v + off;
-    for (int64_t c = 0; c < kv->o.kv_dim; c++) {
+    for (int64_t c = 0; c < kv->layer_dim[layer]; c++) {
         kd[(size_t)c * (size_t)B] = k[c];
         vd[(size_t)c * (size_t)B] = v[c];
     }
@@ -578,12 +612,25 @@ void kv_load(const kv_cache_t *kv, int32_t layer, int32_t seq, int32_t pos, uint
     const int32_t B = kv->o.block_tokens;
     const kv_pool_t *p = &kv->pool[kv->layer_pool[layer]];
     const size_t off = elem_offset(kv, layer, kv_seq_table(kv, seq, layer)[pos / B], pos % B);
-    for (int64_t c = 0; c < kv->o.kv_dim; c++) {
+    for (int64_t c = 0; c < kv->layer_dim[layer]; c++) {
         if (k)
             k[c] = p->k[off + (size_t)c * (size_t)B];
         if (v)
             v[c] = p->v[off + (size_t)c * (size_t)B];
     }
+}
+
+bool kv_seq_block_key(const kv_cache_t *kv, int32_t seq, int32_t idx, int32_t *block, uint32_t *gen)
+{
+    if (!seq_ok(kv, seq) || idx < 0 || idx >= kv->seqs[seq].n_blocks)
+        return false;
+    const int32_t b = kv->seqs[seq].blocks[idx];
+    /* not registered (yet, or beyond the prompt order): no key */
+    if (!kv->pool[0].blocks[b].registered)
+        return false;
+    *block = b;
+    *gen = kv->pool[0].blocks[b].gen;
+    return true;
 }
 
 const int32_t *kv_seq_blocks(const kv_cache_t *kv, int32_t seq)

@@ -51,6 +51,12 @@
  * exactly what recomputing it would have stored (correctness first: a
  * prefix whose window was given back is recomputed, never approximated).
  *
+ * Layers may differ in K/V width (kv_opts_t.layer_kv_dim: gemma4's window
+ * and full layers), and layers without a cache of their own (recurrent
+ * layers of hybrid models, KV-sharing layers) take no memory: a block
+ * holds each cached layer's [kv_dim(l)][block_tokens] K and V one after
+ * the other.
+ *
  * Not thread-safe: owned by the scheduler thread (reads of blocks by the
  * compute threads happen inside a step, while nothing changes the tables).
  */
@@ -65,6 +71,9 @@
 typedef struct {
     int32_t n_layer;
     int64_t kv_dim;        /* K (and V) values per token per layer */
+    const int32_t *layer_kv_dim; /* NULL, or [n_layer] each layer's K (and V) width,
+                              0 for a layer without a cache of its own (recurrent
+                              or KV-sharing layers); overrides kv_dim (copied) */
     int32_t block_tokens;  /* positions per block (e.g. 16) */
     int32_t n_blocks;      /* the memory budget, in blocks */
     int32_t n_seq;         /* sequence ids 0 .. n_seq-1 */
@@ -102,6 +111,13 @@ uint64_t kv_bytes_in_use(const kv_cache_t *kv);
 /* The window pool (all 0 without window layers). */
 int32_t kv_n_blocks_swa(const kv_cache_t *kv);
 int32_t kv_blocks_in_use_swa(const kv_cache_t *kv);
+/* K (and V) width of layer `layer` (0: no cache of its own). */
+int64_t kv_layer_dim(const kv_cache_t *kv, int32_t layer);
+/* The key (block number and generation) of table entry idx of seq if that
+ * block is registered (false otherwise). Snapshots of recurrent state are
+ * keyed by it (rstate.h): a registered block stands for its whole token
+ * chain. */
+bool kv_seq_block_key(const kv_cache_t *kv, int32_t seq, int32_t idx, int32_t *block, uint32_t *gen);
 /* Whether a new, empty sequence of n_tokens positions fits what is
  * available now in both pools. */
 bool kv_fits_new(const kv_cache_t *kv, int32_t n_tokens);
@@ -138,9 +154,18 @@ void kv_seq_release(kv_cache_t *kv, int32_t seq);
  * the number of positions reused (a multiple of block_tokens, maybe 0);
  * the sequence's length is set to it. */
 int32_t kv_seq_attach_prefix(kv_cache_t *kv, int32_t seq, const int32_t *tokens, int32_t n);
+/* The same, keeping only prefixes of k blocks for which ok(ctx, k, block,
+ * gen) holds, block/gen being the key of the prefix's last block (k = 0
+ * is always acceptable; ok NULL: every prefix). */
+typedef bool (*kv_prefix_ok_fn)(void *ctx, int32_t k, int32_t block, uint32_t gen);
+int32_t kv_seq_attach_prefix_if(kv_cache_t *kv, int32_t seq, const int32_t *tokens, int32_t n, kv_prefix_ok_fn ok,
+                                void *ctx);
 
 /* Registers every full block of seq not yet registered; tokens[0..len) are
- * the tokens at its positions (len = kv_seq_len). */
+ * the tokens at its positions (len = kv_seq_len). A block whose chain
+ * another sequence registered meanwhile is replaced in seq's table by that
+ * registered block (the same contents; the copy is freed), so the chain
+ * continues and its window block can be registered with it. */
 void kv_seq_commit(kv_cache_t *kv, int32_t seq, const int32_t *tokens, int32_t len);
 
 /* Stores position pos of seq for layer `layer` (pos < reserved length):

@@ -169,59 +169,275 @@ static bool bind_qkv(binder_t *b, int i, int64_t E, int64_t Q, int64_t KV, model
 #undef NAME
 }
 
-static bool bind_ffn(binder_t *b, const arch_desc_t *a, const model_hparams_t *hp, int i, model_layer_t *l)
+/* A 2-D F32 tensor [ne1][ne0] (convolution kernels). */
+static bool bind_f32(binder_t *b, const char *name, int64_t ne0, int64_t ne1, bool optional, const float **out)
 {
-    char n[96], nb[96];
-    const int64_t E = hp->n_embd;
+    const gguf_tensor_t *t;
+    *out = NULL;
+    if (!get_tensor(b, name, ne0, ne1, optional, &t))
+        return false;
+    if (!t)
+        return true;
+    if (t->type != QTYPE_F32)
+        return lf_err_set(b->err, LF_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s, expected f32", b->path, name,
+                          qtype_name(t->type)), false;
+    *out = t->data;
+    return true;
+}
+
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, i), n)
 #define NAMEB(s) (snprintf(nb, sizeof nb, "blk.%d." s, i), nb)
-    switch (a->ffn) {
-    case ARCH_FFN_GATED:
-        return bind_mat(b, NAME("ffn_gate.weight"), E, hp->n_ff, false, &l->w_gate) &&
-               bind_mat(b, NAME("ffn_up.weight"), E, hp->n_ff, false, &l->w_up) &&
-               bind_mat(b, NAME("ffn_down.weight"), hp->n_ff, E, false, &l->w_down);
-    case ARCH_FFN_GATED_FUSED:
-        return bind_mat(b, NAME("ffn_up.weight"), E, 2 * (int64_t)hp->n_ff, false, &l->w_up) &&
-               bind_mat(b, NAME("ffn_down.weight"), hp->n_ff, E, false, &l->w_down);
-    case ARCH_FFN_MOE: {
-        const int64_t NE = hp->n_expert, FE = hp->n_ff_exp;
-        const bool bias = a->moe_biases;
-        if (!bind_mat(b, NAME("ffn_gate_inp.weight"), E, NE, false, &l->router) ||
-            (bias && !bind_vec(b, NAME("ffn_gate_inp.bias"), NE, false, &l->router_b)))
+
+/* The routed experts (and, for moe_shexp families, the shared expert). */
+static bool bind_moe(binder_t *b, const arch_desc_t *a, const model_hparams_t *hp, int i, model_layer_t *l)
+{
+    char n[96], nb[96];
+    const int64_t E = hp->n_embd, NE = hp->n_expert, FE = hp->n_ff_exp;
+    const bool bias = a->moe_biases;
+    if (!bind_mat(b, NAME("ffn_gate_inp.weight"), E, NE, false, &l->router) ||
+        (bias && !bind_vec(b, NAME("ffn_gate_inp.bias"), NE, false, &l->router_b)))
+        return false;
+    if (gguf_find_tensor(b->f, NAME("ffn_gate_up_exps.weight"))) {
+        /* fused gate | up experts (gemma4): split into two views per expert later */
+        if (!bind_experts(b, n, NULL, E, 2 * FE, NE, &l->x_gate_up))
             return false;
-        return bind_experts(b, NAME("ffn_gate_exps.weight"), bias ? NAMEB("ffn_gate_exps.bias") : NULL, E, FE, NE,
-                            &l->x_gate) &&
-               bind_experts(b, NAME("ffn_up_exps.weight"), bias ? NAMEB("ffn_up_exps.bias") : NULL, E, FE, NE,
-                            &l->x_up) &&
-               bind_experts(b, NAME("ffn_down_exps.weight"), bias ? NAMEB("ffn_down_exps.bias") : NULL, FE, E, NE,
-                            &l->x_down);
+        /* gate and up as views with the fused tensor's expert stride (each
+         * row's product is independent: the same values as one product) */
+        l->x_gate = l->x_gate_up;
+        l->x_gate.n_out = FE;
+        l->x_up = l->x_gate;
+        l->x_up.data = (const uint8_t *)l->x_gate_up.data + (size_t)FE * l->x_gate_up.row_bytes;
+    } else if (!bind_experts(b, NAME("ffn_gate_exps.weight"), bias ? NAMEB("ffn_gate_exps.bias") : NULL, E, FE, NE,
+                             &l->x_gate) ||
+               !bind_experts(b, NAME("ffn_up_exps.weight"), bias ? NAMEB("ffn_up_exps.bias") : NULL, E, FE, NE,
+                             &l->x_up)) {
+        return false;
     }
+    if (!bind_experts(b, NAME("ffn_down_exps.weight"), bias ? NAMEB("ffn_down_exps.bias") : NULL, FE, E, NE,
+                      &l->x_down) ||
+        !bind_vec(b, NAME("ffn_down_exps.scale"), NE, true, &l->x_down_scale))
+        return false;
+    if (!a->moe_shexp || !gguf_find_tensor(b->f, NAME("ffn_up_shexp.weight")))
+        return true;
+    const int64_t FS = hp->n_ff_shexp;
+    return bind_mat(b, NAME("ffn_gate_shexp.weight"), E, FS, false, &l->s_gate) &&
+           bind_mat(b, NAME("ffn_up_shexp.weight"), E, FS, false, &l->s_up) &&
+           bind_mat(b, NAME("ffn_down_shexp.weight"), FS, E, false, &l->s_down) &&
+           bind_mat(b, NAME("ffn_gate_inp_shexp.weight"), E, 1, false, &l->s_gate_inp);
+}
+
+static bool bind_ffn(binder_t *b, const arch_desc_t *a, const model_hparams_t *hp, int i, model_layer_t *l)
+{
+    char n[96];
+    const int64_t E = hp->n_embd, FF = l->n_ff;
+    arch_ffn_t kind = a->ffn;
+    if (kind == ARCH_FFN_GATED_FUSED && a->ffn_fused_by_rows) {
+        /* jina-bert-v2: gate | up fused when ffn_up has 2 n_ff rows */
+        const gguf_tensor_t *up = gguf_find_tensor(b->f, NAME("ffn_up.weight"));
+        if (up && up->ne[1] == FF)
+            kind = ARCH_FFN_SEQ;
     }
-#undef NAME
-#undef NAMEB
+    if (kind != ARCH_FFN_MOE &&
+        (!bind_vec(b, NAME("ffn_down.bias"), E, true, &l->b_down) ||
+         !bind_vec(b, NAME("ffn_gate.bias"), FF, true, &l->b_gate) ||
+         !bind_vec(b, NAME("ffn_up.bias"), kind == ARCH_FFN_GATED_FUSED ? 2 * FF : FF, true, &l->b_up)))
+        return false;
+    l->up_fused = kind == ARCH_FFN_GATED_FUSED;
+    switch (kind) {
+    case ARCH_FFN_GATED:
+        if (!bind_mat(b, NAME("ffn_gate.weight"), E, FF, false, &l->w_gate) ||
+            !bind_mat(b, NAME("ffn_up.weight"), E, FF, false, &l->w_up) ||
+            !bind_mat(b, NAME("ffn_down.weight"), FF, E, false, &l->w_down))
+            return false;
+        /* gemma4: a layer with a router also runs experts, each branch with its norms */
+        if (!a->moe_dense_par || hp->n_expert == 0 || !gguf_find_tensor(b->f, NAME("ffn_gate_inp.weight")))
+            return true;
+        return bind_moe(b, a, hp, i, l) && bind_vec(b, NAME("ffn_gate_inp.scale"), E, false, &l->router_in_scale) &&
+               bind_vec(b, NAME("pre_ffw_norm_2.weight"), E, false, &l->ffn_pre_norm_2) &&
+               bind_vec(b, NAME("post_ffw_norm_1.weight"), E, false, &l->ffn_post_norm_1) &&
+               bind_vec(b, NAME("post_ffw_norm_2.weight"), E, false, &l->ffn_post_norm_2);
+    case ARCH_FFN_GATED_FUSED:
+        return bind_mat(b, NAME("ffn_up.weight"), E, 2 * FF, false, &l->w_up) &&
+               bind_mat(b, NAME("ffn_down.weight"), FF, E, false, &l->w_down);
+    case ARCH_FFN_SEQ:
+        return bind_mat(b, NAME("ffn_up.weight"), E, FF, false, &l->w_up) &&
+               bind_mat(b, NAME("ffn_down.weight"), FF, E, false, &l->w_down);
+    case ARCH_FFN_MOE:
+        return bind_moe(b, a, hp, i, l);
+    }
     return false;
 }
 
-static bool bind_layer(binder_t *b, const arch_desc_t *a, const model_hparams_t *hp, int i, model_layer_t *l)
+/* A LayerNorm's weight and bias [n], both required or both optional. */
+static bool bind_ln(binder_t *b, const char *w_name, const char *b_name, int64_t n, bool optional, const float **w,
+                    const float **bias)
 {
-    const int64_t E = hp->n_embd, HD = hp->head_dim, Q = (int64_t)hp->n_head * HD, KV = (int64_t)hp->n_head_kv * HD;
-    char n[96], norm[96];
-#define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, i), n)
-    snprintf(norm, sizeof norm, "blk.%d.%s.weight", i, a->ffn_norm);
-    if (!bind_vec(b, NAME("attn_norm.weight"), E, false, &l->attn_norm) || !bind_qkv(b, i, E, Q, KV, l) ||
-        !bind_mat(b, NAME("attn_output.weight"), Q, E, false, &l->wo) ||
-        !bind_vec(b, NAME("attn_output.bias"), E, true, &l->bo) || !bind_vec(b, norm, E, false, &l->ffn_norm))
+    return bind_vec(b, w_name, n, optional, w) && bind_vec(b, b_name, n, optional || !*w, bias);
+}
+
+/* A BERT-family layer (arch post_ln): no pre-norms; LayerNorms after the
+ * residuals; optional q/k LayerNorms and a second attention norm (jina). */
+static bool bind_layer_post_ln(binder_t *b, const arch_desc_t *a, const model_hparams_t *hp, int i,
+                               model_layer_t *l)
+{
+    const int64_t E = hp->n_embd, HD = l->head_dim, Q = (int64_t)hp->n_head * HD, KV = (int64_t)l->n_head_kv * HD;
+    char n[96], nb[96];
+    bool ok = bind_qkv(b, i, E, Q, KV, l) && bind_mat(b, NAME("attn_output.weight"), Q, E, false, &l->wo) &&
+              bind_vec(b, NAME("attn_output.bias"), E, true, &l->bo) &&
+              bind_ln(b, NAME("attn_output_norm.weight"), NAMEB("attn_output_norm.bias"), E, false,
+                      &l->attn_out_norm, &l->attn_out_norm_b) &&
+              bind_ln(b, NAME("attn_norm_2.weight"), NAMEB("attn_norm_2.bias"), E, true, &l->attn_norm_2,
+                      &l->attn_norm_2_b) &&
+              bind_ln(b, NAME("attn_q_norm.weight"), NAMEB("attn_q_norm.bias"), Q, true, &l->q_ln, &l->q_ln_b) &&
+              bind_ln(b, NAME("attn_k_norm.weight"), NAMEB("attn_k_norm.bias"), KV, true, &l->k_ln, &l->k_ln_b) &&
+              bind_ln(b, NAME("layer_output_norm.weight"), NAMEB("layer_output_norm.bias"), E, false,
+                      &l->layer_out_norm, &l->layer_out_norm_b);
+    return ok && bind_ffn(b, a, hp, i, l);
+}
+
+/* The attention of layer i (kind MODEL_LAYER_ATTN). */
+static bool bind_attn(binder_t *b, const arch_desc_t *a, const model_hparams_t *hp, int i, model_layer_t *l)
+{
+    char n[96];
+    const int64_t E = hp->n_embd, HD = l->head_dim, QO = (int64_t)hp->n_head * HD;
+    const int64_t Q = a->attn_gate ? 2 * QO : QO, KV = (int64_t)l->n_head_kv * HD;
+    const bool own_kv = l->kv_layer == i;
+    if (own_kv && !a->v_norm) {
+        if (!bind_qkv(b, i, E, Q, KV, l))
+            return false;
+    } else {
+        /* gemma4: K/V only on layers with a cache of their own; V may be
+         * missing (then V is the raw K projection) */
+        if (!bind_mat(b, NAME("attn_qkv.weight"), E, Q + 2 * KV, true, &l->wqkv))
+            return false;
+        if (!l->wqkv.data && (!bind_mat(b, NAME("attn_q.weight"), E, Q, false, &l->wq) ||
+                              !bind_mat(b, NAME("attn_k.weight"), E, KV, !own_kv, &l->wk) ||
+                              !bind_mat(b, NAME("attn_v.weight"), E, KV, true, &l->wv)))
+            return false;
+    }
+    if (!bind_mat(b, NAME("attn_output.weight"), QO, E, false, &l->wo) ||
+        !bind_vec(b, NAME("attn_output.bias"), E, true, &l->bo))
         return false;
     if (a->qk_norm && (!bind_vec(b, NAME("attn_q_norm.weight"), HD, false, &l->q_norm) ||
-                       !bind_vec(b, NAME("attn_k_norm.weight"), HD, false, &l->k_norm)))
+                       !bind_vec(b, NAME("attn_k_norm.weight"), HD, !own_kv, &l->k_norm)))
+        return false;
+    if (a->attn_sinks && !bind_vec(b, NAME("attn_sinks.weight"), hp->n_head, false, &l->sinks))
+        return false;
+    return true;
+}
+
+/* A Gated DeltaNet layer: conv input q | k | v, gate z, alpha/beta, state
+ * parameters, gated norm, output. */
+static bool bind_gdn(binder_t *b, const model_hparams_t *hp, int i, model_layer_t *l)
+{
+    char n[96];
+    const int64_t E = hp->n_embd, DI = hp->ssm_d_inner, DR = hp->ssm_dt_rank;
+    const int64_t CH = 2 * (int64_t)hp->ssm_n_group * hp->ssm_d_state + DI;
+    return bind_mat(b, NAME("attn_qkv.weight"), E, CH, false, &l->wqkv) &&
+           bind_mat(b, NAME("attn_gate.weight"), E, DI, false, &l->ssm_z) &&
+           bind_f32(b, NAME("ssm_conv1d.weight"), hp->ssm_d_conv, CH, false, &l->ssm_conv) &&
+           bind_vec(b, NAME("ssm_dt.bias"), DR, false, &l->ssm_dt) && bind_vec(b, NAME("ssm_a"), DR, false, &l->ssm_a) &&
+           bind_mat(b, NAME("ssm_beta.weight"), E, DR, false, &l->ssm_beta) &&
+           bind_mat(b, NAME("ssm_alpha.weight"), E, DR, false, &l->ssm_alpha) &&
+           bind_vec(b, NAME("ssm_norm.weight"), hp->ssm_d_state, false, &l->ssm_norm) &&
+           bind_mat(b, NAME("ssm_out.weight"), DI, E, false, &l->ssm_out);
+}
+
+static bool bind_shortconv(binder_t *b, const model_hparams_t *hp, int i, model_layer_t *l)
+{
+    char n[96];
+    const int64_t E = hp->n_embd;
+    return bind_f32(b, NAME("shortconv.conv.weight"), hp->shortconv_l, E, false, &l->sc_conv) &&
+           bind_mat(b, NAME("shortconv.in_proj.weight"), E, 3 * E, false, &l->sc_in) &&
+           bind_mat(b, NAME("shortconv.out_proj.weight"), E, E, false, &l->sc_out);
+}
+
+static bool bind_layer(binder_t *b, const arch_desc_t *a, const model_hparams_t *hp, const model_layer_kinds_t *k,
+                       int i, model_layer_t *l)
+{
+    const int64_t E = hp->n_embd;
+    char n[96], norm[96];
+    l->kind = (model_layer_kind_t)k->kind[i];
+    l->swa = k->swa[i];
+    l->rope = k->rope[i];
+    l->n_head_kv = k->n_head_kv[i];
+    l->head_dim = k->head_dim[i];
+    l->n_rot = k->n_rot[i];
+    l->n_ff = k->n_ff[i] > 0 ? k->n_ff[i] : hp->n_ff;
+    l->kv_layer = k->kv_layer[i];
+    if (a->post_ln)
+        return bind_layer_post_ln(b, a, hp, i, l);
+    snprintf(norm, sizeof norm, "blk.%d.%s.weight", i, a->ffn_norm);
+    if (!bind_vec(b, NAME("attn_norm.weight"), E, false, &l->attn_norm) || !bind_vec(b, norm, E, false, &l->ffn_norm))
+        return false;
+    bool ok = l->kind == MODEL_LAYER_GDN         ? bind_gdn(b, hp, i, l)
+              : l->kind == MODEL_LAYER_SHORTCONV ? bind_shortconv(b, hp, i, l)
+                                                 : bind_attn(b, a, hp, i, l);
+    if (!ok)
         return false;
     if (a->post_norms && (!bind_vec(b, NAME("post_attention_norm.weight"), E, false, &l->attn_post_norm) ||
                           !bind_vec(b, NAME("post_ffw_norm.weight"), E, false, &l->ffn_post_norm)))
         return false;
-    if (a->attn_sinks && !bind_vec(b, NAME("attn_sinks.weight"), hp->n_head, false, &l->sinks))
+    if (a->layer_out_scale && !bind_vec(b, NAME("layer_output_scale.weight"), 1, true, &l->out_scale))
         return false;
-#undef NAME
+    if (hp->n_embd_per_layer > 0 && i < hp->n_layer &&
+        (!bind_mat(b, NAME("inp_gate.weight"), E, hp->n_embd_per_layer, false, &l->ple_gate) ||
+         !bind_mat(b, NAME("proj.weight"), hp->n_embd_per_layer, E, false, &l->ple_proj) ||
+         !bind_vec(b, NAME("post_norm.weight"), E, false, &l->ple_post_norm)))
+        return false;
+    if (i >= hp->n_layer && /* an MTP block: bound for speculative decoding, never run */
+        (!bind_mat(b, NAME("nextn.eh_proj.weight"), 2 * E, E, false, &l->nextn_eh_proj) ||
+         !bind_vec(b, NAME("nextn.enorm.weight"), E, false, &l->nextn_enorm) ||
+         !bind_vec(b, NAME("nextn.hnorm.weight"), E, false, &l->nextn_hnorm) ||
+         !bind_vec(b, NAME("nextn.shared_head_norm.weight"), E, true, &l->nextn_head_norm)))
+        return false;
     return bind_ffn(b, a, hp, i, l);
+}
+
+#undef NAME
+#undef NAMEB
+
+/* A matrix of n_in inputs whose output count the file decides (the
+ * classifier and dense heads); absent is fine. */
+static bool bind_mat_rows(binder_t *b, const char *name, int64_t n_in, model_tensor_t *out)
+{
+    const gguf_tensor_t *t = gguf_find_tensor(b->f, name);
+    memset(out, 0, sizeof *out);
+    if (!t)
+        return true;
+    if (t->ne[1] < 1 || t->ne[1] > (1 << 20))
+        return lf_err_set(b->err, LF_ERR_FORMAT, "%s: tensor '%s' has %lld rows", b->path, name,
+                          (long long)t->ne[1]), false;
+    return bind_mat(b, name, n_in, t->ne[1], false, out);
+}
+
+/* The encoder inputs (positions, token types, input LayerNorm) and the
+ * embedding heads (classifier, dense layers after pooling). */
+static bool bind_heads(model_t *m, binder_t *b)
+{
+    model_hparams_t *hp = &m->hp;
+    model_weights_t *w = &m->w;
+    const arch_desc_t *a = m->arch;
+    const int64_t E = hp->n_embd;
+    if (a->pos_embd && !bind_mat(b, "position_embd.weight", E, hp->n_ctx_train, false, &w->pos_embd))
+        return false;
+    if (!bind_mat_rows(b, "token_types.weight", E, &w->type_embd))
+        return false;
+    if (a->types_required && !w->type_embd.data)
+        return lf_err_set(b->err, LF_ERR_FORMAT, "%s: missing tensor 'token_types.weight'", b->path), false;
+    if (a->post_ln && !bind_ln(b, "token_embd_norm.weight", "token_embd_norm.bias", E, false, &w->tok_norm,
+                               &w->tok_norm_b))
+        return false;
+    if (!bind_mat_rows(b, "cls.weight", E, &w->cls) ||
+        !bind_vec(b, "cls.bias", w->cls.data ? w->cls.n_out : 1, true, &w->cls_b) ||
+        !bind_mat(b, "cls.output.weight", w->cls.data ? w->cls.n_out : E, hp->n_cls_out, true, &w->cls_out) ||
+        !bind_vec(b, "cls.output.bias", hp->n_cls_out, true, &w->cls_out_b) ||
+        !bind_mat_rows(b, "dense_2.weight", E, &w->dense_2) ||
+        !bind_vec(b, "dense_2.bias", w->dense_2.data ? w->dense_2.n_out : 1, true, &w->dense_2_b) ||
+        !bind_mat_rows(b, "dense_3.weight", w->dense_2.data ? w->dense_2.n_out : E, &w->dense_3))
+        return false;
+    hp->n_embd_out = (int32_t)(w->dense_3.data ? w->dense_3.n_out : w->dense_2.data ? w->dense_2.n_out : E);
+    return true;
 }
 
 static bool bind_weights(model_t *m, binder_t *b, const model_layer_kinds_t *kinds)
@@ -238,7 +454,8 @@ static bool bind_weights(model_t *m, binder_t *b, const model_layer_kinds_t *kin
     m->hp.n_vocab = (int32_t)te->ne[1];
     /* LongRoPE factors: llama.cpp reads blk.0's (the others duplicate it) */
     if (!bind_mat(b, "token_embd.weight", E, te->ne[1], false, &w->tok_embd) ||
-        !bind_vec(b, "output_norm.weight", E, false, &w->output_norm) ||
+        !bind_vec(b, m->arch->output_norm ? m->arch->output_norm : "output_norm.weight", E, m->arch->post_ln,
+                  &w->output_norm) ||
         !bind_mat(b, "output.weight", E, hp->n_vocab, !m->arch->output_required, &w->output) ||
         !bind_vec(b, "rope_freqs.weight", hp->n_rot / 2, true, &w->rope_freqs) ||
         !bind_vec(b, "blk.0.rope_factors_long.weight", hp->n_rot / 2, true, &w->rope_long) ||
@@ -250,15 +467,21 @@ static bool bind_weights(model_t *m, binder_t *b, const model_layer_kinds_t *kin
         w->output = w->tok_embd;
         w->output_tied = true;
     }
-    w->layers = calloc((size_t)hp->n_layer, sizeof *w->layers);
-    if (!w->layers)
-        return lf_err_set(b->err, LF_ERR_NOMEM, "%s: out of memory", b->path), false;
-    for (int i = 0; i < hp->n_layer; i++) {
-        w->layers[i].swa = kinds->swa[i];
-        w->layers[i].rope = kinds->rope[i];
-        if (!bind_layer(b, m->arch, hp, i, &w->layers[i]))
+    if (!bind_heads(m, b))
+        return false;
+    if (hp->n_embd_per_layer > 0) {
+        const int64_t P = (int64_t)hp->n_layer * hp->n_embd_per_layer;
+        if (!bind_mat(b, "per_layer_token_embd.weight", P, hp->n_vocab, false, &w->ple_embd) ||
+            !bind_mat(b, "per_layer_model_proj.weight", E, P, false, &w->ple_model_proj) ||
+            !bind_vec(b, "per_layer_proj_norm.weight", hp->n_embd_per_layer, false, &w->ple_proj_norm))
             return false;
     }
+    w->layers = calloc((size_t)hp->n_layer_all, sizeof *w->layers);
+    if (!w->layers)
+        return lf_err_set(b->err, LF_ERR_NOMEM, "%s: out of memory", b->path), false;
+    for (int i = 0; i < hp->n_layer_all; i++)
+        if (!bind_layer(b, m->arch, hp, kinds, i, &w->layers[i]))
+            return false;
     for (uint64_t i = 0; i < gguf_n_tensors(b->f); i++) {
         const gguf_tensor_t *t = gguf_tensor_at(b->f, i);
         m->hp.n_params += (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
@@ -283,8 +506,7 @@ model_t *model_load(const char *path, lf_err_t *err)
     if (!model_hparams_read(m->gguf, path, &m->arch, &m->hp, &kinds, b.err))
         goto fail;
     bool bound = bind_weights(m, &b, &kinds);
-    free(kinds.swa);
-    free(kinds.rope);
+    model_layer_kinds_free(&kinds);
     if (!bound)
         goto fail;
     m->vocab = vocab_load(m->gguf, b.err);
@@ -337,7 +559,10 @@ static uint64_t tensor_bytes(const model_tensor_t *t)
 
 int model_layer_matrices(model_layer_t *L, model_tensor_t *out[MODEL_LAYER_MATRICES])
 {
-    model_tensor_t *all[MODEL_LAYER_MATRICES] = {&L->wq, &L->wk, &L->wv, &L->wqkv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+    model_tensor_t *all[MODEL_LAYER_MATRICES] = {&L->wq,       &L->wk,       &L->wv,     &L->wqkv,      &L->wo,
+                                                 &L->w_gate,   &L->w_up,     &L->w_down, &L->s_gate,    &L->s_up,
+                                                 &L->s_down,   &L->ssm_z,    &L->ssm_alpha, &L->ssm_beta, &L->ssm_out,
+                                                 &L->sc_in,    &L->sc_out,   &L->ple_gate, &L->ple_proj, &L->s_gate_inp};
     int n = 0;
     for (int i = 0; i < MODEL_LAYER_MATRICES; i++)
         if (all[i]->data)
@@ -355,9 +580,13 @@ uint64_t model_decode_bytes(const model_t *m)
         for (int i = 0, k = model_layer_matrices(L, ts); i < k; i++)
             n += tensor_bytes(ts[i]);
         n += tensor_bytes(&L->router);
-        if (L->x_gate.data)
-            n += (uint64_t)m->hp.n_expert_used * (L->x_gate.expert_bytes + L->x_up.expert_bytes + L->x_down.expert_bytes);
+        if (L->x_gate.data || L->x_gate_up.data)
+            n += (uint64_t)m->hp.n_expert_used * ((L->x_gate_up.data ? L->x_gate_up.expert_bytes
+                                                                      : L->x_gate.expert_bytes + L->x_up.expert_bytes) +
+                                                  L->x_down.expert_bytes);
     }
+    if (w->ple_embd.data)
+        n += w->ple_embd.row_bytes + tensor_bytes(&w->ple_model_proj);
     return n;
 }
 
@@ -369,12 +598,47 @@ void model_pack_info(const model_t *m, int *n_packed, size_t *bytes)
 
 const arch_desc_t *model_arch(const model_t *m) { return m->arch; }
 
-uint64_t model_kv_bytes_per_token(const model_t *m)
+/* K + V bytes per position of the layers with a cache of their own (the
+ * window layers only, or all). */
+static uint64_t kv_bytes_per_token(const model_t *m, bool swa_only)
 {
-    return 2ull * 2ull * (uint64_t)m->hp.n_layer * (uint64_t)m->hp.n_head_kv * (uint64_t)m->hp.head_dim;
+    uint64_t n = 0;
+    for (int l = 0; l < m->hp.n_layer; l++) {
+        const model_layer_t *L = &m->w.layers[l];
+        if (L->kind == MODEL_LAYER_ATTN && L->kv_layer == l && (!swa_only || (L->swa && m->hp.n_swa > 0)))
+            n += 2ull * 2ull * (uint64_t)L->n_head_kv * (uint64_t)L->head_dim;
+    }
+    return n;
 }
 
-uint64_t model_kv_bytes_per_token_swa(const model_t *m)
+uint64_t model_kv_bytes_per_token(const model_t *m) { return kv_bytes_per_token(m, false); }
+
+uint64_t model_kv_bytes_per_token_swa(const model_t *m) { return kv_bytes_per_token(m, true); }
+
+int64_t model_state_floats(const model_t *m, int l)
 {
-    return 2ull * 2ull * (uint64_t)m->hp.n_layer_swa * (uint64_t)m->hp.n_head_kv * (uint64_t)m->hp.head_dim;
+    const model_hparams_t *hp = &m->hp;
+    if (l < 0 || l >= hp->n_layer)
+        return 0;
+    switch (m->w.layers[l].kind) {
+    case MODEL_LAYER_GDN: {
+        const int64_t ch = 2 * (int64_t)hp->ssm_n_group * hp->ssm_d_state + hp->ssm_d_inner;
+        return (int64_t)(hp->ssm_d_conv - 1) * ch + (int64_t)hp->ssm_dt_rank * hp->ssm_d_state * hp->ssm_d_state;
+    }
+    case MODEL_LAYER_SHORTCONV:
+        return (int64_t)(hp->shortconv_l - 1) * hp->n_embd;
+    case MODEL_LAYER_ATTN:
+        break;
+    }
+    return 0;
 }
+
+uint64_t model_state_bytes(const model_t *m)
+{
+    uint64_t n = 0;
+    for (int l = 0; l < m->hp.n_layer; l++)
+        n += (uint64_t)model_state_floats(m, l) * sizeof(float);
+    return n;
+}
+
+bool model_is_hybrid(const model_t *m) { return m->hp.n_layer_attn < m->hp.n_layer; }

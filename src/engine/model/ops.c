@@ -14,8 +14,47 @@ void ops_rms_norm(const float *x, const float *w, float *y, int64_t n, float eps
         sum += (double)(x[i] * x[i]);
     const float mean = (float)(sum / (double)n);
     const float scale = 1.0f / sqrtf(mean + eps);
+    if (!w) {
+        for (int64_t i = 0; i < n; i++)
+            y[i] = x[i] * scale;
+        return;
+    }
     for (int64_t i = 0; i < n; i++)
         y[i] = (x[i] * scale) * w[i];
+}
+
+void ops_layer_norm(const float *x, const float *w, const float *b, float *y, int64_t n, float eps)
+{
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        sum += (double)x[i];
+    const float mean = (float)sum / (float)n;
+    double sq = 0.0;
+    int64_t i = 0;
+    for (; i + 15 < n; i += 16) { /* ggml_vec_cvar_f32, AVX-512 blocks */
+        float v[16];
+        for (int l = 0; l < 16; l++) {
+            const float d = x[i + l] - mean;
+            y[i + l] = d;
+            v[l] = d * d;
+        }
+        sq += (double)gx_hsum16(v);
+    }
+    for (; i < n; i++) {
+        const float d = x[i] - mean;
+        y[i] = d;
+        sq += (double)(d * d);
+    }
+    const float var = (float)(sq / (double)n);
+    const float scale = 1.0f / sqrtf(var + eps);
+    for (i = 0; i < n; i++) {
+        float v = y[i] * scale;
+        if (w)
+            v = v * w[i];
+        if (b)
+            v = v + b[i];
+        y[i] = v;
+    }
 }
 
 void ops_rms_norm_heads(float *x, const float *w, int32_t n_heads, int32_t head_dim, float eps)
@@ -100,6 +139,60 @@ void ops_softmax(float *s, int64_t n)
     const float inv = (float)(1.0 / sum);
     for (i = 0; i < n; i++)
         s[i] *= inv;
+}
+
+/* One channel of a tap-major row (see ops_ssm_conv_row). */
+static inline float conv_chan(const float *in, const float *wt, int64_t C, int32_t K)
+{
+    const int32_t kv = K & ~3;
+    float sum = 0.0f;
+    int32_t i = 0;
+    for (; i < kv; i++)
+        sum = sum + in[(int64_t)i * C] * wt[(int64_t)i * C];
+    for (; i < K; i++)
+        sum = fmaf(in[(int64_t)i * C], wt[(int64_t)i * C], sum);
+    return sum;
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+/* Eight channels per step, the same operations per channel. */
+__attribute__((target("avx2,fma"))) static void conv_row_avx2(const float *in, const float *wt, int64_t C, int32_t K,
+                                                              float *y)
+{
+    const int32_t kv = K & ~3;
+    int64_t c = 0;
+    for (; c + 8 <= C; c += 8) {
+        __m256 s = _mm256_setzero_ps();
+        int32_t i = 0;
+        for (; i < kv; i++)
+            s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_loadu_ps(in + i * C + c), _mm256_loadu_ps(wt + i * C + c)));
+        for (; i < K; i++)
+            s = _mm256_fmadd_ps(_mm256_loadu_ps(in + i * C + c), _mm256_loadu_ps(wt + i * C + c), s);
+        _mm256_storeu_ps(y + c, s);
+    }
+    for (; c < C; c++)
+        y[c] = conv_chan(in + c, wt + c, C, K);
+}
+#endif
+
+void ops_ssm_conv_row(const float *in, const float *wt, int64_t C, int32_t K, float *y)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (gx_level() >= GX_LEVEL_AVX2) {
+        conv_row_avx2(in, wt, C, K, y);
+        return;
+    }
+#endif
+    for (int64_t c = 0; c < C; c++)
+        y[c] = conv_chan(in + c, wt + c, C, K);
+}
+
+void ops_conv_transpose(const float *w, int64_t C, int32_t K, float *wt)
+{
+    for (int64_t c = 0; c < C; c++)
+        for (int32_t i = 0; i < K; i++)
+            wt[(int64_t)i * C + c] = w[c * K + i];
 }
 
 void ops_softcap_row(float *x, int64_t n, float cap)

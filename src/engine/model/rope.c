@@ -17,19 +17,25 @@ static float corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base)
 
 void rope_init(rope_t *r, const model_hparams_t *hp, float base, float freq_scale, const float *freq_factors)
 {
-    r->n_rot = hp->n_rot;
-    r->head_dim = hp->head_dim;
+    rope_init_dims(r, hp, base, freq_scale, freq_factors, hp->n_rot, hp->head_dim);
+}
+
+void rope_init_dims(rope_t *r, const model_hparams_t *hp, float base, float freq_scale, const float *freq_factors,
+                    int32_t n_rot, int32_t head_dim)
+{
+    r->n_rot = n_rot;
+    r->head_dim = head_dim;
     r->neox = hp->rope_neox;
-    r->theta_scale = powf(base, -2.0f / (float)hp->n_rot);
+    r->theta_scale = powf(base, -2.0f / (float)n_rot);
     r->freq_scale = freq_scale;
     r->ext_factor = hp->yarn_ext_factor;
     r->attn_factor = hp->rope_attn_factor;
     r->freq_factors = freq_factors;
     /* ggml_rope_yarn_corr_dims */
-    const float start = floorf(corr_dim(hp->n_rot, hp->n_ctx_orig, hp->yarn_beta_fast, base));
-    const float end = ceilf(corr_dim(hp->n_rot, hp->n_ctx_orig, hp->yarn_beta_slow, base));
+    const float start = floorf(corr_dim(n_rot, hp->n_ctx_orig, hp->yarn_beta_fast, base));
+    const float end = ceilf(corr_dim(n_rot, hp->n_ctx_orig, hp->yarn_beta_slow, base));
     r->corr[0] = start > 0.0f ? start : 0.0f;
-    r->corr[1] = end < (float)(hp->n_rot - 1) ? end : (float)(hp->n_rot - 1);
+    r->corr[1] = end < (float)(n_rot - 1) ? end : (float)(n_rot - 1);
 }
 
 static float yarn_ramp(float low, float high, int i0)

@@ -35,6 +35,10 @@ typedef struct {
 /* The rope of layers with base `base` and position scale `freq_scale`
  * (hp gives the rest), with optional frequency factors. */
 void rope_init(rope_t *r, const model_hparams_t *hp, float base, float freq_scale, const float *freq_factors);
+/* The same for layers of their own rotary dims and head size (gemma4's
+ * window layers). */
+void rope_init_dims(rope_t *r, const model_hparams_t *hp, float base, float freq_scale, const float *freq_factors,
+                    int32_t n_rot, int32_t head_dim);
 
 /* cs[2 * i] = cos, cs[2 * i + 1] = sin of dimension pair i < n_rot / 2 at
  * position pos. */

@@ -1038,7 +1038,8 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
     if (s->o.max_queue < 0)
         s->o.max_queue = 0;
     fwd_opts_t fo = {.n_seq = s->o.n_parallel, .n_ctx = s->o.n_ctx,
-                     .max_batch = s->o.batch_tokens, .n_threads = s->o.n_threads};
+                     .max_batch = s->o.batch_tokens, .n_threads = s->o.n_threads,
+                     .state_snapshots = s->o.state_snapshots};
     /* MiB -> bytes; forward keeps at least one full context so a lone
      * sequence always fits (sliding-window layers: their window) */
     if (s->o.kv_mb > 0)
@@ -1172,6 +1173,14 @@ void sched_stats(sched_t *s, sched_stats_t *out)
         if (s->slots[i])
             out->seq_tokens += s->slots[i]->n_past;
     fwd_kv_usage_bytes(s->fwd, &out->kv_bytes, &out->kv_used_bytes);
+    fwd_state_usage_t su;
+    fwd_state_usage(s->fwd, &su);
+    out->state_per_seq_bytes = su.per_seq_bytes;
+    out->state_bytes = su.live_bytes;
+    out->state_snap_bytes = su.snap_bytes;
+    out->state_snap_slots = su.snap_slots;
+    out->state_snapshots = su.snap_cached;
+    out->state_restores = su.snap_restored;
     pthread_mutex_unlock(&s->mu);
     vis_cache_stats_t vc;
     vis_cache_stats(s->vcache, &vc);

@@ -68,6 +68,9 @@ typedef struct {
     int32_t chan_cap;     /* events a channel holds (<= 0: 64) */
     int64_t kv_mb;        /* KV cache budget in MiB (<= 0: n_parallel x n_ctx
                              positions); at least one full context */
+    int32_t state_snapshots; /* hybrid models: state snapshot slots for the
+                                prefix cache (0: the engine's default, < 0:
+                                none; forward.h) */
     int64_t image_cache_mb; /* encoded-image cache (vis_cache.h) in MiB (<= 0: none) */
     /* ---- speculative decoding (issue 27, spec.h) ---- */
     bool spec_ngram;      /* every job also drafts from n-grams */
@@ -198,6 +201,13 @@ typedef struct {
     uint64_t gen_tokens;      /* total tokens generated */
     uint64_t steps;           /* engine steps run */
     uint64_t preemptions;     /* running jobs preempted for KV memory */
+    /* hybrid models: the recurrent state beside the KV cache (all 0 else) */
+    uint64_t state_per_seq_bytes; /* one sequence's state */
+    uint64_t state_bytes;     /* the live states of all slots */
+    uint64_t state_snap_bytes;/* state snapshots allocated (prefix cache) */
+    int32_t state_snap_slots; /* snapshot slots */
+    int32_t state_snapshots;  /* snapshots cached for reuse */
+    uint64_t state_restores;  /* prompts resumed from a snapshot */
     /* images (issue 29) */
     uint64_t image_encode_stages; /* encoder stages run (patches, layers, projector) */
     uint64_t images_encoded;      /* pixel arrays encoded */

@@ -26,6 +26,11 @@ bool spec_draft_compatible(const model_t *draft, const model_t *target, char *wh
 {
     const vocab_t *a = model_vocab(draft), *b = model_vocab(target);
     const int32_t na = vocab_n_tokens(a), nb = vocab_n_tokens(b);
+    if (model_is_hybrid(draft)) { /* its drafts are rolled back every step */
+        snprintf(why, n, "the draft model has recurrent layers (%s), whose state cannot be rolled back",
+                 model_hparams(draft)->arch);
+        return false;
+    }
     if (vocab_type(a) != vocab_type(b) || strcmp(vocab_model_name(a), vocab_model_name(b))) {
         snprintf(why, n, "the draft model's tokenizer is %s, the model's %s", vocab_model_name(a), vocab_model_name(b));
         return false;

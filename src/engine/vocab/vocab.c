@@ -172,6 +172,13 @@ static lf_code_t load_type(vocab_t *v, const gguf_file_t *f, lf_err_t *err)
         v->type = VOCAB_TYPE_WPM;
         v->bos = 101, v->eos = -1, v->unk = 100, v->sep = 102, v->pad = 0;
         v->add_bos = true;
+        v->add_sep = true;
+        v->pre_used = "default";
+    } else if (gguf_str_eq(model, "t5")) {
+        /* SentencePiece unigram; its keys usually override these ids */
+        v->type = VOCAB_TYPE_UGM;
+        v->bos = -1, v->eos = 1, v->unk = 2, v->pad = 0;
+        v->add_eos = true;
         v->pre_used = "default";
     } else if (gguf_str_eq(model, "gemma4")) {
         /* BPE with merges over SentencePiece-style text; the model implies
@@ -286,6 +293,8 @@ vocab_t *vocab_load(const gguf_file_t *f, lf_err_t *err)
         rc = vocab_bpe_init(v, err); /* sets pre_used, add_bos, ignore_merges */
     if (rc == LF_OK)
         rc = vocab_specials_load(v, f, err);
+    if (rc == LF_OK && v->type == VOCAB_TYPE_UGM)
+        rc = vocab_ugm_init(v, f, err);
     if (rc != LF_OK) {
         lf_err_prefix(err, "%s", gguf_path(f));
         vocab_free(v);
@@ -333,6 +342,8 @@ void vocab_free(vocab_t *v)
     free(v->merge_pool);
     free(v->mg_slots);
     free(v->special);
+    free(v->ugm_charsmap);
+    free(v->ugm_user);
     free(v);
 }
 
@@ -347,6 +358,8 @@ int32_t vocab_bos(const vocab_t *v) { return v->bos; }
 int32_t vocab_eos(const vocab_t *v) { return v->eos; }
 bool vocab_add_bos(const vocab_t *v) { return v->add_bos; }
 bool vocab_add_eos(const vocab_t *v) { return v->add_eos; }
+int32_t vocab_sep(const vocab_t *v) { return v->sep; }
+bool vocab_add_sep(const vocab_t *v) { return v->add_sep; }
 
 bool vocab_is_eog(const vocab_t *v, int32_t id)
 {
@@ -551,10 +564,13 @@ lf_code_t vocab_tokenize(const vocab_t *v, const char *text, size_t len, bool ad
                 vocab_out_push(&out, fr.f[i].token);
             else if (v->type == VOCAB_TYPE_WPM)
                 vocab_wpm_tokenize(v, text + fr.f[i].off, fr.f[i].len, &out);
+            else if (v->type == VOCAB_TYPE_UGM)
+                vocab_ugm_tokenize(v, text + fr.f[i].off, fr.f[i].len, &out);
             else
                 vocab_bpe_tokenize(v, text + fr.f[i].off, fr.f[i].len, &out);
         }
-        if (add_special && v->add_eos && v->eos >= 0)
+        /* WordPiece always ends with [SEP], whatever add_eos says */
+        if (add_special && v->type != VOCAB_TYPE_WPM && v->add_eos && v->eos >= 0)
             vocab_out_push(&out, v->eos);
         if (add_special && v->type == VOCAB_TYPE_WPM && v->sep >= 0)
             vocab_out_push(&out, v->sep); /* BERT: [CLS] ... [SEP] */

@@ -4,7 +4,8 @@
  * over scores, byte fallback <0xNN>, space-prefix rule), "gpt2" (byte-level
  * BPE with merges and a pre-tokenizer chosen by tokenizer.ggml.pre), "gemma4"
  * (BPE with merges over SentencePiece-style text: spaces as U+2581, raw
- * UTF-8, <0xNN> fallback) and "bert" (WordPiece). Behaviour matches
+ * UTF-8, <0xNN> fallback), "bert" (WordPiece) and "t5" (SentencePiece
+ * unigram with its precompiled_charsmap normaliser). Behaviour matches
  * llama.cpp token for token on every case of ../shared/golden/tokenizer
  * (the 2025 reference for the older vocabularies, the 2026 one for the
  * newer); docs/tokenizers.md lists the deliberate differences.
@@ -29,7 +30,8 @@ typedef struct vocab vocab_t;
 typedef enum {
     VOCAB_TYPE_SPM,  /* "llama" */
     VOCAB_TYPE_BPE,  /* "gpt2" */
-    VOCAB_TYPE_WPM   /* "bert" */
+    VOCAB_TYPE_WPM,  /* "bert" */
+    VOCAB_TYPE_UGM   /* "t5": SentencePiece unigram (XLM-RoBERTa, T5) */
 } vocab_type_t;
 
 /* Builds the vocabulary from f's tokenizer.ggml.* keys (the strings are
@@ -50,6 +52,11 @@ int32_t vocab_bos(const vocab_t *v); /* -1 if none */
 int32_t vocab_eos(const vocab_t *v); /* -1 if none */
 bool vocab_add_bos(const vocab_t *v);
 bool vocab_add_eos(const vocab_t *v);
+/* The separator token (-1 if none) and whether a pair of texts gets one
+ * between them (tokenizer.ggml.add_sep_token; WordPiece's default true):
+ * the layout of cross-encoder (rerank) inputs. */
+int32_t vocab_sep(const vocab_t *v);
+bool vocab_add_sep(const vocab_t *v);
 /* End of generation: EOS, EOT, EOM and other tokens that end a turn. */
 bool vocab_is_eog(const vocab_t *v, int32_t id);
 /* Control tokens (rendered as "" unless special output is asked for). */

@@ -193,6 +193,9 @@ lf_code_t vocab_bpe_init(vocab_t *v, lf_err_t *err)
     v->escape_spaces = def->escape_spaces;
     v->newline_runs = def->newline_runs;
     v->force_bos = def->force_bos;
+    /* RoBERTa-style BPE vocabularies separate a pair with </s> (llama.cpp) */
+    if (name_in("jina-v1-en|jina-v2-code|roberta-bpe", v->pre))
+        v->add_sep = true;
     if (def->add_bos)
         v->add_bos = true;
     if (def->no_bos)

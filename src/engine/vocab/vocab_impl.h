@@ -72,6 +72,19 @@ struct vocab {
     bool raw_utf8, escape_spaces, newline_runs, force_bos;
     /* WordPiece normalizer (tokenizer.ggml.normalizer.*) */
     bool wpm_lowercase, wpm_strip_accents;
+    /* pair layout of cross-encoders (tokenizer.ggml.add_sep_token) */
+    bool add_sep;
+    /* unigram (vocab_ugm.c) */
+    bool ugm_escape_ws, ugm_remove_extra_ws;
+    unsigned char *ugm_charsmap;  /* tokenizer.ggml.precompiled_charsmap (copy) */
+    const uint32_t *ugm_xcda;     /* into ugm_charsmap */
+    size_t ugm_xcda_n;
+    const char *ugm_repl;         /* replacement strings, into ugm_charsmap */
+    size_t ugm_repl_n;
+    int32_t *ugm_user;            /* USER_DEFINED token ids */
+    size_t ugm_n_user;
+    uint32_t ugm_max_piece;       /* longest NORMAL/USER_DEFINED/UNUSED text */
+    double ugm_unk_score;
 
     int32_t *special; /* control/user-defined/unknown ids, longest first */
     size_t n_special;
@@ -117,6 +130,11 @@ lf_code_t vocab_specials_load(vocab_t *v, const gguf_file_t *f, lf_err_t *err);
 
 /* vocab_spm.c */
 void vocab_spm_tokenize(const vocab_t *v, const char *text, size_t len, vocab_out_t *out);
+
+/* vocab_ugm.c: the unigram model's tables (after tokens and specials),
+ * and the tokenizer over one raw-text fragment */
+lf_code_t vocab_ugm_init(vocab_t *v, const gguf_file_t *f, lf_err_t *err);
+void vocab_ugm_tokenize(const vocab_t *v, const char *text, size_t len, vocab_out_t *out);
 
 /* vocab_wpm.c: WordPiece over one raw-text fragment */
 void vocab_wpm_tokenize(const vocab_t *v, const char *text, size_t len, vocab_out_t *out);

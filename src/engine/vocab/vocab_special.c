@@ -217,6 +217,8 @@ lf_code_t vocab_specials_load(vocab_t *v, const gguf_file_t *f, lf_err_t *err)
         v->add_bos = b;
     if (gguf_get_bool(f, "tokenizer.ggml.add_eos_token", &b))
         v->add_eos = b;
+    if (gguf_get_bool(f, "tokenizer.ggml.add_sep_token", &b))
+        v->add_sep = b;
     if (v->force_bos)
         v->add_bos = true;
     /* llama.cpp asserts when it adds such a token; we warn and add nothing */

@@ -21,8 +21,12 @@ static bool deliver(run_t *g, size_t idx, const chat_out_ev_t *evs, size_t n, bo
                 stopped = true;
             continue;
         }
-        if (g->gen->stream)
+        if (g->fmt) {
+            if (g->fmt->on_chat)
+                g->fmt->on_chat(g, idx, e);
+        } else if (g->gen->stream) {
             emit_delta(g, idx, chat_out_delta_json(e));
+        }
     }
     return stopped;
 }

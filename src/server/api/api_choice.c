@@ -34,10 +34,13 @@ void choice_deliver(run_t *g, size_t idx, const char *p, size_t n)
 {
     if (n == 0)
         return;
-    if (g->gen->stream && !g->fmt)
+    if (g->gen->stream && !g->fmt) {
         emit_chunk(g, idx, p, n, false, NULL);
-    else
-        text_append(&g->ch[idx], p, n);
+        return;
+    }
+    text_append(&g->ch[idx], p, n);
+    if (g->fmt && g->fmt->on_text)
+        g->fmt->on_text(g, idx, p, n);
 }
 
 /* Feeds decoded text through the stop-string matcher (flush: end of the
@@ -117,7 +120,7 @@ void choice_on_token(run_t *g, sched_chan_t *chan, size_t idx, const sched_event
     c->text_off += (int32_t)len;
     stopstr_set_active(c->ss, c->n_gen >= sp->min_tokens);
     bool stopped = choice_feed(g, idx, piece, len, false);
-    if (g->fmt)
+    if (g->fmt && g->fmt->on_token)
         g->fmt->on_token(g, idx, ev, stopped || ev->ends || c->n_gen >= c->max_tokens);
     if (stopped) {
         sched_chan_cancel_job(chan, (int32_t)idx);
@@ -129,7 +132,8 @@ void choice_on_prompt_lp(run_t *g, size_t idx, sched_prompt_lp_t *p, const int32
 {
     choice_t *c = &g->ch[idx];
     if (g->fmt) {
-        g->fmt->on_prompt(g, idx, p, prompt);
+        if (g->fmt->on_prompt)
+            g->fmt->on_prompt(g, idx, p, prompt);
         free(p);
         return;
     }

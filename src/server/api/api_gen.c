@@ -19,6 +19,7 @@
 #include "engine/sample/stopstr.h"
 #include "engine/vocab/vocab.h"
 #include "server/api/api_constraint.h"
+#include "server/api/api_embed.h"
 #include "server/api/api_gen.h"
 #include "server/api/api_logprobs.h"
 #include "server/chat/chat_setup.h"
@@ -619,6 +620,47 @@ static int chat_output_config(srv_t *s, http_req_t *r, const chat_req_t *q, cons
     return 0;
 }
 
+int api_chat_prompt(srv_t *s, http_req_t *r, chat_req_t *q, char **prompt, int32_t **ids, size_t *n)
+{
+    lf_err_t le = {0};
+    *prompt = NULL;
+    *ids = NULL;
+    *n = 0;
+    if (s->render(s->render_ctx, q, true, prompt, &le) != LF_OK) {
+        http_reply_err(r, &le, "messages", NULL);
+        return -1;
+    }
+    if (s->cfg.log_prompts)
+        fprintf(stderr, "req %s prompt: %s\n", r->id, *prompt);
+    /* image parts: the prompt with each image's rows (api_media.c) */
+    return q->n_images ? api_chat_media(s, r, q, *prompt, ids, n) : tokenize_text(s, r, *prompt, true, ids, n);
+}
+
+void api_chat_generate(srv_t *s, http_req_t *r, chat_req_t *q, const gen_fmt_t *fmt, void *fmt_ctx)
+{
+    char *prompt = NULL;
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    grammar_t *g = NULL;
+    if (!srv_require_model(s, r, q->gen.model))
+        goto out;
+    if (api_chat_prompt(s, r, q, &prompt, &ids, &n_ids) < 0)
+        goto out;
+    chat_out_cfg_t oc;
+    bool parse = false;
+    if (chat_output_config(s, r, q, prompt, &oc, &parse) < 0)
+        goto out;
+    if (api_constraint_build(s, r, &q->gen, q, &oc, &g) < 0)
+        goto out;
+    gen_run(s, r, true, &q->gen, &ids, &n_ids, 1, NULL, parse ? &oc : NULL, fmt, fmt_ctx, g);
+out:
+    grammar_release(g);
+    free(ids);
+    free(prompt);
+    sched_media_release(q->gen.media);
+    q->gen.media = NULL;
+}
+
 void api_chat(srv_t *s, http_req_t *r)
 {
     chat_req_t q;
@@ -628,34 +670,7 @@ void api_chat(srv_t *s, http_req_t *r)
         srv_reply_req_err(r, &e);
         return;
     }
-    char *prompt = NULL;
-    int32_t *ids = NULL;
-    size_t n_ids = 0;
-    lf_err_t le = {0};
-    grammar_t *g = NULL;
-    if (!srv_require_model(s, r, q.gen.model))
-        goto out;
-    if (s->render(s->render_ctx, &q, true, &prompt, &le) != LF_OK) {
-        http_reply_err(r, &le, "messages", NULL);
-        goto out;
-    }
-    if (s->cfg.log_prompts)
-        fprintf(stderr, "req %s prompt: %s\n", r->id, prompt);
-    if (q.n_images ? api_chat_media(s, r, &q, prompt, &ids, &n_ids) < 0
-                   : tokenize_text(s, r, prompt, true, &ids, &n_ids) < 0)
-        goto out;
-    chat_out_cfg_t oc;
-    bool parse = false;
-    if (chat_output_config(s, r, &q, prompt, &oc, &parse) < 0)
-        goto out;
-    if (api_constraint_build(s, r, &q.gen, &q, &oc, &g) < 0)
-        goto out;
-    gen_run(s, r, true, &q.gen, &ids, &n_ids, 1, NULL, parse ? &oc : NULL, NULL, NULL, g);
-out:
-    grammar_release(g);
-    free(ids);
-    free(prompt);
-    sched_media_release(q.gen.media);
+    api_chat_generate(s, r, &q, NULL, NULL);
     req_chat_free(&q);
 }
 
@@ -703,6 +718,10 @@ out:
 
 void api_invocations(srv_t *s, http_req_t *r)
 {
+    if (s->embed) { /* SageMaker's TEI containers: embeddings and rerank */
+        api_embed_invocations(s, r);
+        return;
+    }
     switch (req_sniff_kind(r->body, r->body_len)) {
     case REQ_KIND_CHAT: api_chat(s, r); return;
     case REQ_KIND_COMPLETION: api_completions(s, r); return;

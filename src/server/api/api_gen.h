@@ -19,6 +19,7 @@
 #include "engine/sample/stopstr.h"
 #include "engine/vocab/vocab.h"
 #include "grammar/grammar.h"
+#include "server/api/api_blocks.h"
 #include "server/api/api_logprobs.h"
 #include "server/chat/chat_output.h"
 #include "server/request/request.h"
@@ -75,11 +76,15 @@ typedef struct {
     char fingerprint[96];
 } run_t;
 
-/* An output format other than OpenAI's (api_tgi_out.c: TGI and LMI).
- * With a format, the choices' text always accumulates in choice_t.text
- * (stop strings applied, the end token's text left out) and the format
- * writes everything the client sees through these hooks; streaming,
- * disconnects and cancellation stay with the runner. */
+/* An output format other than OpenAI's Chat Completions (api_tgi_out.c:
+ * TGI and LMI; api_responses_out.c: OpenAI Responses; api_messages_out.c:
+ * Anthropic Messages). With a format, the choices' text always accumulates
+ * in choice_t.text (stop strings applied, the end token's text left out)
+ * and the format writes everything the client sees through these hooks;
+ * streaming, disconnects and cancellation stay with the runner. A chat run
+ * with output parsers (chat_out) gives the format the parsed events:
+ * on_text for the answer's text, on_chat for reasoning and tool calls, in
+ * output order; on_token is then not called. Optional hooks may be NULL. */
 typedef struct gen_fmt {
     /* An error before anything was sent: status, message, param, code. */
     void (*reply_error)(http_req_t *r, int status, const char *msg, const char *param, const char *code);
@@ -95,13 +100,33 @@ typedef struct gen_fmt {
     void (*on_prompt)(run_t *g, size_t idx, const sched_prompt_lp_t *p, const int32_t *prompt);
     /* A generated token of choice idx, after its text went through the
      * stop-string matcher; last: it ends the choice (end token, stop
-     * string, max_tokens). */
+     * string, max_tokens). Optional. */
     void (*on_token)(run_t *g, size_t idx, const sched_event_t *ev, bool last);
+    /* Answer text of choice idx that passed the stop-string matcher (also
+     * appended to choice_t.text). Optional. */
+    void (*on_text)(run_t *g, size_t idx, const char *p, size_t n);
+    /* A reasoning or tool-call event of a parsed chat choice (never
+     * CHAT_OUT_CONTENT: that comes through on_text). Optional. */
+    void (*on_chat)(run_t *g, size_t idx, const chat_out_ev_t *ev);
     /* Choice idx ended: finish and text are final. */
     void (*on_end)(run_t *g, size_t idx);
     /* Not streaming: the reply, once every choice ended. */
     void (*reply)(run_t *g);
 } gen_fmt_t;
+
+/* An output format whose output is blocks (api_blocks.h: the Responses
+ * and Anthropic Messages formats): its fmt_ctx starts with a blk_run_t and
+ * these are its on_text, on_chat and on_end hooks (api_blocks.c). The list
+ * is set up on first use, with `sink` and the blk_run_t as its context. */
+typedef struct {
+    run_t *run;               /* the run (set by every hook) */
+    const blk_sink_t *sink;   /* the format's: set before the run */
+    blk_list_t blk;
+} blk_run_t;
+blk_run_t *blk_run_of(run_t *g);
+void blk_fmt_on_text(run_t *g, size_t idx, const char *p, size_t n);
+void blk_fmt_on_chat(run_t *g, size_t idx, const chat_out_ev_t *ev);
+void blk_fmt_on_end(run_t *g, size_t idx);
 
 /* api_gen.c */
 double now_s(void);
@@ -115,11 +140,23 @@ const char *run_finish_reason(const run_t *g, const choice_t *c);
 /* Runs one generation (see api_gen.c): prompts[i] (n_prompts[i] tokens) for
  * i < n_in, `gen` controls, texts the prompt texts for echo (NULL: token
  * prompts), oc the chat output parsers (NULL: plain text), fmt/fmt_ctx an
- * output format (NULL: OpenAI's; chat must be false then), gram the output
+ * output format (NULL: OpenAI's), gram the output
  * grammar (NULL: unconstrained; borrowed). Replies to r in every case. */
 void gen_run(srv_t *s, http_req_t *r, bool chat, const req_gen_t *gen, int32_t **prompts, size_t *n_prompts,
              size_t n_in, char **texts, const chat_out_cfg_t *oc, const gen_fmt_t *fmt, void *fmt_ctx,
              grammar_t *gram);
+/* A parsed chat request, rendered, tokenized and run (the middle of
+ * /v1/chat/completions, shared by the APIs that translate to it: Responses,
+ * Anthropic Messages): the model name is checked, the output parsers and
+ * the grammar (tools, structured output) set up as for chat, then gen_run
+ * with fmt (NULL: Chat Completions). Replies to r in every case (errors
+ * through fmt->reply_error when there is a format). */
+void api_chat_generate(srv_t *s, http_req_t *r, chat_req_t *q, const gen_fmt_t *fmt, void *fmt_ctx);
+/* The prompt tokens of a parsed chat request (rendered with the generation
+ * prompt; image parts become their rows and q->gen.media holds the images:
+ * the caller releases it, sched_media_release); *ids malloc'd, caller
+ * frees. -1 after replying the error. */
+int api_chat_prompt(srv_t *s, http_req_t *r, chat_req_t *q, char **prompt, int32_t **ids, size_t *n);
 /* One streamed chunk for choice idx: text (may be NULL), role (first chat
  * chunk), finish reason (last chunk). */
 int emit_chunk(run_t *g, size_t idx, const char *text, size_t len, bool role, const char *finish);

@@ -9,6 +9,7 @@
 #include "server/server.h"
 #include "grammar/grammar.h"
 #include "server/transport/fcgi_guard.h"
+#include "server/api/api_embed.h"
 
 static void reply_obj(http_req_t *r, json_object *o)
 {
@@ -29,7 +30,7 @@ static json_object *model_card(const srv_t *s, const char *name)
     const char *base = strrchr(s->cfg.model_path, '/');
     json_object_object_add(m, "root", json_object_new_string(base && base[1] ? base + 1 : s->cfg.model_path));
     json_object_object_add(m, "parent", NULL);
-    json_object_object_add(m, "max_model_len", json_object_new_int(sched_n_ctx(s->sched)));
+    json_object_object_add(m, "max_model_len", json_object_new_int(srv_n_ctx(s)));
     return m;
 }
 
@@ -94,7 +95,7 @@ void api_tokenize(srv_t *s, http_req_t *r)
     for (size_t i = 0; i < n; i++)
         json_object_array_add(arr, json_object_new_int(ids[i]));
     json_object_object_add(o, "count", json_object_new_int((int32_t)n));
-    json_object_object_add(o, "max_model_len", json_object_new_int(sched_n_ctx(s->sched)));
+    json_object_object_add(o, "max_model_len", json_object_new_int(srv_n_ctx(s)));
     json_object_object_add(o, "tokens", arr);
     json_object_object_add(o, "token_strs", NULL);
     reply_obj(r, o);
@@ -209,12 +210,15 @@ static char *grammar_metrics(srv_t *s)
 void api_metrics(srv_t *s, http_req_t *r)
 {
     sched_stats_t st;
-    sched_stats(s->sched, &st);
-    char *text = metrics_render(&s->metrics, &st, s->cfg.names[0]);
+    if (s->sched)
+        sched_stats(s->sched, &st);
+    char *text = metrics_render(&s->metrics, s->sched ? &st : NULL, s->cfg.names[0]);
     char *gtext = text && s->grammar ? grammar_metrics(s) : NULL;
-    if (!text || (s->grammar && !gtext)) {
+    char *etext = text && s->embed ? api_embed_metrics(s) : NULL;
+    if (!text || (s->grammar && !gtext) || (s->embed && !etext)) {
         free(text);
         free(gtext);
+        free(etext);
         http_reply_error(r, 503, "out of memory", NULL, NULL, NULL);
         return;
     }
@@ -238,8 +242,9 @@ void api_metrics(srv_t *s, http_req_t *r)
     }
     if (http_send_headers(r, 200, "text/plain; version=0.0.4; charset=utf-8", NULL) == 0 &&
         http_write(r, text, strlen(text)) == 0 && http_write(r, conn, strlen(conn)) == 0 &&
-        (!gtext || http_write(r, gtext, strlen(gtext)) == 0))
+        (!gtext || http_write(r, gtext, strlen(gtext)) == 0) && (!etext || http_write(r, etext, strlen(etext)) == 0))
         http_flush(r);
     free(text);
     free(gtext);
+    free(etext);
 }

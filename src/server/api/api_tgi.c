@@ -279,7 +279,7 @@ void api_lmi_invocations(srv_t *s, http_req_t *r)
 /* TGI's Info: the router's limits as this server applies them. */
 void api_tgi_info(srv_t *s, http_req_t *r)
 {
-    int32_t n_ctx = sched_n_ctx(s->sched);
+    int32_t n_ctx = srv_n_ctx(s);
     json_object *o = json_object_new_object();
     json_object_object_add(o, "model_id", json_object_new_string(s->cfg.names[0]));
     json_object_object_add(o, "model_sha", NULL);

@@ -318,12 +318,32 @@ int req_json_int_in(json_object *v, int64_t lo, int64_t hi)
     return x >= lo && x <= hi;
 }
 
-static json_object *present(json_object *o, const char *key)
+json_object *req_json_get(json_object *o, const char *key)
 {
     json_object *v = NULL;
-    if (!json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null))
+    if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v) ||
+        json_object_is_type(v, json_type_null))
         return NULL;
     return v;
+}
+
+const char *req_json_str(json_object *o, const char *key)
+{
+    json_object *v = req_json_get(o, key);
+    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+#define present req_json_get
+
+int req_json_flag(json_object *o, const char *key, bool *out, req_err_t *e)
+{
+    json_object *v = req_json_get(o, key);
+    if (!v)
+        return 0;
+    if (!json_object_is_type(v, json_type_boolean))
+        return req_err_set(e, 400, key, NULL, "'%s' must be a boolean", key);
+    *out = json_object_get_boolean(v);
+    return 1;
 }
 
 int req_json_int(json_object *o, const char *key, const char *param, int64_t lo, int64_t hi, int64_t *out,

@@ -21,6 +21,7 @@
 #define LF_REQ_JSON_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 
@@ -43,6 +44,15 @@ const char *req_json_literal(struct json_object *v);
 /* Whether integer v lies in [lo, hi] (false for clamped out-of-64-bit
  * values, whatever lo and hi are). */
 int req_json_int_in(struct json_object *v, int64_t lo, int64_t hi);
+
+/* o[key] when o is an object and the field is there and not null, else
+ * NULL (borrowed). */
+struct json_object *req_json_get(struct json_object *o, const char *key);
+/* o[key] when it is a string, else NULL (borrowed). */
+const char *req_json_str(struct json_object *o, const char *key);
+
+/* o[key] as a boolean into *out ("'KEY' must be a boolean" otherwise). */
+int req_json_flag(struct json_object *o, const char *key, bool *out, struct req_err *e);
 
 /* o[key] as an integer in [lo, hi]; param names it in errors (NULL: key). */
 int req_json_int(struct json_object *o, const char *key, const char *param, int64_t lo, int64_t hi, int64_t *out,

@@ -335,6 +335,12 @@ int req_chat_parse_limited(const char *body, size_t len, const req_limits_t *lim
     json_object *o = parse_object(body, len, e);
     if (!o)
         return -1;
+    return req_chat_from_json(o, lim, out, e);
+}
+
+int req_chat_from_json(json_object *o, const req_limits_t *lim, chat_req_t *out, req_err_t *e)
+{
+    memset(out, 0, sizeof *out);
     out->raw = o;
     int rc = parse_messages(o, out, e);
     if (rc == 0)

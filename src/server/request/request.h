@@ -116,6 +116,11 @@ int req_chat_parse(const char *body, size_t len, chat_req_t *out, req_err_t *e);
 int req_cmpl_parse(const char *body, size_t len, cmpl_req_t *out, req_err_t *e);
 int req_chat_parse_limited(const char *body, size_t len, const req_limits_t *lim, chat_req_t *out, req_err_t *e);
 int req_cmpl_parse_limited(const char *body, size_t len, const req_limits_t *lim, cmpl_req_t *out, req_err_t *e);
+/* A chat request from its JSON object o (taken: owned by out, put on
+ * failure too), with the same checks as req_chat_parse_limited; lim may be
+ * NULL. For the APIs that translate their requests into a chat request
+ * (Responses, Anthropic Messages). */
+int req_chat_from_json(struct json_object *o, const req_limits_t *lim, chat_req_t *out, req_err_t *e);
 void req_chat_free(chat_req_t *r);
 void req_cmpl_free(cmpl_req_t *r);
 

@@ -33,16 +33,7 @@ static bool is_str(json_object *v)
     return json_object_is_type(v, json_type_string);
 }
 
-static int get_flag(json_object *o, const char *k, bool *out, req_err_t *e)
-{
-    json_object *v = get(o, k);
-    if (!v)
-        return 0;
-    if (!json_object_is_type(v, json_type_boolean))
-        return fail(e, k, "'%s' must be a boolean", k);
-    *out = json_object_get_boolean(v);
-    return 0;
-}
+#define get_flag(o, k, out, e) (req_json_flag(o, k, out, e) < 0 ? -1 : 0)
 
 static int parse_tools(json_object *o, chat_ext_t *x, req_err_t *e)
 {

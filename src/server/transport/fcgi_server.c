@@ -38,8 +38,11 @@
 #include "server/chat/chat_setup.h"
 #include "grammar/grammar.h"
 #include "server/server.h"
+#include "server/store/store.h"
 #include "server/transport/fcgi_guard.h"
 #include "server/transport/listen_fd.h"
+#include "server/embed_setup.h"
+#include "engine/embed/embed_sched.h"
 
 typedef struct {
     srv_t *srv;
@@ -230,9 +233,12 @@ static void serve_conn(srv_t *s, FCGX_Request *q, fcgi_conn_t *c, atomic_int *bu
         uri = fcgi_req_param(&c->req, "DOCUMENT_URI");
     char path[1024];
     snprintf(path, sizeof path, "%s", uri ? uri : "/");
+    const char *qs = uri ? strchr(uri, '?') : NULL;
+    r.query = qs ? qs + 1 : fcgi_req_param(&c->req, "QUERY_STRING");
     path[strcspn(path, "?")] = '\0';
     r.path = path;
     r.auth = fcgi_req_param(&c->req, "HTTP_AUTHORIZATION");
+    r.api_key = fcgi_req_param(&c->req, "HTTP_X_API_KEY");
     uuid_t u;
     uuid_generate_random(u);
     for (int i = 0; i < 16; i++)
@@ -291,7 +297,6 @@ int srv_run(srv_config_t *cfg)
         if (!(s.draft_model = model_load(cfg->model_draft, &err))) {
             fprintf(stderr, "llm-fcgi: cannot load the draft model: %s\n", err.msg);
             model_free(s.model);
-        model_free(s.draft_model);
             return 1;
         }
         fprintf(stderr, "llm-fcgi: draft model %s (%.1f M parameters)\n", cfg->model_draft,
@@ -309,22 +314,34 @@ int srv_run(srv_config_t *cfg)
         if (!(s.media = srv_media_open(&cfg->media, s.model, cfg->model_path, &err))) {
             fprintf(stderr, "llm-fcgi: cannot load the vision projector: %s\n", err.msg);
             model_free(s.model);
+            model_free(s.draft_model);
             return 1;
         }
         char desc[400];
         vis_model_describe(srv_media_vision(s.media), desc, sizeof desc);
         fprintf(stderr, "llm-fcgi: image input from %s: %s\n", cfg->media.mmproj_path, desc);
     }
+    /* an embedding or rerank server runs the embedding scheduler instead
+     * (embed_setup.h) */
+    const int embed_mode = srv_embed_setup(&s, cfg, &err);
+    if (embed_mode < 0) {
+        fprintf(stderr, "llm-fcgi: %s\n", err.msg);
+        srv_media_close(s.media);
+        model_free(s.model);
+        model_free(s.draft_model);
+        return 1;
+    }
     sched_opts_t so = {.n_parallel = cfg->parallel, .n_ctx = cfg->ctx_size, .max_queue = cfg->max_queue,
                        .batch_tokens = cfg->batch_tokens, .n_threads = cfg->threads,
-                       .kv_mb = cfg->kv_cache_mb,
+                       .kv_mb = cfg->kv_cache_mb, .state_snapshots = cfg->state_snapshots,
                        .spec_ngram = cfg->spec && !strcmp(cfg->spec, "ngram"),
                        .spec_off = cfg->spec && !strcmp(cfg->spec, "none"),
                        .spec_k_max = cfg->spec_draft_max, .spec_row_cost = cfg->spec_row_cost,
                        .draft_model = s.draft_model,
                        .image_cache_mb = s.media ? cfg->media.image_cache_mb : 0};
-    s.sched = sched_create(s.model, &so, &err);
-    if (!s.sched) {
+    if (!embed_mode)
+        s.sched = sched_create(s.model, &so, &err);
+    if (!s.sched && !s.embed) {
         fprintf(stderr, "llm-fcgi: cannot start the engine: %s\n", err.msg);
         srv_media_close(s.media);
         model_free(s.model);
@@ -332,9 +349,10 @@ int srv_run(srv_config_t *cfg)
         return 1;
     }
     /* the grammar engine (structured output): vocabulary tries, caches */
-    s.grammar = grammar_engine_create(s.vocab, (size_t)(cfg->grammar_cache_mb > 0 ? cfg->grammar_cache_mb : 256) << 20,
-                                      &err);
-    if (!s.grammar) {
+    if (!embed_mode)
+        s.grammar = grammar_engine_create(s.vocab,
+                                          (size_t)(cfg->grammar_cache_mb > 0 ? cfg->grammar_cache_mb : 256) << 20, &err);
+    if (!s.grammar && !embed_mode) {
         fprintf(stderr, "llm-fcgi: cannot start the grammar engine: %s\n", err.msg);
         sched_free(s.sched);
         srv_media_close(s.media);
@@ -351,7 +369,7 @@ int srv_run(srv_config_t *cfg)
     }
     /* the chat template (compiled once) and the output parsers */
     chat_tmpl_renderer_t *tmpl = NULL;
-    if (srv_chat_setup(&s, cfg, &tmpl) < 0) {
+    if (!embed_mode && srv_chat_setup(&s, cfg, &tmpl) < 0) {
         sched_free(s.sched);
         srv_media_close(s.media);
         grammar_engine_free(s.grammar);
@@ -360,6 +378,36 @@ int srv_run(srv_config_t *cfg)
         model_free(s.draft_model);
         return 1;
     }
+
+    /* the store of the Responses API (store.h) */
+    char store_path[4200], store_desc[4200];
+    const char *where = cfg->store;
+    if (!where && store_default_path(store_path, sizeof store_path))
+        where = store_path;
+    int64_t ttl = cfg->store_ttl > 0 ? cfg->store_ttl : 30 * 86400;
+    if (where && strcmp(where, "none")) {
+        store_describe(where, store_desc, sizeof store_desc);
+        s.store = store_open(where, ttl, &err);
+        if (!s.store && !cfg->store) { /* the default place: not worth failing the start */
+            fprintf(stderr, "llm-fcgi: WARNING: no response store: cannot open %s: %s (give --store)\n",
+                    store_desc, err.msg);
+        } else if (!s.store) {
+            fprintf(stderr, "llm-fcgi: cannot open the response store %s: %s\n", store_desc, err.msg);
+            sched_free(s.sched);
+            grammar_engine_free(s.grammar);
+            metrics_destroy(&s.metrics);
+            chat_tmpl_renderer_free(tmpl);
+            model_free(s.model);
+            return 1;
+        }
+        if (s.store)
+            fprintf(stderr, "llm-fcgi: responses stored in %s (%s, kept %lld s)\n", store_desc, store_kind(s.store),
+                    (long long)ttl);
+    } else {
+        fprintf(stderr, "llm-fcgi: no response store%s: /v1/responses keeps nothing\n",
+                where ? " (--store none)" : " (no state directory)");
+    }
+    api_responses_init(&s);
 
     int fd = -1;
     bool unlink_path = false, inherited = false;
@@ -418,7 +466,7 @@ int srv_run(srv_config_t *cfg)
             cfg->model_path, cfg->names[0],
             fd == 0 ? "fd 0" : inherited ? "fd 3 (systemd)" : cfg->listen_addr ? cfg->listen_addr : cfg->socket_path,
             cfg->parallel,
-            sched_n_ctx(s.sched), started);
+            srv_n_ctx(&s), started);
 
     int sig = 0;
     sigwait(&set, &sig);
@@ -446,10 +494,14 @@ int srv_run(srv_config_t *cfg)
         struct timespec ts = {0, 50 * 1000000L};
         nanosleep(&ts, NULL);
     }
+    /* background responses get what is left of the drain time */
+    api_responses_drain(&s, (int64_t)deadline);
     /* stop the engine: still-running jobs end as cancelled, which unblocks
      * their workers; a worker still writing to a peer that does not read
      * gives up after --io-timeout */
-    sched_stop(s.sched);
+    if (s.sched)
+        sched_stop(s.sched);
+    embed_sched_stop(s.embed);
     for (int i = 0; i < started; i++)
         pthread_join(wk[i].thread, NULL);
     status = 0;
@@ -461,10 +513,13 @@ out:
             pthread_join(wk[i].thread, NULL);
     }
     fcgi_guard_free(s.guard);
+    api_responses_free(&s);
+    store_close(s.store);
     free(wk);
     if (fd > 0)
         close(fd);
     sched_free(s.sched);
+    embed_sched_free(s.embed);
     grammar_engine_free(s.grammar);
     metrics_destroy(&s.metrics);
     chat_tmpl_renderer_free(tmpl);

@@ -32,6 +32,7 @@ const char *http_status_text(int status)
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
     case 404: return "Not Found";
+    case 403: return "Forbidden";
     case 405: return "Method Not Allowed";
     case 413: return "Payload Too Large";
     case 429: return "Too Many Requests";
@@ -134,7 +135,7 @@ char *http_error_json(int status, const char *message, const char *param, const 
 int http_reply_error(http_req_t *r, int status, const char *message, const char *param,
                      const char *code, const char *extra)
 {
-    char *j = http_error_json(status, message, param, code);
+    char *j = (r->error_json ? r->error_json : http_error_json)(status, message, param, code);
     if (!j)
         return -1;
     int rc = http_reply_json(r, status, j, extra);

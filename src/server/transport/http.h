@@ -35,7 +35,9 @@ typedef struct {
     http_io_t io;
     const char *method;     /* "GET", "POST", ... */
     const char *path;       /* without the query string */
+    const char *query;      /* the query string without '?' (NULL: none) */
     const char *auth;       /* Authorization header or NULL */
+    const char *api_key;    /* x-api-key header (Anthropic's clients) or NULL */
     const char *body;       /* NUL-terminated copy of the body (may be "") */
     size_t body_len;
     char id[40];            /* request id for logs and response ids (hex) */
@@ -46,6 +48,10 @@ typedef struct {
     int32_t prompt_tokens;
     int32_t completion_tokens;
     double ttft_ms;         /* < 0: no token produced */
+    /* The error body of http_reply_error for this exchange (NULL:
+     * OpenAI's, http_error_json): set for routes whose API has its own
+     * shape (Anthropic Messages). malloc'd text, caller frees. */
+    char *(*error_json)(int status, const char *message, const char *param, const char *code);
 } http_req_t;
 
 /* HTTP status for an lf_code_t (LF_ERR_INVALID -> 400, ...). */
@@ -68,7 +74,8 @@ const char *http_utf8_text(const char *text, char **owned);
 
 /* Complete JSON reply: headers + body + flush (body made valid UTF-8). */
 int http_reply_json(http_req_t *r, int status, const char *json, const char *extra);
-/* Complete error reply. param/code may be NULL (-> JSON null). */
+/* Complete error reply. param/code may be NULL (-> JSON null). The body
+ * is r->error_json's when set, else OpenAI's. */
 int http_reply_error(http_req_t *r, int status, const char *message, const char *param,
                      const char *code, const char *extra);
 /* Error reply from an lf_err_t (status from its code). */

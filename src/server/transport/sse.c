@@ -25,6 +25,15 @@ int sse_data(http_req_t *r, const char *json)
     return rc;
 }
 
+int sse_event(http_req_t *r, const char *name, const char *json)
+{
+    if (strchr(name, '\n') || strchr(json, '\n'))
+        return -1;
+    if (http_write(r, "event: ", 7) < 0 || http_write(r, name, strlen(name)) < 0 || http_write(r, "\n", 1) < 0)
+        return -1;
+    return sse_data(r, json);
+}
+
 int sse_comment(http_req_t *r, const char *text)
 {
     if (strchr(text, '\n'))

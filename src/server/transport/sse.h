@@ -16,6 +16,9 @@
  * X-Accel-Buffering: no) with status 200. */
 int sse_start(http_req_t *r);
 int sse_data(http_req_t *r, const char *json);
+/* A named event: "event: NAME\n" + "data: JSON\n\n" (the Responses and
+ * Anthropic Messages streams, whose clients dispatch on the name). */
+int sse_event(http_req_t *r, const char *name, const char *json);
 int sse_comment(http_req_t *r, const char *text);
 int sse_done(http_req_t *r);
 /* An error after the stream started: data: {"error":...} then [DONE]. */

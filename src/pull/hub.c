@@ -377,6 +377,19 @@ static size_t list_dir(const char *dir, char **names)
     return n;
 }
 
+/* out = dir/names[idx] when idx names one (and it fits); frees the n names */
+static bool found_in(const char *dir, char **names, size_t n, int idx, char *out, size_t cap)
+{
+    bool ok = idx >= 0 && names[idx];
+    if (ok) {
+        int w = snprintf(out, cap, "%s/%s", dir, names[idx]);
+        ok = w > 0 && (size_t)w < cap;
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    return ok;
+}
+
 bool hub_local_find(const char *models_dir, const hub_ref_t *ref, char *out, size_t cap)
 {
     char dir[1024], file[256];
@@ -391,15 +404,8 @@ bool hub_local_find(const char *models_dir, const hub_ref_t *ref, char *out, siz
     }
     char *names[256];
     size_t n = list_dir(dir, names);
-    int idx = hub_match_quant((const char *const *)names, n, ref->repo, ref->quant, NULL);
-    bool ok = idx >= 0 && names[idx];
-    if (ok) {
-        int w = snprintf(out, cap, "%s/%s", dir, names[idx]);
-        ok = w > 0 && (size_t)w < cap;
-    }
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    return ok;
+    return found_in(dir, names, n, hub_match_quant((const char *const *)names, n, ref->repo, ref->quant, NULL), out,
+                    cap);
 }
 
 bool hub_local_find_mmproj(const char *models_dir, const hub_ref_t *ref, char *out, size_t cap)
@@ -410,15 +416,7 @@ bool hub_local_find_mmproj(const char *models_dir, const hub_ref_t *ref, char *o
     char *names[256];
     size_t n = list_dir(dir, names);
     /* pulled files lie side by side: the model's directory is "" */
-    int idx = hub_match_mmproj((const char *const *)names, n, "");
-    bool ok = idx >= 0;
-    if (ok) {
-        int w = snprintf(out, cap, "%s/%s", dir, names[idx]);
-        ok = w > 0 && (size_t)w < cap;
-    }
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    return ok;
+    return found_in(dir, names, n, hub_match_mmproj((const char *const *)names, n, ""), out, cap);
 }
 
 bool hub_models_dir(char *out, size_t cap)

@@ -18,6 +18,30 @@
 #define GB_FN(name) GB_CAT(name, GEMM_SUFFIX)
 #define GB_NR (2 * GV_W)
 
+/* the end of a full tile: the sums c0/c1[MR] (+ bias) stored (=/+= acc) to
+ * c (ldc); a macro so that the sums stay in registers */
+#define GB_TILE_STORE()                                                                                             \
+    do {                                                                                                           \
+        if (bias) {                                                                                                \
+            const gv_t bb0 = gv_load(bias), bb1 = gv_load(bias + GV_W);                                            \
+            _Pragma("GCC unroll 16") for (int r = 0; r < GEMM_MR; r++)                                            \
+            {                                                                                                      \
+                c0[r] = gv_add(c0[r], bb0);                                                                        \
+                c1[r] = gv_add(c1[r], bb1);                                                                        \
+            }                                                                                                      \
+        }                                                                                                          \
+        _Pragma("GCC unroll 16") for (int r = 0; r < GEMM_MR; r++)                                                \
+        {                                                                                                          \
+            float *cr = c + r * ldc;                                                                               \
+            if (acc) {                                                                                             \
+                c0[r] = gv_add(c0[r], gv_load(cr));                                                                \
+                c1[r] = gv_add(c1[r], gv_load(cr + GV_W));                                                         \
+            }                                                                                                      \
+            gv_store(cr, c0[r]);                                                                                   \
+            gv_store(cr + GV_W, c1[r]);                                                                            \
+        }                                                                                                          \
+    } while (0)
+
 /* C[MR][2 vw] (=/+=) A[MR][kc] Bp[kc][2 vw] (+ bias) */
 static void GB_FN(gemm_ukr_full)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
                                  int acc, const float *bias)
@@ -45,24 +69,7 @@ static void GB_FN(gemm_ukr_full)(int64_t kc, const float *a, int64_t lda, const 
             c1[r] = gv_fma(av, b1, c1[r]);
         }
     }
-    if (bias) {
-        const gv_t bb0 = gv_load(bias), bb1 = gv_load(bias + GV_W);
-#pragma GCC unroll 16
-        for (int r = 0; r < GEMM_MR; r++) {
-            c0[r] = gv_add(c0[r], bb0);
-            c1[r] = gv_add(c1[r], bb1);
-        }
-    }
-#pragma GCC unroll 16
-    for (int r = 0; r < GEMM_MR; r++) {
-        float *cr = c + r * ldc;
-        if (acc) {
-            c0[r] = gv_add(c0[r], gv_load(cr));
-            c1[r] = gv_add(c1[r], gv_load(cr + GV_W));
-        }
-        gv_store(cr, c0[r]);
-        gv_store(cr + GV_W, c1[r]);
-    }
+    GB_TILE_STORE();
 }
 
 /* gemm_ukr_full with A packed: A[r][k] at a[k * MR + r] (one stream, the
@@ -90,24 +97,7 @@ static void GB_FN(gemm_ukr_packed)(int64_t kc, const float *a, const float *b, f
         }
         a += GEMM_MR;
     }
-    if (bias) {
-        const gv_t bb0 = gv_load(bias), bb1 = gv_load(bias + GV_W);
-#pragma GCC unroll 16
-        for (int r = 0; r < GEMM_MR; r++) {
-            c0[r] = gv_add(c0[r], bb0);
-            c1[r] = gv_add(c1[r], bb1);
-        }
-    }
-#pragma GCC unroll 16
-    for (int r = 0; r < GEMM_MR; r++) {
-        float *cr = c + r * ldc;
-        if (acc) {
-            c0[r] = gv_add(c0[r], gv_load(cr));
-            c1[r] = gv_add(c1[r], gv_load(cr + GV_W));
-        }
-        gv_store(cr, c0[r]);
-        gv_store(cr + GV_W, c1[r]);
-    }
+    GB_TILE_STORE();
 }
 
 /* C[MR][vw] (=/+=) A[MR][kc] Bp[kc][vw] (+ bias) */

@@ -298,6 +298,7 @@ int main(void)
         model_t *dm = model_load(dpath, &err);
         sched_opts_t dr_o = base;
         dr_o.draft_model = dm;
+        dr_o.spec_draft_cost = 0.1; /* as cheap as a small draft: drafting is exercised */
         sched_t *dr = dm ? sched_create(m, &dr_o, &err) : NULL;
         ok = dr != NULL;
         for (int mi = 0; mi < 3 && ok; mi++) {

@@ -131,11 +131,68 @@ static void test_length(void)
     }
     tap_ok(zeros >= 56 && probes >= 3 && probes <= 5, "drafts that always fail: off, one probe every %d steps (%d probes)",
            SPEC_PROBE_EVERY, probes);
+    /* probes that keep failing come twice as rarely each time */
+    int steps = 0, n_probe = 0, gaps[8] = {0}, last = 0;
+    for (steps = 1; steps <= 2000 && n_probe < 6; steps++) {
+        if (spec_seq_length(sp, SPEC_SRC_NGRAM, &cheap, 1, 16) == 1) {
+            gaps[n_probe++] = steps - last;
+            last = steps;
+            spec_seq_feedback(sp, SPEC_SRC_NGRAM, 1, 0);
+        }
+    }
+    tap_ok(n_probe == 6 && gaps[1] == 2 * gaps[0] && gaps[2] == 2 * gaps[1] && gaps[5] == SPEC_PROBE_MAX,
+           "failed probes back off: gaps %d %d %d ... %d (at most %d)", gaps[0], gaps[1], gaps[2], gaps[5],
+           SPEC_PROBE_MAX);
     int64_t dr, ac;
     spec_seq_counts(sp, SPEC_SRC_NGRAM, &dr, &ac);
-    tap_ok(dr == 20 * 8 + 30 * 4 && ac == 120, "counts per source (%lld drafted, %lld accepted)", (long long)dr,
+    tap_ok(dr == 20 * 8 + 30 * 4 + 6 && ac == 120, "counts per source (%lld drafted, %lld accepted)", (long long)dr,
            (long long)ac);
     spec_seq_free(sp);
+
+    /* a draft model: its own step counts (measured, or before that the
+     * ratio of its weights); always-right drafts from a model as large as
+     * the target cannot pay, from a tenth of it they do */
+    spec_params_t pd = {.draft_model = true, .k_max = 16};
+    const struct {
+        double ratio, t_draft;
+        int32_t k_min, k_max;
+        const char *what;
+    } dcases[] = {
+        {1.0, 0, 0, 0, "a draft as large as the target (weights' ratio 1): no drafts"},
+        {0.1, 0, 8, 16, "a draft a tenth of the target: long drafts"},
+        {0.1, 1.2, 0, 0, "measured draft steps slower than a step override the ratio: no drafts"},
+        {1.0, 0.05, 8, 16, "measured draft steps of 0.05 of a step: long drafts"},
+    };
+    for (size_t i = 0; i < sizeof dcases / sizeof dcases[0]; i++) {
+        spec_seq_t *sd = spec_seq_create(&pd, &err);
+        for (int r = 0; r < 20; r++)
+            spec_seq_feedback(sd, SPEC_SRC_DRAFT, 8, 8);
+        spec_cost_t dc = {.t0 = 1.0, .t1 = 0.02, .draft_ratio = dcases[i].ratio, .t_draft = dcases[i].t_draft};
+        int32_t k = spec_seq_length(sd, SPEC_SRC_DRAFT, &dc, 1, 16);
+        tap_ok(k >= dcases[i].k_min && k <= dcases[i].k_max, "%s (%d)", dcases[i].what, k);
+        spec_seq_free(sd);
+    }
+    {
+        /* a switched-off draft model is probed only while it is cheap (a
+         * probe catches its cache up first) */
+        const double ratios[] = {1.0, 0.6, 0.1};
+        const int want[] = {0, 0, 1};
+        for (int r = 0; r < 3; r++) {
+            spec_seq_t *sd = spec_seq_create(&pd, &err);
+            for (int i = 0; i < 30; i++)
+                spec_seq_feedback(sd, SPEC_SRC_DRAFT, 4, 0);
+            spec_cost_t dc = {.t0 = 1.0, .t1 = 0.02, .draft_ratio = ratios[r]};
+            int n1 = 0, nk = 0;
+            for (int i = 0; i < 20; i++) {
+                const int32_t k = spec_seq_length(sd, SPEC_SRC_DRAFT, &dc, 1, 16);
+                n1 += k == 1;
+                nk += k > 1;
+            }
+            tap_ok(n1 == want[r] && nk == 0, "a failing draft model of %.0f%% of the target's weights: %d probes in 20 steps",
+                   100 * ratios[r], n1);
+            spec_seq_free(sd);
+        }
+    }
     tap_ok(fabs(spec_expected_accepted(0.5, 3) - 0.875) < 1e-12 && spec_expected_accepted(1.0, 5) == 5.0,
            "expected accepted tokens (geometric)");
 

@@ -939,7 +939,8 @@ static void *sched_main(void *arg)
             for (int32_t q = 0; q < s->n_dreq; q++)
                 for (int32_t r = 0; r < s->dreq[q].k; r++)
                     s->batch[s->dreq_row[q] + r].token = s->dreq[q].out[r];
-            s->cost.t_draft = spec_draft_step_seconds(s->draft);
+            if (s->o.spec_draft_cost <= 0)
+                s->cost.t_draft = spec_draft_step_seconds(s->draft);
         }
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -1071,6 +1072,10 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
         !(s->draft = spec_draft_create(opts->draft_model, m, s->o.n_parallel, s->o.n_ctx, s->o.batch_tokens,
                                        s->o.n_threads, err)))
         goto fail;
+    /* a draft step reads the draft's weights as a step reads the target's */
+    if (s->draft)
+        s->cost.draft_ratio = s->o.spec_draft_cost > 0 ? s->o.spec_draft_cost
+                              : (double)model_decode_bytes(opts->draft_model) / (double)model_decode_bytes(m);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     pthread_mutex_init(&s->gmu, NULL);

@@ -78,6 +78,9 @@ typedef struct {
     bool spec_off;        /* never speculate (for comparisons) */
     double spec_row_cost; /* > 0: what one more row costs relative to a step's
                              fixed part (draft lengths); else measured */
+    double spec_draft_cost; /* > 0: what a draft-model step costs relative to
+                               a step's fixed part, fixed (tests); else the
+                               weights' ratio, then measured */
     const model_t *draft_model; /* a draft model (spec_draft.h: the same
                                    vocabulary), or NULL; must outlive the
                                    scheduler */

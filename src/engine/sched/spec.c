@@ -31,6 +31,8 @@ struct spec_seq {
     double acc[SPEC_SRC_COUNT], rej[SPEC_SRC_COUNT]; /* decayed counts */
     int64_t n_drafted[SPEC_SRC_COUNT], n_accepted[SPEC_SRC_COUNT];
     int32_t idle[SPEC_SRC_COUNT]; /* steps since the source last drafted (probing) */
+    int32_t probe_every[SPEC_SRC_COUNT]; /* steps between probes (backs off) */
+    bool probing[SPEC_SRC_COUNT];        /* the last drafts were a probe */
 };
 
 const char *spec_src_name(spec_src_t src)
@@ -67,6 +69,7 @@ spec_seq_t *spec_seq_create(const spec_params_t *p, lf_err_t *err)
     for (int s = 0; s < SPEC_SRC_COUNT; s++) {
         sp->acc[s] = spec_prior[s][0];
         sp->rej[s] = spec_prior[s][1];
+        sp->probe_every[s] = SPEC_PROBE_EVERY;
     }
     return sp;
 }
@@ -208,8 +211,11 @@ int32_t spec_seq_length(spec_seq_t *sp, spec_src_t src, const spec_cost_t *cost,
     double t0 = cost && cost->t0 > 0 ? cost->t0 : 1.0, t1 = cost && cost->t1 > 0 ? cost->t1 : 0.05 * t0;
     if (rows < 1)
         rows = 1;
-    /* a draft-model token also costs its draft step */
-    const double extra = src == SPEC_SRC_DRAFT && cost ? cost->t_draft : 0;
+    /* a draft-model token also costs its draft step (before one was
+     * measured: the draft's share of the weights read) */
+    double extra = 0;
+    if (src == SPEC_SRC_DRAFT && cost)
+        extra = cost->t_draft > 0 ? cost->t_draft : cost->draft_ratio * t0;
     const double c = (t1 * rows + extra) / (t0 + t1 * rows);
     int32_t k = 0;
     double p = 1;
@@ -219,13 +225,24 @@ int32_t spec_seq_length(spec_seq_t *sp, spec_src_t src, const spec_cost_t *cost,
             break;
         k++;
     }
-    if (k == 0 && ++sp->idle[src] >= SPEC_PROBE_EVERY) {
+    sp->probing[src] = false;
+    if (k > 0) {
         sp->idle[src] = 0;
+        return k;
+    }
+    /* a draft model's probe first brings its cache up to every token
+     * since its last drafts (a prefill on the draft model): only a cheap
+     * draft is worth probing */
+    if (src == SPEC_SRC_DRAFT && c >= SPEC_DRAFT_PROBE_C)
+        return 0;
+    /* c >= 1: not even drafts that are always right would pay */
+    const int32_t every = c >= 1 ? SPEC_PROBE_MAX : sp->probe_every[src];
+    if (++sp->idle[src] >= every) {
+        sp->idle[src] = 0;
+        sp->probing[src] = true;
         return 1; /* a probe: the source may have started matching again */
     }
-    if (k > 0)
-        sp->idle[src] = 0;
-    return k;
+    return 0;
 }
 
 void spec_seq_feedback(spec_seq_t *sp, spec_src_t src, int32_t drafted, int32_t accepted)
@@ -236,6 +253,11 @@ void spec_seq_feedback(spec_seq_t *sp, spec_src_t src, int32_t drafted, int32_t 
     sp->rej[src] = sp->rej[src] * SPEC_DECAY + (accepted < drafted ? 1 : 0);
     sp->n_drafted[src] += drafted;
     sp->n_accepted[src] += accepted;
+    if (sp->probing[src]) { /* a failed probe: the next one comes later */
+        const int32_t e = sp->probe_every[src];
+        sp->probe_every[src] = accepted > 0 ? SPEC_PROBE_EVERY : e * 2 < SPEC_PROBE_MAX ? e * 2 : SPEC_PROBE_MAX;
+        sp->probing[src] = false;
+    }
     /* a rejected prediction token: pred_align sees the output leave the
      * prediction at the next proposal and re-aligns there */
 }

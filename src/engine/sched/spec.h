@@ -26,7 +26,11 @@
  * time (spec_cost_t, measured), and the length chosen maximises expected
  * accepted tokens minus what the extra rows cost in tokens of the step's
  * other work. A source whose drafts keep failing falls to length 0 and is
- * probed with one token every SPEC_PROBE_EVERY steps.
+ * probed with one token every SPEC_PROBE_EVERY steps, twice as rarely
+ * after each failed probe (up to SPEC_PROBE_MAX). A draft model is probed
+ * only while a draft token costs less than SPEC_DRAFT_PROBE_C of a step's
+ * progress: each probe first catches the draft's cache up with every token
+ * since its last drafts, a prefill on the draft model.
  *
  * Not thread-safe: one sequence is used by the scheduler thread only.
  */
@@ -39,7 +43,9 @@
 #include "common/status.h"
 
 #define SPEC_K_MAX 16        /* most draft tokens per step and sequence */
-#define SPEC_PROBE_EVERY 16  /* steps between probes of a switched-off source */
+#define SPEC_PROBE_EVERY 16  /* steps between probes of a switched-off source, */
+#define SPEC_PROBE_MAX 256   /* doubled after each probe that failed, up to this */
+#define SPEC_DRAFT_PROBE_C 0.5 /* a draft model costing more (c, spec.c) is not probed */
 
 typedef enum {
     SPEC_SRC_NONE = 0,
@@ -66,6 +72,8 @@ typedef struct {
 typedef struct {
     double t0, t1;
     double t_draft;      /* seconds of one draft-model step (0: none yet) */
+    double draft_ratio;  /* until t_draft is measured: a draft step's cost as a
+                            share of t0 (the draft's weight bytes / the target's) */
     double sw, sx, sy, sxx, sxy;
     bool fixed;          /* set by the operator: not measured */
 } spec_cost_t;

@@ -2,12 +2,15 @@
 # run.sh - the quick start: install the Debian packages, build, and run
 # llm-fcgi + nginx in the foreground on http://127.0.0.1:8080/v1.
 #
-#   scripts/run.sh [-m MODEL] [--port 8080] [--no-install] [-- SERVE_OPTIONS...]
+#   scripts/run.sh [-m MODEL] [--port 8080] [--no-install] [--no-mmproj] [-- SERVE_OPTIONS...]
 #   LLM_MODEL=MODEL scripts/run.sh
 #
 # MODEL is a GGUF file or a hub repository OWNER/NAME[:QUANT] (pulled with
 # `llm-fcgi pull`); without one, SmolLM2-135M-Instruct Q8_0 is pulled
 # (HuggingFaceTB/SmolLM2-135M-Instruct-GGUF:Q8_0, or $LLM_DEFAULT_MODEL).
+# A repository's vision projector (mmproj-*.gguf) comes with its model and
+# is served with --mmproj (images in chat messages) unless --no-mmproj is
+# given or the serve options (or $LLM_MMPROJ) name their own projector.
 #
 # Everything it writes lives in build/run/ ($LLM_RUN_DIR) (socket, nginx config, pid, logs,
 # temp files): no system nginx configuration is read or changed, nginx runs
@@ -18,12 +21,14 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 model=${LLM_MODEL:-}
 port=${LLM_PORT:-8080}
 install=1
+mmproj_pull=1
 while [ $# -gt 0 ]; do
     case "$1" in
         -m|--model) model=$2; shift 2 ;;
         --port) port=$2; shift 2 ;;
         --no-install) install=0; shift ;;
-        -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --no-mmproj) mmproj_pull=0; shift ;;
+        -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         --) shift; break ;;
         *) echo "run.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
     esac
@@ -55,10 +60,22 @@ else
     bin=$top/build/llm-fcgi
 fi
 
+# a projector named in the serve options (or $LLM_MMPROJ) wins over the repository's
+[ -n "${LLM_MMPROJ:-}" ] && mmproj_pull=0
+for a in "$@"; do
+    case "$a" in --mmproj|--mmproj=*) mmproj_pull=0 ;; esac
+done
+mmproj=
 if [ -z "$model" ] || is_repo "$model"; then
     repo=${model:-$default_model}
     [ -z "$model" ] && echo "run.sh: no model given; fetching the default, $repo (about 145 MB)" >&2
-    if ! model=$("$bin" pull "$repo"); then
+    no_mm=
+    [ "$mmproj_pull" = 1 ] || no_mm=--no-mmproj
+    # pull prints the model's path, then its projector's when the repository has one
+    if pulled=$("$bin" pull $no_mm "$repo"); then
+        model=$(printf '%s\n' "$pulled" | sed -n 1p)
+        mmproj=$(printf '%s\n' "$pulled" | sed -n 2p)
+    else
         cat >&2 <<MSG
 
 run.sh: could not download $repo (no network, or the hub at
@@ -72,6 +89,10 @@ https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF, fetched with
 MSG
         exit 1
     fi
+fi
+if [ -n "$mmproj" ]; then
+    echo "run.sh: vision projector $(basename "$mmproj") (images in chat messages; --no-mmproj leaves it out)" >&2
+    set -- --mmproj "$mmproj" "$@"
 fi
 
 run=${LLM_RUN_DIR:-$top/build/run}

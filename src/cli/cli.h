@@ -37,4 +37,8 @@ void bench_mean_sd(const double *v, int n, double *mean, double *sd);
 int bench_spec(const char *path, const char *mode, const char *draft_path, int32_t threads, int32_t n_gen,
                int32_t reps, int32_t streams, int32_t k_max, double row_cost, bool text_pred, bool json);
 
+/* cmd_bench_vision.c: `bench --mmproj FILE --image FILE` (the time to
+ * encode one image). Returns the exit status. */
+int bench_vision(const char *mmproj, const char *image, int32_t threads, int32_t reps, int32_t warmup, bool json);
+
 #endif

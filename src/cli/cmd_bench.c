@@ -20,7 +20,8 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: llm-fcgi bench -m MODEL [-t THREADS] [-p N] [-n N] [-d N] [-r REPS] [--batch B] [--json]\n\n"
+            "usage: llm-fcgi bench -m MODEL [-t THREADS] [-p N] [-n N] [-d N] [-r REPS] [--batch B] [--json]\n"
+            "       llm-fcgi bench --mmproj FILE --image FILE [-t THREADS] [-r REPS] [--warmup N] [--json]\n\n"
             "  -p N       prompt tokens processed as one batch (pp N; default 512, 0 = skip)\n"
             "  -n N       tokens generated one step at a time (tg N; default 128, 0 = skip)\n"
             "  -d N, --depth N  both measured after N tokens of context already in the cache\n"
@@ -40,7 +41,10 @@ static void usage(FILE *out)
             "             tenth replaced), unrelated (a prediction that never matches), ngram, or\n"
             "             draft (with --model-draft FILE)\n"
             "  --spec-text  predictions as text tokenized back (as the API does), not the tokens\n"
-            "  --spec-draft-max K, --spec-row-cost F   as for serve (default 16, measured)\n");
+            "  --spec-draft-max K, --spec-row-cost F   as for serve (default 16, measured)\n"
+            "  --mmproj FILE --image FILE  the vision encoder alone: time to encode the image (all its\n"
+            "             pixel arrays; --warmup N unmeasured runs (default 1), then REPS runs, wall\n"
+            "             clock), as llama-mtmd-cli reports its image encode time; no text model needed\n");
 }
 
 static double now(void)
@@ -167,6 +171,9 @@ int cmd_bench(int argc, char **argv)
                                          {"flash-attn", required_argument, 0, 'F'},
                                          {"cache-type-k", required_argument, 0, 'k'},
                                          {"cache-type-v", required_argument, 0, 'v'},
+                                         {"mmproj", required_argument, 0, 'V'},
+                                         {"image", required_argument, 0, 'I'},
+                                         {"warmup", required_argument, 0, 'W'},
                                          {"help", no_argument, 0, 'h'}, {0}};
     const char *path = NULL;
     long threads = 0, pp = 512, tg = 128, reps = 5, B = 1, prefix = 0, depth = 0;
@@ -177,6 +184,8 @@ int cmd_bench(int argc, char **argv)
     long spec_k = 0;
     double spec_cost = 0;
     int spec_text = 0;
+    const char *mmproj = NULL, *image = NULL;
+    long warmup = 1;
     cli_llama_aliases(argc, argv);
     while ((c = getopt_long(argc, argv, "m:t:p:n:r:d:h", opts, NULL)) != -1) {
         switch (c) {
@@ -207,9 +216,20 @@ int cmd_bench(int argc, char **argv)
         case 'C': spec_cost = strtod(optarg, NULL); break;
         case 'D': draft = optarg; break;
         case 'T': spec_text = 1; break;
+        case 'V': mmproj = optarg; break;
+        case 'I': image = optarg; break;
+        case 'W': warmup = strtol(optarg, NULL, 10); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
+    }
+    if (mmproj || image) {
+        if (!mmproj || !image || path || optind != argc || reps < 1 || reps > 1000 || threads < 0 || warmup < 0 ||
+            warmup > 100) {
+            usage(stderr);
+            return 2;
+        }
+        return bench_vision(mmproj, image, (int32_t)threads, (int32_t)reps, (int32_t)warmup, json);
     }
     if (!path || optind != argc || pp < 0 || tg < 0 || reps < 1 || reps > 1000 || B < 1 || B > 256 ||
         threads < 0 || pp > 65536 || tg > 65536 || prefix < 0 || prefix > 65536 || (prefix && prefix < 32) ||

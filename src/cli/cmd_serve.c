@@ -96,7 +96,8 @@ static const char usage[] =
     "                             template) [LLM_TOOL_CALL_PARSER]\n"
     "Images (vision models):\n"
     "      --mmproj FILE          vision projector (mmproj GGUF) of the model: image parts in messages\n"
-    "                             [LLM_MMPROJ]\n"
+    "                             [LLM_MMPROJ]; with -m OWNER/NAME[:QUANT], the repository's own\n"
+    "                             projector is pulled and used unless --no-mmproj\n"
     "      --max-images N         images per request (default 8) [LLM_MAX_IMAGES]\n"
     "      --max-image-bytes B    largest image as sent, k/m suffix ok (default 20m) [LLM_MAX_IMAGE_BYTES]\n"
     "      --max-image-pixels N   largest decoded image (default 33554432 = 8192 x 4096)\n"
@@ -267,21 +268,29 @@ static char *serve_default_name(const char *model)
 }
 
 /* -m OWNER/NAME[:QUANT] or a URL: the pulled file, downloaded when it is
- * not in the model directory yet ($LLM_MODELS_DIR). An existing path is
- * always a path. buf (cap bytes) holds the resolved path. */
-static int serve_resolve_model(srv_config_t *c, char *buf, size_t cap)
+ * not in the model directory yet ($LLM_MODELS_DIR), with the repository's
+ * vision projector when it has one and no --mmproj / --no-mmproj says
+ * otherwise (as llama-server's -hf). An existing path is always a path.
+ * buf and mm (cap bytes each) hold the resolved paths. */
+static int serve_resolve_model(srv_config_t *c, bool no_mmproj, char *buf, char *mm, size_t cap)
 {
     struct stat st;
     if (stat(c->model_path, &st) == 0 || !hub_ref_looks_like(c->model_path))
         return 0;
     pull_opts_t o = {.progress = pull_progress_for(stderr), .log = stderr};
     lf_err_t err = {0};
-    if (pull_model(c->model_path, &o, buf, cap, NULL, &err) != LF_OK) {
-        fprintf(stderr, "llm-fcgi serve: cannot get the model %s: %s\n", c->model_path, err.msg);
+    const bool want_mm = !no_mmproj && !(c->media.mmproj_path && *c->media.mmproj_path);
+    if (pull_model(c->model_path, &o, buf, cap, want_mm ? mm : NULL, cap, NULL, &err) != LF_OK) {
+        fprintf(stderr, "llm-fcgi serve: cannot get the model %s: %s%s\n", c->model_path, err.msg,
+                want_mm ? " (--no-mmproj: the model without its vision projector)" : "");
         return -1;
     }
     fprintf(stderr, "llm-fcgi serve: model %s is %s\n", c->model_path, buf);
     c->model_path = buf;
+    if (want_mm && *mm) {
+        fprintf(stderr, "llm-fcgi serve: vision projector %s (images in messages; --no-mmproj leaves it out)\n", mm);
+        c->media.mmproj_path = mm;
+    }
     return 0;
 }
 
@@ -290,7 +299,7 @@ enum { O_SOCKET = 256, O_LISTEN, O_NAME, O_KEY, O_KEYFILE, O_CTX, O_PAR, O_THR, 
        O_TMPL, O_RPARSE, O_TPARSE, O_RSTART, O_REND, O_GCACHE, O_IOTIME, O_MMPROJ, O_MAXIMG, O_IMGBYTES,
        O_IMGPX, O_IMGCACHE, O_MDOMAINS, O_MPRIVATE, O_MDIR, O_MTIMEOUT, O_MREDIR,
        O_SPEC, O_SPECMAX, O_SPECCOST, O_DRAFT, O_STORE, O_STORE_TTL, O_SNAPS,
-       O_EMBED, O_RERANK, O_POOLING, O_MAXINPUTS, O_FA, O_CTK, O_CTV };
+       O_EMBED, O_RERANK, O_POOLING, O_MAXINPUTS, O_FA, O_CTK, O_CTV, O_NOMMPROJ };
 
 /* A duration: seconds, or a number with s, m, h or d; -1 when bad. */
 static int64_t parse_duration(const char *s)
@@ -324,6 +333,7 @@ int cmd_serve(int argc, char **argv)
                       .media = {.image_cache_mb = 256, .media_max_redirects = 3}};
     const char *e;
     int ok = 1, names_from_flags = 0, keys_from_flags = 0, rc = 2, snaps = -1;
+    bool no_mmproj = false;
     const char *key_file = getenv("LLM_API_KEY_FILE");
     c.model_path = getenv("LLM_MODEL");
     c.socket_path = getenv("LLM_SOCKET");
@@ -411,7 +421,8 @@ int cmd_serve(int argc, char **argv)
         {"reasoning-start", required_argument, 0, O_RSTART}, {"reasoning-end", required_argument, 0, O_REND},
         {"grammar-cache-mb", required_argument, 0, O_GCACHE},
         {"io-timeout", required_argument, 0, O_IOTIME},
-        {"mmproj", required_argument, 0, O_MMPROJ}, {"max-images", required_argument, 0, O_MAXIMG},
+        {"mmproj", required_argument, 0, O_MMPROJ}, {"no-mmproj", no_argument, 0, O_NOMMPROJ},
+        {"max-images", required_argument, 0, O_MAXIMG},
         {"max-image-bytes", required_argument, 0, O_IMGBYTES}, {"max-image-pixels", required_argument, 0, O_IMGPX},
         {"image-cache-mb", required_argument, 0, O_IMGCACHE}, {"media-domains", required_argument, 0, O_MDOMAINS},
         {"media-allow-private", no_argument, 0, O_MPRIVATE}, {"media-dir", required_argument, 0, O_MDIR},
@@ -474,6 +485,7 @@ int cmd_serve(int argc, char **argv)
         case O_REND: c.reasoning_end = optarg; break;
         case O_GCACHE: bad = parse_int(optarg, 1, &c.grammar_cache_mb); break;
         case O_MMPROJ: c.media.mmproj_path = optarg; break;
+        case O_NOMMPROJ: no_mmproj = true; break;
         case O_MAXIMG: bad = parse_int(optarg, 1, &c.media.max_images); break;
         case O_IMGBYTES: c.media.max_image_bytes = (int64_t)parse_size(optarg, &ok); break;
         case O_IMGPX: c.media.max_image_pixels = (int64_t)parse_size(optarg, &ok); break;
@@ -530,8 +542,8 @@ int cmd_serve(int argc, char **argv)
         add_list(&c, e, 1);
     if (c.n_names == 0)
         c.names[c.n_names++] = serve_default_name(c.model_path);
-    char resolved[4096];
-    if (serve_resolve_model(&c, resolved, sizeof resolved) < 0) {
+    static char resolved[4096], resolved_mm[4096];
+    if (serve_resolve_model(&c, no_mmproj, resolved, resolved_mm, sizeof resolved) < 0) {
         rc = 1;
         goto out;
     }

@@ -19,7 +19,7 @@ struct gen_media {
     float **embd;      /* per span */
 };
 
-static uint8_t *slurp(const char *path, size_t *n, lf_err_t *err)
+uint8_t *gen_media_read(const char *path, size_t *n, lf_err_t *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -70,7 +70,7 @@ gen_media_t *gen_media_open(const char *mmproj, const char *const *images, int n
     }
     for (int i = 0; i < n_images; i++) {
         size_t n = 0;
-        uint8_t *bytes = slurp(images[i], &n, err);
+        uint8_t *bytes = gen_media_read(images[i], &n, err);
         if (!bytes)
             goto fail;
         lf_code_t rc = vis_media_load(g->v, bytes, n, 0, &g->media[i], err);

@@ -15,6 +15,8 @@
 
 typedef struct gen_media gen_media_t;
 
+/* The bytes of an image file (malloc'd, *n set); NULL + err. */
+uint8_t *gen_media_read(const char *path, size_t *n, lf_err_t *err);
 /* NULL + err on any failure (files, formats, marker count, sizes). */
 gen_media_t *gen_media_open(const char *mmproj, const char *const *images, int n_images, const model_t *m,
                             const char *model_path, const char *prompt, bool add_special, lf_err_t *err);

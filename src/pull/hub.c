@@ -192,54 +192,145 @@ static bool hex64(const char *s)
     return true;
 }
 
-lf_code_t hub_pick_gguf(const char *tree_json, const char *repo, const char *quant, hub_file_t *out,
-                        lf_err_t *err)
+/* The file entries of a tree listing: names[k] (paths) and items[k] (the
+ * JSON objects, owned by *root). */
+static lf_code_t parse_listing(const char *tree_json, const char *repo, json_object **root, const char ***names,
+                               json_object ***items, size_t *k, lf_err_t *err)
 {
-    memset(out, 0, sizeof *out);
-    json_object *root = json_tokener_parse(tree_json);
-    if (!root || !json_object_is_type(root, json_type_array)) {
-        json_object_put(root);
+    *root = json_tokener_parse(tree_json);
+    *names = NULL, *items = NULL, *k = 0;
+    if (!*root || !json_object_is_type(*root, json_type_array)) {
+        json_object_put(*root);
+        *root = NULL;
         return lf_err_set(err, LF_ERR_FORMAT, "%s: the hub's file listing is not a JSON array", repo);
     }
-    size_t n = json_object_array_length(root), k = 0;
-    const char **names = calloc(n ? n : 1, sizeof *names);
-    json_object **items = calloc(n ? n : 1, sizeof *items);
-    if (!names || !items) {
-        free(names), free(items), json_object_put(root);
+    size_t n = json_object_array_length(*root);
+    *names = calloc(n ? n : 1, sizeof **names);
+    *items = calloc(n ? n : 1, sizeof **items);
+    if (!*names || !*items) {
+        free(*names), free(*items), json_object_put(*root);
+        *root = NULL;
         return lf_err_set(err, LF_ERR_NOMEM, "out of memory");
     }
     for (size_t i = 0; i < n; i++) {
-        json_object *e = json_object_array_get_idx(root, i), *type, *path;
+        json_object *e = json_object_array_get_idx(*root, i), *type, *path;
         if (!json_object_is_type(e, json_type_object) || !json_object_object_get_ex(e, "path", &path) ||
             !json_object_is_type(path, json_type_string))
             continue;
         if (json_object_object_get_ex(e, "type", &type) && strcmp(json_object_get_string(type), "file"))
             continue;
-        names[k] = json_object_get_string(path);
-        items[k++] = e;
+        (*names)[*k] = json_object_get_string(path);
+        (*items)[(*k)++] = e;
     }
-    lf_code_t rc = LF_OK;
-    int idx = hub_match_quant(names, k, repo, quant, err);
-    if (idx < 0) {
-        rc = err ? err->code : LF_ERR_NOT_FOUND;
-    } else if (strlen(names[idx]) >= sizeof out->path) {
-        rc = lf_err_set(err, LF_ERR_INVALID, "%s: file name too long", repo);
-    } else {
-        json_object *e = items[idx], *v, *lfs;
-        strcpy(out->path, names[idx]);
-        if (json_object_object_get_ex(e, "size", &v))
+    return LF_OK;
+}
+
+/* out from a listing entry: path, size, LFS digest */
+static lf_code_t file_of(json_object *e, const char *name, const char *repo, hub_file_t *out, lf_err_t *err)
+{
+    if (strlen(name) >= sizeof out->path)
+        return lf_err_set(err, LF_ERR_INVALID, "%s: file name too long", repo);
+    json_object *v, *lfs;
+    strcpy(out->path, name);
+    if (json_object_object_get_ex(e, "size", &v))
+        out->size = (uint64_t)json_object_get_int64(v);
+    if (json_object_object_get_ex(e, "lfs", &lfs) && json_object_is_type(lfs, json_type_object)) {
+        if (json_object_object_get_ex(lfs, "oid", &v) && hex64(json_object_get_string(v)))
+            for (int i = 0; i < 65; i++)
+                out->sha256[i] = (char)tolower((unsigned char)json_object_get_string(v)[i]);
+        if (json_object_object_get_ex(lfs, "size", &v))
             out->size = (uint64_t)json_object_get_int64(v);
-        if (json_object_object_get_ex(e, "lfs", &lfs) && json_object_is_type(lfs, json_type_object)) {
-            if (json_object_object_get_ex(lfs, "oid", &v) && hex64(json_object_get_string(v)))
-                for (int i = 0; i < 65; i++)
-                    out->sha256[i] = (char)tolower((unsigned char)json_object_get_string(v)[i]);
-            if (json_object_object_get_ex(lfs, "size", &v))
-                out->size = (uint64_t)json_object_get_int64(v);
-        }
     }
+    return LF_OK;
+}
+
+/* The file of a listing: the model of quant, or (model_path given) the
+ * projector for that model. */
+static lf_code_t pick(const char *tree_json, const char *repo, const char *quant, const char *model_path,
+                      hub_file_t *out, lf_err_t *err)
+{
+    memset(out, 0, sizeof *out);
+    json_object *root;
+    const char **names;
+    json_object **items;
+    size_t k;
+    lf_code_t rc = parse_listing(tree_json, repo, &root, &names, &items, &k, err);
+    if (rc != LF_OK)
+        return rc;
+    const int idx = model_path ? hub_match_mmproj(names, k, model_path) : hub_match_quant(names, k, repo, quant, err);
+    if (idx >= 0)
+        rc = file_of(items[idx], names[idx], repo, out, err);
+    else if (model_path)
+        rc = lf_err_set(err, LF_ERR_NOT_FOUND, "%s has no projector (mmproj) for %s", repo, model_path);
+    else
+        rc = err ? err->code : LF_ERR_NOT_FOUND;
     free(names), free(items);
     json_object_put(root);
     return rc;
+}
+
+lf_code_t hub_pick_gguf(const char *tree_json, const char *repo, const char *quant, hub_file_t *out,
+                        lf_err_t *err)
+{
+    return pick(tree_json, repo, quant, NULL, out, err);
+}
+
+/* ---- projectors ---- */
+
+static bool is_mmproj(const char *name)
+{
+    const char *b = base_name(name);
+    return ends_with_ci(b, ".gguf") && strcasestr(b, "mmproj") && !is_split(b);
+}
+
+/* Is the directory of path a (path-component) prefix of model's directory?
+ * Its depth (slashes in it) in *depth. */
+static bool dir_above(const char *path, const char *model, size_t *depth)
+{
+    const char *b = base_name(path);
+    size_t n = (size_t)(b - path); /* the directory with its '/', or 0 */
+    *depth = 0;
+    if (strncmp(path, model, n))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        *depth += path[i] == '/';
+    return true;
+}
+
+/* F16 first (the projectors' usual precision, and the encoder's accuracy
+ * matters more than its size), then BF16, F32, Q8_0, the rest */
+static int mmproj_rank(const char *name)
+{
+    static const char *const pref[] = {"F16", "BF16", "F32", "Q8_0"};
+    for (int i = 0; i < 4; i++)
+        if (name_has_quant(base_name(name), pref[i]))
+            return i;
+    return 4;
+}
+
+int hub_match_mmproj(const char *const *names, size_t n, const char *model_path)
+{
+    int best = -1, best_rank = 0;
+    size_t best_depth = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t depth;
+        if (!is_mmproj(names[i]) || !dir_above(names[i], model_path, &depth))
+            continue;
+        const int rank = mmproj_rank(names[i]);
+        if (best < 0 || depth > best_depth || (depth == best_depth && rank < best_rank) ||
+            (depth == best_depth && rank == best_rank && strcmp(names[i], names[best]) < 0)) {
+            best = (int)i;
+            best_rank = rank;
+            best_depth = depth;
+        }
+    }
+    return best;
+}
+
+lf_code_t hub_pick_mmproj(const char *tree_json, const char *repo, const char *model_path, hub_file_t *out,
+                          lf_err_t *err)
+{
+    return pick(tree_json, repo, NULL, model_path, out, err);
 }
 
 lf_code_t hub_local_dir(const char *models_dir, const hub_ref_t *ref, char *dir, size_t dir_cap, char *file,
@@ -271,6 +362,34 @@ lf_code_t hub_local_dir(const char *models_dir, const hub_ref_t *ref, char *dir,
     return LF_OK;
 }
 
+/* The .gguf names in dir (at most 256), strdup'ed; their count. */
+static size_t list_dir(const char *dir, char **names)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 256)
+        if (e->d_name[0] != '.' && ends_with_ci(e->d_name, ".gguf") && (names[n] = strdup(e->d_name)))
+            n++;
+    closedir(d);
+    return n;
+}
+
+/* out = dir/names[idx] when idx names one (and it fits); frees the n names */
+static bool found_in(const char *dir, char **names, size_t n, int idx, char *out, size_t cap)
+{
+    bool ok = idx >= 0 && names[idx];
+    if (ok) {
+        int w = snprintf(out, cap, "%s/%s", dir, names[idx]);
+        ok = w > 0 && (size_t)w < cap;
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    return ok;
+}
+
 bool hub_local_find(const char *models_dir, const hub_ref_t *ref, char *out, size_t cap)
 {
     char dir[1024], file[256];
@@ -283,25 +402,21 @@ bool hub_local_find(const char *models_dir, const hub_ref_t *ref, char *out, siz
             fclose(f);
         return f != NULL;
     }
-    DIR *d = opendir(dir);
-    if (!d)
+    char *names[256];
+    size_t n = list_dir(dir, names);
+    return found_in(dir, names, n, hub_match_quant((const char *const *)names, n, ref->repo, ref->quant, NULL), out,
+                    cap);
+}
+
+bool hub_local_find_mmproj(const char *models_dir, const hub_ref_t *ref, char *out, size_t cap)
+{
+    char dir[1024], file[256];
+    if (ref->is_url || hub_local_dir(models_dir, ref, dir, sizeof dir, file, sizeof file, NULL) != LF_OK)
         return false;
     char *names[256];
-    size_t n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < 256)
-        if (e->d_name[0] != '.' && ends_with_ci(e->d_name, ".gguf"))
-            names[n++] = strdup(e->d_name);
-    closedir(d);
-    int idx = hub_match_quant((const char *const *)names, n, ref->repo, ref->quant, NULL);
-    bool ok = idx >= 0 && names[idx];
-    if (ok) {
-        int w = snprintf(out, cap, "%s/%s", dir, names[idx]);
-        ok = w > 0 && (size_t)w < cap;
-    }
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    return ok;
+    size_t n = list_dir(dir, names);
+    /* pulled files lie side by side: the model's directory is "" */
+    return found_in(dir, names, n, hub_match_mmproj((const char *const *)names, n, ""), out, cap);
 }
 
 bool hub_models_dir(char *out, size_t cap)

@@ -7,7 +7,8 @@
  * or Q4_K_M, matched case-insensitively against the GGUF file names of the
  * repository as a whole word ("Q4_K" never matches "...Q4_K_M.gguf").
  * Without QUANT: the only GGUF of the repository, else Q4_K_M, else Q8_0.
- * Multimodal projectors (mmproj) are never chosen; a quantization split
+ * Multimodal projectors (mmproj) are never chosen as the model (see
+ * hub_match_mmproj for the projector that goes with it); a quantization split
  * into several files (-00001-of-00003.gguf) is refused (llm-fcgi loads one
  * file).
  *
@@ -66,6 +67,22 @@ lf_code_t hub_pick_gguf(const char *tree_json, const char *repo, const char *qua
  * by the same rules; -1 and err as hub_pick_gguf otherwise. */
 int hub_match_quant(const char *const *names, size_t n, const char *repo, const char *quant, lf_err_t *err);
 
+/* The projector (mmproj) that goes with the model file model_path of a
+ * repository: a .gguf whose file name contains "mmproj" (any case; not a
+ * split file), in the model's directory or one above it, the deepest
+ * winning (llama.cpp's -hf rule), then by type: F16, BF16, F32, Q8_0, the
+ * rest (as a whole word in the name, like QUANT; where llama.cpp's -hf
+ * takes the type closest in bits to the model's, F16 keeps the encoder as
+ * its authors published it, whatever the text model's quantization); ties
+ * by name. The index among names[0..n), or -1 when the repository has
+ * none. */
+int hub_match_mmproj(const char *const *names, size_t n, const char *model_path);
+
+/* hub_match_mmproj over a tree listing (as hub_pick_gguf); LF_ERR_NOT_FOUND
+ * when there is no projector, LF_ERR_FORMAT for a bad listing. */
+lf_code_t hub_pick_mmproj(const char *tree_json, const char *repo, const char *model_path, hub_file_t *out,
+                          lf_err_t *err);
+
 /* Where a reference is stored: dir (MODELS_DIR/OWNER/NAME, or MODELS_DIR
  * for URLs) and, for URLs, the file name (the URL's last path segment,
  * query removed; "" for hub references, whose name comes from the listing).
@@ -77,6 +94,11 @@ lf_code_t hub_local_dir(const char *models_dir, const hub_ref_t *ref, char *dir,
  * bytes) and true, or false (nothing there, or no unique match). Reads the
  * directory; partial downloads (*.part) never count. */
 bool hub_local_find(const char *models_dir, const hub_ref_t *ref, char *out, size_t cap);
+
+/* The projector pulled with a hub reference's model (files side by side
+ * in MODELS_DIR/OWNER/NAME/, chosen by hub_match_mmproj): its path and
+ * true, or false. */
+bool hub_local_find_mmproj(const char *models_dir, const hub_ref_t *ref, char *out, size_t cap);
 
 /* The model directory: $LLM_MODELS_DIR, else $XDG_CACHE_HOME/llm-fcgi, else
  * $HOME/.cache/llm-fcgi. false when none can be formed. */

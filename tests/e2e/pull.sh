@@ -5,7 +5,10 @@
 # progress, the digest check, the file found again offline, a transfer
 # interrupted and resumed, a checksum mismatch and a non-GGUF file refused
 # (nothing left behind), an unwritable directory, a full disk, an
-# unreachable hub, unknown repositories and quantizations. Emits TAP.
+# unreachable hub, unknown repositories and quantizations; a vision
+# repository's projector pulled beside its model (the F16 one), found again
+# offline, left out with --no-mmproj, and a broken projector refused.
+# Emits TAP.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/hub_double.sh"
 
@@ -19,7 +22,14 @@ head -c 300000 /dev/urandom >"$E2E_TMP/noise.bin"
 
 hub_add test-org/stories-GGUF stories260K-Q8_0.gguf "$MODEL_FILE"
 hub_add test-org/stories-GGUF stories260K-F16.gguf "$MODEL_FILE"
-hub_add test-org/stories-GGUF mmproj-stories260K-Q8_0.gguf "$E2E_TMP/noise.bin"
+MODELS=${LLM_MODELS_DIR:-$TOP_SRCDIR/../shared/models}
+hub_add test-org/tinygemma3v-GGUF tinygemma3v-Q8_0.gguf "$MODELS/tinygemma3v-q8_0.gguf"
+hub_add test-org/tinygemma3v-GGUF mmproj-tinygemma3v-Q8_0.gguf "$E2E_TMP/noise.bin" # never chosen: F16 is there
+hub_add test-org/tinygemma3v-GGUF mmproj-tinygemma3v-F16.gguf "$MODELS/mmproj-tinygemma3v-f16.gguf"
+hub_add test-org/tinygemma3v-GGUF mmproj-tinygemma3v-F32.gguf "$MODELS/mmproj-tinygemma3v-f32.gguf"
+hub_add bad-org/badproj-GGUF model-Q8_0.gguf "$MODEL_FILE"
+hub_add bad-org/badproj-GGUF mmproj-model-F16.gguf "$E2E_TMP/noise.bin"
+MMSHA=$(sha256sum "$MODELS/mmproj-tinygemma3v-f16.gguf" | cut -d' ' -f1)
 hub_add slow/stories-GGUF stories260K-Q8_0.gguf "$MODEL_FILE"
 hub_add bad-org/wrong-sum-GGUF model-Q8_0.gguf "$MODEL_FILE" 0000000000000000000000000000000000000000000000000000000000000000
 hub_add bad-org/html-GGUF model-Q8_0.gguf "$E2E_TMP/page.html"
@@ -46,6 +56,61 @@ HF_ENDPOINT=http://127.0.0.1:1 "$L" pull -q test-org/stories-GGUF:q8_0 >/dev/nul
 ok $? "found offline, quantization matched case-insensitively"
 "$L" pull test-org/stories-GGUF:F16 >/dev/null 2>&1 && [ -f "$LLM_MODELS_DIR/test-org/stories-GGUF/stories260K-F16.gguf" ]
 ok $? "another quantization of the same repository"
+
+# ---- a vision repository: the projector comes with the model
+"$L" pull test-org/tinygemma3v-GGUF:Q8_0 >"$E2E_TMP/v1.out" 2>"$E2E_TMP/v1.err"; st=$?
+vdir=$LLM_MODELS_DIR/test-org/tinygemma3v-GGUF
+ok $([ $st = 0 ] && [ "$(sed -n 1p "$E2E_TMP/v1.out")" = "$vdir/tinygemma3v-Q8_0.gguf" ] &&
+     [ "$(sed -n 2p "$E2E_TMP/v1.out")" = "$vdir/mmproj-tinygemma3v-F16.gguf" ] && [ "$(wc -l <"$E2E_TMP/v1.out")" = 2 ]; echo $?) \
+    "pull of a vision repository prints the model's path, then its projector's (the F16 one) ($st)"
+[ "$(sha256sum "$vdir/mmproj-tinygemma3v-F16.gguf" 2>/dev/null | cut -d' ' -f1)" = "$MMSHA" ] &&
+    [ "$(grep -c 'SHA-256 verified, GGUF checked' "$E2E_TMP/v1.err")" = 2 ]
+ok $? "the projector is the hub's, digest verified and GGUF checked like the model"
+! grep -q 'mmproj-tinygemma3v-Q8_0\|mmproj-tinygemma3v-F32' "$HUB_DIR/access.log" && [ "$(ls "$vdir" | wc -l)" = 2 ]
+ok $? "the other projectors (Q8_0, F32) were never downloaded"
+"$L" pull test-org/tinygemma3v-GGUF:Q8_0 >"$E2E_TMP/v2.out" 2>"$E2E_TMP/v2.err"; st=$?
+ok $([ $st = 0 ] && cmp -s "$E2E_TMP/v1.out" "$E2E_TMP/v2.out" && grep -q 'already there: .*Q8_0.gguf, .*F16.gguf' "$E2E_TMP/v2.err" &&
+     [ "$(grep -c 'resolve/main/.*tinygemma3v' "$HUB_DIR/access.log")" = 2 ]; echo $?) \
+    "the same pull again: both found, nothing downloaded"
+HF_ENDPOINT=http://127.0.0.1:1 "$L" pull -q test-org/tinygemma3v-GGUF:Q8_0 >"$E2E_TMP/v3.out" 2>/dev/null; st=$?
+ok $([ $st = 0 ] && cmp -s "$E2E_TMP/v1.out" "$E2E_TMP/v3.out"; echo $?) "offline: model and projector found again"
+"$L" pull -q --no-mmproj test-org/tinygemma3v-GGUF:Q8_0 >"$E2E_TMP/v4.out" 2>/dev/null; st=$?
+ok $([ $st = 0 ] && [ "$(cat "$E2E_TMP/v4.out")" = "$vdir/tinygemma3v-Q8_0.gguf" ]; echo $?) "--no-mmproj: the model's path only"
+rm -f "$vdir/mmproj-tinygemma3v-F16.gguf"
+"$L" pull -q test-org/tinygemma3v-GGUF:Q8_0 >"$E2E_TMP/v5.out" 2>/dev/null; st=$?
+ok $([ $st = 0 ] && cmp -s "$E2E_TMP/v1.out" "$E2E_TMP/v5.out"; echo $?) \
+    "a model already there whose projector is missing: the projector is fetched"
+HF_ENDPOINT=http://127.0.0.1:1 "$L" pull test-org/stories-GGUF:Q8_0 >"$E2E_TMP/v6.out" 2>"$E2E_TMP/v6.err"; st=$?
+ok $([ $st = 0 ] && [ "$(cat "$E2E_TMP/v6.out")" = "$want" ] && grep -q 'not checked for a projector' "$E2E_TMP/v6.err"; echo $?) \
+    "a text model already there, hub unreachable: served as it is, says the projector was not checked"
+"$L" pull bad-org/badproj-GGUF:Q8_0 >"$E2E_TMP/bp.out" 2>"$E2E_TMP/bp.err"; st=$?
+ok $([ $st = 1 ] && grep -q 'projector (mmproj) mmproj-model-F16.gguf of bad-org/badproj-GGUF.*not a GGUF' "$E2E_TMP/bp.err" &&
+     grep -q 'the model itself is there .*--no-mmproj' "$E2E_TMP/bp.err" && [ ! -s "$E2E_TMP/bp.out" ]; echo $?) \
+    "a broken projector: exit 1, names it, says the model is there and how to pull it alone"
+sed 's/^/# /' "$E2E_TMP/bp.err" | tail -n 2
+[ ! -e "$LLM_MODELS_DIR/bad-org/badproj-GGUF/mmproj-model-F16.gguf" ] &&
+    [ -z "$(find "$LLM_MODELS_DIR/bad-org/badproj-GGUF" -name '*.part')" ]; ok $? "the broken projector left nothing behind"
+"$L" pull -q --no-mmproj bad-org/badproj-GGUF:Q8_0 >/dev/null 2>&1; ok $? "--no-mmproj pulls its model alone"
+
+# ---- serve -m a vision repository uses its projector, as llama-server's -hf
+TMPL=$TOP_SRCDIR/tests/e2e/vision_template.jinja
+IMG=$(base64 -w0 "${LLM_GOLDEN_DIR:-$TOP_SRCDIR/../shared/golden}/vision/images/v01_png_rgb_224x224.png")
+printf '{"messages":[{"role":"user","content":[{"type":"text","text":"What is it?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,%s"}}]}],"max_tokens":4}' \
+    "$IMG" >"$E2E_TMP/img.json"
+rm -f "$vdir/mmproj-tinygemma3v-F16.gguf"
+start_server "$L" serve -m test-org/tinygemma3v-GGUF:Q8_0 --threads 1 --chat-template "$TMPL" --ctx-size 1024
+ok $? "serve -m a vision repository starts"
+grep -q "vision projector $vdir/mmproj-tinygemma3v-F16.gguf" "$E2E_TMP/llm.log" && [ -f "$vdir/mmproj-tinygemma3v-F16.gguf" ]
+ok $? "serve pulls the missing projector and says it serves it"
+code=$(c -o "$E2E_TMP/simg.json" -w '%{http_code}' "$BASE/v1/chat/completions" -H 'Content-Type: application/json' \
+    --data-binary @"$E2E_TMP/img.json")
+ok $([ "$code" = 200 ]; echo $?) "an image in a chat message is answered ($code)"
+stop_server
+start_server "$L" serve -m test-org/tinygemma3v-GGUF:Q8_0 --no-mmproj --threads 1 --chat-template "$TMPL" --ctx-size 1024
+code=$(c -o "$E2E_TMP/simg2.json" -w '%{http_code}' "$BASE/v1/chat/completions" -H 'Content-Type: application/json' \
+    --data-binary @"$E2E_TMP/img.json")
+ok $([ "$code" = 400 ] && ! grep -q 'vision projector' "$E2E_TMP/llm.log"; echo $?) "serve --no-mmproj: text only, an image is a 400 ($code)"
+stop_server
 
 # ---- a terminal gets a bar redrawn in place
 TERM=dumb script -qec "'$L' pull --force test-org/stories-GGUF:Q8_0" /dev/null >"$E2E_TMP/tty.out" 2>&1
@@ -125,7 +190,10 @@ ok $([ $st = 1 ] && grep -q 'cannot reach the hub' "$E2E_TMP/net.err"; echo $?) 
 ok $([ $st = 1 ] && grep -q 'no such repository' "$E2E_TMP/404.err"; echo $?) "unknown repository: a clear message"
 "$L" pull -q test-org/stories-GGUF:Q5_K_M >/dev/null 2>"$E2E_TMP/q.err"; st=$?
 ok $([ $st = 1 ] && grep -q 'no GGUF file for Q5_K_M; it has: stories260K-Q8_0.gguf, stories260K-F16.gguf' "$E2E_TMP/q.err"; echo $?) \
-    "unknown quantization: lists the ones there are (projector files left out)"
+    "unknown quantization: lists the ones there are"
+"$L" pull -q test-org/tinygemma3v-GGUF:Q5_K_M >/dev/null 2>"$E2E_TMP/q2.err"; st=$?
+ok $([ $st = 1 ] && grep -q 'no GGUF file for Q5_K_M; it has: tinygemma3v-Q8_0.gguf$' "$E2E_TMP/q2.err"; echo $?) \
+    "unknown quantization of a vision repository: the projector files are left out of the list"
 "$L" pull 'not a ref' >/dev/null 2>&1; st=$?
 ok $([ $st = 2 ]; echo $?) "a malformed reference is a usage error (exit 2)"
 e2e_done

@@ -198,6 +198,56 @@ static void test_etag(void)
     }
 }
 
+/* the projector beside a model: llama.cpp's -hf rules, F16 first */
+static void test_mmproj(void)
+{
+    static const struct {
+        const char *names[6];
+        const char *model;
+        const char *want; /* NULL: none */
+    } c[] = {
+        {{"m-Q4_K_M.gguf", "mmproj-m-Q8_0.gguf", "mmproj-m-f16.gguf", "mmproj-m-F32.gguf"}, "m-Q4_K_M.gguf",
+         "mmproj-m-f16.gguf"},
+        {{"m-Q4_K_M.gguf", "mmproj-m-Q8_0.gguf", "mmproj-m-F32.gguf", "mmproj-m-BF16.gguf"}, "m-Q4_K_M.gguf",
+         "mmproj-m-BF16.gguf"},
+        {{"m-Q4_K_M.gguf", "mmproj-m-Q8_0.gguf", "mmproj-m-F32.gguf"}, "m-Q4_K_M.gguf", "mmproj-m-F32.gguf"},
+        {{"m-Q4_K_M.gguf", "MMPROJ-model.gguf"}, "m-Q4_K_M.gguf", "MMPROJ-model.gguf"}, /* any case, no type */
+        {{"m-Q4_K_M.gguf", "mmproj-b-Q8_0.gguf", "mmproj-a-Q8_0.gguf"}, "m-Q4_K_M.gguf", "mmproj-a-Q8_0.gguf"},
+        {{"m-Q4_K_M.gguf", "m-F16.gguf", "README.md"}, "m-Q4_K_M.gguf", NULL},          /* text only */
+        {{"m-Q4_K_M.gguf", "mmproj-m-f16.gguf.part", "mmproj.txt"}, "m-Q4_K_M.gguf", NULL}, /* not GGUFs */
+        {{"m-Q4_K_M.gguf", "mmproj-m-F16-00001-of-00002.gguf"}, "m-Q4_K_M.gguf", NULL},    /* split */
+        /* directories: the model's own, or one above it, the deepest first */
+        {{"q4/m-Q4_K_M.gguf", "mmproj-F16.gguf", "q4/mmproj-Q8_0.gguf"}, "q4/m-Q4_K_M.gguf", "q4/mmproj-Q8_0.gguf"},
+        {{"q4/m-Q4_K_M.gguf", "mmproj-F16.gguf", "q8/mmproj-F16.gguf"}, "q4/m-Q4_K_M.gguf", "mmproj-F16.gguf"},
+        {{"q4/m-Q4_K_M.gguf", "q/mmproj-F16.gguf"}, "q4/m-Q4_K_M.gguf", NULL},           /* "q/" is not "q4/" */
+        {{"m-Q4_K_M.gguf", "sub/mmproj-F16.gguf"}, "m-Q4_K_M.gguf", NULL},               /* below the model */
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        size_t n = 0;
+        while (n < 6 && c[i].names[n])
+            n++;
+        const int idx = hub_match_mmproj(c[i].names, n, c[i].model);
+        tap_ok(c[i].want ? idx >= 0 && !strcmp(c[i].names[idx], c[i].want) : idx < 0, "mmproj for %s among %zu: %s",
+               c[i].model, n, c[i].want ? c[i].want : "none");
+    }
+    static const char tree[] =
+        "[{\"type\":\"file\",\"path\":\"m-Q8_0.gguf\",\"size\":10},"
+        "{\"type\":\"file\",\"path\":\"mmproj-m-Q8_0.gguf\",\"size\":11},"
+        "{\"type\":\"file\",\"path\":\"mmproj-m-F16.gguf\",\"size\":5,\"lfs\":{\"oid\":"
+        "\"ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789\",\"size\":12}}]";
+    hub_file_t f;
+    lf_err_t err = {0};
+    tap_ok(hub_pick_mmproj(tree, "o/m", "m-Q8_0.gguf", &f, &err) == LF_OK && !strcmp(f.path, "mmproj-m-F16.gguf") &&
+               f.size == 12 && !strcmp(f.sha256, "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789"),
+           "hub_pick_mmproj: the F16 projector with its LFS size and digest");
+    tap_ok(hub_pick_mmproj("[{\"type\":\"file\",\"path\":\"m-Q8_0.gguf\"}]", "o/m", "m-Q8_0.gguf", &f, &err) ==
+                   LF_ERR_NOT_FOUND &&
+               strstr(err.msg, "no projector"),
+           "hub_pick_mmproj: a text-only repository: %s", err.msg);
+    tap_ok(hub_pick_gguf(tree, "o/m", "Q8_0", &f, &err) == LF_OK && !strcmp(f.path, "m-Q8_0.gguf"),
+           "the model pick still skips the projectors");
+}
+
 static void test_local(void)
 {
     char tmp[] = "/tmp/test_pull.XXXXXX";
@@ -230,6 +280,19 @@ static void test_local(void)
     tap_ok(hub_local_find(tmp, &r, found, sizeof found) && !strcmp(found, path), "the pulled file is found offline");
     hub_ref_parse("o/m:Q4_K_M", &r, NULL);
     tap_ok(!hub_local_find(tmp, &r, found, sizeof found), "another quantization is not");
+    hub_ref_parse("o/m:Q8_0", &r, NULL);
+    tap_ok(!hub_local_find_mmproj(tmp, &r, found, sizeof found), "no projector pulled: none found");
+    char mm[2][2048];
+    snprintf(mm[0], sizeof mm[0], "%s/mmproj-m-Q8_0.gguf", dir);
+    snprintf(mm[1], sizeof mm[1], "%s/mmproj-m-F16.gguf", dir);
+    for (int i = 0; i < 2; i++)
+        if ((f = fopen(mm[i], "w")))
+            fclose(f);
+    tap_ok(hub_local_find_mmproj(tmp, &r, found, sizeof found) && !strcmp(found, mm[1]),
+           "the pulled projector is found offline (F16 before Q8_0)");
+    tap_ok(hub_local_find(tmp, &r, found, sizeof found) && !strcmp(found, path), "the model is still the model");
+    for (int i = 0; i < 2; i++)
+        unlink(mm[i]);
     hub_ref_parse("https://h.example/p/x-Q8_0.gguf?download=true", &r, NULL);
     tap_ok(hub_local_dir(tmp, &r, dir, sizeof dir, file, sizeof file, NULL) == LF_OK && !strcmp(file, "x-Q8_0.gguf") &&
                !strcmp(dir, tmp),
@@ -289,6 +352,7 @@ int main(void)
     test_sha256();
     test_refs();
     test_pick();
+    test_mmproj();
     test_etag();
     test_local();
     test_env();

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/kernels/enc_attn.h"
+#include "engine/kernels/gemm.h"
 #include "engine/kernels/ggml_exact.h"
 #include "engine/model/linear.h"
 #include "engine/model/ops.h"
@@ -23,7 +25,6 @@ struct vis_enc {
     img_rgb_t px;
     int32_t n_tokens;
     int32_t stage, n_stages;   /* 0: patches, 1..n_layer: layers, n_layer + 1: projector */
-    int32_t n_threads_scratch;
     vis_work_t wk;
     float *out;                /* [n_tokens][n_out] */
 };
@@ -53,30 +54,86 @@ static void work_free(vis_work_t *w)
     free(w->ff2);
     free(w->cs);
     free(w->win);
+    free(w->perm);
+    free(w->seg);
     free(w->act);
     free(w->order);
     free(w->ds);
-    free(w->scores);
+    free(w->xr);
+    free(w->gemm);
+    free(w->attn);
     free(w->cols);
     memset(w, 0, sizeof *w);
 }
 
-static size_t act_bytes_max(const vis_model_t *v, int64_t n)
+/* Every matrix of the encoder and its projector, in turn, to fn. */
+static void each_matrix(const vis_model_t *v, void (*fn)(const model_tensor_t *t, void *ctx), void *ctx)
 {
-    size_t best = lin_act_bytes(&v->patch[0], n);
-    const model_tensor_t *mm[] = {&v->mm_proj, &v->mm0, &v->mm2};
-    for (int i = 0; i < 3; i++)
-        if (mm[i]->data && lin_act_bytes(mm[i], n) > best)
-            best = lin_act_bytes(mm[i], n);
+    const model_tensor_t *mm[] = {&v->patch[0], &v->patch[1], &v->mm_proj, &v->mm0, &v->mm2};
+    for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++)
+        if (mm[i]->data)
+            fn(mm[i], ctx);
     for (int il = 0; il < v->hp.n_layer; il++) {
         const vis_layer_t *L = &v->layers[il];
         const model_tensor_t *ts[] = {&L->wq, &L->wk, &L->wv, &L->wqkv, &L->wo, &L->up, &L->gate, &L->down,
                                       &L->ds_fc1, &L->ds_fc2};
         for (size_t t = 0; t < sizeof ts / sizeof ts[0]; t++)
-            if (ts[t]->data && lin_act_bytes(ts[t], n) > best)
-                best = lin_act_bytes(ts[t], n);
+            if (ts[t]->data)
+                fn(ts[t], ctx);
     }
-    return best;
+}
+
+typedef struct {
+    int64_t n;        /* rows */
+    size_t act_bytes; /* linear.h scratch for the types gemm.h does not take */
+    int64_t k_max;    /* widest input of a gemm.h matrix */
+} needs_t;
+
+static void need_of(const model_tensor_t *t, void *ctx)
+{
+    needs_t *nd = ctx;
+    if (!gemm_supports(t->type)) {
+        const size_t b = lin_act_bytes(t, nd->n);
+        nd->act_bytes = b > nd->act_bytes ? b : nd->act_bytes;
+        return;
+    }
+    nd->k_max = t->n_in > nd->k_max ? t->n_in : nd->k_max;
+}
+
+/* Qwen2.5-VL's windows on a patch grid: gwin x gwin merged tokens from the
+ * top left; windows per row of them for a grid g patches wide. */
+static int32_t window_cols(const vis_hparams_t *hp, int32_t g)
+{
+    const int32_t gwin = hp->window_px / hp->patch_size / 2;
+    return (g / 2 + gwin - 1) / gwin;
+}
+
+static int32_t window_of(const vis_hparams_t *hp, int32_t gw, int32_t px, int32_t py)
+{
+    const int32_t gwin = hp->window_px / hp->patch_size / 2;
+    return (py / 2 / gwin) * window_cols(hp, gw) + px / 2 / gwin;
+}
+
+/* The gemm.h and enc_attn.h scratch for nth threads. */
+static bool work_threads(const vis_model_t *v, vis_work_t *w, int nth)
+{
+    if (nth <= w->n_threads)
+        return true;
+    needs_t nd = {.n = w->n};
+    each_matrix(v, need_of, &nd);
+    void *g = malloc(gemm_scratch_size(nth, nd.k_max));
+    void *a = malloc(enc_attn_scratch_size(w->n, w->n_seg > 1 ? w->n_seg : 1, v->hp.n_head, v->hp.head_dim, nth));
+    if (!g || !a) {
+        free(g);
+        free(a);
+        return false;
+    }
+    free(w->gemm);
+    free(w->attn);
+    w->gemm = g;
+    w->attn = a;
+    w->n_threads = nth;
+    return true;
 }
 
 static lf_code_t work_alloc(const vis_model_t *v, vis_work_t *w, int32_t gw, int32_t gh, int n_threads, lf_err_t *err)
@@ -98,19 +155,27 @@ static lf_code_t work_alloc(const vis_model_t *v, vis_work_t *w, int32_t gw, int
     w->ff = malloc((size_t)(n * ffw) * sizeof(float));
     w->ff2 = malloc((size_t)(n * ffw) * sizeof(float));
     w->order = malloc((size_t)n);
-    w->scores = malloc((size_t)(n * n_threads) * sizeof(float));
     w->cols = malloc((size_t)(n * 3 * hp->patch_size * hp->patch_size) * sizeof(float));
-    size_t ab = act_bytes_max(v, n);
-    w->act = malloc(ab ? ab : 1);
-    bool ok = w->x && w->xn && w->q && w->k && w->v && w->att && w->ff && w->ff2 && w->order && w->scores && w->act &&
-              w->cols;
+    needs_t nd = {.n = n};
+    each_matrix(v, need_of, &nd);
+    bool ok = w->x && w->xn && w->q && w->k && w->v && w->att && w->ff && w->ff2 && w->order && w->cols;
+    if (ok && nd.act_bytes)
+        ok = (w->act = malloc(nd.act_bytes)) != NULL;
+    if (ok && nd.k_max)
+        ok = (w->xr = malloc(gemm_act_floats(n, nd.k_max) * sizeof(float))) != NULL;
     if (ok && is_qwen(hp)) {
         ok = (w->cs = malloc((size_t)(n * hp->head_dim) * sizeof(float))) != NULL;
-        if (ok && hp->proj == VIS_PROJ_QWEN25VL)
-            ok = (w->win = malloc((size_t)n * sizeof *w->win)) != NULL;
+        if (ok && hp->proj == VIS_PROJ_QWEN25VL) {
+            /* seg: the windows' first rows, then their fill cursors */
+            w->n_seg = window_cols(hp, gw) * window_cols(hp, gh);
+            ok = (w->win = malloc((size_t)n * sizeof *w->win)) && (w->perm = malloc((size_t)n * sizeof *w->perm)) &&
+                 (w->seg = malloc((size_t)(2 * w->n_seg + 1) * sizeof *w->seg));
+        }
         if (ok && hp->n_deepstack)
             ok = (w->ds = malloc((size_t)(n / 4 * hp->n_deepstack * hp->proj_dim) * sizeof(float))) != NULL;
     }
+    if (ok)
+        ok = work_threads(v, w, n_threads);
     if (!ok) {
         work_free(w);
         return lf_err_set(err, LF_ERR_NOMEM, "out of memory encoding a %dx%d patch image", gw, gh);
@@ -161,6 +226,35 @@ static void add_resized_pos(const vis_model_t *v, int32_t gw, int32_t gh, int32_
         out[e] += a[e] * (1 - dx) * (1 - dy) + b[e] * dx * (1 - dy) + c[e] * (1 - dx) * dy + d[e] * dx * dy;
 }
 
+/* Qwen2.5-VL: the rows (and their rope tables) put in window order, each
+ * window a run of rows (wk->seg), merge groups whole and in order within a
+ * window (llama.cpp's window_idx order); wk->perm is the way back
+ * (vis_unpermute). A stable counting sort on the window ids. */
+static void window_order(const vis_model_t *v, vis_work_t *wk)
+{
+    const vis_hparams_t *hp = &v->hp;
+    const int32_t gw = wk->gw, gh = wk->gh, n = wk->n, E = hp->n_embd, d = hp->head_dim, ns = wk->n_seg;
+    int32_t *seg = wk->seg, *fill = wk->seg + ns + 1;
+    for (int32_t py = 0; py < gh; py++)
+        for (int32_t ppx = 0; ppx < gw; ppx++)
+            wk->win[patch_row(hp, gw, ppx, py)] = window_of(hp, gw, ppx, py);
+    memset(seg, 0, (size_t)(ns + 1) * sizeof *seg);
+    for (int32_t i = 0; i < n; i++)
+        seg[wk->win[i] + 1]++;
+    for (int32_t s = 0; s < ns; s++)
+        seg[s + 1] += seg[s];
+    memcpy(fill, seg, (size_t)ns * sizeof *fill);
+    for (int32_t i = 0; i < n; i++)
+        wk->perm[fill[wk->win[i]]++] = i;
+    float *xt = wk->xn, *ct = wk->att;
+    for (int32_t i = 0; i < n; i++) {
+        memcpy(xt + (int64_t)i * E, wk->x + (int64_t)wk->perm[i] * E, (size_t)E * sizeof(float));
+        memcpy(ct + (int64_t)i * d, wk->cs + (int64_t)wk->perm[i] * d, (size_t)d * sizeof(float));
+    }
+    memcpy(wk->x, xt, (size_t)n * (size_t)E * sizeof(float));
+    memcpy(wk->cs, ct, (size_t)n * (size_t)d * sizeof(float));
+}
+
 void vis_patch_embed(const vis_model_t *v, tpool_t *pool, vis_work_t *wk, const img_rgb_t *px)
 {
     const vis_hparams_t *hp = &v->hp;
@@ -204,15 +298,20 @@ void vis_patch_embed(const vis_model_t *v, tpool_t *pool, vis_work_t *wk, const 
         }
         free(py_);
         free(px_);
-        if (wk->win) {
-            /* windows of gwin x gwin merged tokens from the top left */
-            const int32_t gwin = hp->window_px / hp->patch_size / 2, mw = gw / 2;
-            const int32_t wcols = (mw + gwin - 1) / gwin;
-            for (int32_t py = 0; py < gh; py++)
-                for (int32_t ppx = 0; ppx < gw; ppx++)
-                    wk->win[patch_row(hp, gw, ppx, py)] = (py / 2 / gwin) * wcols + ppx / 2 / gwin;
-        }
+        if (wk->win)
+            window_order(v, wk);
     }
+}
+
+void vis_unpermute(vis_work_t *wk, int64_t width)
+{
+    if (!wk->perm)
+        return;
+    for (int32_t i = 0; i < wk->n; i++)
+        memcpy(wk->xn + (int64_t)wk->perm[i] * width, wk->x + (int64_t)i * width, (size_t)width * sizeof(float));
+    memcpy(wk->x, wk->xn, (size_t)wk->n * (size_t)width * sizeof(float));
+    free(wk->perm);
+    wk->perm = NULL;
 }
 
 /* ---- projectors ---- */
@@ -237,7 +336,7 @@ void vis_deepstack(const vis_model_t *v, tpool_t *pool, vis_work_t *wk, int il, 
     const vis_layer_t *L = &v->layers[il];
     const int64_t T = v->hp.proj_dim, D = v->hp.n_deepstack;
     /* the deepstack merger normalises each 4-patch group (4E wide) */
-    vis_norm_rows(v, wk->x, L->ds_norm_w, L->ds_norm_b, wk->n / 4, 4 * v->hp.n_embd, wk->xn);
+    vis_norm_rows(v, pool, wk->x, L->ds_norm_w, L->ds_norm_b, wk->n / 4, 4 * v->hp.n_embd, wk->xn);
     merger(v, pool, wk, wk->xn, &L->ds_fc1, L->ds_fc1_b, &L->ds_fc2, L->ds_fc2_b, wk->ds + ds_index * T, D * T);
 }
 
@@ -245,8 +344,9 @@ void vis_project(const vis_model_t *v, tpool_t *pool, vis_work_t *wk, float *out
 {
     const vis_hparams_t *hp = &v->hp;
     const int64_t E = hp->n_embd, T = hp->proj_dim, n = wk->n;
+    vis_unpermute(wk, E);
     if (v->post_ln_w)
-        vis_norm_rows(v, wk->x, v->post_ln_w, v->post_ln_b, n, E, wk->x);
+        vis_norm_rows(v, pool, wk->x, v->post_ln_w, v->post_ln_b, n, E, wk->x);
     switch (hp->proj) {
     case VIS_PROJ_GEMMA3: {
         const int32_t k = hp->n_merge, ow = wk->gw / k, oh = wk->gh / k;
@@ -321,7 +421,6 @@ vis_enc_t *vis_enc_begin(const vis_model_t *v, const vis_array_t *a, lf_err_t *e
     e->v = v;
     e->n_tokens = qwen ? gw * gh / 4 : vis_tokens_for_grid(v, gw, gh);
     e->n_stages = hp->n_layer + 2;
-    e->n_threads_scratch = 1;
     lf_code_t rc = img_rgb_alloc(&e->px, a->px.w, a->px.h, NULL, err);
     if (rc == LF_OK) {
         memcpy(e->px.rgb, a->px.rgb, (size_t)a->px.w * (size_t)a->px.h * 3);
@@ -341,17 +440,9 @@ bool vis_enc_step(vis_enc_t *e, tpool_t *pool)
     const vis_model_t *v = e->v;
     if (e->stage >= e->n_stages)
         return true;
-    /* the attention scratch holds one score row per thread */
-    const int nth = tpool_size(pool);
-    if (nth > e->n_threads_scratch) {
-        float *s = realloc(e->wk.scores, (size_t)e->wk.n * (size_t)nth * sizeof(float));
-        if (s) {
-            e->wk.scores = s;
-            e->n_threads_scratch = nth;
-        } else {
-            pool = NULL; /* single-threaded with the scratch we have */
-        }
-    }
+    /* the scratch of the products and attention is per thread */
+    if (!work_threads(v, &e->wk, tpool_size(pool)))
+        pool = NULL; /* single-threaded with the scratch we have */
     if (e->stage == 0) {
         vis_patch_embed(v, pool, &e->wk, &e->px);
         img_rgb_free(&e->px);

@@ -10,6 +10,7 @@
 #define LF_VIS_INTERNAL_H
 
 #include "engine/gguf/gguf.h"
+#include "engine/kernels/gemm.h"
 #include "engine/vision/vision.h"
 
 typedef struct {
@@ -62,19 +63,36 @@ typedef struct {
     float *ff, *ff2;          /* [n][F] */
     float *cs;                /* [n][E] rope tables (qwen) */
     int32_t *win;             /* [n] window id of each patch (qwen2.5vl), or NULL */
-    void *act;                /* activation scratch of the matrices */
+    int32_t *perm;            /* [n] window order: row i holds patch perm[i] (qwen2.5vl), or NULL */
+    int32_t *seg;             /* [n_seg + 1] first row of each window in window order (+ n_seg cursors) */
+    int32_t n_seg;
+    void *act;                /* activation scratch of linear.h (types gemm.h does not take), or NULL */
     uint8_t *order;           /* [max rows] all GX_ORDER_TINY */
     float *ds;                /* [n / 4][n_deepstack * T] qwen3vl deepstack outputs */
-    float *scores;            /* [threads][n] attention scores */
+    float *xr;                /* gemm_act_floats(n, max n_in): activations prepared for gemm.h */
+    void *gemm;               /* gemm.h scratch for n_threads */
+    void *attn;               /* enc_attn.h scratch for n_threads */
+    int n_threads;            /* threads the scratch is sized for (0: none yet) */
     float *cols;              /* [n][3 P P] im2col of the pixels (until embedded) */
 } vis_work_t;
 
-/* x = ln(x) with weight w and bias b (b NULL: no bias), LayerNorm or RMS. */
-void vis_norm_rows(const vis_model_t *v, float *x, const float *w, const float *b, int64_t n, int64_t width,
-                   float *out);
-/* out = W x (+ bias) for n rows (linear.h numerics, prompt order). */
+/* out = ln(x) with weight w and bias b (b NULL: no bias), LayerNorm or
+ * RMS, rows split over the pool (out may be x). */
+void vis_norm_rows(const vis_model_t *v, tpool_t *pool, const float *x, const float *w, const float *b, int64_t n,
+                   int64_t width, float *out);
+/* out = W x (+ bias) for n rows (gemm.h: ggml's activation rounding, the
+ * tiles' summation order; linear.h for the types gemm.h does not take). */
 void vis_linear(tpool_t *pool, vis_work_t *wk, const model_tensor_t *W, const float *bias, const float *x, int64_t n,
                 float *out);
+/* out[i] from W[i] x (i < cnt) with epilogue epi[i] (gemm.h: bias,
+ * accumulate into out[i], post), x prepared once per activation type;
+ * tmp (n x n_out floats) is needed only for accumulating with a weight
+ * type gemm.h does not take (else NULL). */
+void vis_linear_epi(tpool_t *pool, vis_work_t *wk, int cnt, const model_tensor_t *const *W, const float *x,
+                    int64_t n, float *const *out, const gemm_epi_t *epi, float *tmp);
+/* Qwen2.5-VL: wk->x (rows of width) back from window order to the
+ * encoder's patch order (nothing when the rows were never reordered). */
+void vis_unpermute(vis_work_t *wk, int64_t width);
 /* One ViT layer on wk->x. */
 void vis_layer(const vis_model_t *v, tpool_t *pool, vis_work_t *wk, int il);
 /* The patch embedding of a (normalised inside) into wk->x, positions

@@ -595,6 +595,73 @@ GX_AVX2 static void tiny4_avx2(const void *w, const void *x, size_t x_stride, bo
     out[3 * out_stride] = hsum256x2(l3, h3);
 }
 
+/* tinyBLAS order for three rows and four tokens at once at the AVX2
+ * level. Each output's 16-lane accumulator is two independent 8-lane
+ * chains (lanes 0-7 and 8-15 of every 16-element block of k), each summed
+ * in k order exactly as in tiny4_avx2; the two chains are run one after
+ * the other, so a tile holds 12 accumulators (not 24) and each loaded row
+ * and token feeds 4 or 3 products instead of 4 or 1. */
+GX_AVX2 static void tile34_avx2(const void *w, size_t w_stride, const void *x, size_t x_stride, bool f16, int64_t n,
+                                float *out, size_t out_stride)
+{
+    __m256 half[2][12];
+    for (int h = 0; h < 2; h++) {
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0,
+               a9 = a0, a10 = a0, a11 = a0;
+        if (f16) {
+            const uint16_t *w0 = (const uint16_t *)w + 8 * h, *w1 = w0 + w_stride, *w2 = w1 + w_stride;
+            const uint16_t *x0 = (const uint16_t *)x + 8 * h, *x1 = x0 + x_stride, *x2 = x1 + x_stride,
+                           *x3 = x2 + x_stride;
+            for (int64_t i = 0; i < n; i += 16) {
+                const __m256 r0 = load8_f16(w0 + i), r1 = load8_f16(w1 + i), r2 = load8_f16(w2 + i);
+                __m256 t = load8_f16(x0 + i);
+                a0 = _mm256_fmadd_ps(r0, t, a0);
+                a1 = _mm256_fmadd_ps(r1, t, a1);
+                a2 = _mm256_fmadd_ps(r2, t, a2);
+                t = load8_f16(x1 + i);
+                a3 = _mm256_fmadd_ps(r0, t, a3);
+                a4 = _mm256_fmadd_ps(r1, t, a4);
+                a5 = _mm256_fmadd_ps(r2, t, a5);
+                t = load8_f16(x2 + i);
+                a6 = _mm256_fmadd_ps(r0, t, a6);
+                a7 = _mm256_fmadd_ps(r1, t, a7);
+                a8 = _mm256_fmadd_ps(r2, t, a8);
+                t = load8_f16(x3 + i);
+                a9 = _mm256_fmadd_ps(r0, t, a9);
+                a10 = _mm256_fmadd_ps(r1, t, a10);
+                a11 = _mm256_fmadd_ps(r2, t, a11);
+            }
+        } else {
+            const float *w0 = (const float *)w + 8 * h, *w1 = w0 + w_stride, *w2 = w1 + w_stride;
+            const float *x0 = (const float *)x + 8 * h, *x1 = x0 + x_stride, *x2 = x1 + x_stride, *x3 = x2 + x_stride;
+            for (int64_t i = 0; i < n; i += 16) {
+                const __m256 r0 = _mm256_loadu_ps(w0 + i), r1 = _mm256_loadu_ps(w1 + i), r2 = _mm256_loadu_ps(w2 + i);
+                __m256 t = _mm256_loadu_ps(x0 + i);
+                a0 = _mm256_fmadd_ps(r0, t, a0);
+                a1 = _mm256_fmadd_ps(r1, t, a1);
+                a2 = _mm256_fmadd_ps(r2, t, a2);
+                t = _mm256_loadu_ps(x1 + i);
+                a3 = _mm256_fmadd_ps(r0, t, a3);
+                a4 = _mm256_fmadd_ps(r1, t, a4);
+                a5 = _mm256_fmadd_ps(r2, t, a5);
+                t = _mm256_loadu_ps(x2 + i);
+                a6 = _mm256_fmadd_ps(r0, t, a6);
+                a7 = _mm256_fmadd_ps(r1, t, a7);
+                a8 = _mm256_fmadd_ps(r2, t, a8);
+                t = _mm256_loadu_ps(x3 + i);
+                a9 = _mm256_fmadd_ps(r0, t, a9);
+                a10 = _mm256_fmadd_ps(r1, t, a10);
+                a11 = _mm256_fmadd_ps(r2, t, a11);
+            }
+        }
+        half[h][0] = a0, half[h][1] = a1, half[h][2] = a2, half[h][3] = a3, half[h][4] = a4, half[h][5] = a5;
+        half[h][6] = a6, half[h][7] = a7, half[h][8] = a8, half[h][9] = a9, half[h][10] = a10, half[h][11] = a11;
+    }
+    for (int t = 0; t < 4; t++)
+        for (int r = 0; r < 3; r++)
+            out[(size_t)t * out_stride + (size_t)r] = hsum256x2(half[0][3 * t + r], half[1][3 * t + r]);
+}
+
 /* ggml_v_expf on 8 lanes. vscalefps(j, n) = j * 2^n rounded once is done
  * as (j * 2^(n - n/2)) * 2^(n/2): the first product is exact (normal),
  * the second rounds once, also into the subnormal range. */
@@ -842,7 +909,12 @@ static void gx_mm_worker(void *arg, int ith, int nth)
 #ifdef GX_X86
             if (tiny && lv >= GX_LEVEL_AVX2 && t + 3 < j->n_tok && j->order[t + 1] == GX_ORDER_TINY &&
                 j->order[t + 2] == GX_ORDER_TINY && j->order[t + 3] == GX_ORDER_TINY) {
-                for (int64_t r = rc; r < rend; r++)
+                int64_t r = rc;
+                if (lv == GX_LEVEL_AVX2)
+                    for (; r + 3 <= rend; r += 3)
+                        tile34_avx2((const uint8_t *)j->W + (size_t)r * row_bytes, (size_t)j->k, xt, (size_t)j->k,
+                                    j->f16, j->k, j->out + t * j->n_rows + r, (size_t)j->n_rows);
+                for (; r < rend; r++)
                     (lv == GX_LEVEL_AVX512 ? tiny4_avx512 : tiny4_avx2)((const uint8_t *)j->W + (size_t)r * row_bytes,
                                                                         xt, (size_t)j->k, j->f16, j->k,
                                                                         j->out + t * j->n_rows + r, (size_t)j->n_rows);

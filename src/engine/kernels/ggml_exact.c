@@ -763,6 +763,35 @@ GX_AVX2 static void softmax_row_avx2(float *s, int64_t n)
     for (; i < n; i++)
         s[i] *= (float)(1.0 / sum);
 }
+/* gx_softmax_blocks16 at the AVX2 level: the same operations without a
+ * dispatch per block. */
+GX_AVX2 static void softmax_blocks16_avx2(float *s, int64_t n)
+{
+    float max = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        max = s[i] > max ? s[i] : max;
+    const __m256 vmax = _mm256_set1_ps(max);
+    double sum = 0.0;
+    int64_t i = 0;
+    for (; i + 15 < n; i += 16) {
+        const __m256 lo = expf_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + i), vmax));
+        const __m256 hi = expf_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + i + 8), vmax));
+        _mm256_storeu_ps(s + i, lo);
+        _mm256_storeu_ps(s + i + 8, hi);
+        sum += (double)hsum256x2(lo, hi);
+    }
+    for (; i < n; i++) {
+        const float v = expf(s[i] - max);
+        sum += (double)v;
+        s[i] = v;
+    }
+    const float inv = (float)(1.0 / sum);
+    const __m256 vinv = _mm256_set1_ps(inv);
+    for (i = 0; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(s + i, _mm256_mul_ps(_mm256_loadu_ps(s + i), vinv));
+    for (; i < n; i++)
+        s[i] *= inv;
+}
 #endif
 
 /* ---- dispatch ------------------------------------------------------------ */
@@ -842,6 +871,36 @@ void gx_softmax_row(float *s, int64_t n)
 {
     GX_PICK(softmax_row, s, n);
     softmax_row_c(s, n);
+}
+
+void gx_softmax_blocks16(float *s, int64_t n)
+{
+#ifdef GX_X86
+    if (gx_level() == GX_LEVEL_AVX2) {
+        softmax_blocks16_avx2(s, n);
+        return;
+    }
+#endif
+    float max = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        max = s[i] > max ? s[i] : max;
+    double sum = 0.0;
+    int64_t i = 0;
+    for (; i + 15 < n; i += 16) {
+        float in[16];
+        for (int l = 0; l < 16; l++)
+            in[l] = s[i + l] - max;
+        gx_expf16(in, s + i);
+        sum += (double)gx_hsum16(s + i);
+    }
+    for (; i < n; i++) {
+        const float v = expf(s[i] - max);
+        sum += (double)v;
+        s[i] = v;
+    }
+    const float inv = (float)(1.0 / sum);
+    for (i = 0; i < n; i++)
+        s[i] *= inv;
 }
 
 /* ---- matrix product ------------------------------------------------------ */

@@ -125,26 +125,7 @@ void ops_swiglu_oai_row(float *y, const float *g, const float *u, int64_t n, flo
 
 void ops_softmax(float *s, int64_t n)
 {
-    float max = -INFINITY;
-    for (int64_t i = 0; i < n; i++)
-        max = s[i] > max ? s[i] : max;
-    double sum = 0.0;
-    int64_t i = 0;
-    for (; i + 15 < n; i += 16) {
-        float in[16];
-        for (int l = 0; l < 16; l++)
-            in[l] = s[i + l] - max;
-        gx_expf16(in, s + i);
-        sum += (double)gx_hsum16(s + i);
-    }
-    for (; i < n; i++) {
-        const float v = expf(s[i] - max);
-        sum += (double)v;
-        s[i] = v;
-    }
-    const float inv = (float)(1.0 / sum);
-    for (i = 0; i < n; i++)
-        s[i] *= inv;
+    gx_softmax_blocks16(s, n);
 }
 
 /* One channel of a tap-major row (see ops_ssm_conv_row). */

@@ -763,6 +763,15 @@ GX_AVX2 static void softmax_row_avx2(float *s, int64_t n)
     for (; i < n; i++)
         s[i] *= (float)(1.0 / sum);
 }
+GX_AVX2 static void add_row_avx2(float *y, const float *a, const float *b, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+    for (; i < n; i++)
+        y[i] = a[i] + b[i];
+}
+
 /* gx_softmax_blocks16 at the AVX2 level: the same operations without a
  * dispatch per block. */
 GX_AVX2 static void softmax_blocks16_avx2(float *s, int64_t n)
@@ -871,6 +880,18 @@ void gx_softmax_row(float *s, int64_t n)
 {
     GX_PICK(softmax_row, s, n);
     softmax_row_c(s, n);
+}
+
+void gx_add_row(float *y, const float *a, const float *b, int64_t n)
+{
+#ifdef GX_X86
+    if (gx_level() >= GX_LEVEL_AVX2) {
+        add_row_avx2(y, a, b, n);
+        return;
+    }
+#endif
+    for (int64_t i = 0; i < n; i++)
+        y[i] = a[i] + b[i];
 }
 
 void gx_softmax_blocks16(float *s, int64_t n)

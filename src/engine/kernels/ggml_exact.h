@@ -77,6 +77,9 @@ void gx_silu_row(float *y, const float *x, int64_t n);
  * read). Returns nothing; s[i] becomes e_i * (float)(1 / sum). */
 void gx_softmax_row(float *s, int64_t n);
 
+/* y[i] = a[i] + b[i] (one rounding each; y may alias a or b). */
+void gx_add_row(float *y, const float *a, const float *b, int64_t n);
+
 /* In place: s[0..n) = softmax(s) with ggml_v_expf on whole blocks of 16
  * (sums of each block's exps by gx_hsum16, added in double), libm expf on
  * the n % 16 tail, then s[i] *= (float)(1 / sum) (ops_softmax's order). */

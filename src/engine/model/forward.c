@@ -953,18 +953,15 @@ static void post_ln_rows(void *arg, int64_t lo, int64_t hi)
         float *h = j->x + i * E;
         const float *a = j->a + i * E;
         if (!j->x0) {
-            for (int64_t k = 0; k < E; k++)
-                h[k] = a[k] + h[k];
+            gx_add_row(h, a, h, E);
             ops_layer_norm(h, L->layer_out_norm, L->layer_out_norm_b, h, E, j->eps);
             continue;
         }
         const float *x0 = j->x0 + i * E;
-        for (int64_t k = 0; k < E; k++)
-            h[k] = a[k] + x0[k];
+        gx_add_row(h, a, x0, E);
         ops_layer_norm(h, L->attn_out_norm, L->attn_out_norm_b, h, E, j->eps);
         if (L->attn_norm_2) {
-            for (int64_t k = 0; k < E; k++)
-                h[k] = h[k] + x0[k];
+            gx_add_row(h, h, x0, E);
             ops_layer_norm(h, L->attn_norm_2, L->attn_norm_2_b, h, E, j->eps);
         }
     }

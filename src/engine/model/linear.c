@@ -33,8 +33,7 @@ static void bias_rows(void *arg, int64_t lo, int64_t hi)
 {
     const lin_rows_t *j = arg;
     for (int64_t t = lo; t < hi; t++)
-        for (int64_t r = 0; r < j->width; r++)
-            j->out[t * j->width + r] += j->bias[r];
+        gx_add_row(j->out + t * j->width, j->out + t * j->width, j->bias, j->width);
 }
 
 static int64_t grain_tokens(int64_t width)

@@ -3,7 +3,7 @@
  * limits) and the pooling helpers.
  *
  *  - attention rows mode (families without a KV cache): for random shapes
- *    (head sizes 8..72, lengths 1..70, grouped heads, windows, ALiBi,
+ *    (head sizes 8..128, lengths 1..200, grouped heads, windows, ALiBi,
  *    causal or not), every output equals, bit for bit, the scalar
  *    computation with gx_dot_f32_vec_e4 / gx_dot_f32_tiny per dot;
  *  - the scheduler: one job of many inputs gives the same vectors as one
@@ -68,7 +68,7 @@ static void ref_attention(int n_head, int n_kv_head, int hd, int len, const floa
 static void test_rows_attention(void)
 {
     const int hds[] = {8, 16, 32, 64, 72, 128};
-    const int lens[] = {1, 2, 7, 16, 33, 64, 70};
+    const int lens[] = {1, 2, 7, 16, 33, 64, 70, 128, 150, 200};
     int all = 0, same = 0;
     for (size_t a = 0; a < sizeof hds / sizeof hds[0]; a++)
         for (size_t b = 0; b < sizeof lens / sizeof lens[0]; b++)
@@ -83,8 +83,8 @@ static void test_rows_attention(void)
                     q[i] = frand();
                 for (int i = 0; i < len * kd; i++)
                     k[i] = frand(), v[i] = frand();
-                int32_t seq_n[128], pos[128], lo[128], hi[128];
-                uint8_t order[128];
+                int32_t seq_n[200], pos[200], lo[200], hi[200];
+                uint8_t order[200];
                 float slopes[4];
                 attn_alibi_slopes(n_head, 8.0f, slopes);
                 for (int t = 0; t < len; t++) {

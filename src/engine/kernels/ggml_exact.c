@@ -595,6 +595,73 @@ GX_AVX2 static void tiny4_avx2(const void *w, const void *x, size_t x_stride, bo
     out[3 * out_stride] = hsum256x2(l3, h3);
 }
 
+/* tinyBLAS order for three rows and four tokens at once at the AVX2
+ * level. Each output's 16-lane accumulator is two independent 8-lane
+ * chains (lanes 0-7 and 8-15 of every 16-element block of k), each summed
+ * in k order exactly as in tiny4_avx2; the two chains are run one after
+ * the other, so a tile holds 12 accumulators (not 24) and each loaded row
+ * and token feeds 4 or 3 products instead of 4 or 1. */
+GX_AVX2 static void tile34_avx2(const void *w, size_t w_stride, const void *x, size_t x_stride, bool f16, int64_t n,
+                                float *out, size_t out_stride)
+{
+    __m256 half[2][12];
+    for (int h = 0; h < 2; h++) {
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0,
+               a9 = a0, a10 = a0, a11 = a0;
+        if (f16) {
+            const uint16_t *w0 = (const uint16_t *)w + 8 * h, *w1 = w0 + w_stride, *w2 = w1 + w_stride;
+            const uint16_t *x0 = (const uint16_t *)x + 8 * h, *x1 = x0 + x_stride, *x2 = x1 + x_stride,
+                           *x3 = x2 + x_stride;
+            for (int64_t i = 0; i < n; i += 16) {
+                const __m256 r0 = load8_f16(w0 + i), r1 = load8_f16(w1 + i), r2 = load8_f16(w2 + i);
+                __m256 t = load8_f16(x0 + i);
+                a0 = _mm256_fmadd_ps(r0, t, a0);
+                a1 = _mm256_fmadd_ps(r1, t, a1);
+                a2 = _mm256_fmadd_ps(r2, t, a2);
+                t = load8_f16(x1 + i);
+                a3 = _mm256_fmadd_ps(r0, t, a3);
+                a4 = _mm256_fmadd_ps(r1, t, a4);
+                a5 = _mm256_fmadd_ps(r2, t, a5);
+                t = load8_f16(x2 + i);
+                a6 = _mm256_fmadd_ps(r0, t, a6);
+                a7 = _mm256_fmadd_ps(r1, t, a7);
+                a8 = _mm256_fmadd_ps(r2, t, a8);
+                t = load8_f16(x3 + i);
+                a9 = _mm256_fmadd_ps(r0, t, a9);
+                a10 = _mm256_fmadd_ps(r1, t, a10);
+                a11 = _mm256_fmadd_ps(r2, t, a11);
+            }
+        } else {
+            const float *w0 = (const float *)w + 8 * h, *w1 = w0 + w_stride, *w2 = w1 + w_stride;
+            const float *x0 = (const float *)x + 8 * h, *x1 = x0 + x_stride, *x2 = x1 + x_stride, *x3 = x2 + x_stride;
+            for (int64_t i = 0; i < n; i += 16) {
+                const __m256 r0 = _mm256_loadu_ps(w0 + i), r1 = _mm256_loadu_ps(w1 + i), r2 = _mm256_loadu_ps(w2 + i);
+                __m256 t = _mm256_loadu_ps(x0 + i);
+                a0 = _mm256_fmadd_ps(r0, t, a0);
+                a1 = _mm256_fmadd_ps(r1, t, a1);
+                a2 = _mm256_fmadd_ps(r2, t, a2);
+                t = _mm256_loadu_ps(x1 + i);
+                a3 = _mm256_fmadd_ps(r0, t, a3);
+                a4 = _mm256_fmadd_ps(r1, t, a4);
+                a5 = _mm256_fmadd_ps(r2, t, a5);
+                t = _mm256_loadu_ps(x2 + i);
+                a6 = _mm256_fmadd_ps(r0, t, a6);
+                a7 = _mm256_fmadd_ps(r1, t, a7);
+                a8 = _mm256_fmadd_ps(r2, t, a8);
+                t = _mm256_loadu_ps(x3 + i);
+                a9 = _mm256_fmadd_ps(r0, t, a9);
+                a10 = _mm256_fmadd_ps(r1, t, a10);
+                a11 = _mm256_fmadd_ps(r2, t, a11);
+            }
+        }
+        half[h][0] = a0, half[h][1] = a1, half[h][2] = a2, half[h][3] = a3, half[h][4] = a4, half[h][5] = a5;
+        half[h][6] = a6, half[h][7] = a7, half[h][8] = a8, half[h][9] = a9, half[h][10] = a10, half[h][11] = a11;
+    }
+    for (int t = 0; t < 4; t++)
+        for (int r = 0; r < 3; r++)
+            out[(size_t)t * out_stride + (size_t)r] = hsum256x2(half[0][3 * t + r], half[1][3 * t + r]);
+}
+
 /* ggml_v_expf on 8 lanes. vscalefps(j, n) = j * 2^n rounded once is done
  * as (j * 2^(n - n/2)) * 2^(n/2): the first product is exact (normal),
  * the second rounds once, also into the subnormal range. */
@@ -696,6 +763,44 @@ GX_AVX2 static void softmax_row_avx2(float *s, int64_t n)
     for (; i < n; i++)
         s[i] *= (float)(1.0 / sum);
 }
+GX_AVX2 static void add_row_avx2(float *y, const float *a, const float *b, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+    for (; i < n; i++)
+        y[i] = a[i] + b[i];
+}
+
+/* gx_softmax_blocks16 at the AVX2 level: the same operations without a
+ * dispatch per block. */
+GX_AVX2 static void softmax_blocks16_avx2(float *s, int64_t n)
+{
+    float max = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        max = s[i] > max ? s[i] : max;
+    const __m256 vmax = _mm256_set1_ps(max);
+    double sum = 0.0;
+    int64_t i = 0;
+    for (; i + 15 < n; i += 16) {
+        const __m256 lo = expf_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + i), vmax));
+        const __m256 hi = expf_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + i + 8), vmax));
+        _mm256_storeu_ps(s + i, lo);
+        _mm256_storeu_ps(s + i + 8, hi);
+        sum += (double)hsum256x2(lo, hi);
+    }
+    for (; i < n; i++) {
+        const float v = expf(s[i] - max);
+        sum += (double)v;
+        s[i] = v;
+    }
+    const float inv = (float)(1.0 / sum);
+    const __m256 vinv = _mm256_set1_ps(inv);
+    for (i = 0; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(s + i, _mm256_mul_ps(_mm256_loadu_ps(s + i), vinv));
+    for (; i < n; i++)
+        s[i] *= inv;
+}
 #endif
 
 /* ---- dispatch ------------------------------------------------------------ */
@@ -777,6 +882,48 @@ void gx_softmax_row(float *s, int64_t n)
     softmax_row_c(s, n);
 }
 
+void gx_add_row(float *y, const float *a, const float *b, int64_t n)
+{
+#ifdef GX_X86
+    if (gx_level() >= GX_LEVEL_AVX2) {
+        add_row_avx2(y, a, b, n);
+        return;
+    }
+#endif
+    for (int64_t i = 0; i < n; i++)
+        y[i] = a[i] + b[i];
+}
+
+void gx_softmax_blocks16(float *s, int64_t n)
+{
+#ifdef GX_X86
+    if (gx_level() == GX_LEVEL_AVX2) {
+        softmax_blocks16_avx2(s, n);
+        return;
+    }
+#endif
+    float max = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        max = s[i] > max ? s[i] : max;
+    double sum = 0.0;
+    int64_t i = 0;
+    for (; i + 15 < n; i += 16) {
+        float in[16];
+        for (int l = 0; l < 16; l++)
+            in[l] = s[i + l] - max;
+        gx_expf16(in, s + i);
+        sum += (double)gx_hsum16(s + i);
+    }
+    for (; i < n; i++) {
+        const float v = expf(s[i] - max);
+        sum += (double)v;
+        s[i] = v;
+    }
+    const float inv = (float)(1.0 / sum);
+    for (i = 0; i < n; i++)
+        s[i] *= inv;
+}
+
 /* ---- matrix product ------------------------------------------------------ */
 
 typedef struct {
@@ -842,7 +989,12 @@ static void gx_mm_worker(void *arg, int ith, int nth)
 #ifdef GX_X86
             if (tiny && lv >= GX_LEVEL_AVX2 && t + 3 < j->n_tok && j->order[t + 1] == GX_ORDER_TINY &&
                 j->order[t + 2] == GX_ORDER_TINY && j->order[t + 3] == GX_ORDER_TINY) {
-                for (int64_t r = rc; r < rend; r++)
+                int64_t r = rc;
+                if (lv == GX_LEVEL_AVX2)
+                    for (; r + 3 <= rend; r += 3)
+                        tile34_avx2((const uint8_t *)j->W + (size_t)r * row_bytes, (size_t)j->k, xt, (size_t)j->k,
+                                    j->f16, j->k, j->out + t * j->n_rows + r, (size_t)j->n_rows);
+                for (; r < rend; r++)
                     (lv == GX_LEVEL_AVX512 ? tiny4_avx512 : tiny4_avx2)((const uint8_t *)j->W + (size_t)r * row_bytes,
                                                                         xt, (size_t)j->k, j->f16, j->k,
                                                                         j->out + t * j->n_rows + r, (size_t)j->n_rows);

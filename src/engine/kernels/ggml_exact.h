@@ -77,6 +77,14 @@ void gx_silu_row(float *y, const float *x, int64_t n);
  * read). Returns nothing; s[i] becomes e_i * (float)(1 / sum). */
 void gx_softmax_row(float *s, int64_t n);
 
+/* y[i] = a[i] + b[i] (one rounding each; y may alias a or b). */
+void gx_add_row(float *y, const float *a, const float *b, int64_t n);
+
+/* In place: s[0..n) = softmax(s) with ggml_v_expf on whole blocks of 16
+ * (sums of each block's exps by gx_hsum16, added in double), libm expf on
+ * the n % 16 tail, then s[i] *= (float)(1 / sum) (ops_softmax's order). */
+void gx_softmax_blocks16(float *s, int64_t n);
+
 /* out[t * n_rows + r] = dot(W row r, x row t) for F32 weights W
  * (n_rows x k) and activations x (n_tok x k), in order[t] per token
  * (order NULL: all GX_ORDER_VEC). Rows are split over the pool. */

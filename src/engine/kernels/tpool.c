@@ -232,3 +232,31 @@ void tpool_stats(tpool_t *pool, uint64_t *runs, uint64_t *wait_ns, bool reset)
     if (pool && reset)
         pool->runs = pool->wait_ns = 0;
 }
+
+typedef struct {
+    int64_t n, grain;
+    tpool_range_fn_t fn;
+    void *arg;
+} tpool_range_t;
+
+static void range_worker(void *arg, int ith, int nth)
+{
+    const tpool_range_t *r = arg;
+    const int64_t chunks = (r->n + r->grain - 1) / r->grain, per = (chunks + nth - 1) / nth;
+    const int64_t lo = per * ith * r->grain, hi = per * (ith + 1) * r->grain < r->n ? per * (ith + 1) * r->grain : r->n;
+    if (lo < hi)
+        r->fn(r->arg, lo, hi);
+}
+
+void tpool_run_range(tpool_t *pool, int64_t n, int64_t grain, tpool_range_fn_t fn, void *arg)
+{
+    if (grain < 1)
+        grain = 1;
+    if (!pool || pool->n == 1 || n < 2 * grain) {
+        if (n > 0)
+            fn(arg, 0, n);
+        return;
+    }
+    tpool_range_t r = {n, grain, fn, arg};
+    tpool_run(pool, range_worker, &r);
+}

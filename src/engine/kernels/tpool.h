@@ -40,6 +40,14 @@ int tpool_size(const tpool_t *pool);
  * ith = 0; returns when all are done. A NULL pool runs fn(arg, 0, 1). */
 void tpool_run(tpool_t *pool, tpool_fn_t fn, void *arg);
 
+/* Splits [0, n) into tpool_size(pool) contiguous slices, each a multiple
+ * of grain items (but the last), and calls fn(arg, lo, hi) for each
+ * non-empty slice on its own thread. With fewer than 2 * grain items (or a
+ * NULL pool) the caller runs fn(arg, 0, n) alone: a hand-off costs
+ * microseconds, so grain should be worth more than that. */
+typedef void (*tpool_range_fn_t)(void *arg, int64_t lo, int64_t hi);
+void tpool_run_range(tpool_t *pool, int64_t n, int64_t grain, tpool_range_fn_t fn, void *arg);
+
 /* Hand-off cost, for benchmarks: the tpool_run calls that used workers and
  * the caller's total time waiting for the last worker after its own share
  * (nanoseconds) since creation or the last reset. Call between runs, on

@@ -276,62 +276,86 @@ RA_AVX2 static inline __attribute__((always_inline)) void dots_avx2(const float 
                                                                      const float *b, int64_t n, bool tiny,
                                                                      float *out, const int ng)
 {
-    __m256 acc[64][4];
+    /* accumulator j of a group is a chain over the blocks of i; the chains
+     * feeding one reduced lane l are run together (4 groups x 1 or 4 chains
+     * in registers), so nothing is spilled */
+    __m256 v[16][4];
     if (tiny) {
-        for (int j = 0; j < 16; j++)
+        for (int j = 0; j < 16; j++) {
+            __m256 c[4];
+            _Pragma("GCC unroll 4")
             for (int g = 0; g < ng; g++)
-                acc[j][g] = _mm256_setzero_ps();
-        for (int64_t i = 0; i < n; i += 16)
-            for (int j = 0; j < 16; j++) {
+                c[g] = _mm256_setzero_ps();
+            for (int64_t i = 0; i < n; i += 16) {
                 const __m256 bv = _mm256_set1_ps(b[i + j]);
+                _Pragma("GCC unroll 4")
                 for (int g = 0; g < ng; g++)
-                    acc[j][g] = _mm256_fmadd_ps(_mm256_loadu_ps(a + (i + j) * a_stride + RL * g), bv, acc[j][g]);
+                    c[g] = _mm256_fmadd_ps(_mm256_loadu_ps(a + (i + j) * a_stride + RL * g), bv, c[g]);
             }
+            _Pragma("GCC unroll 4")
+            for (int g = 0; g < ng; g++)
+                v[j][g] = c[g];
+        }
+        _Pragma("GCC unroll 4")
         for (int g = 0; g < ng; g++) {
-            __m256 v[16];
+            __m256 w[16];
             for (int j = 0; j < 16; j++)
-                v[j] = acc[j][g];
-            _mm256_storeu_ps(out + RL * g, hsum16_v(v));
+                w[j] = v[j][g];
+            _mm256_storeu_ps(out + RL * g, hsum16_v(w));
         }
         return;
     }
     const int64_t np = n & ~(int64_t)63;
     __m256 sum[4];
+    _Pragma("GCC unroll 4")
     for (int g = 0; g < ng; g++)
         sum[g] = _mm256_setzero_ps();
     if (np) {
-        for (int j = 0; j < 64; j++)
-            for (int g = 0; g < ng; g++)
-                acc[j][g] = _mm256_setzero_ps();
-        for (int64_t i = 0; i < np; i += 64)
-            for (int j = 0; j < 64; j++) {
-                const __m256 bv = _mm256_set1_ps(b[i + j]);
+        /* GGML_F32x16_REDUCE: accumulator k is acc[16k .. 16k+15], lane l
+         * of the result (acc[l] + acc[32 + l]) + (acc[16 + l] + acc[48 + l]) */
+        for (int l = 0; l < 16; l++) {
+            __m256 c[4][4];
+            _Pragma("GCC unroll 4")
+            for (int k = 0; k < 4; k++)
+                _Pragma("GCC unroll 4")
                 for (int g = 0; g < ng; g++)
-                    acc[j][g] = _mm256_fmadd_ps(_mm256_loadu_ps(a + (i + j) * a_stride + RL * g), bv, acc[j][g]);
-            }
-        /* GGML_F32x16_REDUCE: accumulator k is acc[16k .. 16k+15] */
+                    c[k][g] = _mm256_setzero_ps();
+            for (int64_t i = 0; i < np; i += 64)
+                _Pragma("GCC unroll 4")
+                for (int k = 0; k < 4; k++) {
+                    const __m256 bv = _mm256_set1_ps(b[i + 16 * k + l]);
+                    _Pragma("GCC unroll 4")
+                    for (int g = 0; g < ng; g++)
+                        c[k][g] = _mm256_fmadd_ps(_mm256_loadu_ps(a + (i + 16 * k + l) * a_stride + RL * g), bv,
+                                                  c[k][g]);
+                }
+            _Pragma("GCC unroll 4")
+            for (int g = 0; g < ng; g++)
+                v[l][g] = _mm256_add_ps(_mm256_add_ps(c[0][g], c[2][g]), _mm256_add_ps(c[1][g], c[3][g]));
+        }
+        _Pragma("GCC unroll 4")
         for (int g = 0; g < ng; g++) {
-            __m256 v[16];
-            for (int l = 0; l < 16; l++) {
-                const __m256 x0 = _mm256_add_ps(acc[l][g], acc[32 + l][g]);
-                const __m256 x1 = _mm256_add_ps(acc[16 + l][g], acc[48 + l][g]);
-                v[l] = _mm256_add_ps(x0, x1);
-            }
-            sum[g] = hsum16_v(v);
+            __m256 w[16];
+            for (int l = 0; l < 16; l++)
+                w[l] = v[l][g];
+            sum[g] = hsum16_v(w);
         }
     }
     const int64_t nv = np + ((n - np) & ~(int64_t)7) + (((n - np) & 7) >= 4 ? 4 : 0);
     int64_t i = np;
     for (; i < nv; i++) { /* rounded products added in order */
         const __m256 bv = _mm256_set1_ps(b[i]);
+        _Pragma("GCC unroll 4")
         for (int g = 0; g < ng; g++)
             sum[g] = _mm256_add_ps(sum[g], _mm256_mul_ps(_mm256_loadu_ps(a + i * a_stride + RL * g), bv));
     }
     for (; i < n; i++) {
         const __m256 bv = _mm256_set1_ps(b[i]);
+        _Pragma("GCC unroll 4")
         for (int g = 0; g < ng; g++)
             sum[g] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i * a_stride + RL * g), bv, sum[g]);
     }
+    _Pragma("GCC unroll 4")
     for (int g = 0; g < ng; g++)
         _mm256_storeu_ps(out + RL * g, sum[g]);
 }

@@ -211,6 +211,38 @@ static void gate_act(arch_act_t act, float *g, const float *u, int64_t n_tok, in
     }
 }
 
+/* gate_act (u != NULL) or the plain activation (u == NULL: g = act(g))
+ * over n_tok rows, split by rows over the pool when the batch is big. */
+typedef struct {
+    arch_act_t act;
+    float *g;
+    const float *u;
+    int64_t n, g_stride, u_stride;
+} act_job_t;
+
+static void act_rows(void *arg, int64_t lo, int64_t hi)
+{
+    const act_job_t *j = arg;
+    if (j->u) {
+        gate_act(j->act, j->g + lo * j->g_stride, j->u + lo * j->u_stride, hi - lo, j->n, j->g_stride, j->u_stride);
+        return;
+    }
+    float *g = j->g + lo * j->g_stride;
+    if (j->act == ARCH_ACT_SILU)
+        gx_silu_row(g, g, (hi - lo) * j->n);
+    else
+        ops_gelu_row(g, g, (hi - lo) * j->n);
+}
+
+static void act_run(tpool_t *pool, const act_job_t *j, int64_t n_tok)
+{
+    enum { GRAIN = 16384 };
+    int64_t grain = j->n >= GRAIN ? 1 : GRAIN / j->n;
+    if (!j->u) /* gx_silu_row over a slice takes 16 lanes at a time from its start, as over the whole */
+        grain = (grain + 15) / 16 * 16;
+    tpool_run_range(pool, n_tok, grain, act_rows, (void *)j);
+}
+
 /* The matrices of one gated (or plain) FFN and their biases (NULL: none). */
 typedef struct {
     const model_tensor_t *gate; /* NULL or no data: no gate (bert: act(up x)) */
@@ -227,21 +259,17 @@ static void ffn_gated_with(ffn_t *f, tpool_t *pool, arch_act_t act, const ffn_ma
     if (m->fused) {
         /* one product of 2 n_ff rows: gate | up, split per token */
         lin_run(pool, f->act, m->up, m->b_up, x, n, order, f->a);
-        for (int32_t t = 0; t < n; t++)
-            gate_act(act, f->a + t * 2 * FF, f->a + t * 2 * FF + FF, 1, FF, 0, 0);
+        act_run(pool, &(act_job_t){act, f->a, f->a + FF, FF, 2 * FF, 2 * FF}, n);
         for (int32_t t = 0; t < n; t++) /* compact the rows for the down product */
             memmove(f->a + t * FF, f->a + t * 2 * FF, (size_t)FF * sizeof(float));
     } else if (!m->gate || !m->gate->data) {
         /* no gate (bert): act(up x + b) */
         lin_run(pool, f->act, m->up, m->b_up, x, n, order, f->a);
-        if (act == ARCH_ACT_SILU)
-            gx_silu_row(f->a, f->a, (int64_t)n * FF);
-        else
-            ops_gelu_row(f->a, f->a, (int64_t)n * FF);
+        act_run(pool, &(act_job_t){act, f->a, NULL, FF, FF, 0}, n);
     } else {
         lin_run_n(pool, f->act, 2, (const model_tensor_t *[]){m->gate, m->up}, (const float *[]){m->b_gate, m->b_up},
                   x, n, order, (float *[]){f->a, f->b});
-        gate_act(act, f->a, f->b, n, FF, FF, FF);
+        act_run(pool, &(act_job_t){act, f->a, f->b, FF, FF, FF}, n);
     }
     lin_run(pool, f->act, m->down, m->b_down, f->a, n, order, out);
 }

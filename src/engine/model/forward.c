@@ -961,6 +961,40 @@ static void layer_pre_norm(fwd_t *f, int l, const fwd_tok_t *toks, const fwd_mm_
                     f->x[i * E + j] += mm[i].embd[(int64_t)(l + 1) * E + j];
 }
 
+/* The residual adds and LayerNorms of a post-LN layer, per token (split
+ * over the pool by tokens): after attention h = LN(a + x0) [; h = LN(h +
+ * x0)], after the FFN h = LN(o + h). */
+typedef struct {
+    const model_layer_t *L;
+    float *x;
+    const float *a, *x0; /* x0 NULL: the FFN's residual */
+    int64_t E;
+    float eps;
+} post_ln_job_t;
+
+static void post_ln_rows(void *arg, int64_t lo, int64_t hi)
+{
+    const post_ln_job_t *j = arg;
+    const model_layer_t *L = j->L;
+    const int64_t E = j->E;
+    for (int64_t i = lo; i < hi; i++) {
+        float *h = j->x + i * E;
+        const float *a = j->a + i * E;
+        if (!j->x0) {
+            gx_add_row(h, a, h, E);
+            ops_layer_norm(h, L->layer_out_norm, L->layer_out_norm_b, h, E, j->eps);
+            continue;
+        }
+        const float *x0 = j->x0 + i * E;
+        gx_add_row(h, a, x0, E);
+        ops_layer_norm(h, L->attn_out_norm, L->attn_out_norm_b, h, E, j->eps);
+        if (L->attn_norm_2) {
+            gx_add_row(h, h, x0, E);
+            ops_layer_norm(h, L->attn_norm_2, L->attn_norm_2_b, h, E, j->eps);
+        }
+    }
+}
+
 /* A BERT layer (arch post_ln), as llama.cpp's bert graph:
  *   a = Wo attention(x) + bo; h = LN(a + x) [; h = LN(h + x) (attn_norm_2)]
  *   y = LN(ffn(h) + h) */
@@ -969,31 +1003,15 @@ static void layer_post_ln(fwd_t *f, int l, const fwd_tok_t *toks, int32_t n)
     const model_hparams_t *hp = f->hp;
     const model_layer_t *L = &f->w->layers[l];
     const int64_t E = hp->n_embd;
+    const int64_t grain = E >= 8192 ? 1 : 8192 / E;
     memcpy(f->x0, f->x, (size_t)(n * E) * sizeof(float));
     qkv_project(f, L, f->x, n);
     qk_finish(f, l, toks, n);
     attention_layer(f, l, toks, NULL, n);
     lin_run(f->pool, f->act, &L->wo, L->bo, f->att, n, f->order, f->xn);
-    for (int32_t i = 0; i < n; i++) {
-        float *h = f->x + i * E;
-        const float *a = f->xn + i * E, *x0 = f->x0 + i * E;
-        for (int64_t j = 0; j < E; j++)
-            h[j] = a[j] + x0[j];
-        ops_layer_norm(h, L->attn_out_norm, L->attn_out_norm_b, h, E, hp->norm_eps);
-        if (L->attn_norm_2) {
-            for (int64_t j = 0; j < E; j++)
-                h[j] = h[j] + x0[j];
-            ops_layer_norm(h, L->attn_norm_2, L->attn_norm_2_b, h, E, hp->norm_eps);
-        }
-    }
+    tpool_run_range(f->pool, n, grain, post_ln_rows, &(post_ln_job_t){L, f->x, f->xn, f->x0, E, hp->norm_eps});
     ffn_run(f->ffn, f->pool, L, f->x, n, f->order, f->ffo);
-    for (int32_t i = 0; i < n; i++) {
-        float *h = f->x + i * E;
-        const float *o = f->ffo + i * E;
-        for (int64_t j = 0; j < E; j++)
-            h[j] = o[j] + h[j];
-        ops_layer_norm(h, L->layer_out_norm, L->layer_out_norm_b, h, E, hp->norm_eps);
-    }
+    tpool_run_range(f->pool, n, grain, post_ln_rows, &(post_ln_job_t){L, f->x, f->ffo, NULL, E, hp->norm_eps});
 }
 
 /* The hidden states of the tokens that asked (FWD_OUT_HIDDEN), after the output

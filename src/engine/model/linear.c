@@ -10,12 +10,43 @@ size_t lin_act_bytes(const model_tensor_t *W, int64_t n_tok)
     return kern_act_size(W->type, W->n_in, n_tok);
 }
 
-static void add_bias(const float *bias, int64_t n_out, int64_t n_tok, float *out)
+/* The per-token work around a product (rounding the activations to F16,
+ * adding the bias) is split over the pool by tokens when a batch is big
+ * enough to pay for the hand-off (prompts, encoders), not for decode. */
+enum { LIN_GRAIN = 16384 };
+
+typedef struct {
+    const float *x, *bias;
+    uint16_t *x16;
+    float *out;
+    int64_t width;
+} lin_rows_t;
+
+static void to_f16_rows(void *arg, int64_t lo, int64_t hi)
 {
-    if (bias)
-        for (int64_t t = 0; t < n_tok; t++)
-            for (int64_t r = 0; r < n_out; r++)
-                out[t * n_out + r] += bias[r];
+    const lin_rows_t *j = arg;
+    for (int64_t t = lo; t < hi; t++)
+        fp16_row_from_fp32(j->x + t * j->width, j->x16 + t * j->width, j->width);
+}
+
+static void bias_rows(void *arg, int64_t lo, int64_t hi)
+{
+    const lin_rows_t *j = arg;
+    for (int64_t t = lo; t < hi; t++)
+        gx_add_row(j->out + t * j->width, j->out + t * j->width, j->bias, j->width);
+}
+
+static int64_t grain_tokens(int64_t width)
+{
+    return width >= LIN_GRAIN ? 1 : LIN_GRAIN / width;
+}
+
+static void add_bias(tpool_t *pool, const float *bias, int64_t n_out, int64_t n_tok, float *out)
+{
+    if (bias) {
+        lin_rows_t j = {.bias = bias, .out = out, .width = n_out};
+        tpool_run_range(pool, n_tok, grain_tokens(n_out), bias_rows, &j);
+    }
 }
 
 void lin_run(tpool_t *pool, void *act, const model_tensor_t *W, const float *bias, const float *x, int64_t n_tok,
@@ -26,14 +57,14 @@ void lin_run(tpool_t *pool, void *act, const model_tensor_t *W, const float *bia
     } else if (W->type == QTYPE_F16) {
         /* F16's vec_dot_type is F16: the activations are rounded first */
         uint16_t *x16 = act;
-        for (int64_t t = 0; t < n_tok; t++)
-            fp16_row_from_fp32(x + t * W->n_in, x16 + t * W->n_in, W->n_in);
+        lin_rows_t j = {.x = x, .x16 = x16, .width = W->n_in};
+        tpool_run_range(pool, n_tok, grain_tokens(W->n_in), to_f16_rows, &j);
         gx_matmul_f16(pool, W->data, W->n_out, W->n_in, x16, n_tok, order, out);
     } else {
         kern_mm_t job = {W->type, W->data, W->n_out, W->n_in, NULL, out, W->packed};
         kern_linear_multi(pool, 1, &job, x, n_tok, act);
     }
-    add_bias(bias, W->n_out, n_tok, out);
+    add_bias(pool, bias, W->n_out, n_tok, out);
 }
 
 void lin_run_n(tpool_t *pool, void *act, int n, const model_tensor_t *const *W, const float *const *bias,
@@ -50,5 +81,5 @@ void lin_run_n(tpool_t *pool, void *act, int n, const model_tensor_t *const *W, 
     }
     kern_linear_multi(pool, n, jobs, x, n_tok, act);
     for (int i = 0; i < n; i++)
-        add_bias(bias[i], W[i]->n_out, n_tok, out[i]);
+        add_bias(pool, bias[i], W[i]->n_out, n_tok, out[i]);
 }

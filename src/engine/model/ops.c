@@ -65,8 +65,10 @@ void ops_rms_norm_heads(float *x, const float *w, int32_t n_heads, int32_t head_
 
 /* ggml_table_gelu_f16: fp16(gelu_tanh(x)) for every F16 x, with ggml's
  * formula 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2))); gcc contracts
- * 1 + A*x*x into fma(A*x, x, 1). */
-static uint16_t gelu_table[1 << 16];
+ * 1 + A*x*x into fma(A*x, x, 1). Kept widened to F32 (exact), so a lookup
+ * is one load; the indices are made a block at a time by the vectorised
+ * fp16_row_from_fp32. */
+static float gelu_table[1 << 16];
 static pthread_once_t gelu_once = PTHREAD_ONCE_INIT;
 
 static void gelu_table_init(void)
@@ -75,36 +77,40 @@ static void gelu_table_init(void)
     for (uint32_t i = 0; i < (1u << 16); i++) {
         const float x = fp16_to_fp32((uint16_t)i);
         const float inner = sqrt_2_over_pi * x * fmaf(coef_a * x, x, 1.0f);
-        gelu_table[i] = fp16_from_fp32(0.5f * x * (1.0f + tanhf(inner)));
+        gelu_table[i] = fp16_to_fp32(fp16_from_fp32(0.5f * x * (1.0f + tanhf(inner))));
+    }
+}
+
+enum { GELU_BLOCK = 64 };
+
+/* y = gelu(g) (* u when u is not NULL); y may be g. */
+static void gelu_rows(float *y, const float *g, const float *u, int64_t n)
+{
+    pthread_once(&gelu_once, gelu_table_init);
+    uint16_t idx[GELU_BLOCK];
+    for (int64_t i0 = 0; i0 < n; i0 += GELU_BLOCK) {
+        const int64_t m = n - i0 < GELU_BLOCK ? n - i0 : GELU_BLOCK;
+        fp16_row_from_fp32(g + i0, idx, m);
+        for (int64_t l = 0; l < m; l++) {
+            const float x = g[i0 + l];
+            if (x <= -10.0f)
+                y[i0 + l] = 0.0f;
+            else if (x >= 10.0f)
+                y[i0 + l] = u ? x * u[i0 + l] : x;
+            else
+                y[i0 + l] = u ? gelu_table[idx[l]] * u[i0 + l] : gelu_table[idx[l]];
+        }
     }
 }
 
 void ops_geglu_row(float *y, const float *g, const float *u, int64_t n)
 {
-    pthread_once(&gelu_once, gelu_table_init);
-    for (int64_t i = 0; i < n; i++) {
-        const float x = g[i];
-        if (x <= -10.0f)
-            y[i] = 0.0f;
-        else if (x >= 10.0f)
-            y[i] = x * u[i];
-        else
-            y[i] = fp16_to_fp32(gelu_table[fp16_from_fp32(x)]) * u[i];
-    }
+    gelu_rows(y, g, u, n);
 }
 
 void ops_gelu_row(float *y, const float *x, int64_t n)
 {
-    pthread_once(&gelu_once, gelu_table_init);
-    for (int64_t i = 0; i < n; i++) {
-        const float v = x[i];
-        if (v <= -10.0f)
-            y[i] = 0.0f;
-        else if (v >= 10.0f)
-            y[i] = v;
-        else
-            y[i] = fp16_to_fp32(gelu_table[fp16_from_fp32(v)]);
-    }
+    gelu_rows(y, x, NULL, n);
 }
 
 void ops_swiglu_oai_row(float *y, const float *g, const float *u, int64_t n, float alpha, float limit)
@@ -119,26 +125,7 @@ void ops_swiglu_oai_row(float *y, const float *g, const float *u, int64_t n, flo
 
 void ops_softmax(float *s, int64_t n)
 {
-    float max = -INFINITY;
-    for (int64_t i = 0; i < n; i++)
-        max = s[i] > max ? s[i] : max;
-    double sum = 0.0;
-    int64_t i = 0;
-    for (; i + 15 < n; i += 16) {
-        float in[16];
-        for (int l = 0; l < 16; l++)
-            in[l] = s[i + l] - max;
-        gx_expf16(in, s + i);
-        sum += (double)gx_hsum16(s + i);
-    }
-    for (; i < n; i++) {
-        const float v = expf(s[i] - max);
-        sum += (double)v;
-        s[i] = v;
-    }
-    const float inv = (float)(1.0 / sum);
-    for (i = 0; i < n; i++)
-        s[i] *= inv;
+    gx_softmax_blocks16(s, n);
 }
 
 /* One channel of a tap-major row (see ops_ssm_conv_row). */

@@ -33,10 +33,6 @@ void ops_rms_norm_heads(float *x, const float *w, int32_t n_heads, int32_t head_
  * output rounded to F16), 0 below -10, identity above 10 (y may alias g). */
 void ops_geglu_row(float *y, const float *g, const float *u, int64_t n);
 
-/* y[i] = gelu_tanh(x[i]) with ggml's F16 table (as ops_geglu_row, no
- * gate): 0 below -10, x above 10 (y may alias x). */
-void ops_gelu_row(float *y, const float *x, int64_t n);
-
 /* gpt-oss's clamped SwiGLU: x = min(g, limit), u' = clamp(u, -limit,
  * limit), y = x / (1 + exp(-alpha x)) * (u' + 1) (y may alias g). */
 void ops_swiglu_oai_row(float *y, const float *g, const float *u, int64_t n, float alpha, float limit);

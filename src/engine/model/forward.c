@@ -554,6 +554,27 @@ static lf_code_t reserve(fwd_t *f, const fwd_tok_t *toks, int32_t n, lf_err_t *e
     return LF_OK;
 }
 
+/* What every attention job of layer L over n batch rows shares: the
+ * shapes, q and the output, the per-row ranges, the scale (families that
+ * scale q beforehand, or not at all, attend with scale 1), the scratch. */
+static attn_job_t attn_job_base(const fwd_t *f, const model_layer_t *L, int32_t n)
+{
+    const model_hparams_t *hp = f->hp;
+    return (attn_job_t){
+        .n_tok = n,
+        .n_head = hp->n_head,
+        .n_head_kv = L->n_head_kv,
+        .head_dim = L->head_dim,
+        .q = f->q,
+        .out = f->att,
+        .n_kv = f->n_kv,
+        .scale = f->arch->q_prescale || hp->attn_scale_one ? 1.0f : 1.0f / sqrtf((float)L->head_dim),
+        .order = f->order,
+        .scratch = f->attn_scratch,
+        .scratch_stride = f->attn_stride,
+    };
+}
+
 /* Attention over the batch's own F32 K and V (no KV cache): each token
  * sees its sequence's rows, all of them (bidirectional) or up to itself,
  * within the layer's window (symmetric when bidirectional). */
@@ -574,31 +595,18 @@ static void attention_rows(fwd_t *f, int layer, int32_t n)
         f->kv_start[i] = lo;
         f->n_kv[i] = hi;
     }
-    attn_job_t job = {
-        .n_tok = n,
-        .n_head = hp->n_head,
-        .n_head_kv = L->n_head_kv,
-        .head_dim = L->head_dim,
-        .q = f->q,
-        .out = f->att,
-        .n_kv = f->n_kv,
-        .kv_start = f->kv_start,
-        .scale = f->arch->q_prescale || hp->attn_scale_one ? 1.0f : 1.0f / sqrtf((float)L->head_dim),
-        .order = f->order,
-        .scratch = f->attn_scratch,
-        .scratch_stride = f->attn_stride,
-        .k_rows = f->k,
-        .v_rows = f->v,
-        .seq_n = f->seq_n,
-        .pos = f->pos,
-        .alibi = f->alibi,
-    };
+    attn_job_t job = attn_job_base(f, L, n);
+    job.kv_start = f->kv_start;
+    job.k_rows = f->k;
+    job.v_rows = f->v;
+    job.seq_n = f->seq_n;
+    job.pos = f->pos;
+    job.alibi = f->alibi;
     attn_run(f->pool, &job);
 }
 
 static void attention_layer(fwd_t *f, int layer, const fwd_tok_t *toks, const fwd_mm_t *mm, int32_t n)
 {
-    const model_hparams_t *hp = f->hp;
     const model_layer_t *L = &f->w->layers[layer];
     if (!f->kv) {
         attention_rows(f, layer, n);
@@ -606,30 +614,16 @@ static void attention_layer(fwd_t *f, int layer, const fwd_tok_t *toks, const fw
     }
     const int32_t src = L->kv_layer; /* a KV-sharing layer reads its source's cache */
     const int32_t window = kv_layer_window(f->kv, src);
-    /* families that scale q beforehand (or not at all) attend with scale 1 */
-    const float scale = f->arch->q_prescale || hp->attn_scale_one ? 1.0f : 1.0f / sqrtf((float)L->head_dim);
-    attn_job_t job = {
-        .n_tok = n,
-        .n_head = hp->n_head,
-        .n_head_kv = L->n_head_kv,
-        .head_dim = L->head_dim,
-        .q = f->q,
-        .out = f->att,
-        .kv = f->kv,
-        .layer = src,
-        .blocks = f->blocks,
-        .n_kv = f->n_kv,
-        .kv_start = window > 0 ? f->kv_start : NULL,
-        .sinks = L->sinks,
-        .kq_tiny = f->arch->ref_2026,
-        .vec_pad = f->arch->ref_2026 ? 256 : 32,
-        .scale = scale,
-        .order = f->order,
-        .path = f->path,
-        .n_ctx = f->exact_max_kv,
-        .scratch = f->attn_scratch,
-        .scratch_stride = f->attn_stride,
-    };
+    attn_job_t job = attn_job_base(f, L, n);
+    job.kv = f->kv;
+    job.layer = src;
+    job.blocks = f->blocks;
+    job.kv_start = window > 0 ? f->kv_start : NULL;
+    job.sinks = L->sinks;
+    job.kq_tiny = f->arch->ref_2026;
+    job.vec_pad = f->arch->ref_2026 ? 256 : 32;
+    job.path = f->path;
+    job.n_ctx = f->exact_max_kv;
     for (int32_t i = 0; i < n; i++) {
         f->blocks[i] = kv_seq_table(f->kv, toks[i].seq, src);
         f->n_kv[i] = mm && mm[i].attn_end > toks[i].pos + 1 ? mm[i].attn_end : toks[i].pos + 1;

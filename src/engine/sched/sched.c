@@ -71,6 +71,9 @@ typedef struct job {
     spec_seq_t *spec;     /* NULL: the job never speculates */
     int32_t draft[SPEC_K_MAX];
     int32_t n_draft;
+    int32_t refeed_to;    /* > n_past: positions [n_past, refeed_to) of prompt[] are
+                             evaluated again before `last` (a recurrent state
+                             rolled back to its checkpoint, fwd_seq_rewind) */
     spec_src_t draft_src;
     int32_t pred_accepted, pred_rejected;
 } job_t;
@@ -434,6 +437,7 @@ static bool preempt_newest(sched_t *s)
     v->state = JOB_WAITING;
     v->slot = -1;
     v->n_past = 0;
+    v->refeed_to = 0;
     v->resumed = true;
     /* the KV held the prompt and every generated token but the last (the
      * next decode input) */
@@ -501,6 +505,12 @@ static bool media_encode(sched_t *s, job_t *const *jobs, int32_t n_jobs)
  * depends on its neighbours: prompt tokens (of a prompt of >= 2 tokens) take
  * the prompt order; generated tokens (decode inputs) the decode order with
  * logits. A recomputation after a preemption replays exactly these flags. */
+/* Positions the job evaluates again before its decode input. */
+static int32_t job_refeed(const job_t *j)
+{
+    return j->refeed_to > j->n_past ? j->refeed_to - j->n_past : 0;
+}
+
 static int32_t batch_build(sched_t *s, int32_t *n_logits)
 {
     int32_t n = 0, nl = 0, budget = s->o.batch_tokens;
@@ -516,9 +526,9 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
         job_t *j = s->slots[i];
         if (j)
             j->n_draft = 0;
-        if (j && j->state == JOB_DECODE && chan_reserve(j->ch)) {
+        if (j && j->state == JOB_DECODE && n_dec + 1 + job_refeed(j) <= budget && chan_reserve(j->ch)) {
             j->logit_j = 0; /* in this step (placed below) */
-            n_dec++;
+            n_dec += 1 + job_refeed(j);
         }
     }
     /* then their drafts (spec.h), within what the budget leaves, each
@@ -528,21 +538,27 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
         job_t *j = s->slots[i];
         if (!j || j->state != JOB_DECODE || j->logit_j < 0)
             continue;
+        /* generated tokens to evaluate again first (their rope offsets with
+         * images: the loop at the end) */
+        const int32_t at = j->n_past, n_re = job_refeed(j);
+        for (int32_t r = 0; r < n_re; r++)
+            s->batch[n++] = (fwd_tok_t){.token = j->prompt[at + r], .seq = i, .pos = at + r};
+        const int32_t pos = at + n_re;
         memset(&s->batch_mm[n], 0, sizeof s->batch_mm[n]);
         if (j->media) {
-            sched_media_row(j->media, j->n_past, &s->batch_mm[n]);
+            sched_media_row(j->media, pos, &s->batch_mm[n]);
             s->has_mm = true;
         }
-        s->batch[n++] = (fwd_tok_t){.token = j->last, .seq = i, .pos = j->n_past, .logits = true};
+        s->batch[n++] = (fwd_tok_t){.token = j->last, .seq = i, .pos = pos, .logits = true};
         j->logit_j = nl;
-        s->batch_lpos[nl] = j->n_past;
+        s->batch_lpos[nl] = pos;
         s->batch_owner[nl++] = j;
         if (!j->spec || s->spec_hold || spare <= 0)
             continue;
         /* drafts never run past max_tokens or the context */
         int32_t cap = j->params.max_tokens - j->n_gen - 1;
-        if (cap > s->o.n_ctx - j->n_past - 1)
-            cap = s->o.n_ctx - j->n_past - 1;
+        if (cap > s->o.n_ctx - pos - 1)
+            cap = s->o.n_ctx - pos - 1;
         if (cap > spare)
             cap = spare;
         const int32_t n_hist = j->n_prompt + j->n_gen;
@@ -557,6 +573,9 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
             for (int32_t r = 0; r < k; r++)
                 j->draft[r] = j->last;
         }
+        /* a recurrent state can come back here if drafts are rejected */
+        if (k > 0 && fwd_seq_checkpoint(s->fwd, i, NULL) != LF_OK)
+            k = 0;
         int32_t d = 0;
         while (d < k && chan_reserve(j->ch)) /* each draft may become a TOKEN event */
             d++;
@@ -566,9 +585,9 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
             s->dreq_row[s->n_dreq++] = n; /* the rows added below */
         }
         for (int32_t r = 0; r < d; r++) {
-            const int32_t pos = j->n_past + 1 + r;
-            s->batch[n++] = (fwd_tok_t){.token = j->draft[r], .seq = i, .pos = pos, .logits = true};
-            s->batch_lpos[nl] = pos;
+            const int32_t dpos = pos + 1 + r;
+            s->batch[n++] = (fwd_tok_t){.token = j->draft[r], .seq = i, .pos = dpos, .logits = true};
+            s->batch_lpos[nl] = dpos;
             s->batch_owner[nl++] = j;
         }
         j->n_draft = d;
@@ -781,11 +800,22 @@ static void job_verify(sched_t *s, job_t *j)
             j->pred_rejected += j->n_draft - accepted;
         }
         /* keep the input and the accepted drafts; the next input (the
-         * token sampled last) goes at the position after them */
+         * token sampled last) goes at the position after them. A
+         * recurrent state returns to its checkpoint (the input's
+         * position): the input and the accepted drafts are evaluated
+         * again in front of the next input. */
         j->n_past = v.p + 1 + accepted;
-        lf_err_t terr = {0};
-        if (v.e.finish == SCHED_FINISH_NONE && fwd_seq_truncate(s->fwd, j->slot, j->n_past, &terr) != LF_OK)
-            v.e = (emit_t){SCHED_FINISH_ERROR, terr.code, -1};
+        if (v.e.finish == SCHED_FINISH_NONE) {
+            lf_err_t terr = {0};
+            const int32_t at = fwd_seq_rewind(s->fwd, j->slot, j->n_past, &terr);
+            if (at < 0)
+                v.e = (emit_t){SCHED_FINISH_ERROR, terr.code, -1};
+            else if (at < j->n_past) {
+                j->refeed_to = j->n_past;
+                j->n_past = at;
+                s->st.spec_refed += (uint64_t)(j->refeed_to - at);
+            }
+        }
         j->n_draft = 0;
     }
     if (v.e.finish != SCHED_FINISH_NONE)
@@ -1054,7 +1084,7 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
         return NULL;
     }
     s->o.n_ctx = fwd_n_ctx(s->fwd);
-    if (!fwd_can_truncate(s->fwd))
+    if (!fwd_can_rewind(s->fwd))
         s->o.spec_off = true; /* rejected drafts could not be forgotten */
     if (fwd_max_batch(s->fwd) > 0 && fwd_max_batch(s->fwd) < s->o.batch_tokens)
         s->o.batch_tokens = fwd_max_batch(s->fwd);

@@ -226,6 +226,8 @@ typedef struct {
     uint64_t spec_drafted[SPEC_SRC_COUNT];  /* draft tokens verified, per source */
     uint64_t spec_accepted[SPEC_SRC_COUNT]; /* of which kept */
     uint64_t spec_verifications; /* steps of a sequence that verified drafts */
+    uint64_t spec_refed;  /* positions evaluated again after a recurrent state
+                             was rolled back to its checkpoint (hybrids) */
 } sched_stats_t;
 
 typedef struct sched sched_t;

@@ -5,7 +5,10 @@
  * rows of one step, samples row after row exactly as single-token decoding
  * would (same logits, same sampler, same random draws), keeps the drafts
  * up to the first one the sampled token differs from, and forgets the K/V
- * of the rest (fwd_seq_truncate). So the output is the same tokens with or
+ * of the rest (fwd_seq_rewind; a hybrid model's recurrent state goes back
+ * to the checkpoint taken before the step, and the input and the accepted
+ * drafts are evaluated again in front of the next step's input, so a
+ * rejection there costs those rows once more). So the output is the same tokens with or
  * without speculation, greedy or seeded; what a draft source decides is
  * only how many tokens a step yields.
  *

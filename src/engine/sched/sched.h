@@ -89,6 +89,8 @@ typedef struct {
     const model_t *draft_model; /* a draft model (spec_draft.h: the same
                                    vocabulary), or NULL; must outlive the
                                    scheduler */
+    bool spec_mtp;        /* the draft model is the model's own MTP block
+                             (spec_mtp.h); exclusive with draft_model */
 } sched_opts_t;
 
 /* Parameters of one job. `sampling` is the whole sampler chain

@@ -355,6 +355,7 @@ int srv_run(srv_config_t *cfg)
                        .attn = cfg->flash_attn, .type_k = cfg->cache_type_k, .type_v = cfg->cache_type_v,
                        .spec_ngram = cfg->spec && !strcmp(cfg->spec, "ngram"),
                        .spec_off = cfg->spec && !strcmp(cfg->spec, "none"),
+                       .spec_mtp = cfg->spec && !strcmp(cfg->spec, "mtp"),
                        .spec_k_max = cfg->spec_draft_max, .spec_row_cost = cfg->spec_row_cost,
                        .draft_model = s.draft_model,
                        .image_cache_mb = s.media ? cfg->media.image_cache_mb : 0};

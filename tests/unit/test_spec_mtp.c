@@ -1,5 +1,6 @@
 /* test_spec_mtp.c - drafts from a model's own MTP (nextn) block
- * (spec_mtp.h, model_nextn_view, nextn.h) on tinyqwen35-f32:
+ * (spec_mtp.h, model_nextn_view, nextn.h) on tinyqwen35-f32 (and
+ * tinyqwen35moe-f32 against llama.cpp):
  *  - the block's rows are (the token at p, the target's hidden state at
  *    p - 1, zeros before position 0), as llama.cpp's draft-mtp builds
  *    them: a reference computed directly on the view gives the same
@@ -9,7 +10,7 @@
  *    gives the same drafts (the drafting rows are forgotten);
  *  - a slot whose first fed position is not 0 drafts (from where it
  *    starts), one fed out of order gives none, a reset slot starts over;
- *  - llama.cpp's own MTP drafts on the same file agree: recorded from
+ *  - llama.cpp's own MTP drafts on the same files agree: recorded from
  *    llama-server (the node-llama-cpp 3.22.1 tree, de3ff81) started with
  *    `--spec-type draft-mtp --spec-draft-n-max 3 --spec-draft-p-min 0
  *    -fa off -np 1 -lv 5`, a greedy /completion of 12 tokens after the
@@ -67,6 +68,49 @@ static void reference(const model_t *m, const int32_t *toks, const float *H, int
     free(zeros), free(in), free(scratch);
     fwd_free(f);
     model_free(v);
+}
+
+static void feed(spec_mtp_t *mt, int32_t seq, const int32_t *toks, const float *H, int64_t E, int32_t from,
+                 int32_t to, int32_t chunk);
+
+/* llama-server's rounds: the prompt [1, 403, 407, 261, 378] then gen[12]
+ * greedily, every draft rejected; round r drafts 3 tokens from gen[r]
+ * after the prompt and gen[0..r). Returns the rounds that agree. */
+static int replay(const model_t *m, const int32_t gen[12], const int32_t want[10][3])
+{
+    const int64_t E = model_hparams(m)->n_embd;
+    int32_t toks[17] = {1, 403, 407, 261, 378};
+    memcpy(toks + 5, gen, 12 * sizeof(int32_t));
+    fwd_opts_t fo = {.n_seq = 1, .n_ctx = 256, .max_batch = 64, .n_threads = 1};
+    fwd_t *tf = fwd_create(m, &fo, NULL);
+    float *H = malloc((size_t)17 * (size_t)E * sizeof(float));
+    fwd_tok_t pt[17];
+    for (int32_t i = 0; tf && i < 17; i++)
+        pt[i] = (fwd_tok_t){.token = toks[i], .seq = 0, .pos = i, .logits = FWD_OUT_HIDDEN,
+                            .prompt = i < 5 && fwd_prompt_order(tf, 5, i)};
+    /* the prompt in one batch, then one decode row per generated token */
+    bool ok = tf && H && fwd_decode(tf, pt, 5, NULL) == LF_OK;
+    for (int32_t i = 0; ok && i < 5; i++)
+        memcpy(H + (int64_t)i * E, fwd_hidden(tf, i), (size_t)E * sizeof(float));
+    for (int32_t i = 5; ok && i < 17; i++) {
+        ok = fwd_decode(tf, &pt[i], 1, NULL) == LF_OK;
+        if (ok)
+            memcpy(H + (int64_t)i * E, fwd_hidden(tf, 0), (size_t)E * sizeof(float));
+    }
+    spec_mtp_t *mt = ok ? spec_mtp_create(m, 1, 256, 64, 1, NULL) : NULL;
+    int agree = 0;
+    for (int32_t r = 0; mt && r < 10; r++) {
+        if (r == 0)
+            feed(mt, 0, toks, H, E, 0, 5, 5);
+        else
+            feed(mt, 0, toks, H, E, 4 + r, 5 + r, 1);
+        int32_t d[3];
+        agree += spec_mtp_draft(mt, 0, gen[r], 3, d) == 3 && !memcmp(d, want[r], sizeof d);
+    }
+    spec_mtp_free(mt);
+    free(H);
+    fwd_free(tf);
+    return agree;
 }
 
 static void feed(spec_mtp_t *mt, int32_t seq, const int32_t *toks, const float *H, int64_t E, int32_t from,
@@ -154,41 +198,20 @@ int main(void)
     spec_mtp_free(mt);
 
     /* llama.cpp's drafts (see the top) */
-    static const int32_t gen[12] = {489, 303, 398, 302, 327, 300, 491, 441, 288, 502, 508, 397};
-    static const int32_t llama_drafts[10][3] = {{284, 316, 279}, {313, 400, 409}, {362, 279, 267}, {380, 444, 410},
-                                                {451, 12, 285},  {358, 334, 357}, {378, 308, 336}, {501, 276, 271},
-                                                {2, 308, 402},   {400, 284, 294}};
-    int32_t seq_toks[17] = {1, 403, 407, 261, 378};
-    memcpy(seq_toks + 5, gen, 12 * sizeof(int32_t));
-    fwd_seq_rm(tf, 0);
-    fwd_tok_t pt[17];
-    for (int32_t i = 0; i < 17; i++)
-        pt[i] = (fwd_tok_t){.token = seq_toks[i], .seq = 0, .pos = i, .logits = FWD_OUT_HIDDEN,
-                            .prompt = i < 5 && fwd_prompt_order(tf, 5, i)};
-    float *H2 = malloc((size_t)17 * (size_t)E * sizeof(float));
-    ok = fwd_decode(tf, pt, 5, &err) == LF_OK;
-    for (int32_t i = 0; ok && i < 5; i++)
-        memcpy(H2 + (int64_t)i * E, fwd_hidden(tf, i), (size_t)E * sizeof(float));
-    for (int32_t i = 5; ok && i < 17; i++) { /* one decode row per generated token */
-        ok = fwd_decode(tf, &pt[i], 1, &err) == LF_OK;
-        if (ok)
-            memcpy(H2 + (int64_t)i * E, fwd_hidden(tf, 0), (size_t)E * sizeof(float));
-    }
-    mt = ok ? spec_mtp_create(m, 1, 256, 64, 1, &err) : NULL;
-    int32_t agree = 0, rounds = 0;
-    for (int32_t r = 0; mt && r < 10; r++) {
-        /* the prompt in one batch, then one row per step, as llama-server feeds it */
-        if (r == 0)
-            feed(mt, 0, seq_toks, H2, E, 0, 5, 5);
-        else
-            feed(mt, 0, seq_toks, H2, E, 4 + r, 5 + r, 1);
-        int32_t d[3];
-        rounds += spec_mtp_draft(mt, 0, gen[r], 3, d) == 3;
-        agree += !memcmp(d, llama_drafts[r], sizeof d);
-    }
-    tap_ok(rounds == 10 && agree == 10, "llama.cpp's MTP drafts on tinyqwen35-f32: %d of 10 rounds of 3 agree", agree);
-    spec_mtp_free(mt);
-    free(H2);
+    static const int32_t gen35[12] = {489, 303, 398, 302, 327, 300, 491, 441, 288, 502, 508, 397};
+    static const int32_t drafts35[10][3] = {{284, 316, 279}, {313, 400, 409}, {362, 279, 267}, {380, 444, 410},
+                                            {451, 12, 285},  {358, 334, 357}, {378, 308, 336}, {501, 276, 271},
+                                            {2, 308, 402},   {400, 284, 294}};
+    tap_ok(replay(m, gen35, drafts35) == 10, "llama.cpp's MTP drafts on tinyqwen35-f32: 10 rounds of 3 agree");
+    static const int32_t genmoe[12] = {392, 426, 365, 349, 320, 375, 493, 12, 511, 285, 329, 409};
+    static const int32_t draftsmoe[10][3] = {{406, 460, 351}, {480, 272, 446}, {312, 449, 299}, {511, 274, 441},
+                                             {455, 260, 319}, {425, 406, 511}, {406, 393, 260}, {495, 263, 274},
+                                             {271, 425, 320}, {260, 395, 364}};
+    snprintf(path, sizeof path, "%s/tinyqwen35moe-f32.gguf", dir);
+    model_t *moe = model_load(path, &err);
+    tap_ok(moe && replay(moe, genmoe, draftsmoe) == 10,
+           "llama.cpp's MTP drafts on tinyqwen35moe-f32 (an MoE block): 10 rounds of 3 agree");
+    model_free(moe);
 
     snprintf(path, sizeof path, "%s/stories260K.gguf", dir);
     model_t *plain = model_load(path, &err);

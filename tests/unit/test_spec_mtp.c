@@ -21,6 +21,7 @@
 #include "engine/model/forward.h"
 #include "engine/model/model.h"
 #include "engine/model/nextn.h"
+#include "engine/sched/spec.h"
 #include "engine/sched/spec_mtp.h"
 #include "tap.h"
 
@@ -29,15 +30,6 @@
 #include <string.h>
 
 enum { N = 24, K = 5 };
-
-static int32_t argmax(const float *x, int32_t n)
-{
-    int32_t b = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[b])
-            b = i;
-    return b;
-}
 
 /* The reference: the view run row by row from the definition. */
 static void reference(const model_t *m, const int32_t *toks, const float *H, int32_t n, int32_t next, int32_t k,
@@ -60,7 +52,7 @@ static void reference(const model_t *m, const int32_t *toks, const float *H, int
         if (p < n) {
             hp = H + (int64_t)p * E;
         } else {
-            out[p - n] = argmax(fwd_logits(f, 0), nv);
+            out[p - n] = spec_argmax(fwd_logits(f, 0), nv);
             memcpy(h, fwd_hidden(f, 0), (size_t)E * sizeof(float));
             hp = h;
         }

@@ -1123,6 +1123,7 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
     s->o.n_ctx = fwd_n_ctx(s->fwd);
     if (!fwd_can_rewind(s->fwd))
         s->o.spec_off = true; /* rejected drafts could not be forgotten */
+    s->cost.refeed = !fwd_can_truncate(s->fwd); /* a hybrid: rejections cost rows again */
     if (fwd_max_batch(s->fwd) > 0 && fwd_max_batch(s->fwd) < s->o.batch_tokens)
         s->o.batch_tokens = fwd_max_batch(s->fwd);
     s->slots = calloc((size_t)s->o.n_parallel, sizeof *s->slots);

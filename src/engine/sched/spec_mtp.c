@@ -7,6 +7,7 @@
 
 #include "engine/model/forward.h"
 #include "engine/model/nextn.h"
+#include "engine/sched/spec.h"
 
 enum { MTP_K_MAX = 16 };
 
@@ -28,15 +29,6 @@ struct spec_mtp {
     void *scratch;
     double step_s, ratio;
 };
-
-static int32_t argmax(const float *x, int32_t n)
-{
-    int32_t b = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[b])
-            b = i;
-    return b;
-}
 
 spec_mtp_t *spec_mtp_create(const model_t *target, int32_t n_seq, int32_t n_ctx, int32_t max_batch,
                             int32_t n_threads, lf_err_t *err)
@@ -185,7 +177,7 @@ int32_t spec_mtp_draft(spec_mtp_t *m, int32_t seq, int32_t next, int32_t k, int3
     m->tok[0] = next;
     m->hs[0] = m->pend + (int64_t)seq * m->E;
     while (got < k && run(m, 1, FWD_OUT_LOGITS | FWD_OUT_HIDDEN, NULL) == LF_OK) {
-        out[got] = argmax(fwd_logits(m->f, 0), m->n_vocab);
+        out[got] = spec_argmax(fwd_logits(m->f, 0), m->n_vocab);
         m->toks[0] = (fwd_tok_t){.seq = seq, .pos = len + 1 + got};
         m->tok[0] = out[got++];
         m->hs[0] = fwd_hidden(m->f, 0);

@@ -249,6 +249,12 @@ int bench_spec(const char *path, const char *mode, const char *draft_path, int32
         printf("\noutput with speculation %s the output without (greedy, %d tokens per stream)%s\n",
                same ? "equals" : "DIFFERS FROM", n_gen,
                pred_mode ? (text_pred ? "; predictions sent as text" : "; predictions given as tokens") : "");
+        if (mtp_mode) {
+            sched_stats_t st;
+            sched_stats(on, &st);
+            printf("MTP block: a draft costs ~%.2f of a step%s\n", st.spec_mtp_cost,
+                   st.spec_mtp_used ? "" : " (not used: too costly to pay back)");
+        }
     }
     status = same ? 0 : 1;
 out:

@@ -1150,7 +1150,16 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
                 lf_err_set(err, LF_ERR_NOMEM, "out of memory");
             goto fail;
         }
-        s->cost.draft_ratio = s->o.spec_draft_cost > 0 ? s->o.spec_draft_cost : spec_mtp_cost_ratio(s->mtp);
+        s->st.spec_mtp_cost = spec_mtp_cost_ratio(s->mtp);
+        s->cost.draft_ratio = s->o.spec_draft_cost > 0 ? s->o.spec_draft_cost : s->st.spec_mtp_cost;
+        if (s->cost.draft_ratio >= SPEC_DRAFT_PROBE_C) {
+            /* its layer and the output matrix cost more than the drafts can
+             * give back (a model with few layers for its vocabulary): no
+             * feeding, no drafting */
+            spec_mtp_free(s->mtp);
+            s->mtp = NULL;
+        }
+        s->st.spec_mtp_used = s->mtp != NULL;
     }
     if (opts->draft_model && !s->o.spec_off &&
         !(s->draft = spec_draft_create(opts->draft_model, m, s->o.n_parallel, s->o.n_ctx, s->o.batch_tokens,

@@ -7,7 +7,8 @@
  *    drafts, the first from the row of the next decode input, the others
  *    chained through the block's own output state;
  *  - feeding a prompt in one batch, in chunks, or with drafting in between
- *    gives the same drafts (the drafting rows are forgotten);
+ *    gives the same drafts (the drafting rows are forgotten); slots
+ *    drafting together in one batch per step get their own drafts;
  *  - a slot whose first fed position is not 0 drafts (from where it
  *    starts), one fed out of order gives none, a reset slot starts over;
  *  - llama.cpp's own MTP drafts on the same files agree: recorded from
@@ -173,6 +174,18 @@ int main(void)
     feed(mt, 2, toks, H, E, 10, N, 7);
     n = spec_mtp_draft(mt, 2, next, 2, got);
     tap_ok(n == 2 && got[0] == want[0] && got[1] == want[1], "drafting between two feeds changes nothing; k = 2 gives two");
+    /* several slots drafting together: each gets what it gets alone */
+    {
+        int32_t a[K], b[K], c[K], one_b[K];
+        spec_mtp_draft(mt, 2, next, K, one_b);
+        spec_mtp_req_t rq[3] = {{0, next, K, a}, {2, next, 3, b}, {1, 99, K, c}};
+        int32_t one_c[K];
+        spec_mtp_draft(mt, 1, 99, K, one_c);
+        spec_mtp_draft_many(mt, rq, 3);
+        tap_ok(rq[0].k == K && rq[1].k == 3 && rq[2].k == K && !memcmp(a, want, sizeof want) &&
+                   !memcmp(b, one_b, 3 * sizeof(int32_t)) && !memcmp(c, one_c, sizeof c),
+               "three slots drafting in one batch per step (lengths 5, 3, 5): each its own drafts");
+    }
     /* a slot starting at position 8 (a reused prefix) drafts; out of order
      * gives none; reset starts over */
     feed(mt, 3, toks, H, E, 8, N, N);

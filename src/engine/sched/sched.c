@@ -109,6 +109,7 @@ struct sched {
     spec_draft_t *draft;  /* the draft model's context, or NULL */
     spec_mtp_t *mtp;      /* the model's MTP block drafting instead (--spec mtp), or NULL */
     spec_mtp_row_t *mtp_rows; /* this step's rows for it [batch_tokens] */
+    spec_mtp_req_t *mreq;     /* this step's drafting requests to it [n_parallel] */
     spec_draft_req_t *dreq; /* this step's draft-model requests [n_parallel] */
     int32_t *dreq_row;    /* batch index of each request's first draft row */
     int32_t n_dreq;
@@ -577,12 +578,11 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
         spec_src_t src = spec_seq_next_source(j->spec, j->prompt, n_hist, j->n_prompt);
         const int32_t want = spec_seq_length(j->spec, src, &s->cost, n_dec, cap);
         int32_t k = spec_seq_propose(j->spec, j->prompt, n_hist, j->n_prompt, want, j->draft, &j->draft_src);
-        if (k == 0 && j->draft_src == SPEC_SRC_DRAFT && s->mtp && want > 0 && !j->media)
-            k = spec_mtp_draft(s->mtp, i, j->last, want, j->draft);
-        if (k == 0 && j->draft_src == SPEC_SRC_DRAFT && s->draft && want > 0) {
-            /* the draft model fills these rows once the lock is released
-             * (sched_main); until then they repeat the input, a valid
-             * (if unlikely) draft */
+        const bool drafter = s->draft || (s->mtp && !j->media && spec_mtp_ready(s->mtp, i));
+        if (k == 0 && j->draft_src == SPEC_SRC_DRAFT && drafter && want > 0) {
+            /* the draft model (or the MTP block) fills these rows once the
+             * lock is released (sched_main); until then they repeat the
+             * input, a valid (if unlikely) draft */
             k = want;
             for (int32_t r = 0; r < k; r++)
                 j->draft[r] = j->last;
@@ -593,7 +593,7 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
         int32_t d = 0;
         while (d < k && chan_reserve(j->ch)) /* each draft may become a TOKEN event */
             d++;
-        if (d > 0 && j->draft_src == SPEC_SRC_DRAFT && s->draft) {
+        if (d > 0 && j->draft_src == SPEC_SRC_DRAFT && drafter) {
             s->dreq[s->n_dreq] = (spec_draft_req_t){.slot = i, .owner = j->arrival, .hist = j->prompt,
                                                     .n_hist = n_hist, .k = d, .out = j->draft};
             s->dreq_row[s->n_dreq++] = n; /* the rows added below */
@@ -997,7 +997,7 @@ static void *sched_main(void *arg)
         int32_t nj = encode ? snapshot_slots(s, jobs) : 0;
         pthread_mutex_unlock(&s->mu);
         lf_err_t err = {0};
-        if (s->n_dreq > 0) {
+        if (s->n_dreq > 0 && s->draft) {
             /* the draft model's rows (only this thread touches the jobs) */
             lf_err_t derr = {0};
             spec_draft_run(s->draft, s->dreq, s->n_dreq, &derr);
@@ -1006,9 +1006,19 @@ static void *sched_main(void *arg)
                     s->batch[s->dreq_row[q] + r].token = s->dreq[q].out[r];
             if (s->o.spec_draft_cost <= 0)
                 s->cost.t_draft = spec_draft_step_seconds(s->draft);
+        } else if (s->n_dreq > 0 && s->mtp) {
+            /* the MTP block's rows, every slot's i-th draft in one batch */
+            for (int32_t q = 0; q < s->n_dreq; q++) {
+                const spec_draft_req_t *d = &s->dreq[q];
+                s->mreq[q] = (spec_mtp_req_t){.seq = d->slot, .next = d->hist[d->n_hist - 1], .k = d->k, .out = d->out};
+            }
+            spec_mtp_draft_many(s->mtp, s->mreq, s->n_dreq);
+            for (int32_t q = 0; q < s->n_dreq; q++)
+                for (int32_t r = 0; r < s->mreq[q].k; r++)
+                    s->batch[s->dreq_row[q] + r].token = s->mreq[q].out[r];
+            if (s->o.spec_draft_cost <= 0)
+                s->cost.t_draft = spec_mtp_step_seconds(s->mtp);
         }
-        if (s->mtp && s->o.spec_draft_cost <= 0)
-            s->cost.t_draft = spec_mtp_step_seconds(s->mtp);
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         lf_code_t rc = fwd_decode_mm(s->fwd, s->batch, s->has_mm ? s->batch_mm : NULL, n, &err);
@@ -1145,7 +1155,8 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
     }
     if (opts->spec_mtp && !s->o.spec_off) {
         if (!(s->mtp = spec_mtp_create(m, s->o.n_parallel, s->o.n_ctx, s->o.batch_tokens, s->o.n_threads, err)) ||
-            !(s->mtp_rows = malloc((size_t)s->o.batch_tokens * sizeof *s->mtp_rows))) {
+            !(s->mtp_rows = malloc((size_t)s->o.batch_tokens * sizeof *s->mtp_rows)) ||
+            !(s->mreq = malloc((size_t)s->o.n_parallel * sizeof *s->mreq))) {
             if (s->mtp)
                 lf_err_set(err, LF_ERR_NOMEM, "out of memory");
             goto fail;
@@ -1194,6 +1205,7 @@ fail:
     spec_draft_free(s->draft);
     spec_mtp_free(s->mtp);
     free(s->mtp_rows);
+    free(s->mreq);
     free(s->dreq);
     free(s->dreq_row);
     fwd_free(s->fwd);
@@ -1240,6 +1252,7 @@ void sched_free(sched_t *s)
     spec_draft_free(s->draft);
     spec_mtp_free(s->mtp);
     free(s->mtp_rows);
+    free(s->mreq);
     free(s->dreq);
     free(s->dreq_row);
     fwd_free(s->fwd);

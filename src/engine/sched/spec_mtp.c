@@ -25,6 +25,7 @@ struct spec_mtp {
     const float **hs;
     int32_t *tok;
     const float **prev; /* [n_seq] during a feed: the hidden state before the next row */
+    int32_t last_row[SPEC_MTP_SEQ_MAX]; /* drafting: each request's row in the last batch */
     float *in;          /* [max_batch][E] input rows */
     void *scratch;
     double step_s, ratio;
@@ -162,37 +163,80 @@ lf_code_t spec_mtp_feed(spec_mtp_t *m, const spec_mtp_row_t *rows, int32_t n, lf
     return rc;
 }
 
-int32_t spec_mtp_draft(spec_mtp_t *m, int32_t seq, int32_t next, int32_t k, int32_t *out)
+bool spec_mtp_ready(const spec_mtp_t *m, int32_t seq)
 {
-    if (seq < 0 || seq >= m->n_seq || m->broken[seq] || m->base[seq] < 0 || k <= 0 || next < 0 ||
-        next >= m->n_vocab)
-        return 0;
-    if (k > MTP_K_MAX)
-        k = MTP_K_MAX;
-    const int32_t len = fwd_seq_len(m->f, seq);
+    return seq >= 0 && seq < m->n_seq && !m->broken[seq] && m->base[seq] >= 0;
+}
+
+void spec_mtp_draft_many(spec_mtp_t *m, spec_mtp_req_t *reqs, int32_t n)
+{
+    int32_t kmax = 0, len[SPEC_MTP_SEQ_MAX];
+    const int32_t cap = m->max_batch < SPEC_MTP_SEQ_MAX ? m->max_batch : SPEC_MTP_SEQ_MAX;
+    const int32_t nr = n < cap ? n : cap; /* one row per request and draft step */
+    for (int32_t r = 0; r < n; r++) {
+        spec_mtp_req_t *q = &reqs[r];
+        bool dup = false;
+        for (int32_t o = 0; o < r && !dup; o++)
+            dup = reqs[o].seq == q->seq;
+        if (r >= nr || dup || !spec_mtp_ready(m, q->seq) || q->next < 0 || q->next >= m->n_vocab || q->k <= 0) {
+            q->k = 0;
+            continue;
+        }
+        if (q->k > MTP_K_MAX)
+            q->k = MTP_K_MAX;
+        len[r] = fwd_seq_len(m->f, q->seq);
+        if (q->k > kmax)
+            kmax = q->k;
+    }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int32_t got = 0;
-    m->toks[0] = (fwd_tok_t){.seq = seq, .pos = len};
-    m->tok[0] = next;
-    m->hs[0] = m->pend + (int64_t)seq * m->E;
-    while (got < k && run(m, 1, FWD_OUT_LOGITS | FWD_OUT_HIDDEN, NULL) == LF_OK) {
-        out[got] = spec_argmax(fwd_logits(m->f, 0), m->n_vocab);
-        m->toks[0] = (fwd_tok_t){.seq = seq, .pos = len + 1 + got};
-        m->tok[0] = out[got++];
-        m->hs[0] = fwd_hidden(m->f, 0);
+    int32_t row[SPEC_MTP_SEQ_MAX]; /* each request's row in the last batch, -1: none */
+    for (int32_t step = 0; step < kmax; step++) {
+        int32_t nb = 0;
+        for (int32_t r = 0; r < nr; r++) {
+            spec_mtp_req_t *q = &reqs[r];
+            row[r] = -1;
+            if (q->k <= step)
+                continue;
+            m->toks[nb] = (fwd_tok_t){.seq = q->seq, .pos = len[r] + step};
+            m->tok[nb] = step == 0 ? q->next : q->out[step - 1];
+            m->hs[nb] = step == 0 ? m->pend + (int64_t)q->seq * m->E : fwd_hidden(m->f, m->last_row[r]);
+            row[r] = nb++;
+        }
+        if (nb == 0 || run(m, nb, FWD_OUT_LOGITS | FWD_OUT_HIDDEN, NULL) != LF_OK) {
+            for (int32_t r = 0; r < nr; r++) /* keep what was drafted before */
+                if (reqs[r].k > step)
+                    reqs[r].k = step;
+            break;
+        }
+        for (int32_t r = 0; r < nr; r++)
+            if (row[r] >= 0) {
+                reqs[r].out[step] = spec_argmax(fwd_logits(m->f, row[r]), m->n_vocab);
+                m->last_row[r] = row[r];
+            }
     }
     /* the drafting rows are not the target's */
-    if (fwd_seq_len(m->f, seq) != len && fwd_seq_truncate(m->f, seq, len, NULL) != LF_OK) {
-        m->broken[seq] = true;
-        return 0;
+    for (int32_t r = 0; r < nr; r++) {
+        spec_mtp_req_t *q = &reqs[r];
+        if (q->k <= 0)
+            continue;
+        if (fwd_seq_len(m->f, q->seq) != len[r] && fwd_seq_truncate(m->f, q->seq, len[r], NULL) != LF_OK) {
+            m->broken[q->seq] = true;
+            q->k = 0;
+        }
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    if (got > 0) {
-        const double sec = ((double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec)) / got;
+    if (kmax > 0) {
+        const double sec = ((double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec)) / kmax;
         m->step_s = m->step_s > 0 ? 0.9 * m->step_s + 0.1 * sec : sec;
     }
-    return got;
+}
+
+int32_t spec_mtp_draft(spec_mtp_t *m, int32_t seq, int32_t next, int32_t k, int32_t *out)
+{
+    spec_mtp_req_t q = {seq, next, k, out};
+    spec_mtp_draft_many(m, &q, 1);
+    return q.k;
 }
 
 double spec_mtp_step_seconds(const spec_mtp_t *m) { return m->step_s; }

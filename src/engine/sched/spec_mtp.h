@@ -34,6 +34,8 @@
 
 typedef struct spec_mtp spec_mtp_t;
 
+#define SPEC_MTP_SEQ_MAX 256 /* slots drafting together (more are not drafted) */
+
 /* The MTP block of target for n_seq slots of up to n_ctx positions, rows
  * fed in batches of up to max_batch, n_threads threads. NULL + err
  * (LF_ERR_UNSUPPORTED naming the model when it has no MTP block). */
@@ -56,9 +58,21 @@ typedef struct {
  * leave the slots concerned without drafts. */
 lf_code_t spec_mtp_feed(spec_mtp_t *m, const spec_mtp_row_t *rows, int32_t n, lf_err_t *err);
 
+/* Whether slot seq can draft (it was fed and nothing broke it). */
+bool spec_mtp_ready(const spec_mtp_t *m, int32_t seq);
+
 /* Up to k (<= 16) greedy drafts for slot seq, whose next decode input is
  * `next`, into out; returns how many (0: the slot has none to give). */
 int32_t spec_mtp_draft(spec_mtp_t *m, int32_t seq, int32_t next, int32_t k, int32_t *out);
+
+/* spec_mtp_draft for several slots at once, every slot's i-th draft in
+ * one batch (the block's weights and the output matrix read once per
+ * draft step for all). req.k becomes the number of drafts made. */
+typedef struct {
+    int32_t seq, next, k;
+    int32_t *out;
+} spec_mtp_req_t;
+void spec_mtp_draft_many(spec_mtp_t *m, spec_mtp_req_t *reqs, int32_t n);
 
 /* Seconds one drafting step took, averaged over the recent ones (0 until
  * measured), and the block's weight bytes per token over the target's

@@ -46,11 +46,12 @@ else
     ok 1 "llm-fcgi starts with --model-draft"
 fi
 # a hybrid (Gated DeltaNet layers with a recurrent state, rolled back to a
-# checkpoint when drafts are rejected): the same answers with speculation
+# checkpoint when drafts are rejected): the same answers with speculation,
+# n-grams or its own MTP block drafting
 HYBRID=$(dirname "$MODEL_FILE")/tinyqwen35-f32.gguf
-for phase in record check; do
-    spec=none
-    [ $phase = check ] && spec=ngram
+for spec in none ngram mtp; do
+    phase=check
+    [ $spec = none ] && phase=record
     if start_server "$LLM_FCGI" serve -m "$HYBRID" --served-model-name tinyqwen35 --api-key sk-spec \
             --parallel 4 --threads 1 --ctx-size 1024 --spec $spec --spec-row-cost 0.05; then
         ok 0 "nginx + llm-fcgi start with tinyqwen35 (--spec $spec)"
@@ -68,5 +69,5 @@ st=$?
 ok $([ $st = 1 ] && grep -q 'cannot draft for this model: the draft model.s tokenizer is gpt2' "$E2E_TMP/draft.err"; echo $?) \
     "a draft model with another vocabulary: refused at start, naming the difference (exit $st)"
 "$LLM_FCGI" serve -m "$MODEL_FILE" --spec always >/dev/null 2>"$E2E_TMP/spec.err"
-ok $([ $? = 2 ] && grep -q 'expected ngram or none' "$E2E_TMP/spec.err"; echo $?) "--spec with an unknown source: usage error"
+ok $([ $? = 2 ] && grep -q 'expected ngram, mtp or none' "$E2E_TMP/spec.err"; echo $?) "--spec with an unknown source: usage error"
 e2e_done

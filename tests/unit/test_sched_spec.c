@@ -2,7 +2,8 @@
  * engine (stories260K.gguf, and the hybrids tinyqwen35 / tinylfm2 whose
  * recurrent states go back to a checkpoint when drafts are rejected):
  * with drafts that are always right, always wrong, random, or right but
- * for an edit, from a prediction, from n-grams or from a draft model,
+ * for an edit, from a prediction, from n-grams, from a draft model or
+ * from the model's own MTP block (tinyqwen35),
  * every job gives exactly the tokens (and logprobs, bitwise) it gives
  * without speculation: greedy and seeded, with stop tokens, EOS,
  * max_tokens, a grammar, n > 1, concurrent streams and preemption. */
@@ -354,6 +355,50 @@ static void test_model(const char *file, const char *const *drafts, int n_drafts
                "a draft model with another vocabulary is refused: %s", dm ? derr.msg : err.msg);
         sched_free(dr);
         model_free(dm);
+    }
+
+    /* the model's own MTP block as the draft model (--spec mtp) */
+    {
+        sched_opts_t mo = base;
+        mo.spec_mtp = true;
+        mo.spec_draft_cost = 0.05; /* cheap enough to be probed often */
+        lf_err_t merr = {0};
+        sched_t *mt = sched_create(m, &mo, &merr);
+        if (model_hparams(m)->n_nextn == 0) {
+            tap_ok(!mt && merr.code == LF_ERR_UNSUPPORTED, "--spec mtp without an MTP block: refused (%s)", merr.msg);
+        } else {
+            ok = tap_ok(mt != NULL, "a scheduler drafting with the MTP block (%s)", mt ? "ok" : merr.msg);
+            for (int mi = 0; mi < 2 && ok; mi++) {
+                p = params(160, mi ? 0.8f : 0.0f, 31 + (uint64_t)mi);
+                run1(off, &p, &ref);
+                ok &= run1(mt, &p, &got) == LF_OK && same(&got, 0, &ref, 0);
+            }
+            if (ok) {
+                sched_params_t p4[4];
+                for (int k = 0; k < 4; k++)
+                    p4[k] = params(100, k % 2 ? 0.0f : 0.9f, 70 + (uint64_t)k);
+                const int32_t *ps4[4] = {PROMPT, PROMPT, PROMPT, PROMPT};
+                size_t ns4[4] = {5, 5, 5, 5};
+                run(off, ps4, ns4, p4, 4, &ref);
+                ok &= run(mt, ps4, ns4, p4, 4, &got) == LF_OK;
+                for (int k = 0; k < 4; k++)
+                    ok &= same(&got, k, &ref, k);
+            }
+            sched_stats_t ms;
+            if (mt)
+                sched_stats(mt, &ms);
+            tap_ok(ok && ms.spec_drafted[SPEC_SRC_DRAFT] > 0,
+                   "MTP drafts: the same tokens, greedy, seeded and 4 streams (%llu of %llu accepted)",
+                   mt ? (unsigned long long)ms.spec_accepted[SPEC_SRC_DRAFT] : 0ull,
+                   mt ? (unsigned long long)ms.spec_drafted[SPEC_SRC_DRAFT] : 0ull);
+            sched_opts_t both = mo;
+            both.draft_model = m;
+            lf_err_t berr = {0};
+            sched_t *bs = sched_create(m, &both, &berr);
+            tap_ok(!bs && berr.code == LF_ERR_INVALID, "a draft model and the MTP block together: refused (%s)", berr.msg);
+            sched_free(bs);
+        }
+        sched_free(mt);
     }
 
     sched_free(on);

@@ -79,6 +79,8 @@ typedef struct {
                             share of t0 (the draft's weight bytes / the target's) */
     double sw, sx, sy, sxx, sxy;
     bool fixed;          /* set by the operator: not measured */
+    bool refeed;         /* a rejection costs the accepted rows again (a hybrid
+                            model's recurrent state goes back to its checkpoint) */
 } spec_cost_t;
 
 /* A prior (a row costs 5% of a step) until steps are observed. */
@@ -131,6 +133,9 @@ void spec_seq_counts(const spec_seq_t *sp, spec_src_t src, int64_t *drafted, int
  * of drafts accepted (0..n_draft). */
 typedef int32_t (*spec_sample_fn)(void *ctx, int32_t row);
 int32_t spec_verify(const int32_t *draft, int32_t n_draft, spec_sample_fn sample, void *ctx);
+
+/* A greedy draft token: the first index of the largest of x[0..n). */
+int32_t spec_argmax(const float *x, int32_t n);
 
 /* Expected accepted tokens of a draft of length k when each token is
  * accepted with probability a after the previous one was (geometric). */

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "engine/model/forward.h"
+#include "engine/sched/spec.h"
 #include "engine/vocab/vocab.h"
 
 #define SPEC_DRAFT_VOCAB_SLACK 128 /* llama.cpp's SPEC_VOCAB_MAX_SIZE_DIFFERENCE */
@@ -109,15 +110,6 @@ double spec_draft_step_seconds(const spec_draft_t *d)
     return d ? d->step_s : 0;
 }
 
-static int32_t argmax(const float *x, int32_t n)
-{
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
-}
-
 static void reset(spec_draft_t *d, int32_t slot)
 {
     fwd_seq_rm(d->f, slot);
@@ -138,7 +130,7 @@ static lf_code_t run_batch(spec_draft_t *d, int32_t n, spec_draft_req_t *reqs, i
         d->ntok[t->seq] = t->pos + 1;
         if (t->logits) {
             spec_draft_req_t *q = &reqs[d->row_req[i]];
-            q->out[which] = argmax(fwd_logits(d->f, j++), d->n_vocab);
+            q->out[which] = spec_argmax(fwd_logits(d->f, j++), d->n_vocab);
         }
     }
     return LF_OK;

@@ -557,6 +557,33 @@ GX_AVX2 static float dot_f16_tiny_avx2(const uint16_t *x, const uint16_t *y, int
     return hsum256x2(lo, hi);
 }
 
+/* One 8-lane step of every chain of a tile: the smaller side (rows or
+ * tokens) is loaded first and held, the other loaded one at a time, so
+ * the accumulators and the held vectors fit the 16 registers. LOADW loads
+ * row q at element i. */
+#define TILE_STEP(LOADW)                                                                                        \
+    do {                                                                                                       \
+        if (R <= T) {                                                                                          \
+            __m256 r[6];                                                                                       \
+            _Pragma("GCC unroll 6") for (int q = 0; q < R; q++) r[q] = (LOADW);                                \
+            _Pragma("GCC unroll 4") for (int t = 0; t < T; t++)                                                \
+            {                                                                                                  \
+                const __m256 v = _mm256_loadu_ps(xh + (size_t)t * x_stride + i);                               \
+                _Pragma("GCC unroll 6") for (int q = 0; q < R; q++) a[t * R + q] =                             \
+                    _mm256_fmadd_ps(r[q], v, a[t * R + q]);                                                    \
+            }                                                                                                  \
+        } else {                                                                                               \
+            __m256 v[4];                                                                                       \
+            _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) v[t] = _mm256_loadu_ps(xh + (size_t)t * x_stride + i); \
+            _Pragma("GCC unroll 6") for (int q = 0; q < R; q++)                                                \
+            {                                                                                                  \
+                const __m256 r = (LOADW);                                                                      \
+                _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) a[t * R + q] =                             \
+                    _mm256_fmadd_ps(r, v[t], a[t * R + q]);                                                    \
+            }                                                                                                  \
+        }                                                                                                      \
+    } while (0)
+
 /* tinyBLAS order for R rows and T tokens at once at the AVX2 level, the
  * tokens as F32 (for F16 weights: the activations already rounded to F16,
  * so the products are the exact F16 x F16 products of ggml). Each output's
@@ -585,34 +612,12 @@ GX_AVX2 static inline __attribute__((always_inline)) void tile_avx2(const void *
         const float *xh = x + 8 * h;
         if (f16) {
             const uint16_t *wh = (const uint16_t *)w + 8 * h;
-            for (int64_t i = k0; i < k1; i += 16) {
-                __m256 r[6];
-                _Pragma("GCC unroll 6")
-                for (int q = 0; q < R; q++)
-                    r[q] = load8_f16(wh + (size_t)q * w_stride + i);
-                _Pragma("GCC unroll 4")
-                for (int t = 0; t < T; t++) {
-                    const __m256 v = _mm256_loadu_ps(xh + (size_t)t * x_stride + i);
-                    _Pragma("GCC unroll 6")
-                    for (int q = 0; q < R; q++)
-                        a[t * R + q] = _mm256_fmadd_ps(r[q], v, a[t * R + q]);
-                }
-            }
+            for (int64_t i = k0; i < k1; i += 16)
+                TILE_STEP(load8_f16(wh + (size_t)q * w_stride + i));
         } else {
             const float *wh = (const float *)w + 8 * h;
-            for (int64_t i = k0; i < k1; i += 16) {
-                __m256 r[6];
-                _Pragma("GCC unroll 6")
-                for (int q = 0; q < R; q++)
-                    r[q] = _mm256_loadu_ps(wh + (size_t)q * w_stride + i);
-                _Pragma("GCC unroll 4")
-                for (int t = 0; t < T; t++) {
-                    const __m256 v = _mm256_loadu_ps(xh + (size_t)t * x_stride + i);
-                    _Pragma("GCC unroll 6")
-                    for (int q = 0; q < R; q++)
-                        a[t * R + q] = _mm256_fmadd_ps(r[q], v, a[t * R + q]);
-                }
-            }
+            for (int64_t i = k0; i < k1; i += 16)
+                TILE_STEP(_mm256_loadu_ps(wh + (size_t)q * w_stride + i));
         }
         _Pragma("GCC unroll 12")
         for (int q = 0; q < R * T; q++)
@@ -630,6 +635,8 @@ GX_AVX2 static inline __attribute__((always_inline)) void tile_avx2(const void *
             out[(size_t)t * out_stride + (size_t)q] = v;
         }
 }
+
+#undef TILE_STEP
 
 #define GX_TILE(R, T)                                                                                              \
     GX_AVX2 static void tile##R##x##T##_avx2(const void *w, size_t ws, bool f16, const float *x, size_t xs,         \
@@ -658,7 +665,7 @@ enum { GX_KBLOCK = 1024 };
 /* Rows [0, n_rows) of w (row stride k elements, n_rows <= GX_ROW_CHUNK)
  * times tokens [0, n_tok) of x (F32, stride k), all in tinyBLAS order (k %
  * 16 == 0): groups of 4 tokens in 3-row tiles, the last 1-3 tokens in
- * wider row tiles; k in blocks of at most GX_KBLOCK (the chains saved
+ * wider row tiles (5 and 6 as 3 + 2 and 3 + 3); k in blocks of at most GX_KBLOCK (the chains saved
  * between blocks, so the sums are unchanged). */
 GX_AVX2 static void block_avx2(const void *w, bool f16, int64_t n_rows, const float *x, int64_t n_tok, int64_t k,
                                const float *bias, float *out, size_t out_stride)
@@ -671,7 +678,10 @@ GX_AVX2 static void block_avx2(const void *w, bool f16, int64_t n_rows, const fl
     const int64_t nb = (k + GX_KBLOCK - 1) / GX_KBLOCK;
     const int64_t kb = (k / 16 + nb - 1) / nb * 16;
     for (int64_t t = 0; t < n_tok;) {
-        const int T = n_tok - t >= 4 ? 4 : (int)(n_tok - t), R = rows[T];
+        /* groups of 4, the last 5 or 6 tokens as 3 + 2 or 3 + 3 (a 1-token
+         * tile loads a row per product) */
+        const int64_t left = n_tok - t;
+        const int T = left == 5 || left == 6 ? 3 : left >= 4 ? 4 : (int)left, R = rows[T];
         const float *xt = x + t * k;
         float *ot = out + (size_t)t * out_stride;
         for (int64_t k0 = 0; k0 < k; k0 += kb) {

@@ -48,6 +48,7 @@ typedef struct {
     float *o, *ot;    /* [rows][hd] segment output, total */
     float *m, *l, *mt, *lt; /* [rows] */
     int32_t *lo, *hi; /* [rows] positions attended */
+    float *mn, *al;   /* [rows] a tile's new maximum, rescale factor */
     float *kbuf;      /* [FA_TCH][hd][16] K chunks as floats */
     float *vbuf;      /* [FA_TCH][hd][16] V chunks as floats */
 } fa_scr_t;
@@ -75,16 +76,17 @@ static int64_t al16(int64_t n) { return (n + 15) & ~(int64_t)15; }
 static int64_t scratch_floats(int32_t rows, int32_t hd, fa_scr_t *s, float *base)
 {
     const int64_t sz[] = {rows * hd, rows * FA_TILE, rows * hd, rows * hd, rows, rows, rows, rows, rows, rows,
-                          FA_TCH * 16 * hd, FA_TCH * 16 * hd};
-    float *p[12];
+                          FA_TCH * 16 * hd, FA_TCH * 16 * hd, rows, rows};
+    enum { N = sizeof sz / sizeof sz[0] };
+    float *p[N];
     int64_t off = 0;
-    for (int i = 0; i < 12; i++) {
+    for (int i = 0; i < N; i++) {
         p[i] = base ? base + off : NULL;
         off += al16(sz[i]);
     }
     if (s)
         *s = (fa_scr_t){p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], (int32_t *)(void *)p[8],
-                        (int32_t *)(void *)p[9], p[10], p[11]};
+                        (int32_t *)(void *)p[9], p[12], p[13], p[10], p[11]};
     return off;
 }
 
@@ -193,6 +195,51 @@ typedef struct {
  * rather than at every use. */
 enum { FA_WIDEN_ROWS = 8 };
 
+/* Chunk c (positions 16 c ..) of KV head kvh, K (part 0) or V (part 1), as
+ * the cache stores it; *bytes: how far it extends from p (F16 with
+ * block_tokens > 16: rows of 32 bytes block_tokens * 2 bytes apart). */
+static fa_chunk_t chunk_at(const attn_flash_t *fa, const attn_job_t *job, const int32_t *blocks, int32_t kvh,
+                           int32_t c, int part, int64_t *bytes)
+{
+    const kv_cache_t *kv = job->kv;
+    const int32_t hd = fa->hd, bt = kv_block_tokens(kv);
+    const int32_t p = c * FA_CHUNK, b = blocks[p / bt], col = p % bt;
+    if (b < 0) {
+        /* given back by a window: no row attends it */
+        *bytes = 0;
+        return (fa_chunk_t){fa->zeros, 16, FA_F32};
+    }
+    const kv_type_t t = part ? kv_type_v(kv) : kv_type_k(kv);
+    const uint8_t *data = part ? kv_block_v_data(kv, b, job->layer) : kv_block_k_data(kv, b, job->layer);
+    if (t == KV_F16) {
+        *bytes = ((int64_t)(hd - 1) * bt + 16) * 2;
+        return (fa_chunk_t){(const uint16_t *)(const void *)data + (int64_t)kvh * hd * bt + col, bt, FA_F16};
+    }
+    const int64_t bb = t == KV_Q8_0 ? FA_Q8_BLOCK : FA_Q4_BLOCK, nb = (int64_t)job->n_head_kv * hd / 32;
+    *bytes = hd / 32 * bb;
+    return (fa_chunk_t){data + (col / FA_CHUNK) * nb * bb + (int64_t)kvh * (hd / 32) * bb, 0,
+                        t == KV_Q8_0 ? FA_Q8 : FA_Q4};
+}
+
+/* Asks the CPU to bring chunks ca .. cb - 1 (K and V) towards the core
+ * while the current tile is computed: consecutive chunks of a sequence
+ * lie in different cache blocks, far apart, which the hardware
+ * prefetchers do not follow. Changes no value. */
+static void prefetch_chunks(const attn_flash_t *fa, const attn_job_t *job, const int32_t *blocks, int32_t kvh,
+                            int32_t ca, int32_t cb)
+{
+    for (int32_t c = ca; c < cb; c++)
+        for (int part = 0; part < 2; part++) {
+            int64_t n;
+            const fa_chunk_t x = chunk_at(fa, job, blocks, kvh, c, part, &n);
+            const char *p = x.p;
+            for (int64_t i = 0; i < n; i += 64)
+                __builtin_prefetch(p + i, 0, 2);
+            if (n)
+                __builtin_prefetch(p + n - 1, 0, 2);
+        }
+}
+
 /* Chunks ca .. cb - 1 of KV head kvh (attn_flash_kern.h): read in place,
  * or converted to floats for R >= FA_WIDEN_ROWS rows (the same values).
  * V's positions from `end` on (attended by no row: not written yet, or
@@ -201,30 +248,18 @@ enum { FA_WIDEN_ROWS = 8 };
 static void load_chunks(const attn_flash_t *fa, const attn_job_t *job, const int32_t *blocks, int32_t kvh,
                         int32_t ca, int32_t cb, int32_t end, int32_t R, const fa_scr_t *s, fa_chunks_t *ch)
 {
-    const kv_cache_t *kv = job->kv;
     const fa_kern_t *K = fa->K;
-    const int32_t hd = fa->hd, bt = kv_block_tokens(kv);
-    const int64_t kvd = (int64_t)job->n_head_kv * hd;
-    const kv_type_t t[2] = {kv_type_k(kv), kv_type_v(kv)};
+    const int32_t hd = fa->hd;
     for (int32_t c = ca; c < cb; c++) {
-        const int32_t p = c * FA_CHUNK, b = blocks[p / bt], col = p % bt, i = c - ca;
+        const int32_t p = c * FA_CHUNK, i = c - ca;
         const int32_t n_valid = end - p < 16 ? end - p : 16;
         for (int part = 0; part < 2; part++) {
             fa_chunk_t *x = part ? &ch->v[i] : &ch->k[i];
             float *buf = (part ? s->vbuf : s->kbuf) + (int64_t)i * 16 * hd;
-            if (b < 0) {
-                /* given back by a window: no row attends it */
-                *x = (fa_chunk_t){fa->zeros, 16, FA_F32};
+            int64_t bytes;
+            *x = chunk_at(fa, job, blocks, kvh, c, part, &bytes);
+            if (!bytes)
                 continue;
-            }
-            const uint8_t *data = part ? kv_block_v_data(kv, b, job->layer) : kv_block_k_data(kv, b, job->layer);
-            if (t[part] == KV_F16) {
-                *x = (fa_chunk_t){(const uint16_t *)(const void *)data + (int64_t)kvh * hd * bt + col, bt, FA_F16};
-            } else {
-                const int64_t bb = t[part] == KV_Q8_0 ? FA_Q8_BLOCK : FA_Q4_BLOCK, nb = kvd / 32;
-                *x = (fa_chunk_t){data + (col / FA_CHUNK) * nb * bb + (int64_t)kvh * (hd / 32) * bb, 0,
-                                  t[part] == KV_Q8_0 ? FA_Q8 : FA_Q4};
-            }
             const int32_t n = part ? n_valid : 16;
             if (n < 16 || R >= FA_WIDEN_ROWS) {
                 K->widen(x, hd, buf);
@@ -237,9 +272,10 @@ static void load_chunks(const attn_flash_t *fa, const attn_job_t *job, const int
 }
 
 /* Rows [0, R) of the item over positions [p0, p1) (one segment), from a
- * fresh start: s->m, s->l, s->o. */
+ * fresh start: s->m, s->l, s->o. The item's positions end at pend (for
+ * prefetching across segments). */
 static void run_segment(const attn_flash_t *fa, const attn_job_t *job, const fa_item_t *it, const fa_scr_t *s,
-                        int32_t R, int32_t p0, int32_t p1)
+                        int32_t R, int32_t p0, int32_t p1, int32_t pend)
 {
     const fa_kern_t *K = fa->K;
     const int32_t hd = fa->hd;
@@ -266,11 +302,21 @@ static void run_segment(const attn_flash_t *fa, const attn_job_t *job, const fa_
         const int32_t base = ca * FA_CHUNK;
         fa_chunks_t ch;
         load_chunks(fa, job, blocks, it->kvh, ca, cb, ub, R, s, &ch);
-        for (int32_t i = 0; i < nc; i++)
+        /* the next tile's chunks, one per chunk computed here */
+        const int32_t na = (t0 + FA_TILE) / FA_CHUNK;
+        const int32_t nz = t0 + FA_TILE >= pend ? na : ((t0 + 2 * FA_TILE < pend ? t0 + 2 * FA_TILE : pend) + FA_CHUNK - 1) / FA_CHUNK;
+        for (int32_t i = 0; i < nc; i++) {
+            if (na + i < nz)
+                prefetch_chunks(fa, job, blocks, it->kvh, na + i, i + 1 < nc ? na + i + 1 : nz);
             K->qk(&ch.k[i], s->q, hd, R, hd, s->s + i * FA_CHUNK, FA_TILE);
+        }
+        /* per row: the mask and the new maximum; then the rescale factors
+         * alpha = fa_exp(m_old - m_new) of all rows at once (an empty
+         * row's m_old is -inf: alpha 0); then the probabilities */
         for (int32_t r = 0; r < R; r++) {
             float *sr = s->s + (int64_t)r * FA_TILE;
             const int32_t lo = s->lo[r] > a ? s->lo[r] : a, hi = s->hi[r] < b ? s->hi[r] : b;
+            s->al[r] = 0.0f;
             if (lo >= hi) {
                 memset(sr, 0, (size_t)n * sizeof *sr);
                 continue;
@@ -280,13 +326,21 @@ static void run_segment(const attn_flash_t *fa, const attn_job_t *job, const fa_
             for (int32_t j = hi - base; j < n; j++)
                 sr[j] = -INFINITY;
             const float mx = K->max(sr, n);
-            const float m_new = mx > s->m[r] ? mx : s->m[r];
-            const float alpha = s->m[r] == -INFINITY ? 0.0f : fa_exp(s->m[r] - m_new);
-            const float sum = K->exp_sum(sr, n, m_new);
+            s->mn[r] = mx > s->m[r] ? mx : s->m[r];
+            s->al[r] = s->m[r] == -INFINITY ? -INFINITY : s->m[r] - s->mn[r];
+        }
+        for (int32_t r = R; r % 8; r++)
+            s->al[r] = 0.0f;
+        K->exp_sum(s->al, (R + 7) / 8 * 8, 0.0f);
+        for (int32_t r = 0; r < R; r++) {
+            if ((s->lo[r] > a ? s->lo[r] : a) >= (s->hi[r] < b ? s->hi[r] : b))
+                continue; /* none of the row's positions in this tile */
+            const float alpha = s->al[r];
+            const float sum = K->exp_sum(s->s + (int64_t)r * FA_TILE, n, s->mn[r]);
             s->l[r] = s->l[r] * alpha + sum;
             if (alpha != 1.0f)
                 K->scale(s->o + (int64_t)r * hd, hd, alpha);
-            s->m[r] = m_new;
+            s->m[r] = s->mn[r];
         }
         K->pv(ch.v, nc, s->s, FA_TILE, R, hd, s->o, hd);
     }
@@ -309,8 +363,12 @@ static void run_item(const attn_flash_t *fa, const fa_item_t *it, const fa_scr_t
         ulo = s->lo[r] < ulo ? s->lo[r] : ulo;
         uhi = s->hi[r] > uhi ? s->hi[r] : uhi;
         const float *q = job->q + ((int64_t)t * job->n_head + h) * hd;
+        float *qr = s->q + (int64_t)r * hd;
+        uint16_t *q16 = (uint16_t *)(void *)s->o; /* free until run_segment */
+        fp16_row_from_fp32(q, q16, hd);
+        fp16_row_to_fp32(q16, qr, hd);
         for (int32_t d = 0; d < hd; d++)
-            s->q[(int64_t)r * hd + d] = fp16_to_fp32(fp16_from_fp32(q[d])) * job->scale;
+            qr[d] *= job->scale;
         s->mt[r] = -INFINITY;
         s->lt[r] = 0.0f;
     }
@@ -319,7 +377,7 @@ static void run_item(const attn_flash_t *fa, const fa_item_t *it, const fa_scr_t
     for (int32_t sg = sg0; sg < sg1; sg++) {
         const int32_t p0 = sg * FA_SEG > ulo ? sg * FA_SEG : ulo;
         const int32_t p1 = (sg + 1) * FA_SEG < uhi ? (sg + 1) * FA_SEG : uhi;
-        run_segment(fa, job, it, s, R, p0, p1);
+        run_segment(fa, job, it, s, R, p0, p1, uhi);
         for (int32_t r = 0; r < R; r++) {
             if (s->m[r] == -INFINITY)
                 continue; /* none of the row's positions in this segment */

@@ -274,6 +274,21 @@ static void load_chunks(const attn_flash_t *fa, const attn_job_t *job, const int
     }
 }
 
+/* The positions [*ua, *ub) of the tile [a, b) some row of [0, R) attends;
+ * false if none. */
+static bool attended(const fa_scr_t *s, int32_t R, int32_t a, int32_t b, int32_t *ua, int32_t *ub)
+{
+    *ua = b, *ub = a;
+    for (int32_t r = 0; r < R; r++) {
+        const int32_t lo = s->lo[r] > a ? s->lo[r] : a, hi = s->hi[r] < b ? s->hi[r] : b;
+        if (lo < hi) {
+            *ua = lo < *ua ? lo : *ua;
+            *ub = hi > *ub ? hi : *ub;
+        }
+    }
+    return *ua < *ub;
+}
+
 /* One tile [a, b) for rows [0, R) of the item (one query tile: s->q,
  * s->o, ... point at its first row), whose chunks ca .. ca + nc - 1 are
  * ch (loaded for the whole item). Chunks of the next tile, pa .. pz - 1,
@@ -283,16 +298,8 @@ static void run_tile(const attn_flash_t *fa, const attn_job_t *job, const fa_ite
 {
     const fa_kern_t *K = fa->K;
     const int32_t hd = fa->hd;
-    /* the positions of the tile some row attends */
-    int32_t ua = b, ub = a;
-    for (int32_t r = 0; r < R; r++) {
-        const int32_t lo = s->lo[r] > a ? s->lo[r] : a, hi = s->hi[r] < b ? s->hi[r] : b;
-        if (lo < hi) {
-            ua = lo < ua ? lo : ua;
-            ub = hi > ub ? hi : ub;
-        }
-    }
-    if (ua >= ub)
+    int32_t ua, ub;
+    if (!attended(s, R, a, b, &ua, &ub))
         return;
     const int32_t c0 = ua / FA_CHUNK, nc = (ub + FA_CHUNK - 1) / FA_CHUNK - c0, n = nc * FA_CHUNK;
     const int32_t base = c0 * FA_CHUNK;
@@ -366,16 +373,8 @@ static void run_segment(const attn_flash_t *fa, const attn_job_t *job, const fa_
     memset(s->o, 0, (size_t)R * (size_t)hd * sizeof(float));
     for (int32_t t0 = p0 / FA_TILE * FA_TILE; t0 < p1; t0 += FA_TILE) {
         const int32_t a = t0 > p0 ? t0 : p0, b = t0 + FA_TILE < p1 ? t0 + FA_TILE : p1;
-        /* the positions of the tile some row of the item attends */
-        int32_t ua = b, ub = a;
-        for (int32_t r = 0; r < R; r++) {
-            const int32_t lo = s->lo[r] > a ? s->lo[r] : a, hi = s->hi[r] < b ? s->hi[r] : b;
-            if (lo < hi) {
-                ua = lo < ua ? lo : ua;
-                ub = hi > ub ? hi : ub;
-            }
-        }
-        if (ua >= ub)
+        int32_t ua, ub;
+        if (!attended(s, R, a, b, &ua, &ub))
             continue;
         const int32_t ca = ua / FA_CHUNK, cb = (ub + FA_CHUNK - 1) / FA_CHUNK;
         fa_chunks_t ch;

@@ -44,8 +44,30 @@
 #define FK_C1 0x1.ffffecp-1f
 #define FK_LOW (-87.0f)
 
+#define FK_EXP_BODY                                                                                               \
+    if (!(x >= FK_LOW))                                                                                           \
+        return 0.0f;                                                                                              \
+    const float z = fmaf(x, FK_L2E, FK_R);                                                                        \
+    const float n = z - FK_R;                                                                                     \
+    const float b = fmaf(-n, FK_LN2L, fmaf(-n, FK_LN2H, x));                                                      \
+    const float u = b * b;                                                                                        \
+    const float j = fmaf(fmaf(fmaf(FK_C5, b, FK_C4), u, fmaf(FK_C3, b, FK_C2)), u, fmaf(FK_C1, b, 1.0f));        \
+    const uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;                                                     \
+    float p;                                                                                                      \
+    memcpy(&p, &bits, sizeof p);                                                                                  \
+    return j * p;
+
+#ifdef FK_X86
+/* The same function where fmaf is one instruction (not a library call). */
+__attribute__((target("fma"))) static float fa_exp_fma(float x) { FK_EXP_BODY }
+#endif
+
 float fa_exp(float x)
 {
+#ifdef FK_X86
+    if (gx_level() >= GX_LEVEL_AVX2)
+        return fa_exp_fma(x);
+#endif
     if (!(x >= FK_LOW))
         return 0.0f;
     const float z = fmaf(x, FK_L2E, FK_R);
@@ -260,6 +282,27 @@ FK_AVX2 static FK_INLINE __m128 hsum8x4_256(const __m256 *x)
     return _mm_unpacklo_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
+/* Accumulators of NR rows x 4 dimensions set to zero; their lanes8 sums
+ * added to o[r * os + d0 ..] (hsum8x4_256). */
+FK_AVX2 static FK_INLINE void pv_zero_256(__m256 x[3][4], const int NR)
+{
+    FK_UNROLL
+    for (int r = 0; r < NR; r++) {
+        FK_UNROLL
+        for (int i = 0; i < 4; i++) {
+            x[r][i] = _mm256_setzero_ps();
+        }
+    }
+}
+
+FK_AVX2 static FK_INLINE void pv_store_256(__m256 x[3][4], float *o, int64_t os, int d0, const int NR)
+{
+    FK_UNROLL
+    for (int r = 0; r < NR; r++) {
+        _mm_storeu_ps(o + r * os + d0, _mm_add_ps(_mm_loadu_ps(o + r * os + d0), hsum8x4_256(x[r])));
+    }
+}
+
 /* One chunk's contribution to NR rows x dimensions d0 .. d0 + 3. */
 FK_AVX2 static FK_INLINE void pv_chunk_256(const fa_chunk_t *c, const float *pc, int64_t ps, int d0, __m256 x[3][4],
                                            const int NR, const int KIND)
@@ -300,13 +343,7 @@ FK_AVX2 static FK_INLINE void pv_blk_256(const fa_chunk_t *v, int nc, const floa
                                          int64_t os, const int NR)
 {
     __m256 x[3][4];
-    FK_UNROLL
-    for (int r = 0; r < NR; r++) {
-        FK_UNROLL
-        for (int i = 0; i < 4; i++) {
-            x[r][i] = _mm256_setzero_ps();
-        }
-    }
+    pv_zero_256(x, NR);
     for (int c = 0; c < nc; c++) {
         switch (v[c].kind) {
         case FA_F16: pv_chunk_256(&v[c], p + 16 * c, ps, d0, x, NR, FA_F16); break;
@@ -315,10 +352,7 @@ FK_AVX2 static FK_INLINE void pv_blk_256(const fa_chunk_t *v, int nc, const floa
         default: pv_chunk_256(&v[c], p + 16 * c, ps, d0, x, NR, FA_F32); break;
         }
     }
-    FK_UNROLL
-    for (int r = 0; r < NR; r++) {
-        _mm_storeu_ps(o + r * os + d0, _mm_add_ps(_mm_loadu_ps(o + r * os + d0), hsum8x4_256(x[r])));
-    }
+    pv_store_256(x, o, os, d0, NR);
 }
 
 #define FK_PVB(NR)                                                                                                \
@@ -338,19 +372,10 @@ FK_AVX2 static FK_INLINE void pv_blk_k_256(const fa_chunk_t *v, int nc, const fl
                                            float *o, int64_t os, const int NR, const int KIND)
 {
     __m256 x[3][4];
-    FK_UNROLL
-    for (int r = 0; r < NR; r++) {
-        FK_UNROLL
-        for (int i = 0; i < 4; i++) {
-            x[r][i] = _mm256_setzero_ps();
-        }
-    }
+    pv_zero_256(x, NR);
     for (int c = 0; c < nc; c++)
         pv_chunk_256(&v[c], p + 16 * c, ps, d0, x, NR, KIND);
-    FK_UNROLL
-    for (int r = 0; r < NR; r++) {
-        _mm_storeu_ps(o + r * os + d0, _mm_add_ps(_mm_loadu_ps(o + r * os + d0), hsum8x4_256(x[r])));
-    }
+    pv_store_256(x, o, os, d0, NR);
 }
 
 #define FK_PVK(NR, KIND)                                                                                          \
@@ -370,13 +395,7 @@ FK_AVX2 static FK_INLINE void pv_blk_f_256(const float *vb, int nc, const float 
                                            float *o, int64_t os, const int NR)
 {
     __m256 x[3][4];
-    FK_UNROLL
-    for (int r = 0; r < NR; r++) {
-        FK_UNROLL
-        for (int i = 0; i < 4; i++) {
-            x[r][i] = _mm256_setzero_ps();
-        }
-    }
+    pv_zero_256(x, NR);
     const float *vc = vb + d0 * 16;
     for (int c = 0; c < nc; c++, vc += 16 * hd, p += 16) {
         FK_UNROLL
@@ -396,10 +415,7 @@ FK_AVX2 static FK_INLINE void pv_blk_f_256(const float *vb, int nc, const float 
             }
         }
     }
-    FK_UNROLL
-    for (int r = 0; r < NR; r++) {
-        _mm_storeu_ps(o + r * os + d0, _mm_add_ps(_mm_loadu_ps(o + r * os + d0), hsum8x4_256(x[r])));
-    }
+    pv_store_256(x, o, os, d0, NR);
 }
 
 #define FK_PVF(NR)                                                                                                \

@@ -134,9 +134,9 @@ int bench_spec(const char *path, const char *mode, const char *draft_path, int32
                int32_t reps, int32_t streams, int32_t k_max, double row_cost, bool text_pred, bool json)
 {
     const bool pred_mode = !strcmp(mode, "predict") || !strcmp(mode, "edit") || !strcmp(mode, "unrelated");
-    const bool draft_mode = !strcmp(mode, "draft");
-    if (!pred_mode && !draft_mode && strcmp(mode, "ngram")) {
-        fprintf(stderr, "llm-fcgi bench: --spec %s: expected predict, edit, unrelated, ngram or draft\n", mode);
+    const bool draft_mode = !strcmp(mode, "draft"), mtp_mode = !strcmp(mode, "mtp");
+    if (!pred_mode && !draft_mode && !mtp_mode && strcmp(mode, "ngram")) {
+        fprintf(stderr, "llm-fcgi bench: --spec %s: expected predict, edit, unrelated, ngram, draft or mtp\n", mode);
         return 2;
     }
     if (draft_mode != (draft_path != NULL)) {
@@ -165,7 +165,8 @@ int bench_spec(const char *path, const char *mode, const char *draft_path, int32
                       .batch_tokens = 512, .n_threads = threads, .chan_cap = 4 * SPEC_K_MAX + 8};
     sched_opts_t o_off = o, o_on = o;
     o_off.spec_off = true;
-    o_on.spec_ngram = !pred_mode;
+    o_on.spec_ngram = !pred_mode && !mtp_mode;
+    o_on.spec_mtp = mtp_mode;
     o_on.spec_k_max = k_max;
     o_on.spec_row_cost = row_cost;
     o_on.draft_model = dm;
@@ -248,6 +249,12 @@ int bench_spec(const char *path, const char *mode, const char *draft_path, int32
         printf("\noutput with speculation %s the output without (greedy, %d tokens per stream)%s\n",
                same ? "equals" : "DIFFERS FROM", n_gen,
                pred_mode ? (text_pred ? "; predictions sent as text" : "; predictions given as tokens") : "");
+        if (mtp_mode) {
+            sched_stats_t st;
+            sched_stats(on, &st);
+            printf("MTP block: a draft costs ~%.2f of a step%s\n", st.spec_mtp_cost,
+                   st.spec_mtp_used ? "" : " (not used: too costly to pay back)");
+        }
     }
     status = same ? 0 : 1;
 out:

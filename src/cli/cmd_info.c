@@ -121,7 +121,7 @@ static void info_hybrid(const model_t *m)
     const model_hparams_t *hp = model_hparams(m);
     const model_weights_t *w = model_weights(m);
     if (hp->n_nextn > 0)
-        printf("MTP blocks:         %d (nextn, loaded, not run)\n", hp->n_nextn);
+        printf("MTP blocks:         %d (nextn: drafts tokens with `serve --spec mtp`)\n", hp->n_nextn);
     if (hp->head_dim_swa != hp->head_dim && hp->n_swa > 0)
         printf("window layers:      head size %d, rope dims %d (full layers: %d, %d)\n", hp->head_dim_swa,
                hp->n_rot_swa, hp->head_dim, hp->n_rot);
@@ -142,8 +142,9 @@ static void info_hybrid(const model_t *m)
                hp->ssm_n_group, hp->ssm_d_state, hp->ssm_d_conv);
     if (hp->shortconv_l > 0)
         printf("short convolution:  kernel %d\n", hp->shortconv_l);
-    printf("recurrent state:    %.3f MiB per sequence (F32, every recurrent layer; not rolled back:\n"
-           "                    the prefix cache keeps snapshots of it at block boundaries)\n",
+    printf("recurrent state:    %.3f MiB per sequence (F32, every recurrent layer; the prefix cache\n"
+           "                    keeps snapshots of it at block boundaries, speculative decoding one\n"
+           "                    checkpoint per sequence that rejected drafts go back to)\n",
            (double)model_state_bytes(m) / (1 << 20));
 }
 

@@ -51,7 +51,8 @@ static const char usage[] =
     "                             4 x parallel + 8; 0: none) [LLM_STATE_SNAPSHOTS]\n"
     "Speculative decoding (the same tokens, several per step when the drafts are right):\n"
     "      --spec S               draft sources besides a request's \"prediction\": ngram (the prompt\n"
-    "                             and output so far), or none (no speculation at all); default:\n"
+    "                             and output so far), mtp (the model's own next-token-prediction\n"
+    "                             block, Qwen3.5), or none (no speculation at all); default:\n"
     "                             predictions only [LLM_SPEC]\n"
     "      --spec-draft-max N     most draft tokens per step and stream, 1..16 (default 16)\n"
     "                             [LLM_SPEC_DRAFT_MAX]\n"
@@ -522,8 +523,8 @@ int cmd_serve(int argc, char **argv)
         c.reasoning_parser = "generic"; /* the markers imply the generic parser */
     if (serve_check_parsers(&c) < 0)
         goto out;
-    if (c.spec && *c.spec && strcmp(c.spec, "ngram") && strcmp(c.spec, "none")) {
-        fprintf(stderr, "llm-fcgi serve: --spec %s: expected ngram or none\n", c.spec);
+    if (c.spec && *c.spec && strcmp(c.spec, "ngram") && strcmp(c.spec, "none") && strcmp(c.spec, "mtp")) {
+        fprintf(stderr, "llm-fcgi serve: --spec %s: expected ngram, mtp or none\n", c.spec);
         goto out;
     }
     if (c.spec_draft_max > SPEC_K_MAX) {

@@ -227,6 +227,11 @@ char *metrics_render(metrics_t *m, const sched_stats_t *st, const char *model_na
         for (int src = SPEC_SRC_NONE + 1; src < SPEC_SRC_COUNT; src++)
             bprintf(&b, "llm_spec_accepted_tokens_total{model_name=\"%s\",source=\"%s\"} %llu\n", model,
                     spec_src_name((spec_src_t)src), (unsigned long long)st->spec_accepted[src]);
+        if (st->state_per_seq_bytes)
+            bprintf(&b, "# HELP llm_spec_refed_tokens_total Positions evaluated again after a recurrent state went "
+                        "back to its checkpoint (rejected drafts on a hybrid model).\n"
+                        "# TYPE llm_spec_refed_tokens_total counter\nllm_spec_refed_tokens_total{model_name=\"%s\"} %llu\n",
+                    model, (unsigned long long)st->spec_refed);
         metrics_render_images(&b, st, model);
     }
     return b.s;

@@ -4,7 +4,8 @@
 # --spec none, then the same requests with predictions (and n-gram drafts)
 # on a server with --spec ngram must give the same answers; the usage
 # fields of Predicted Outputs checked against the references (a fixed
-# --spec-row-cost: the counts do not depend on this machine's timings).
+# --spec-row-cost: the counts do not depend on this machine's timings);
+# the same on the hybrid tinyqwen35-f32.
 # Emits TAP.
 . "$(dirname "$0")/lib.sh"
 
@@ -44,11 +45,29 @@ if start_server "$LLM_FCGI" serve -m "$MODEL_FILE" --served-model-name stories -
 else
     ok 1 "llm-fcgi starts with --model-draft"
 fi
+# a hybrid (Gated DeltaNet layers with a recurrent state, rolled back to a
+# checkpoint when drafts are rejected): the same answers with speculation,
+# n-grams or its own MTP block drafting
+HYBRID=$(dirname "$MODEL_FILE")/tinyqwen35-f32.gguf
+for spec in none ngram mtp; do
+    phase=check
+    [ $spec = none ] && phase=record
+    if start_server "$LLM_FCGI" serve -m "$HYBRID" --served-model-name tinyqwen35 --api-key sk-spec \
+            --parallel 4 --threads 1 --ctx-size 1024 --spec $spec --spec-row-cost 0.05; then
+        ok 0 "nginx + llm-fcgi start with tinyqwen35 (--spec $spec)"
+        BASE=$BASE API_KEY=sk-spec MODEL=tinyqwen35 PHASE=$phase REFS=$E2E_TMP/spec-refs-hybrid.json NO_NGRAM=1 \
+            run_node "$TOP_SRCDIR/tests/e2e/spec.test.mjs"
+        stop_server
+    else
+        ok 1 "llm-fcgi starts with tinyqwen35 (--spec $spec)"
+    fi
+done
+
 "$LLM_FCGI" serve -m "$MODEL_FILE" --model-draft "$(dirname "$MODEL_FILE")/tinyqwen2-q8_0.gguf" --socket "$E2E_TMP/x.sock" \
     >/dev/null 2>"$E2E_TMP/draft.err"
 st=$?
 ok $([ $st = 1 ] && grep -q 'cannot draft for this model: the draft model.s tokenizer is gpt2' "$E2E_TMP/draft.err"; echo $?) \
     "a draft model with another vocabulary: refused at start, naming the difference (exit $st)"
 "$LLM_FCGI" serve -m "$MODEL_FILE" --spec always >/dev/null 2>"$E2E_TMP/spec.err"
-ok $([ $? = 2 ] && grep -q 'expected ngram or none' "$E2E_TMP/spec.err"; echo $?) "--spec with an unknown source: usage error"
+ok $([ $? = 2 ] && grep -q 'expected ngram, mtp or none' "$E2E_TMP/spec.err"; echo $?) "--spec with an unknown source: usage error"
 e2e_done

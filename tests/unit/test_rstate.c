@@ -2,7 +2,7 @@
  * states per sequence (zero at start, reset, copy), snapshot slots taken
  * while pending, registered under a KV block key, found only under the
  * exact key and position, restored bit for bit, evicted least recently
- * used first, the pending limit, and sizes. */
+ * used first, the pending limit, sizes, and rollback checkpoints. */
 #include "engine/model/rstate.h"
 #include "tap.h"
 
@@ -122,6 +122,29 @@ int main(void)
 
     rs = make(2, 0, 0);
     tap_ok(rs && rs_snap_take(rs, 0, 16) < 0 && rs_snapshots_cached(rs) == 0, "no slots: no snapshots");
+    rs_free(rs);
+
+    /* rollback checkpoints (speculative decoding) */
+    rs = make(2, 2, 4);
+    fill(rs, 0, 5);
+    tap_ok(rs_seq_checkpoint_pos(rs, 0) < 0 && rs_seq_rollback(rs, 0) < 0 && is(rs, 0, 5),
+           "no checkpoint: nothing to roll back to, the state untouched");
+    tap_ok(rs_seq_checkpoint(rs, 0, 40) && rs_seq_checkpoint_pos(rs, 0) == 40 && rs_live_bytes(rs) == 3 * 16 * 4,
+           "a checkpoint at 40, its memory counted with the live states");
+    fill(rs, 0, 9);
+    const int32_t late = rs_snap_take(rs, 0, 48), early = rs_snap_take(rs, 0, 32);
+    tap_ok(rs_seq_rollback(rs, 0) == 40 && is(rs, 0, 5) && rs_seq_n_pending(rs, 0) == 1 &&
+               rs_seq_pending_pos(rs, 0, 0) == 32 && late >= 0 && early >= 0,
+           "rollback: the state at the checkpoint, bit for bit; a snapshot taken past it is dropped");
+    fill(rs, 0, 11);
+    tap_ok(rs_seq_rollback(rs, 0) == 40 && is(rs, 0, 5), "the checkpoint stays: a second rollback restores it again");
+    tap_ok(rs_seq_checkpoint_pos(rs, 1) < 0 && !rs_seq_checkpoint(rs, 5, 0) && !rs_seq_checkpoint(rs, 1, -1),
+           "checkpoints are per sequence; out of range refused");
+    rs_seq_copy(rs, 1, 0);
+    tap_ok(rs_seq_checkpoint_pos(rs, 1) < 0, "a copied sequence has no checkpoint");
+    rs_seq_reset(rs, 0);
+    tap_ok(rs_seq_checkpoint_pos(rs, 0) < 0 && rs_seq_rollback(rs, 0) < 0 && is(rs, 0, 0),
+           "reset forgets the checkpoint");
     rs_free(rs);
     rs_free(NULL);
     return tap_done();

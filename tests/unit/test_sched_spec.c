@@ -1,8 +1,11 @@
 /* test_sched_spec.c - speculative decoding in the scheduler on the REAL
- * engine (stories260K.gguf): with drafts that are always right, always
- * wrong, random, or right but for an edit, from a prediction or from
- * n-grams, every job gives exactly the tokens (and logprobs, bitwise) it
- * gives without speculation: greedy and seeded, with stop tokens, EOS,
+ * engine (stories260K.gguf, and the hybrids tinyqwen35 / tinylfm2 whose
+ * recurrent states go back to a checkpoint when drafts are rejected):
+ * with drafts that are always right, always wrong, random, or right but
+ * for an edit, from a prediction, from n-grams, from a draft model or
+ * from the model's own MTP block (tinyqwen35),
+ * every job gives exactly the tokens (and logprobs, bitwise) it gives
+ * without speculation: greedy and seeded, with stop tokens, EOS,
  * max_tokens, a grammar, n > 1, concurrent streams and preemption. */
 #include "engine/sched/sched.h"
 #include "engine/vocab/vocab.h"
@@ -64,11 +67,16 @@ static lf_code_t run1(sched_t *s, const sched_params_t *p, got_t *g)
     return run(s, ps, ns, p, 1, g);
 }
 
+/* The tiny random hybrids end on EOS early: their jobs run to max_tokens
+ * (except where EOS is the point). */
+static bool g_ignore_eos;
+
 static sched_params_t params(int32_t max_tokens, float temp, uint64_t seed)
 {
     sched_params_t p;
     memset(&p, 0, sizeof p);
     p.max_tokens = max_tokens;
+    p.ignore_eos = g_ignore_eos;
     sampler_params_default(&p.sampling);
     p.sampling.temperature = temp;
     p.sampling.has_seed = true;
@@ -123,14 +131,19 @@ static int32_t make_pred(int kind, const int32_t *ref, int32_t n, int32_t n_voca
     return n;
 }
 
-int main(void)
+/* Every case on one target model: `drafts` are draft models of its
+ * vocabulary (the first one agrees with it on greedy jobs), `foreign` one
+ * of another vocabulary; kv_bytes a KV budget that forces preemption. */
+static void test_model(const char *file, const char *const *drafts, int n_drafts, const char *foreign, int64_t kv_bytes)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/stories260K.gguf", tap_env_dir("LLM_MODELS_DIR", "../shared/models"));
+    snprintf(path, sizeof path, "%s/%s", tap_env_dir("LLM_MODELS_DIR", "../shared/models"), file);
+    printf("# target %s\n", file);
+    g_ignore_eos = strncmp(file, "stories", 7) != 0;
     lf_err_t err = {0};
     model_t *m = model_load(path, &err);
-    if (!tap_ok(m != NULL, "model loads (%s)", err.msg))
-        return tap_done();
+    if (!tap_ok(m != NULL, "%s loads (%s)", file, err.msg))
+        return;
     const vocab_t *v = model_vocab(m);
     const int32_t nv = vocab_n_tokens(v);
     /* a fixed row cost: the draft lengths (hence the counts checked) do
@@ -141,8 +154,10 @@ int main(void)
     off_o.spec_off = true;
     sched_t *off = sched_create(m, &off_o, &err), *on = sched_create(m, &base, &err);
     if (!tap_ok(off && on, "schedulers with and without speculation")) {
+        sched_free(off);
+        sched_free(on);
         model_free(m);
-        return tap_done();
+        return;
     }
     static got_t ref, got;
     static int32_t pred[4][3 * MAXT];
@@ -210,6 +225,7 @@ int main(void)
            "a stop token inside the drafts ends the job there (%d tokens)", got.n[0]);
     /* EOS: a logit bias makes it come; the prediction goes on past it */
     p = params(200, 0.8f, 3);
+    p.ignore_eos = false;
     sampler_bias_t eos_bias = {vocab_eos(v), 9.0f};
     p.sampling.logit_bias = &eos_bias;
     p.sampling.n_logit_bias = 1;
@@ -291,8 +307,7 @@ int main(void)
     /* a draft model: the model itself (greedy drafts always right for
      * greedy jobs), its Q4_0 quantization (mostly right), and one with
      * another vocabulary (refused) */
-    const char *drafts[] = {"stories260K.gguf", "stories260K-q4_0.gguf"};
-    for (int di = 0; di < 2; di++) {
+    for (int di = 0; di < n_drafts; di++) {
         char dpath[1024];
         snprintf(dpath, sizeof dpath, "%s/%s", tap_env_dir("LLM_MODELS_DIR", "../shared/models"), drafts[di]);
         model_t *dm = model_load(dpath, &err);
@@ -300,7 +315,7 @@ int main(void)
         dr_o.draft_model = dm;
         dr_o.spec_draft_cost = 0.1; /* as cheap as a small draft: drafting is exercised */
         sched_t *dr = dm ? sched_create(m, &dr_o, &err) : NULL;
-        ok = dr != NULL;
+        ok = tap_ok(dr != NULL, "a scheduler with the draft model %s (%s)", drafts[di], dr ? "ok" : err.msg);
         for (int mi = 0; mi < 3 && ok; mi++) {
             p = params(160, mi ? 0.8f : 0.0f, 21 + (uint64_t)mi);
             run1(off, &p, &ref);
@@ -330,16 +345,60 @@ int main(void)
     }
     {
         char dpath[1024];
-        snprintf(dpath, sizeof dpath, "%s/tinyqwen2-q8_0.gguf", tap_env_dir("LLM_MODELS_DIR", "../shared/models"));
+        snprintf(dpath, sizeof dpath, "%s/%s", tap_env_dir("LLM_MODELS_DIR", "../shared/models"), foreign);
         model_t *dm = model_load(dpath, &err);
         sched_opts_t dr_o = base;
         dr_o.draft_model = dm;
         lf_err_t derr = {0};
         sched_t *dr = dm ? sched_create(m, &dr_o, &derr) : NULL;
         tap_ok(dm && !dr && derr.code == LF_ERR_INVALID && strstr(derr.msg, "cannot draft"),
-               "a draft model with another vocabulary is refused: %s", derr.msg);
+               "a draft model with another vocabulary is refused: %s", dm ? derr.msg : err.msg);
         sched_free(dr);
         model_free(dm);
+    }
+
+    /* the model's own MTP block as the draft model (--spec mtp) */
+    {
+        sched_opts_t mo = base;
+        mo.spec_mtp = true;
+        mo.spec_draft_cost = 0.05; /* cheap enough to be probed often */
+        lf_err_t merr = {0};
+        sched_t *mt = sched_create(m, &mo, &merr);
+        if (model_hparams(m)->n_nextn == 0) {
+            tap_ok(!mt && merr.code == LF_ERR_UNSUPPORTED, "--spec mtp without an MTP block: refused (%s)", merr.msg);
+        } else {
+            ok = tap_ok(mt != NULL, "a scheduler drafting with the MTP block (%s)", mt ? "ok" : merr.msg);
+            for (int mi = 0; mi < 2 && ok; mi++) {
+                p = params(160, mi ? 0.8f : 0.0f, 31 + (uint64_t)mi);
+                run1(off, &p, &ref);
+                ok &= run1(mt, &p, &got) == LF_OK && same(&got, 0, &ref, 0);
+            }
+            if (ok) {
+                sched_params_t p4[4];
+                for (int k = 0; k < 4; k++)
+                    p4[k] = params(100, k % 2 ? 0.0f : 0.9f, 70 + (uint64_t)k);
+                const int32_t *ps4[4] = {PROMPT, PROMPT, PROMPT, PROMPT};
+                size_t ns4[4] = {5, 5, 5, 5};
+                run(off, ps4, ns4, p4, 4, &ref);
+                ok &= run(mt, ps4, ns4, p4, 4, &got) == LF_OK;
+                for (int k = 0; k < 4; k++)
+                    ok &= same(&got, k, &ref, k);
+            }
+            sched_stats_t ms;
+            if (mt)
+                sched_stats(mt, &ms);
+            tap_ok(ok && ms.spec_drafted[SPEC_SRC_DRAFT] > 0,
+                   "MTP drafts: the same tokens, greedy, seeded and 4 streams (%llu of %llu accepted)",
+                   mt ? (unsigned long long)ms.spec_accepted[SPEC_SRC_DRAFT] : 0ull,
+                   mt ? (unsigned long long)ms.spec_drafted[SPEC_SRC_DRAFT] : 0ull);
+            sched_opts_t both = mo;
+            both.draft_model = m;
+            lf_err_t berr = {0};
+            sched_t *bs = sched_create(m, &both, &berr);
+            tap_ok(!bs && berr.code == LF_ERR_INVALID, "a draft model and the MTP block together: refused (%s)", berr.msg);
+            sched_free(bs);
+        }
+        sched_free(mt);
     }
 
     sched_free(on);
@@ -348,7 +407,7 @@ int main(void)
     /* four concurrent streams with predictions under a KV budget that
      * forces preemption: each gives its tokens alone */
     sched_opts_t small = base;
-    small.kv_mb = 1;
+    small.kv_bytes = kv_bytes;
     small.spec_off = true;
     off = sched_create(m, &small, &err);
     small.spec_off = false;
@@ -371,7 +430,8 @@ int main(void)
     sched_stats(on, &st1);
     tap_ok(ok && st1.preemptions > 0, "4 streams with predictions, %llu preemptions: each its tokens alone (%llu drafts accepted)",
            (unsigned long long)st1.preemptions, (unsigned long long)st1.spec_accepted[SPEC_SRC_PREDICTION]);
-    tap_ok(st1.running == 0 && st1.kv_used_tokens <= st1.kv_cap_tokens, "all done, KV within budget");
+    tap_ok(st1.running == 0 && st1.kv_used_tokens <= st1.kv_cap_tokens, "all done, KV within budget (%llu positions)",
+           (unsigned long long)st1.kv_cap_tokens);
 
     /* a prediction with an id outside the vocabulary is refused */
     int32_t bad = nv + 5;
@@ -382,8 +442,22 @@ int main(void)
     tap_ok(sched_submit(on, ch, ps, ns, &q, 1, &err) == LF_ERR_INVALID && strstr(err.msg, "prediction"),
            "a prediction token outside the vocabulary: LF_ERR_INVALID (%s)", err.msg);
     sched_chan_free(ch);
+    sched_stats(on, &st1);
+    if (st1.state_per_seq_bytes)
+        tap_ok(st1.spec_refed > 0, "rejected drafts: the recurrent state went back to its checkpoint (%llu positions again)",
+               (unsigned long long)st1.spec_refed);
     sched_free(on);
     sched_free(off);
     model_free(m);
+}
+
+int main(void)
+{
+    const char *stories[] = {"stories260K.gguf", "stories260K-q4_0.gguf"};
+    test_model("stories260K.gguf", stories, 2, "tinyqwen2-q8_0.gguf", 1 << 20);
+    const char *qwen35[] = {"tinyqwen35-f32.gguf", "tinyqwen35-q8_0.gguf"};
+    test_model("tinyqwen35-f32.gguf", qwen35, 2, "tinyqwen2-q8_0.gguf", 1 << 20);
+    const char *lfm2[] = {"tinylfm2-f32.gguf"};
+    test_model("tinylfm2-f32.gguf", lfm2, 1, "tinyqwen2-q8_0.gguf", 192 << 10);
     return tap_done();
 }

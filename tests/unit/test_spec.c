@@ -121,6 +121,13 @@ static void test_length(void)
     int32_t k2 = spec_seq_length(sp, SPEC_SRC_NGRAM, &dear, 8, 16);
     tap_ok(k2 >= 1 && k2 <= 2, "rows that cost more (8 streams, a row = half a step) shorten it to %d", k2);
     tap_ok(spec_seq_length(sp, SPEC_SRC_NGRAM, &cheap, 1, 3) == 3, "the cap (max_tokens, context, budget) holds");
+    /* a hybrid model: a rejection recomputes the accepted rows */
+    spec_cost_t mid = {.t0 = 1.0, .t1 = 0.2}, mid_re = mid;
+    mid_re.refeed = true;
+    const int32_t k_tr = spec_seq_length(sp, SPEC_SRC_NGRAM, &mid, 1, 16);
+    const int32_t k_re = spec_seq_length(sp, SPEC_SRC_NGRAM, &mid_re, 1, 16);
+    tap_ok(k_re >= 1 && k_re < k_tr, "where a rejection costs the accepted rows again, drafts are shorter (%d, not %d)",
+           k_re, k_tr);
     for (int i = 0; i < 30; i++)
         spec_seq_feedback(sp, SPEC_SRC_NGRAM, 4, 0);
     int probes = 0, zeros = 0;

@@ -1249,6 +1249,45 @@ lf_code_t fwd_seq_truncate(fwd_t *f, int32_t seq, int32_t len, lf_err_t *err)
     return kv_seq_truncate(f->kv, seq, len, err);
 }
 
+lf_code_t fwd_seq_checkpoint(fwd_t *f, int32_t seq, lf_err_t *err)
+{
+    if (seq < 0 || seq >= f->n_seq)
+        return lf_err_set(err, LF_ERR_INVALID, "sequence %d out of range", seq);
+    if (!f->kv)
+        return lf_err_set(err, LF_ERR_INVALID, "no KV cache to roll back (an encoder model)");
+    if (f->rs && !rs_seq_checkpoint(f->rs, seq, kv_seq_len(f->kv, seq)))
+        return lf_err_set(err, LF_ERR_NOMEM, "out of memory for a recurrent state checkpoint");
+    return LF_OK;
+}
+
+int32_t fwd_seq_rewind(fwd_t *f, int32_t seq, int32_t len, lf_err_t *err)
+{
+    if (seq < 0 || seq >= f->n_seq || !f->kv) {
+        lf_err_set(err, LF_ERR_INVALID, "no sequence %d to roll back", seq);
+        return -1;
+    }
+    const int32_t cur = kv_seq_len(f->kv, seq);
+    if (len < 0 || len > cur) {
+        lf_err_set(err, LF_ERR_INVALID, "cannot roll sequence %d (%d positions) back to %d", seq, cur, len);
+        return -1;
+    }
+    if (len == cur)
+        return len;
+    if (!f->rs)
+        return kv_seq_truncate(f->kv, seq, len, err) == LF_OK ? len : -1;
+    const int32_t ck = rs_seq_checkpoint_pos(f->rs, seq);
+    if (ck < 0 || ck > len) {
+        lf_err_set(err, LF_ERR_INVALID, "no recurrent state checkpoint at or before position %d", len);
+        return -1;
+    }
+    if (kv_seq_truncate(f->kv, seq, ck, err) != LF_OK)
+        return -1;
+    rs_seq_rollback(f->rs, seq);
+    return ck;
+}
+
+bool fwd_can_rewind(const fwd_t *f) { return f->kv != NULL; }
+
 bool fwd_can_truncate(const fwd_t *f)
 {
     /* every layer keeps K/V per position; a recurrent state holds no

@@ -201,9 +201,27 @@ void fwd_seq_rm(fwd_t *f, int32_t seq);
  * LF_ERR_UNSUPPORTED on a model with recurrent layers (fwd_can_truncate). */
 lf_code_t fwd_seq_truncate(fwd_t *f, int32_t seq, int32_t len, lf_err_t *err);
 /* Whether fwd_seq_truncate can forget positions of this model (false for
- * layers whose per-sequence state cannot be rolled back): the scheduler
- * speculates only when it can. */
+ * layers whose per-sequence state cannot be rolled back). */
 bool fwd_can_truncate(const fwd_t *f);
+
+/* Rollback for speculative decoding on every model with a KV cache,
+ * recurrent layers included. fwd_seq_checkpoint marks the current end of
+ * seq as a point to come back to (with recurrent layers: a copy of its
+ * state, rstate.h; otherwise nothing is copied). fwd_seq_rewind(len) then
+ * makes seq hold its first len positions, len between the checkpoint and
+ * the current end: where every layer keeps K/V per position the later
+ * ones are forgotten and len is returned; with recurrent layers the
+ * sequence goes back to the checkpoint, whose position is returned, and
+ * the caller evaluates positions [returned, len) again (the same tokens:
+ * each row computes what it computed before, batch invariance). Either
+ * way the next row at position len computes exactly what it would have had
+ * the forgotten positions never existed. -1 + err (LF_ERR_INVALID: len out
+ * of range or before the checkpoint; LF_ERR_NOMEM from the checkpoint). */
+lf_code_t fwd_seq_checkpoint(fwd_t *f, int32_t seq, lf_err_t *err);
+int32_t fwd_seq_rewind(fwd_t *f, int32_t seq, int32_t len, lf_err_t *err);
+/* Whether fwd_seq_rewind works on this model (it has a KV cache): the
+ * scheduler speculates only when it does. */
+bool fwd_can_rewind(const fwd_t *f);
 
 /* Prefix caching (kv.h). For an empty sequence: reuses the cached K/V of
  * the longest registered prefix of the prompt tokens[0..n), in whole

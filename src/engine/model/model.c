@@ -23,6 +23,7 @@ struct model {
     const arch_desc_t *arch;
     char *chat_template;
     weights_pack_t pack;
+    const model_t *base;  /* a view (model_nextn_view): borrows base's file, vocabulary, weights */
 };
 
 typedef struct {
@@ -534,10 +535,51 @@ fail:
     return NULL;
 }
 
+model_t *model_nextn_view(const model_t *m, lf_err_t *err)
+{
+    if (!m || m->hp.n_nextn <= 0 || m->base) {
+        lf_err_set(err, LF_ERR_UNSUPPORTED, "the model has no next-token-prediction (MTP) block");
+        return NULL;
+    }
+    const model_layer_t *blk = &m->w.layers[m->hp.n_layer];
+    if (blk->kind != MODEL_LAYER_ATTN || !blk->nextn_eh_proj.data || !blk->nextn_enorm || !blk->nextn_hnorm) {
+        lf_err_set(err, LF_ERR_UNSUPPORTED, "the model's MTP block is not an attention block with its nextn tensors");
+        return NULL;
+    }
+    model_t *v = calloc(1, sizeof *v);
+    model_layer_t *L = malloc(sizeof *L);
+    if (!v || !L) {
+        free(v), free(L);
+        lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    *L = *blk;
+    L->kv_layer = 0;
+    v->base = m;
+    v->gguf = m->gguf;
+    v->vocab = m->vocab;
+    v->arch = m->arch;
+    v->hp = m->hp;
+    v->hp.n_layer = v->hp.n_layer_all = v->hp.n_layer_attn = v->hp.n_layer_kv = 1;
+    v->hp.n_nextn = 0;
+    v->hp.n_kv_from = 1;
+    v->hp.n_layer_swa = 0;
+    v->w = m->w;
+    v->w.layers = L;
+    if (blk->nextn_head_norm)
+        v->w.output_norm = blk->nextn_head_norm;
+    return v;
+}
+
 void model_free(model_t *m)
 {
     if (!m)
         return;
+    if (m->base) {
+        free(m->w.layers);
+        free(m);
+        return;
+    }
     vocab_free(m->vocab);
     free(m->w.layers);
     free(m->chat_template);

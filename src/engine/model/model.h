@@ -271,4 +271,14 @@ uint64_t model_state_bytes(const model_t *m);
 /* Whether the model has recurrent (non-rollbackable) layers. */
 bool model_is_hybrid(const model_t *m);
 
+/* The first MTP (nextn) block of m as a model of its own, for drafting
+ * (spec_mtp.h): one attention layer (the block's, with its FFN), m's
+ * vocabulary, token embeddings and output matrix, the block's
+ * shared_head_norm as output norm (m's if absent). Its input rows are
+ * embeddings the caller computes from the block's nextn tensors
+ * (model_weights(view)->layers[0].nextn_*). It borrows m, which must
+ * outlive it; model_free releases only the view. NULL + err
+ * (LF_ERR_UNSUPPORTED) when m has no such block. */
+model_t *model_nextn_view(const model_t *m, lf_err_t *err);
+
 #endif

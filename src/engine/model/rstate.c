@@ -27,6 +27,8 @@ struct rs {
     int64_t *layer_n;    /* [n_layer] floats */
     int64_t seq_floats;
     float *live;         /* [n_seq][seq_floats] */
+    float **ck;          /* [n_seq] rollback checkpoints, allocated on first use */
+    int32_t *ck_pos;     /* [n_seq] position of the checkpoint, -1: none */
     rs_slot_t *slots;
     int32_t n_slots;
     uint64_t clock, restored;
@@ -55,8 +57,12 @@ rs_t *rs_create(const rs_opts_t *o, lf_err_t *err)
     rs->live = calloc((size_t)o->n_seq * (size_t)(rs->seq_floats ? rs->seq_floats : 1), sizeof(float));
     rs->n_slots = o->n_snapshots;
     rs->slots = calloc((size_t)(o->n_snapshots ? o->n_snapshots : 1), sizeof *rs->slots);
-    if (!rs->live || !rs->slots)
+    rs->ck = calloc((size_t)o->n_seq, sizeof *rs->ck);
+    rs->ck_pos = malloc((size_t)o->n_seq * sizeof *rs->ck_pos);
+    if (!rs->live || !rs->slots || !rs->ck || !rs->ck_pos)
         goto nomem;
+    for (int32_t i = 0; i < o->n_seq; i++)
+        rs->ck_pos[i] = -1;
     return rs;
 nomem:
     lf_err_set(err, LF_ERR_NOMEM, "out of memory for the recurrent state (%d sequences x %lld floats)", o->n_seq,
@@ -72,6 +78,10 @@ void rs_free(rs_t *rs)
     for (int32_t i = 0; rs->slots && i < rs->n_slots; i++)
         free(rs->slots[i].data);
     free(rs->slots);
+    for (int32_t i = 0; rs->ck && i < rs->n_seq; i++)
+        free(rs->ck[i]);
+    free(rs->ck);
+    free(rs->ck_pos);
     free(rs->live);
     free(rs->layer_off);
     free(rs->layer_n);
@@ -82,7 +92,10 @@ int64_t rs_seq_floats(const rs_t *rs) { return rs->seq_floats; }
 
 uint64_t rs_live_bytes(const rs_t *rs)
 {
-    return (uint64_t)rs->n_seq * (uint64_t)rs->seq_floats * sizeof(float);
+    uint64_t n = (uint64_t)rs->n_seq;
+    for (int32_t i = 0; i < rs->n_seq; i++)
+        n += rs->ck[i] != NULL;
+    return n * (uint64_t)rs->seq_floats * sizeof(float);
 }
 
 uint64_t rs_snap_bytes(const rs_t *rs)
@@ -119,6 +132,7 @@ void rs_seq_reset(rs_t *rs, int32_t seq)
     if (!seq_ok(rs, seq))
         return;
     memset(rs->live + (size_t)seq * (size_t)rs->seq_floats, 0, (size_t)rs->seq_floats * sizeof(float));
+    rs->ck_pos[seq] = -1;
     for (int32_t i = 0; i < rs->n_slots; i++)
         if (rs->slots[i].state == SLOT_PENDING && rs->slots[i].seq == seq)
             rs->slots[i].state = SLOT_FREE;
@@ -130,6 +144,37 @@ void rs_seq_copy(rs_t *rs, int32_t dst, int32_t src)
         return;
     memcpy(rs->live + (size_t)dst * (size_t)rs->seq_floats, rs->live + (size_t)src * (size_t)rs->seq_floats,
            (size_t)rs->seq_floats * sizeof(float));
+    rs->ck_pos[dst] = -1;
+}
+
+bool rs_seq_checkpoint(rs_t *rs, int32_t seq, int32_t pos)
+{
+    if (!seq_ok(rs, seq) || pos < 0)
+        return false;
+    const size_t bytes = (size_t)(rs->seq_floats ? rs->seq_floats : 1) * sizeof(float);
+    if (!rs->ck[seq] && !(rs->ck[seq] = malloc(bytes)))
+        return false;
+    memcpy(rs->ck[seq], rs->live + (size_t)seq * (size_t)rs->seq_floats, (size_t)rs->seq_floats * sizeof(float));
+    rs->ck_pos[seq] = pos;
+    return true;
+}
+
+int32_t rs_seq_checkpoint_pos(const rs_t *rs, int32_t seq)
+{
+    return seq_ok(rs, seq) ? rs->ck_pos[seq] : -1;
+}
+
+int32_t rs_seq_rollback(rs_t *rs, int32_t seq)
+{
+    if (!seq_ok(rs, seq) || rs->ck_pos[seq] < 0)
+        return -1;
+    const int32_t pos = rs->ck_pos[seq];
+    memcpy(rs->live + (size_t)seq * (size_t)rs->seq_floats, rs->ck[seq], (size_t)rs->seq_floats * sizeof(float));
+    /* snapshots taken past the checkpoint hold states that are gone */
+    for (int32_t i = 0; i < rs->n_slots; i++)
+        if (rs->slots[i].state == SLOT_PENDING && rs->slots[i].seq == seq && rs->slots[i].pos > pos)
+            rs->slots[i].state = SLOT_FREE;
+    return pos;
 }
 
 int32_t rs_seq_n_pending(const rs_t *rs, int32_t seq)

@@ -23,6 +23,12 @@
  * snapshot whose block was evicted (its generation changed) is never found
  * again and is reused first.
  *
+ * Rollback checkpoints (speculative decoding): one per sequence, a copy
+ * of its live state at a position, taken before a step that may be partly
+ * undone; rolling back restores it, and the caller evaluates the tokens
+ * from that position again. Allocated on a sequence's first checkpoint and
+ * counted in rs_live_bytes.
+ *
  * Not thread-safe: owned by the forward context (the scheduler thread);
  * the compute threads only write live states and pending snapshots they
  * were handed during a step.
@@ -65,7 +71,8 @@ void rs_free(rs_t *rs); /* accepts NULL */
 
 /* Floats of one sequence's state (all layers). */
 int64_t rs_seq_floats(const rs_t *rs);
-/* Bytes of the live states, and of the snapshot slots allocated so far. */
+/* Bytes of the live states (with their rollback checkpoints), and of the
+ * snapshot slots allocated so far. */
 uint64_t rs_live_bytes(const rs_t *rs);
 uint64_t rs_snap_bytes(const rs_t *rs);
 int32_t rs_n_snapshots(const rs_t *rs);
@@ -76,8 +83,19 @@ uint64_t rs_snapshots_restored(const rs_t *rs); /* restores so far */
 float *rs_state(rs_t *rs, int32_t seq, int32_t layer);
 /* Zeroes seq's state and drops its pending snapshots. */
 void rs_seq_reset(rs_t *rs, int32_t seq);
-/* dst's state = src's (n > 1 choices sharing a prompt). */
+/* dst's state = src's (n > 1 choices sharing a prompt); dst has no
+ * checkpoint afterwards. */
 void rs_seq_copy(rs_t *rs, int32_t dst, int32_t src);
+
+/* Keeps a copy of seq's live state as its checkpoint at position pos
+ * (replacing the previous one). false: out of memory or bad arguments. */
+bool rs_seq_checkpoint(rs_t *rs, int32_t seq, int32_t pos);
+/* The position of seq's checkpoint, -1 if it has none. */
+int32_t rs_seq_checkpoint_pos(const rs_t *rs, int32_t seq);
+/* seq's live state = its checkpoint (kept, so it can be restored again);
+ * pending snapshots past it are dropped. Returns the checkpoint's
+ * position, -1 if there is none. rs_seq_reset forgets the checkpoint. */
+int32_t rs_seq_rollback(rs_t *rs, int32_t seq);
 
 /* A slot for a snapshot of seq at position pos, pending (owned by seq):
  * a free slot, else the least recently used registered one. -1 when none

@@ -18,6 +18,7 @@
 #include "engine/model/forward.h"
 #include "engine/sched/sched_media.h"
 #include "engine/sched/spec_draft.h"
+#include "engine/sched/spec_mtp.h"
 #include "engine/vocab/vocab.h"
 #include "grammar/grammar.h"
 
@@ -71,6 +72,9 @@ typedef struct job {
     spec_seq_t *spec;     /* NULL: the job never speculates */
     int32_t draft[SPEC_K_MAX];
     int32_t n_draft;
+    int32_t refeed_to;    /* > n_past: positions [n_past, refeed_to) of prompt[] are
+                             evaluated again before `last` (a recurrent state
+                             rolled back to its checkpoint, fwd_seq_rewind) */
     spec_src_t draft_src;
     int32_t pred_accepted, pred_rejected;
 } job_t;
@@ -103,6 +107,9 @@ struct sched {
     sched_stats_t st;
     spec_cost_t cost;     /* measured step time per row (draft lengths) */
     spec_draft_t *draft;  /* the draft model's context, or NULL */
+    spec_mtp_t *mtp;      /* the model's MTP block drafting instead (--spec mtp), or NULL */
+    spec_mtp_row_t *mtp_rows; /* this step's rows for it [batch_tokens] */
+    spec_mtp_req_t *mreq;     /* this step's drafting requests to it [n_parallel] */
     spec_draft_req_t *dreq; /* this step's draft-model requests [n_parallel] */
     int32_t *dreq_row;    /* batch index of each request's first draft row */
     int32_t n_dreq;
@@ -399,6 +406,8 @@ static void admit(sched_t *s)
             break;
         queue_pop(s);
         fwd_seq_rm(s->fwd, i);
+        if (s->mtp)
+            spec_mtp_reset(s->mtp, i);
         j->slot = i;
         j->state = JOB_PREFILL;
         /* reuse the cached K/V of the longest known prompt prefix (whole
@@ -434,6 +443,7 @@ static bool preempt_newest(sched_t *s)
     v->state = JOB_WAITING;
     v->slot = -1;
     v->n_past = 0;
+    v->refeed_to = 0;
     v->resumed = true;
     /* the KV held the prompt and every generated token but the last (the
      * next decode input) */
@@ -501,6 +511,19 @@ static bool media_encode(sched_t *s, job_t *const *jobs, int32_t n_jobs)
  * depends on its neighbours: prompt tokens (of a prompt of >= 2 tokens) take
  * the prompt order; generated tokens (decode inputs) the decode order with
  * logits. A recomputation after a preemption replays exactly these flags. */
+/* The outputs (FWD_OUT_*) a row of j asks: its logits if wanted, and
+ * its hidden state for the MTP block. */
+static uint8_t job_out(const sched_t *s, const job_t *j, bool logits)
+{
+    return (uint8_t)((logits ? FWD_OUT_LOGITS : 0) | (s->mtp && !j->media ? FWD_OUT_HIDDEN : 0));
+}
+
+/* Positions the job evaluates again before its decode input. */
+static int32_t job_refeed(const job_t *j)
+{
+    return j->refeed_to > j->n_past ? j->refeed_to - j->n_past : 0;
+}
+
 static int32_t batch_build(sched_t *s, int32_t *n_logits)
 {
     int32_t n = 0, nl = 0, budget = s->o.batch_tokens;
@@ -516,9 +539,9 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
         job_t *j = s->slots[i];
         if (j)
             j->n_draft = 0;
-        if (j && j->state == JOB_DECODE && chan_reserve(j->ch)) {
+        if (j && j->state == JOB_DECODE && n_dec + 1 + job_refeed(j) <= budget && chan_reserve(j->ch)) {
             j->logit_j = 0; /* in this step (placed below) */
-            n_dec++;
+            n_dec += 1 + job_refeed(j);
         }
     }
     /* then their drafts (spec.h), within what the budget leaves, each
@@ -528,47 +551,57 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
         job_t *j = s->slots[i];
         if (!j || j->state != JOB_DECODE || j->logit_j < 0)
             continue;
+        /* generated tokens to evaluate again first (their rope offsets with
+         * images: the loop at the end) */
+        const int32_t at = j->n_past, n_re = job_refeed(j);
+        for (int32_t r = 0; r < n_re; r++)
+            s->batch[n++] = (fwd_tok_t){.token = j->prompt[at + r], .seq = i, .pos = at + r, .logits = job_out(s, j, false)};
+        const int32_t pos = at + n_re;
         memset(&s->batch_mm[n], 0, sizeof s->batch_mm[n]);
         if (j->media) {
-            sched_media_row(j->media, j->n_past, &s->batch_mm[n]);
+            sched_media_row(j->media, pos, &s->batch_mm[n]);
             s->has_mm = true;
         }
-        s->batch[n++] = (fwd_tok_t){.token = j->last, .seq = i, .pos = j->n_past, .logits = true};
+        s->batch[n++] = (fwd_tok_t){.token = j->last, .seq = i, .pos = pos, .logits = job_out(s, j, true)};
         j->logit_j = nl;
-        s->batch_lpos[nl] = j->n_past;
+        s->batch_lpos[nl] = pos;
         s->batch_owner[nl++] = j;
         if (!j->spec || s->spec_hold || spare <= 0)
             continue;
         /* drafts never run past max_tokens or the context */
         int32_t cap = j->params.max_tokens - j->n_gen - 1;
-        if (cap > s->o.n_ctx - j->n_past - 1)
-            cap = s->o.n_ctx - j->n_past - 1;
+        if (cap > s->o.n_ctx - pos - 1)
+            cap = s->o.n_ctx - pos - 1;
         if (cap > spare)
             cap = spare;
         const int32_t n_hist = j->n_prompt + j->n_gen;
         spec_src_t src = spec_seq_next_source(j->spec, j->prompt, n_hist, j->n_prompt);
         const int32_t want = spec_seq_length(j->spec, src, &s->cost, n_dec, cap);
         int32_t k = spec_seq_propose(j->spec, j->prompt, n_hist, j->n_prompt, want, j->draft, &j->draft_src);
-        if (k == 0 && j->draft_src == SPEC_SRC_DRAFT && s->draft && want > 0) {
-            /* the draft model fills these rows once the lock is released
-             * (sched_main); until then they repeat the input, a valid
-             * (if unlikely) draft */
+        const bool drafter = s->draft || (s->mtp && !j->media && spec_mtp_ready(s->mtp, i));
+        if (k == 0 && j->draft_src == SPEC_SRC_DRAFT && drafter && want > 0) {
+            /* the draft model (or the MTP block) fills these rows once the
+             * lock is released (sched_main); until then they repeat the
+             * input, a valid (if unlikely) draft */
             k = want;
             for (int32_t r = 0; r < k; r++)
                 j->draft[r] = j->last;
         }
+        /* a recurrent state can come back here if drafts are rejected */
+        if (k > 0 && fwd_seq_checkpoint(s->fwd, i, NULL) != LF_OK)
+            k = 0;
         int32_t d = 0;
         while (d < k && chan_reserve(j->ch)) /* each draft may become a TOKEN event */
             d++;
-        if (d > 0 && j->draft_src == SPEC_SRC_DRAFT) {
+        if (d > 0 && j->draft_src == SPEC_SRC_DRAFT && drafter) {
             s->dreq[s->n_dreq] = (spec_draft_req_t){.slot = i, .owner = j->arrival, .hist = j->prompt,
                                                     .n_hist = n_hist, .k = d, .out = j->draft};
             s->dreq_row[s->n_dreq++] = n; /* the rows added below */
         }
         for (int32_t r = 0; r < d; r++) {
-            const int32_t pos = j->n_past + 1 + r;
-            s->batch[n++] = (fwd_tok_t){.token = j->draft[r], .seq = i, .pos = pos, .logits = true};
-            s->batch_lpos[nl] = pos;
+            const int32_t dpos = pos + 1 + r;
+            s->batch[n++] = (fwd_tok_t){.token = j->draft[r], .seq = i, .pos = dpos, .logits = job_out(s, j, true)};
+            s->batch_lpos[nl] = dpos;
             s->batch_owner[nl++] = j;
         }
         j->n_draft = d;
@@ -615,7 +648,7 @@ static int32_t batch_build(sched_t *s, int32_t *n_logits)
                 s->has_mm = true;
             }
             const int32_t tok = s->batch_mm[n].embd ? 0 : j->prompt[pos];
-            s->batch[n++] = (fwd_tok_t){.token = tok, .seq = i, .pos = pos, .logits = logits, .prompt = order};
+            s->batch[n++] = (fwd_tok_t){.token = tok, .seq = i, .pos = pos, .logits = job_out(s, j, logits), .prompt = order};
             if (sample && pos == j->target - 1)
                 j->logit_j = nl;
             if (logits) {
@@ -781,17 +814,47 @@ static void job_verify(sched_t *s, job_t *j)
             j->pred_rejected += j->n_draft - accepted;
         }
         /* keep the input and the accepted drafts; the next input (the
-         * token sampled last) goes at the position after them */
+         * token sampled last) goes at the position after them. A
+         * recurrent state returns to its checkpoint (the input's
+         * position): the input and the accepted drafts are evaluated
+         * again in front of the next input. */
         j->n_past = v.p + 1 + accepted;
-        lf_err_t terr = {0};
-        if (v.e.finish == SCHED_FINISH_NONE && fwd_seq_truncate(s->fwd, j->slot, j->n_past, &terr) != LF_OK)
-            v.e = (emit_t){SCHED_FINISH_ERROR, terr.code, -1};
+        if (v.e.finish == SCHED_FINISH_NONE) {
+            lf_err_t terr = {0};
+            const int32_t at = fwd_seq_rewind(s->fwd, j->slot, j->n_past, &terr);
+            if (at < 0)
+                v.e = (emit_t){SCHED_FINISH_ERROR, terr.code, -1};
+            else if (at < j->n_past) {
+                j->refeed_to = j->n_past;
+                j->n_past = at;
+                s->st.spec_refed += (uint64_t)(j->refeed_to - at);
+            }
+        }
         j->n_draft = 0;
     }
     if (v.e.finish != SCHED_FINISH_NONE)
         job_finish_tok(s, j, v.e.finish, v.e.code, v.e.stop_token);
     else if (j->gm)
         mask_request(s, j); /* overlaps the next forward pass */
+}
+
+/* The MTP block (spec_mtp.h) takes every position of this step that
+ * stays in its sequence, with its token and the target's hidden state. */
+static void mtp_feed(sched_t *s, int32_t n_tok)
+{
+    int32_t n = 0, h = 0;
+    for (int32_t k = 0; k < n_tok; k++) {
+        const fwd_tok_t *t = &s->batch[k];
+        if (!(t->logits & FWD_OUT_HIDDEN))
+            continue;
+        const float *hid = fwd_hidden(s->fwd, h++);
+        job_t *j = s->slots[t->seq];
+        if (!j || !hid || t->pos >= j->n_past)
+            continue;
+        s->mtp_rows[n++] = (spec_mtp_row_t){.seq = t->seq, .pos = t->pos, .token = t->token, .h = hid};
+    }
+    if (n > 0)
+        spec_mtp_feed(s->mtp, s->mtp_rows, n, NULL);
 }
 
 /* After a successful fwd_decode: advance positions, sample, emit. */
@@ -842,6 +905,8 @@ static void step_commit(sched_t *s, int32_t n_tok, int32_t n_logits)
         }
         job_verify(s, j);
     }
+    if (s->mtp)
+        mtp_feed(s, n_tok);
 }
 
 static void drop_cancelled(sched_t *s)
@@ -932,7 +997,7 @@ static void *sched_main(void *arg)
         int32_t nj = encode ? snapshot_slots(s, jobs) : 0;
         pthread_mutex_unlock(&s->mu);
         lf_err_t err = {0};
-        if (s->n_dreq > 0) {
+        if (s->n_dreq > 0 && s->draft) {
             /* the draft model's rows (only this thread touches the jobs) */
             lf_err_t derr = {0};
             spec_draft_run(s->draft, s->dreq, s->n_dreq, &derr);
@@ -941,6 +1006,18 @@ static void *sched_main(void *arg)
                     s->batch[s->dreq_row[q] + r].token = s->dreq[q].out[r];
             if (s->o.spec_draft_cost <= 0)
                 s->cost.t_draft = spec_draft_step_seconds(s->draft);
+        } else if (s->n_dreq > 0 && s->mtp) {
+            /* the MTP block's rows, every slot's i-th draft in one batch */
+            for (int32_t q = 0; q < s->n_dreq; q++) {
+                const spec_draft_req_t *d = &s->dreq[q];
+                s->mreq[q] = (spec_mtp_req_t){.seq = d->slot, .next = d->hist[d->n_hist - 1], .k = d->k, .out = d->out};
+            }
+            spec_mtp_draft_many(s->mtp, s->mreq, s->n_dreq);
+            for (int32_t q = 0; q < s->n_dreq; q++)
+                for (int32_t r = 0; r < s->mreq[q].k; r++)
+                    s->batch[s->dreq_row[q] + r].token = s->mreq[q].out[r];
+            if (s->o.spec_draft_cost <= 0)
+                s->cost.t_draft = spec_mtp_step_seconds(s->mtp);
         }
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -1054,8 +1131,9 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
         return NULL;
     }
     s->o.n_ctx = fwd_n_ctx(s->fwd);
-    if (!fwd_can_truncate(s->fwd))
+    if (!fwd_can_rewind(s->fwd))
         s->o.spec_off = true; /* rejected drafts could not be forgotten */
+    s->cost.refeed = !fwd_can_truncate(s->fwd); /* a hybrid: rejections cost rows again */
     if (fwd_max_batch(s->fwd) > 0 && fwd_max_batch(s->fwd) < s->o.batch_tokens)
         s->o.batch_tokens = fwd_max_batch(s->fwd);
     s->slots = calloc((size_t)s->o.n_parallel, sizeof *s->slots);
@@ -1070,6 +1148,29 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
     if (!s->slots || !s->batch || !s->batch_mm || !s->vcache || !s->batch_owner || !s->batch_lpos || !s->lp_buf || !s->dreq || !s->dreq_row) {
         lf_err_set(err, LF_ERR_NOMEM, "out of memory");
         goto fail;
+    }
+    if (opts->spec_mtp && opts->draft_model) {
+        lf_err_set(err, LF_ERR_INVALID, "a draft model and the MTP block cannot both draft");
+        goto fail;
+    }
+    if (opts->spec_mtp && !s->o.spec_off) {
+        if (!(s->mtp = spec_mtp_create(m, s->o.n_parallel, s->o.n_ctx, s->o.batch_tokens, s->o.n_threads, err)) ||
+            !(s->mtp_rows = malloc((size_t)s->o.batch_tokens * sizeof *s->mtp_rows)) ||
+            !(s->mreq = malloc((size_t)s->o.n_parallel * sizeof *s->mreq))) {
+            if (s->mtp)
+                lf_err_set(err, LF_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
+        s->st.spec_mtp_cost = spec_mtp_cost_ratio(s->mtp);
+        s->cost.draft_ratio = s->o.spec_draft_cost > 0 ? s->o.spec_draft_cost : s->st.spec_mtp_cost;
+        if (s->cost.draft_ratio >= SPEC_DRAFT_PROBE_C) {
+            /* its layer and the output matrix cost more than the drafts can
+             * give back (a model with few layers for its vocabulary): no
+             * feeding, no drafting */
+            spec_mtp_free(s->mtp);
+            s->mtp = NULL;
+        }
+        s->st.spec_mtp_used = s->mtp != NULL;
     }
     if (opts->draft_model && !s->o.spec_off &&
         !(s->draft = spec_draft_create(opts->draft_model, m, s->o.n_parallel, s->o.n_ctx, s->o.batch_tokens,
@@ -1102,6 +1203,9 @@ sched_t *sched_create(const model_t *m, const sched_opts_t *opts, lf_err_t *err)
     return s;
 fail:
     spec_draft_free(s->draft);
+    spec_mtp_free(s->mtp);
+    free(s->mtp_rows);
+    free(s->mreq);
     free(s->dreq);
     free(s->dreq_row);
     fwd_free(s->fwd);
@@ -1146,6 +1250,9 @@ void sched_free(sched_t *s)
     pthread_mutex_destroy(&s->gmu);
     pthread_cond_destroy(&s->gcv);
     spec_draft_free(s->draft);
+    spec_mtp_free(s->mtp);
+    free(s->mtp_rows);
+    free(s->mreq);
     free(s->dreq);
     free(s->dreq_row);
     fwd_free(s->fwd);
@@ -1319,7 +1426,7 @@ lf_code_t sched_submit(sched_t *s, sched_chan_t *ch, const int32_t *const *promp
         /* speculation (spec.h): the job's prediction, the server's n-grams */
         spec_params_t spp = params[i].spec;
         spp.ngram = spp.ngram || s->o.spec_ngram;
-        spp.draft_model = s->draft != NULL;
+        spp.draft_model = s->draft != NULL || s->mtp != NULL;
         if (s->o.spec_k_max > 0 && (spp.k_max <= 0 || spp.k_max > s->o.spec_k_max))
             spp.k_max = s->o.spec_k_max;
         bool spec_ok = true;

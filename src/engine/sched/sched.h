@@ -89,6 +89,10 @@ typedef struct {
     const model_t *draft_model; /* a draft model (spec_draft.h: the same
                                    vocabulary), or NULL; must outlive the
                                    scheduler */
+    bool spec_mtp;        /* the draft model is the model's own MTP block
+                             (spec_mtp.h); exclusive with draft_model. Not used
+                             (stats spec_mtp_used) where a draft would cost at
+                             least SPEC_DRAFT_PROBE_C of a step */
 } sched_opts_t;
 
 /* Parameters of one job. `sampling` is the whole sampler chain
@@ -226,6 +230,11 @@ typedef struct {
     uint64_t spec_drafted[SPEC_SRC_COUNT];  /* draft tokens verified, per source */
     uint64_t spec_accepted[SPEC_SRC_COUNT]; /* of which kept */
     uint64_t spec_verifications; /* steps of a sequence that verified drafts */
+    uint64_t spec_refed;  /* positions evaluated again after a recurrent state
+                             was rolled back to its checkpoint (hybrids) */
+    double spec_mtp_cost; /* spec_mtp asked: a draft's cost as a share of a step
+                             (the block's weight bytes over the model's); 0 else */
+    bool spec_mtp_used;   /* it drafts (false: too costly to pay, SPEC_DRAFT_PROBE_C) */
 } sched_stats_t;
 
 typedef struct sched sched_t;

@@ -82,6 +82,15 @@ void spec_seq_free(spec_seq_t *sp)
     free(sp);
 }
 
+int32_t spec_argmax(const float *x, int32_t n)
+{
+    int32_t b = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (x[i] > x[b])
+            b = i;
+    return b;
+}
+
 double spec_expected_accepted(double a, int32_t k)
 {
     double e = 0, p = 1;
@@ -217,11 +226,16 @@ int32_t spec_seq_length(spec_seq_t *sp, spec_src_t src, const spec_cost_t *cost,
     if (src == SPEC_SRC_DRAFT && cost)
         extra = cost->t_draft > 0 ? cost->t_draft : cost->draft_ratio * t0;
     const double c = (t1 * rows + extra) / (t0 + t1 * rows);
+    /* with refeed, the k-th draft also turns "all k - 1 accepted" (p) into
+     * "k - 1 accepted, then a rejection" with probability 1 - a, which
+     * costs k rows again (one row's share of the step: t1 / (t0 + ...)) */
+    const double c_row = t1 / (t0 + t1 * rows);
     int32_t k = 0;
     double p = 1;
     while (k < k_cap) {
+        const double again = cost && cost->refeed ? p * (1 - a) * (k + 1) * c_row : 0;
         p *= a;
-        if (p <= c)
+        if (p <= c + again)
             break;
         k++;
     }

@@ -5,7 +5,10 @@
  * rows of one step, samples row after row exactly as single-token decoding
  * would (same logits, same sampler, same random draws), keeps the drafts
  * up to the first one the sampled token differs from, and forgets the K/V
- * of the rest (fwd_seq_truncate). So the output is the same tokens with or
+ * of the rest (fwd_seq_rewind; a hybrid model's recurrent state goes back
+ * to the checkpoint taken before the step, and the input and the accepted
+ * drafts are evaluated again in front of the next step's input, so a
+ * rejection there costs those rows once more). So the output is the same tokens with or
  * without speculation, greedy or seeded; what a draft source decides is
  * only how many tokens a step yields.
  *
@@ -76,6 +79,8 @@ typedef struct {
                             share of t0 (the draft's weight bytes / the target's) */
     double sw, sx, sy, sxx, sxy;
     bool fixed;          /* set by the operator: not measured */
+    bool refeed;         /* a rejection costs the accepted rows again (a hybrid
+                            model's recurrent state goes back to its checkpoint) */
 } spec_cost_t;
 
 /* A prior (a row costs 5% of a step) until steps are observed. */
@@ -128,6 +133,9 @@ void spec_seq_counts(const spec_seq_t *sp, spec_src_t src, int64_t *drafted, int
  * of drafts accepted (0..n_draft). */
 typedef int32_t (*spec_sample_fn)(void *ctx, int32_t row);
 int32_t spec_verify(const int32_t *draft, int32_t n_draft, spec_sample_fn sample, void *ctx);
+
+/* A greedy draft token: the first index of the largest of x[0..n). */
+int32_t spec_argmax(const float *x, int32_t n);
 
 /* Expected accepted tokens of a draft of length k when each token is
  * accepted with probability a after the previous one was (geometric). */

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "engine/model/forward.h"
+#include "engine/sched/spec.h"
 #include "engine/vocab/vocab.h"
 
 #define SPEC_DRAFT_VOCAB_SLACK 128 /* llama.cpp's SPEC_VOCAB_MAX_SIZE_DIFFERENCE */
@@ -26,11 +27,6 @@ bool spec_draft_compatible(const model_t *draft, const model_t *target, char *wh
 {
     const vocab_t *a = model_vocab(draft), *b = model_vocab(target);
     const int32_t na = vocab_n_tokens(a), nb = vocab_n_tokens(b);
-    if (model_is_hybrid(draft)) { /* its drafts are rolled back every step */
-        snprintf(why, n, "the draft model has recurrent layers (%s), whose state cannot be rolled back",
-                 model_hparams(draft)->arch);
-        return false;
-    }
     if (vocab_type(a) != vocab_type(b) || strcmp(vocab_model_name(a), vocab_model_name(b))) {
         snprintf(why, n, "the draft model's tokenizer is %s, the model's %s", vocab_model_name(a), vocab_model_name(b));
         return false;
@@ -114,15 +110,6 @@ double spec_draft_step_seconds(const spec_draft_t *d)
     return d ? d->step_s : 0;
 }
 
-static int32_t argmax(const float *x, int32_t n)
-{
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
-}
-
 static void reset(spec_draft_t *d, int32_t slot)
 {
     fwd_seq_rm(d->f, slot);
@@ -143,7 +130,7 @@ static lf_code_t run_batch(spec_draft_t *d, int32_t n, spec_draft_req_t *reqs, i
         d->ntok[t->seq] = t->pos + 1;
         if (t->logits) {
             spec_draft_req_t *q = &reqs[d->row_req[i]];
-            q->out[which] = argmax(fwd_logits(d->f, j++), d->n_vocab);
+            q->out[which] = spec_argmax(fwd_logits(d->f, j++), d->n_vocab);
         }
     }
     return LF_OK;
@@ -171,8 +158,15 @@ lf_code_t spec_draft_run(spec_draft_t *d, spec_draft_req_t *reqs, int32_t n, lf_
         const int32_t *t = d->toks[q->slot];
         while (lcp < have && lcp < q->n_hist - 1 && t[lcp] == q->hist[lcp])
             lcp++;
-        if (lcp < have && fwd_seq_truncate(d->f, q->slot, lcp, NULL) != LF_OK)
-            reset(d, q->slot), lcp = 0;
+        if (lcp < have) {
+            /* a draft model with recurrent layers goes back to its
+             * checkpoint (below) and evaluates the tokens from there */
+            const int32_t at = fwd_seq_rewind(d->f, q->slot, lcp, NULL);
+            if (at < 0)
+                reset(d, q->slot), lcp = 0;
+            else
+                lcp = at;
+        }
         d->ntok[q->slot] = lcp;
     }
     /* the missing tokens of every request, batched; the last row of each
@@ -194,6 +188,10 @@ lf_code_t spec_draft_run(spec_draft_t *d, spec_draft_req_t *reqs, int32_t n, lf_
     }
     if (rc == LF_OK && nb > 0)
         rc = run_batch(d, nb, reqs, 0, err);
+    /* where the next call can come back to: the end of the history */
+    for (int32_t r = 0; r < n && rc == LF_OK; r++)
+        if (reqs[r].k > 1)
+            fwd_seq_checkpoint(d->f, reqs[r].slot, NULL);
     /* then one draft step per further token, every request together */
     for (int32_t s = 1; s < kmax && rc == LF_OK; s++) {
         nb = 0;

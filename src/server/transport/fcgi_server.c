@@ -355,11 +355,22 @@ int srv_run(srv_config_t *cfg)
                        .attn = cfg->flash_attn, .type_k = cfg->cache_type_k, .type_v = cfg->cache_type_v,
                        .spec_ngram = cfg->spec && !strcmp(cfg->spec, "ngram"),
                        .spec_off = cfg->spec && !strcmp(cfg->spec, "none"),
+                       .spec_mtp = cfg->spec && !strcmp(cfg->spec, "mtp"),
                        .spec_k_max = cfg->spec_draft_max, .spec_row_cost = cfg->spec_row_cost,
                        .draft_model = s.draft_model,
                        .image_cache_mb = s.media ? cfg->media.image_cache_mb : 0};
     if (!embed_mode)
         s.sched = sched_create(s.model, &so, &err);
+    if (s.sched && so.spec_mtp) {
+        sched_stats_t st;
+        sched_stats(s.sched, &st);
+        if (st.spec_mtp_used)
+            fprintf(stderr, "llm-fcgi: speculation: the model's MTP block drafts (a draft costs ~%.2f of a step)\n",
+                    st.spec_mtp_cost);
+        else
+            fprintf(stderr, "llm-fcgi: warning: --spec mtp: a draft from the MTP block would cost ~%.2f of a step "
+                            "(its layer and the output matrix): not used\n", st.spec_mtp_cost);
+    }
     if (!s.sched && !s.embed) {
         fprintf(stderr, "llm-fcgi: cannot start the engine: %s\n", err.msg);
         srv_media_close(s.media);

@@ -47,4 +47,11 @@ void dn_free(dn_t *d); /* accepts NULL */
 void dn_run(dn_t *d, tpool_t *pool, const model_layer_t *L, int32_t layer, rs_t *rs, const rs_group_t *groups,
             int32_t n_groups, const float *x, int32_t n_tok, const uint8_t *order, float *out);
 
+/* One token of the gated delta rule on one v head, in place: M is the
+ * head's state transposed (S rows of S floats, M[j][i] = S[i][j]); q, k
+ * already L2-normalised and scaled, v, beta, g as above (the decay is
+ * expf(g)); o[j] = (S^T q)[j] / sqrt(S) after the update. Bitwise
+ * ggml_gated_delta_net's step at every kernel level. */
+void dn_state_step(float *M, int32_t S, const float *q, const float *k, const float *v, float beta, float g, float *o);
+
 #endif

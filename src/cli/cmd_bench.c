@@ -256,6 +256,10 @@ int cmd_bench(int argc, char **argv)
     if (prefix + 1 > n_ctx)
         n_ctx = (int32_t)prefix + 1;
     int32_t max_batch = (int32_t)(pp > B ? (pp < 512 ? pp : 512) : B);
+    /* the untimed depth fill is a prompt: batches of up to 512 tokens, not
+     * one decode step per position */
+    if (depth > max_batch)
+        max_batch = depth < 512 ? (int32_t)depth : 512;
     if (max_batch < 1)
         max_batch = 1;
     fwd_opts_t fo = {.n_seq = (int32_t)(B > 2 ? B : 2), .n_ctx = n_ctx, .max_batch = max_batch,

@@ -37,7 +37,7 @@ static float rnd(void) /* uniform in [-1, 1) */
 
 /* Sequence lengths: around chunk, tile and segment boundaries. */
 static const int32_t seq_len[] = {1, 17, 64, 65, 511, 513, 1100, 1600};
-enum { N_SEQ = sizeof seq_len / sizeof seq_len[0], MAX_CTX = 1664, LAYER = 1, MAX_TOK = 64 };
+enum { N_SEQ = sizeof seq_len / sizeof seq_len[0], MAX_CTX = 1664, LAYER = 1, MAX_TOK = 96 };
 
 typedef struct {
     int hd, n_head, n_head_kv;
@@ -122,15 +122,18 @@ static bool fix_make(const fcase_t *c, ffix_t *fx)
     }
     free(k);
     /* tokens: the last positions of every sequence (a prompt's end: a run
-     * of consecutive tokens), up to 8 per sequence */
-    for (int s = 0; s < N_SEQ; s++)
-        for (int32_t j = 0; j < 8 && j < seq_len[s]; j++) {
+     * of consecutive tokens), up to 8 per sequence and 40 of the longest
+     * (several query tiles, grouped into one item) */
+    for (int s = 0; s < N_SEQ; s++) {
+        const int32_t per = s == N_SEQ - 1 ? 40 : 8;
+        for (int32_t j = 0; j < per && j < seq_len[s]; j++) {
             const int t = fx->n_tok++;
             fx->seq[t] = s;
-            fx->n_kv[t] = seq_len[s] - 7 + j > 0 ? seq_len[s] - 7 + j : j + 1;
+            fx->n_kv[t] = seq_len[s] - (per - 1) + j > 0 ? seq_len[s] - (per - 1) + j : j + 1;
             fx->blocks[t] = kv_seq_blocks(fx->kv, s);
             fx->wtab[t] = malloc((size_t)(MAX_CTX / bt + 1) * sizeof(int32_t));
         }
+    }
     fx->q = malloc((size_t)fx->n_tok * (size_t)(c->n_head * c->hd) * sizeof(float));
     fx->sinks = malloc((size_t)c->n_head * sizeof(float));
     if (!fx->q || !fx->sinks)

@@ -198,6 +198,29 @@ int main(void)
         if (bits(back[i]) != bits(bf16_to_fp32(b[i])))
             bad_row++;
     tap_ok(bad_row == 0, "row fp16/bf16 -> fp32 equal element-wise (%d bad)", bad_row);
+    {
+        /* every half through the row conversions (8-wide part and tail) */
+        static uint16_t all[65536 + 5], h2[65536 + 5];
+        static float f[65536 + 5], r[65536 + 5];
+        for (int i = 0; i < 65536 + 5; i++)
+            all[i] = (uint16_t)(i * 40503u);
+        fp16_row_to_fp32(all, f, 65536 + 5);
+        int bad_all = 0;
+        for (int i = 0; i < 65536 + 5; i++)
+            bad_all += bits(f[i]) != bits(fp16_to_fp32(all[i]));
+        tap_ok(bad_all == 0, "row fp16 -> fp32 equals fp16_to_fp32 on all halves (%d bad)", bad_all);
+        for (int i = 0; i < 65536 + 5; i++)
+            if (f[i] != f[i])
+                f[i] = 1.5f; /* NaN payloads aside */
+        fp16_row_round_fp32(f, h2, r, 65536 + 5);
+        fp16_row_round_fp32(src, h, back, 37);
+        bad_all = 0;
+        for (int i = 0; i < 65536 + 5; i++)
+            bad_all += h2[i] != fp16_from_fp32(f[i]) || bits(r[i]) != bits(fp16_to_fp32(h2[i]));
+        for (int i = 0; i < 37; i++)
+            bad_all += h[i] != fp16_from_fp32(src[i]) || bits(back[i]) != bits(fp16_to_fp32(h[i]));
+        tap_ok(bad_all == 0, "fp16_row_round_fp32: the F16 rounding and its F32 value (%d bad)", bad_all);
+    }
     fp16_row_from_fp32(src, h, 0); /* n = 0 is a no-op */
     tap_ok(1, "empty rows accepted");
     return tap_done();

@@ -196,16 +196,19 @@ static int check_softmax_zero_max(int lv)
 /* ---- matmul: per-token order, batch invariance ------------------------ */
 
 /* F32 (f16 == 0) or F16 weights: the batched product equals the one-token
- * product and the dot of that token's order, bit for bit; with a number of
- * rows that is not a multiple of 4 tinyBLAS declines and ggml takes the
- * decode order for every token. */
-static int check_matmul(int f16, int R)
+ * product and the dot of that token's order, bit for bit, with and without
+ * a bias (added after the dot, one rounding), with and without the F32 copy
+ * of F16 activations; with a number of rows that is not a multiple of 4
+ * tinyBLAS declines and ggml takes the decode order for every token. */
+static int check_matmul(int f16, int R, int with_bias)
 {
-    enum { RMAX = 40, K = 80, T = 11 };
-    static float W[RMAX * K], X[T * K], out[T * RMAX], one[RMAX];
+    enum { RMAX = 60, K = 80, T = 29 };
+    static float W[RMAX * K], X[T * K], XR[T * K], out[T * RMAX], one[RMAX], bias[RMAX];
     static uint16_t W16[RMAX * K], X16[T * K];
-    /* runs of prompt-order tokens long enough for the 4-token kernel */
-    static const uint8_t order[T] = {1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0};
+    /* runs of prompt-order tokens of every length the tiles take (groups of
+     * 4, tails of 1-3 tokens), between decode-order tokens */
+    static const uint8_t order[T] = {1, 1, 1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 0, 1, 0, 1,
+                                     1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1};
     for (int i = 0; i < R * K; i++) {
         W[i] = rnd();
         W16[i] = fp16_from_fp32(W[i]);
@@ -213,29 +216,38 @@ static int check_matmul(int f16, int R)
     for (int i = 0; i < T * K; i++) {
         X[i] = rnd();
         X16[i] = fp16_from_fp32(X[i]);
+        XR[i] = fp16_to_fp32(X16[i]);
     }
+    for (int r = 0; r < R; r++)
+        bias[r] = rnd();
+    const float *b = with_bias ? bias : NULL;
     tpool_t *pool = NULL;
     lf_err_t err;
     if (tpool_create(2, &pool, &err) != LF_OK)
         return 0;
-    if (f16)
-        gx_matmul_f16(pool, W16, R, K, X16, T, order, out);
-    else
-        gx_matmul_f32(pool, W, R, K, X, T, order, out);
     int ok = 1;
-    for (int t = 0; t < T; t++) {
+    for (int use_xr = 0; use_xr <= f16; use_xr++) {
         if (f16)
-            gx_matmul_f16(NULL, W16, R, K, X16 + t * K, 1, order + t, one);
+            gx_matmul_f16(pool, W16, R, K, X16, use_xr ? XR : NULL, T, order, b, out);
         else
-            gx_matmul_f32(NULL, W, R, K, X + t * K, 1, order + t, one);
-        for (int r = 0; r < R; r++) {
-            float want;
-            const bool tiny = order[t] == GX_ORDER_TINY && R % 4 == 0;
+            gx_matmul_f32(pool, W, R, K, X, T, order, b, out);
+        for (int t = 0; t < T; t++) {
             if (f16)
-                want = tiny ? gx_dot_f16_tiny(W16 + r * K, X16 + t * K, K) : gx_dot_f16_vec(W16 + r * K, X16 + t * K, K);
+                gx_matmul_f16(NULL, W16, R, K, X16 + t * K, use_xr ? XR + t * K : NULL, 1, order + t, b, one);
             else
-                want = tiny ? gx_dot_f32_tiny(W + r * K, X + t * K, K) : gx_dot_f32_vec(W + r * K, X + t * K, K);
-            ok &= same_bits(out[t * R + r], want) && same_bits(one[r], want);
+                gx_matmul_f32(NULL, W, R, K, X + t * K, 1, order + t, b, one);
+            for (int r = 0; r < R; r++) {
+                float want;
+                const bool tiny = order[t] == GX_ORDER_TINY && R % 4 == 0;
+                if (f16)
+                    want = tiny ? gx_dot_f16_tiny(W16 + r * K, X16 + t * K, K)
+                                : gx_dot_f16_vec(W16 + r * K, X16 + t * K, K);
+                else
+                    want = tiny ? gx_dot_f32_tiny(W + r * K, X + t * K, K) : gx_dot_f32_vec(W + r * K, X + t * K, K);
+                if (b)
+                    want = want + b[r];
+                ok &= same_bits(out[t * R + r], want) && same_bits(one[r], want);
+            }
         }
     }
     tpool_free(pool);
@@ -266,12 +278,16 @@ int main(void)
                level_name(lv));
     for (int lv = top; lv >= GX_LEVEL_PORTABLE; lv--) {
         gx_set_level(lv);
-        for (int R = 36; R <= 37; R++) {
-            tap_ok(check_matmul(0, R), "%s: gx_matmul_f32 (%d rows): per-token order, same bits alone and batched, "
-                   "1 or 2 threads", level_name(gx_level()), R);
-            tap_ok(check_matmul(1, R), "%s: gx_matmul_f16 (%d rows): per-token order, same bits alone and batched, "
-                   "1 or 2 threads", level_name(gx_level()), R);
-        }
+        /* rows: tails of every tile height (3, 4, 6) within 24-row chunks */
+        static const int rows[] = {4, 36, 37, 52, 60};
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+            for (int b = 0; b < 2; b++) {
+                const int R = rows[i];
+                tap_ok(check_matmul(0, R, b), "%s: gx_matmul_f32 (%d rows%s): per-token order, same bits alone "
+                       "and batched, 1 or 2 threads", level_name(gx_level()), R, b ? ", bias" : "");
+                tap_ok(check_matmul(1, R, b), "%s: gx_matmul_f16 (%d rows%s): per-token order, same bits alone "
+                       "and batched, 1 or 2 threads", level_name(gx_level()), R, b ? ", bias" : "");
+            }
     }
     gx_set_level(GX_LEVEL_AVX512);
     /* softmax: a row sums to ~1 and masked positions are never read */

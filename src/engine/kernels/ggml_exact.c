@@ -23,6 +23,10 @@
 #define GX_AVX2 __attribute__((target("avx2,fma,f16c")))
 #endif
 
+/* Rows per chunk of the matrix products: a multiple of every tile height
+ * of block_avx2 (3, 4, 6). */
+#define GX_ROW_CHUNK 24
+
 static int gx_cap = GX_LEVEL_AVX512;
 
 int gx_set_level(int level)
@@ -553,113 +557,145 @@ GX_AVX2 static float dot_f16_tiny_avx2(const uint16_t *x, const uint16_t *y, int
     return hsum256x2(lo, hi);
 }
 
-/* tinyBLAS order for one row and four tokens at once at the AVX2 level
- * (the row is loaded once): each token's operations are those of the
- * one-token kernel (two 8-lane halves of the 16-lane accumulator). */
-GX_AVX2 static void tiny4_avx2(const void *w, const void *x, size_t x_stride, bool f16, int64_t n, float *out,
-                               size_t out_stride)
+/* One 8-lane step of every chain of a tile: the smaller side (rows or
+ * tokens) is loaded first and held, the other loaded one at a time, so
+ * the accumulators and the held vectors fit the 16 registers. LOADW loads
+ * row q at element i. */
+#define TILE_STEP(LOADW)                                                                                        \
+    do {                                                                                                       \
+        if (R <= T) {                                                                                          \
+            __m256 r[6];                                                                                       \
+            _Pragma("GCC unroll 6") for (int q = 0; q < R; q++) r[q] = (LOADW);                                \
+            _Pragma("GCC unroll 4") for (int t = 0; t < T; t++)                                                \
+            {                                                                                                  \
+                const __m256 v = _mm256_loadu_ps(xh + (size_t)t * x_stride + i);                               \
+                _Pragma("GCC unroll 6") for (int q = 0; q < R; q++) a[t * R + q] =                             \
+                    _mm256_fmadd_ps(r[q], v, a[t * R + q]);                                                    \
+            }                                                                                                  \
+        } else {                                                                                               \
+            __m256 v[4];                                                                                       \
+            _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) v[t] = _mm256_loadu_ps(xh + (size_t)t * x_stride + i); \
+            _Pragma("GCC unroll 6") for (int q = 0; q < R; q++)                                                \
+            {                                                                                                  \
+                const __m256 r = (LOADW);                                                                      \
+                _Pragma("GCC unroll 4") for (int t = 0; t < T; t++) a[t * R + q] =                             \
+                    _mm256_fmadd_ps(r, v[t], a[t * R + q]);                                                    \
+            }                                                                                                  \
+        }                                                                                                      \
+    } while (0)
+
+/* tinyBLAS order for R rows and T tokens at once at the AVX2 level, the
+ * tokens as F32 (for F16 weights: the activations already rounded to F16,
+ * so the products are the exact F16 x F16 products of ggml). Each output's
+ * 16-lane accumulator is two independent 8-lane chains (lanes 0-7 and 8-15
+ * of every 16-element block of k), each summed in k order exactly as in
+ * dot_f16_tiny_avx2 / dot_f32_tiny_avx2; the two chains are run one after
+ * the other, so a tile holds R * T <= 12 accumulators, each loaded row
+ * feeding T products and each loaded token R.
+ *
+ * One call covers elements [k0, k1) of k: the chains start from acc (zero
+ * when k0 == 0) and are saved back to it (chain h of output q in acc[h * 12
+ * + q]), so k may be cut into blocks whose tokens stay in the L1 cache; at
+ * k1 == n the sums are reduced into out[t * out_stride + r] (+ bias[r], one
+ * rounding as ggml's add). */
+GX_AVX2 static inline __attribute__((always_inline)) void tile_avx2(const void *w, size_t w_stride, bool f16,
+                                                                    const float *x, size_t x_stride, int64_t k0,
+                                                                    int64_t k1, int64_t n, __m256 *acc,
+                                                                    const float *bias, float *out,
+                                                                    size_t out_stride, const int R, const int T)
 {
-    __m256 l0 = _mm256_setzero_ps(), h0 = l0, l1 = l0, h1 = l0, l2 = l0, h2 = l0, l3 = l0, h3 = l0;
-    if (f16) {
-        const uint16_t *wr = w, *x0 = x;
-        const uint16_t *x1 = x0 + x_stride, *x2 = x1 + x_stride, *x3 = x2 + x_stride;
-        for (int64_t i = 0; i < n; i += 16) {
-            const __m256 wl = load8_f16(wr + i), wh = load8_f16(wr + i + 8);
-            l0 = _mm256_fmadd_ps(wl, load8_f16(x0 + i), l0);
-            h0 = _mm256_fmadd_ps(wh, load8_f16(x0 + i + 8), h0);
-            l1 = _mm256_fmadd_ps(wl, load8_f16(x1 + i), l1);
-            h1 = _mm256_fmadd_ps(wh, load8_f16(x1 + i + 8), h1);
-            l2 = _mm256_fmadd_ps(wl, load8_f16(x2 + i), l2);
-            h2 = _mm256_fmadd_ps(wh, load8_f16(x2 + i + 8), h2);
-            l3 = _mm256_fmadd_ps(wl, load8_f16(x3 + i), l3);
-            h3 = _mm256_fmadd_ps(wh, load8_f16(x3 + i + 8), h3);
+    for (int h = 0; h < 2; h++) {
+        __m256 a[12];
+        _Pragma("GCC unroll 12")
+        for (int q = 0; q < R * T; q++)
+            a[q] = k0 ? acc[h * 12 + q] : _mm256_setzero_ps();
+        const float *xh = x + 8 * h;
+        if (f16) {
+            const uint16_t *wh = (const uint16_t *)w + 8 * h;
+            for (int64_t i = k0; i < k1; i += 16)
+                TILE_STEP(load8_f16(wh + (size_t)q * w_stride + i));
+        } else {
+            const float *wh = (const float *)w + 8 * h;
+            for (int64_t i = k0; i < k1; i += 16)
+                TILE_STEP(_mm256_loadu_ps(wh + (size_t)q * w_stride + i));
         }
-    } else {
-        const float *wr = w, *x0 = x;
-        const float *x1 = x0 + x_stride, *x2 = x1 + x_stride, *x3 = x2 + x_stride;
-        for (int64_t i = 0; i < n; i += 16) {
-            const __m256 wl = _mm256_loadu_ps(wr + i), wh = _mm256_loadu_ps(wr + i + 8);
-            l0 = _mm256_fmadd_ps(wl, _mm256_loadu_ps(x0 + i), l0);
-            h0 = _mm256_fmadd_ps(wh, _mm256_loadu_ps(x0 + i + 8), h0);
-            l1 = _mm256_fmadd_ps(wl, _mm256_loadu_ps(x1 + i), l1);
-            h1 = _mm256_fmadd_ps(wh, _mm256_loadu_ps(x1 + i + 8), h1);
-            l2 = _mm256_fmadd_ps(wl, _mm256_loadu_ps(x2 + i), l2);
-            h2 = _mm256_fmadd_ps(wh, _mm256_loadu_ps(x2 + i + 8), h2);
-            l3 = _mm256_fmadd_ps(wl, _mm256_loadu_ps(x3 + i), l3);
-            h3 = _mm256_fmadd_ps(wh, _mm256_loadu_ps(x3 + i + 8), h3);
-        }
+        _Pragma("GCC unroll 12")
+        for (int q = 0; q < R * T; q++)
+            acc[h * 12 + q] = a[q];
     }
-    out[0] = hsum256x2(l0, h0);
-    out[out_stride] = hsum256x2(l1, h1);
-    out[2 * out_stride] = hsum256x2(l2, h2);
-    out[3 * out_stride] = hsum256x2(l3, h3);
+    if (k1 < n)
+        return;
+    _Pragma("GCC unroll 4")
+    for (int t = 0; t < T; t++)
+        _Pragma("GCC unroll 6")
+        for (int q = 0; q < R; q++) {
+            float v = hsum256x2(acc[t * R + q], acc[12 + t * R + q]);
+            if (bias)
+                v = v + bias[q];
+            out[(size_t)t * out_stride + (size_t)q] = v;
+        }
 }
 
-/* tinyBLAS order for three rows and four tokens at once at the AVX2
- * level. Each output's 16-lane accumulator is two independent 8-lane
- * chains (lanes 0-7 and 8-15 of every 16-element block of k), each summed
- * in k order exactly as in tiny4_avx2; the two chains are run one after
- * the other, so a tile holds 12 accumulators (not 24) and each loaded row
- * and token feeds 4 or 3 products instead of 4 or 1. */
-GX_AVX2 static void tile34_avx2(const void *w, size_t w_stride, const void *x, size_t x_stride, bool f16, int64_t n,
-                                float *out, size_t out_stride)
-{
-    __m256 half[2][12];
-    for (int h = 0; h < 2; h++) {
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0,
-               a9 = a0, a10 = a0, a11 = a0;
-        if (f16) {
-            const uint16_t *w0 = (const uint16_t *)w + 8 * h, *w1 = w0 + w_stride, *w2 = w1 + w_stride;
-            const uint16_t *x0 = (const uint16_t *)x + 8 * h, *x1 = x0 + x_stride, *x2 = x1 + x_stride,
-                           *x3 = x2 + x_stride;
-            for (int64_t i = 0; i < n; i += 16) {
-                const __m256 r0 = load8_f16(w0 + i), r1 = load8_f16(w1 + i), r2 = load8_f16(w2 + i);
-                __m256 t = load8_f16(x0 + i);
-                a0 = _mm256_fmadd_ps(r0, t, a0);
-                a1 = _mm256_fmadd_ps(r1, t, a1);
-                a2 = _mm256_fmadd_ps(r2, t, a2);
-                t = load8_f16(x1 + i);
-                a3 = _mm256_fmadd_ps(r0, t, a3);
-                a4 = _mm256_fmadd_ps(r1, t, a4);
-                a5 = _mm256_fmadd_ps(r2, t, a5);
-                t = load8_f16(x2 + i);
-                a6 = _mm256_fmadd_ps(r0, t, a6);
-                a7 = _mm256_fmadd_ps(r1, t, a7);
-                a8 = _mm256_fmadd_ps(r2, t, a8);
-                t = load8_f16(x3 + i);
-                a9 = _mm256_fmadd_ps(r0, t, a9);
-                a10 = _mm256_fmadd_ps(r1, t, a10);
-                a11 = _mm256_fmadd_ps(r2, t, a11);
-            }
-        } else {
-            const float *w0 = (const float *)w + 8 * h, *w1 = w0 + w_stride, *w2 = w1 + w_stride;
-            const float *x0 = (const float *)x + 8 * h, *x1 = x0 + x_stride, *x2 = x1 + x_stride, *x3 = x2 + x_stride;
-            for (int64_t i = 0; i < n; i += 16) {
-                const __m256 r0 = _mm256_loadu_ps(w0 + i), r1 = _mm256_loadu_ps(w1 + i), r2 = _mm256_loadu_ps(w2 + i);
-                __m256 t = _mm256_loadu_ps(x0 + i);
-                a0 = _mm256_fmadd_ps(r0, t, a0);
-                a1 = _mm256_fmadd_ps(r1, t, a1);
-                a2 = _mm256_fmadd_ps(r2, t, a2);
-                t = _mm256_loadu_ps(x1 + i);
-                a3 = _mm256_fmadd_ps(r0, t, a3);
-                a4 = _mm256_fmadd_ps(r1, t, a4);
-                a5 = _mm256_fmadd_ps(r2, t, a5);
-                t = _mm256_loadu_ps(x2 + i);
-                a6 = _mm256_fmadd_ps(r0, t, a6);
-                a7 = _mm256_fmadd_ps(r1, t, a7);
-                a8 = _mm256_fmadd_ps(r2, t, a8);
-                t = _mm256_loadu_ps(x3 + i);
-                a9 = _mm256_fmadd_ps(r0, t, a9);
-                a10 = _mm256_fmadd_ps(r1, t, a10);
-                a11 = _mm256_fmadd_ps(r2, t, a11);
-            }
-        }
-        half[h][0] = a0, half[h][1] = a1, half[h][2] = a2, half[h][3] = a3, half[h][4] = a4, half[h][5] = a5;
-        half[h][6] = a6, half[h][7] = a7, half[h][8] = a8, half[h][9] = a9, half[h][10] = a10, half[h][11] = a11;
+#undef TILE_STEP
+
+#define GX_TILE(R, T)                                                                                              \
+    GX_AVX2 static void tile##R##x##T##_avx2(const void *w, size_t ws, bool f16, const float *x, size_t xs,         \
+                                             int64_t k0, int64_t k1, int64_t n, __m256 *acc, const float *bias,  \
+                                             float *out, size_t os)                                              \
+    {                                                                                                              \
+        tile_avx2(w, ws, f16, x, xs, k0, k1, n, acc, bias, out, os, R, T);                                         \
     }
-    for (int t = 0; t < 4; t++)
-        for (int r = 0; r < 3; r++)
-            out[(size_t)t * out_stride + (size_t)r] = hsum256x2(half[0][3 * t + r], half[1][3 * t + r]);
+GX_TILE(3, 4)
+GX_TILE(4, 3)
+GX_TILE(6, 2)
+GX_TILE(6, 1)
+GX_TILE(1, 4)
+GX_TILE(1, 3)
+GX_TILE(1, 2)
+GX_TILE(1, 1)
+#undef GX_TILE
+
+typedef void (*gx_tile_fn_t)(const void *, size_t, bool, const float *, size_t, int64_t, int64_t, int64_t, __m256 *,
+                             const float *, float *, size_t);
+
+/* Largest block of k whose 4 tokens (F32) fit beside the weight rows in a
+ * 32 KiB L1 cache. */
+enum { GX_KBLOCK = 1024 };
+
+/* Rows [0, n_rows) of w (row stride k elements, n_rows <= GX_ROW_CHUNK)
+ * times tokens [0, n_tok) of x (F32, stride k), all in tinyBLAS order (k %
+ * 16 == 0): groups of 4 tokens in 3-row tiles, the last 1-3 tokens in
+ * wider row tiles (5 and 6 as 3 + 2 and 3 + 3); k in blocks of at most GX_KBLOCK (the chains saved
+ * between blocks, so the sums are unchanged). */
+GX_AVX2 static void block_avx2(const void *w, bool f16, int64_t n_rows, const float *x, int64_t n_tok, int64_t k,
+                               const float *bias, float *out, size_t out_stride)
+{
+    static const gx_tile_fn_t wide[5] = {NULL, tile6x1_avx2, tile6x2_avx2, tile4x3_avx2, tile3x4_avx2};
+    static const gx_tile_fn_t one[5] = {NULL, tile1x1_avx2, tile1x2_avx2, tile1x3_avx2, tile1x4_avx2};
+    static const int rows[5] = {0, 6, 6, 4, 3};
+    __m256 acc[GX_ROW_CHUNK][24]; /* per row: the chains of its tile (24 covers every tile) */
+    const size_t es = f16 ? sizeof(uint16_t) : sizeof(float);
+    const int64_t nb = (k + GX_KBLOCK - 1) / GX_KBLOCK;
+    const int64_t kb = (k / 16 + nb - 1) / nb * 16;
+    for (int64_t t = 0; t < n_tok;) {
+        /* groups of 4, the last 5 or 6 tokens as 3 + 2 or 3 + 3 (a 1-token
+         * tile loads a row per product) */
+        const int64_t left = n_tok - t;
+        const int T = left == 5 || left == 6 ? 3 : left >= 4 ? 4 : (int)left, R = rows[T];
+        const float *xt = x + t * k;
+        float *ot = out + (size_t)t * out_stride;
+        for (int64_t k0 = 0; k0 < k; k0 += kb) {
+            const int64_t k1 = k0 + kb < k ? k0 + kb : k;
+            int64_t r = 0;
+            for (; r + R <= n_rows; r += R)
+                wide[T]((const uint8_t *)w + (size_t)r * (size_t)k * es, (size_t)k, f16, xt, (size_t)k, k0, k1, k,
+                        acc[r], bias ? bias + r : NULL, ot + r, out_stride);
+            for (; r < n_rows; r++)
+                one[T]((const uint8_t *)w + (size_t)r * (size_t)k * es, (size_t)k, f16, xt, (size_t)k, k0, k1, k,
+                       acc[r], bias ? bias + r : NULL, ot + r, out_stride);
+        }
+        t += T;
+    }
 }
 
 /* ggml_v_expf on 8 lanes. vscalefps(j, n) = j * 2^n rounded once is done
@@ -776,13 +812,23 @@ GX_AVX2 static void add_row_avx2(float *y, const float *a, const float *b, int64
  * dispatch per block. */
 GX_AVX2 static void softmax_blocks16_avx2(float *s, int64_t n)
 {
-    float max = -INFINITY;
-    for (int64_t i = 0; i < n; i++)
-        max = s[i] > max ? s[i] : max;
-    const __m256 vmax = _mm256_set1_ps(max);
-    double sum = 0.0;
+    /* the maximum lane by lane, each lane and then the tail with the
+     * portable loop's rule (a NaN is never taken); only the sign of a zero
+     * maximum can differ from the in-order loop, and s - max, then exp, is
+     * the same for both zeros */
+    __m256 vmax = _mm256_set1_ps(-INFINITY);
     int64_t i = 0;
-    for (; i + 15 < n; i += 16) {
+    for (; i + 8 <= n; i += 8)
+        vmax = _mm256_max_ps(_mm256_loadu_ps(s + i), vmax);
+    float lanes[8], max = -INFINITY;
+    _mm256_storeu_ps(lanes, vmax);
+    for (int l = 0; l < 8; l++)
+        max = lanes[l] > max ? lanes[l] : max;
+    for (; i < n; i++)
+        max = s[i] > max ? s[i] : max;
+    vmax = _mm256_set1_ps(max);
+    double sum = 0.0;
+    for (i = 0; i + 15 < n; i += 16) {
         const __m256 lo = expf_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + i), vmax));
         const __m256 hi = expf_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + i + 8), vmax));
         _mm256_storeu_ps(s + i, lo);
@@ -928,6 +974,8 @@ void gx_softmax_blocks16(float *s, int64_t n)
 
 typedef struct {
     const void *W, *x;
+    const float *xr;   /* the tokens as F32 (F16 weights: x's values), or NULL */
+    const float *bias; /* [n_rows] or NULL */
     bool f16;
     int64_t n_rows, k, n_tok;
     const uint8_t *order;
@@ -967,7 +1015,38 @@ static gx_dot_fn_t gx_dot_pick(int lv, bool f16, bool tiny)
     return c[f16][tiny];
 }
 
-#define GX_ROW_CHUNK 16
+/* Tokens [t, end) of the job by one dot (or a 4-row / 4-token kernel) at
+ * a time, rows [rc, rend); returns end. */
+static int64_t gx_mm_dots(const gx_mm_job_t *j, int lv, bool tiny_ok, int64_t rc, int64_t rend, int64_t t)
+{
+    const size_t es = j->f16 ? sizeof(uint16_t) : sizeof(float);
+    const size_t row_bytes = (size_t)j->k * es;
+    const void *xt = (const uint8_t *)j->x + (size_t)t * row_bytes;
+    const bool tiny = tiny_ok && j->order && j->order[t] == GX_ORDER_TINY;
+#ifdef GX_X86
+    if (tiny && lv == GX_LEVEL_AVX512 && t + 3 < j->n_tok && j->order[t + 1] == GX_ORDER_TINY &&
+        j->order[t + 2] == GX_ORDER_TINY && j->order[t + 3] == GX_ORDER_TINY) {
+        for (int64_t r = rc; r < rend; r++)
+            tiny4_avx512((const uint8_t *)j->W + (size_t)r * row_bytes, xt, (size_t)j->k, j->f16, j->k,
+                         j->out + t * j->n_rows + r, (size_t)j->n_rows);
+        return t + 4;
+    }
+#endif
+    const gx_dot_fn_t dot = gx_dot_pick(lv, j->f16, tiny);
+    int64_t r = rc;
+#ifdef GX_X86
+    if (!tiny && lv == GX_LEVEL_AVX512)
+        for (; r + 4 <= rend; r += 4) {
+            float o4[4];
+            vec4_avx512((const uint8_t *)j->W + (size_t)r * row_bytes, (size_t)j->k, xt, j->f16, j->k, o4);
+            for (int q = 0; q < 4; q++)
+                j->out[t * j->n_rows + r + q] = o4[q];
+        }
+#endif
+    for (; r < rend; r++)
+        j->out[t * j->n_rows + r] = dot((const uint8_t *)j->W + (size_t)r * row_bytes, xt, j->k);
+    return t + 1;
+}
 
 static void gx_mm_worker(void *arg, int ith, int nth)
 {
@@ -980,61 +1059,69 @@ static void gx_mm_worker(void *arg, int ith, int nth)
     const bool tiny_ok = j->k % 16 == 0 && j->n_rows % 4 == 0;
     const int lv = gx_level();
     const size_t es = j->f16 ? sizeof(uint16_t) : sizeof(float);
-    const size_t row_bytes = (size_t)j->k * es;
     for (int64_t rc = r0; rc < r1; rc += GX_ROW_CHUNK) {
         const int64_t rend = rc + GX_ROW_CHUNK < r1 ? rc + GX_ROW_CHUNK : r1;
-        for (int64_t t = 0; t < j->n_tok; t++) {
-            const void *xt = (const uint8_t *)j->x + (size_t)t * row_bytes;
-            const bool tiny = tiny_ok && j->order && j->order[t] == GX_ORDER_TINY;
+        for (int64_t t = 0; t < j->n_tok;) {
+            int64_t end = t + 1;
 #ifdef GX_X86
-            if (tiny && lv >= GX_LEVEL_AVX2 && t + 3 < j->n_tok && j->order[t + 1] == GX_ORDER_TINY &&
-                j->order[t + 2] == GX_ORDER_TINY && j->order[t + 3] == GX_ORDER_TINY) {
-                int64_t r = rc;
-                if (lv == GX_LEVEL_AVX2)
-                    for (; r + 3 <= rend; r += 3)
-                        tile34_avx2((const uint8_t *)j->W + (size_t)r * row_bytes, (size_t)j->k, xt, (size_t)j->k,
-                                    j->f16, j->k, j->out + t * j->n_rows + r, (size_t)j->n_rows);
-                for (; r < rend; r++)
-                    (lv == GX_LEVEL_AVX512 ? tiny4_avx512 : tiny4_avx2)((const uint8_t *)j->W + (size_t)r * row_bytes,
-                                                                        xt, (size_t)j->k, j->f16, j->k,
-                                                                        j->out + t * j->n_rows + r, (size_t)j->n_rows);
-                t += 3;
+            if (lv == GX_LEVEL_AVX2 && j->xr && tiny_ok && j->order && j->order[t] == GX_ORDER_TINY) {
+                while (end < j->n_tok && j->order[end] == GX_ORDER_TINY)
+                    end++;
+                block_avx2((const uint8_t *)j->W + (size_t)rc * (size_t)j->k * es, j->f16, rend - rc,
+                           j->xr + t * j->k, end - t, j->k, j->bias ? j->bias + rc : NULL, j->out + t * j->n_rows + rc,
+                           (size_t)j->n_rows);
+                t = end;
                 continue;
             }
 #endif
-            const gx_dot_fn_t dot = gx_dot_pick(lv, j->f16, tiny);
-            int64_t r = rc;
-#ifdef GX_X86
-            if (!tiny && lv == GX_LEVEL_AVX512)
-                for (; r + 4 <= rend; r += 4) {
-                    float o4[4];
-                    vec4_avx512((const uint8_t *)j->W + (size_t)r * row_bytes, (size_t)j->k, xt, j->f16, j->k, o4);
-                    for (int q = 0; q < 4; q++)
-                        j->out[t * j->n_rows + r + q] = o4[q];
-                }
-#endif
-            for (; r < rend; r++)
-                j->out[t * j->n_rows + r] = dot((const uint8_t *)j->W + (size_t)r * row_bytes, xt, j->k);
+            end = gx_mm_dots(j, lv, tiny_ok, rc, rend, t);
+            if (j->bias)
+                for (; t < end; t++)
+                    for (int64_t r = rc; r < rend; r++)
+                        j->out[t * j->n_rows + r] = j->out[t * j->n_rows + r] + j->bias[r];
+            t = end;
         }
     }
 }
 
-void gx_matmul_f32(tpool_t *pool, const float *W, int64_t n_rows, int64_t k, const float *x, int64_t n_tok,
-                   const uint8_t *order, float *out)
+/* Several products of the same activations in one hand-off: each thread
+ * takes its rows of every matrix. */
+typedef struct {
+    gx_mm_job_t job[GX_MATMUL_MAX];
+    int n;
+} gx_mm_multi_t;
+
+static void gx_mm_multi_worker(void *arg, int ith, int nth)
 {
-    gx_mm_job_t job = {W, x, false, n_rows, k, n_tok, order, out};
-    if (pool && n_rows * k * n_tok >= 4096)
-        tpool_run(pool, gx_mm_worker, &job);
-    else
-        gx_mm_worker(&job, 0, 1);
+    gx_mm_multi_t *m = arg;
+    for (int i = 0; i < m->n; i++)
+        gx_mm_worker(&m->job[i], ith, nth);
 }
 
-void gx_matmul_f16(tpool_t *pool, const uint16_t *W, int64_t n_rows, int64_t k, const uint16_t *x, int64_t n_tok,
-                   const uint8_t *order, float *out)
+void gx_matmul_n(tpool_t *pool, int n, const gx_mat_t *mats, bool f16, int64_t k, const void *x, const float *xr,
+                 int64_t n_tok, const uint8_t *order)
 {
-    gx_mm_job_t job = {W, x, true, n_rows, k, n_tok, order, out};
-    if (pool && n_rows * k * n_tok >= 4096)
-        tpool_run(pool, gx_mm_worker, &job);
+    gx_mm_multi_t m = {.n = n < GX_MATMUL_MAX ? n : GX_MATMUL_MAX};
+    int64_t work = 0;
+    for (int i = 0; i < m.n; i++) {
+        m.job[i] = (gx_mm_job_t){mats[i].W, x, f16 ? xr : x, mats[i].bias, f16, mats[i].n_rows, k, n_tok, order,
+                                 mats[i].out};
+        work += mats[i].n_rows * k * n_tok;
+    }
+    if (pool && work >= 4096)
+        tpool_run(pool, gx_mm_multi_worker, &m);
     else
-        gx_mm_worker(&job, 0, 1);
+        gx_mm_multi_worker(&m, 0, 1);
+}
+
+void gx_matmul_f32(tpool_t *pool, const float *W, int64_t n_rows, int64_t k, const float *x, int64_t n_tok,
+                   const uint8_t *order, const float *bias, float *out)
+{
+    gx_matmul_n(pool, 1, &(gx_mat_t){W, n_rows, bias, out}, false, k, x, NULL, n_tok, order);
+}
+
+void gx_matmul_f16(tpool_t *pool, const uint16_t *W, int64_t n_rows, int64_t k, const uint16_t *x, const float *xr,
+                   int64_t n_tok, const uint8_t *order, const float *bias, float *out)
+{
+    gx_matmul_n(pool, 1, &(gx_mat_t){W, n_rows, bias, out}, true, k, x, xr, n_tok, order);
 }

@@ -85,18 +85,34 @@ void gx_add_row(float *y, const float *a, const float *b, int64_t n);
  * the n % 16 tail, then s[i] *= (float)(1 / sum) (ops_softmax's order). */
 void gx_softmax_blocks16(float *s, int64_t n);
 
-/* out[t * n_rows + r] = dot(W row r, x row t) for F32 weights W
- * (n_rows x k) and activations x (n_tok x k), in order[t] per token
- * (order NULL: all GX_ORDER_VEC). Rows are split over the pool. */
+/* out[t * n_rows + r] = dot(W row r, x row t) [+ bias[r], one rounding as
+ * ggml's add] for F32 weights W (n_rows x k) and activations x (n_tok x
+ * k), in order[t] per token (order NULL: all GX_ORDER_VEC). Rows are split
+ * over the pool. */
 void gx_matmul_f32(tpool_t *pool, const float *W, int64_t n_rows, int64_t k, const float *x, int64_t n_tok,
-                   const uint8_t *order, float *out);
+                   const uint8_t *order, const float *bias, float *out);
 
 /* The same for F16 weights and activations already rounded to F16 (F16's
  * vec_dot_type): ggml_vec_dot_f16 per token, or tinyBLAS F16 x F16 (the
  * products are exact; one 16-lane accumulator) for GX_ORDER_TINY tokens
- * when k % 16 == 0. */
-void gx_matmul_f16(tpool_t *pool, const uint16_t *W, int64_t n_rows, int64_t k, const uint16_t *x, int64_t n_tok,
-                   const uint8_t *order, float *out);
+ * when k % 16 == 0. xr (or NULL) holds the same activations as F32 (the
+ * F16 values, exactly): the AVX2 level multiplies runs of TINY tokens from
+ * it in register tiles (no conversion per product). */
+void gx_matmul_f16(tpool_t *pool, const uint16_t *W, int64_t n_rows, int64_t k, const uint16_t *x, const float *xr,
+                   int64_t n_tok, const uint8_t *order, const float *bias, float *out);
+
+/* Up to GX_MATMUL_MAX products of the same activations (F16 weights: x
+ * and xr as for gx_matmul_f16; F32: x as float, xr unused) in one hand-off
+ * to the pool, each exactly as gx_matmul_f16 / gx_matmul_f32 computes it. */
+enum { GX_MATMUL_MAX = 4 };
+typedef struct {
+    const void *W;
+    int64_t n_rows;
+    const float *bias; /* or NULL */
+    float *out;
+} gx_mat_t;
+void gx_matmul_n(tpool_t *pool, int n, const gx_mat_t *mats, bool f16, int64_t k, const void *x, const float *xr,
+                 int64_t n_tok, const uint8_t *order);
 
 enum { GX_LEVEL_PORTABLE = 0, GX_LEVEL_AVX2 = 1, GX_LEVEL_AVX512 = 2 };
 

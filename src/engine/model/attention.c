@@ -230,7 +230,7 @@ static void attn_item(const attn_job_t *job, const attn_lanes_t *L, attn_item_t 
 int64_t attn_rows_scratch_floats(int32_t max_batch, int32_t head_dim)
 {
     const int64_t n32 = ((max_batch > 0 ? max_batch : 1) + 31) / 32 * 32;
-    return n32 * head_dim + 2 * n32 + 16;
+    return n32 * head_dim + 3 * n32 + 16;
 }
 
 void attn_alibi_slopes(int32_t n_head, float max_bias, float *slopes)
@@ -252,11 +252,12 @@ void attn_alibi_slopes(int32_t n_head, float max_bias, float *slopes)
  * one dot at a time, bit for bit (test_attention checks it). */
 enum { RL = 8 }; /* lanes */
 
-/* RL * ng dots of n terms: dot (g, l) = sum_i a(i, 8g + l) * b[i], where
- * a(i, j) = a[i * a_stride + j] (ng groups of RL lanes side by side);
- * tiny: tinyBLAS's order (n % 16 == 0), else ggml_vec_dot_f32's as the
- * 2026 build compiled it (gx_dot_f32_vec_e4). The groups are independent
- * chains the core overlaps. */
+/* RL * ng dots of n terms for each of nb vectors b[m] (nb 1 or 2): dot (m,
+ * g, l) = sum_i a(i, 8g + l) * b[m][i] into out[m][8g + l], where a(i, j) =
+ * a[i * a_stride + j] (ng groups of RL lanes side by side); tiny:
+ * tinyBLAS's order (n % 16 == 0), else ggml_vec_dot_f32's as the 2026
+ * build compiled it (gx_dot_f32_vec_e4). The groups (and the two vectors,
+ * which share each load of a) are independent chains the core overlaps. */
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define RA_AVX2 __attribute__((target("avx2,fma")))
@@ -273,44 +274,48 @@ RA_AVX2 static inline __m256 hsum16_v(const __m256 *v)
 }
 
 RA_AVX2 static inline __attribute__((always_inline)) void dots_avx2(const float *a, int64_t a_stride,
-                                                                     const float *b, int64_t n, bool tiny,
-                                                                     float *out, const int ng)
+                                                                     const float *const *b, int64_t n, bool tiny,
+                                                                     float *const *out, const int ng, const int nb)
 {
     /* accumulator j of a group is a chain over the blocks of i; the chains
      * feeding one reduced lane l are run together (4 groups x 1 or 4 chains
      * in registers), so nothing is spilled */
     __m256 v[16][4];
     if (tiny) {
-        for (int j = 0; j < 16; j++) {
-            __m256 c[4];
-            _Pragma("GCC unroll 4")
-            for (int g = 0; g < ng; g++)
-                c[g] = _mm256_setzero_ps();
-            for (int64_t i = 0; i < n; i += 16) {
-                const __m256 bv = _mm256_set1_ps(b[i + j]);
+        for (int m = 0; m < nb; m++) {
+            for (int j = 0; j < 16; j++) {
+                __m256 c[4];
                 _Pragma("GCC unroll 4")
                 for (int g = 0; g < ng; g++)
-                    c[g] = _mm256_fmadd_ps(_mm256_loadu_ps(a + (i + j) * a_stride + RL * g), bv, c[g]);
+                    c[g] = _mm256_setzero_ps();
+                for (int64_t i = 0; i < n; i += 16) {
+                    const __m256 bv = _mm256_set1_ps(b[m][i + j]);
+                    _Pragma("GCC unroll 4")
+                    for (int g = 0; g < ng; g++)
+                        c[g] = _mm256_fmadd_ps(_mm256_loadu_ps(a + (i + j) * a_stride + RL * g), bv, c[g]);
+                }
+                _Pragma("GCC unroll 4")
+                for (int g = 0; g < ng; g++)
+                    v[j][g] = c[g];
             }
             _Pragma("GCC unroll 4")
-            for (int g = 0; g < ng; g++)
-                v[j][g] = c[g];
-        }
-        _Pragma("GCC unroll 4")
-        for (int g = 0; g < ng; g++) {
-            __m256 w[16];
-            for (int j = 0; j < 16; j++)
-                w[j] = v[j][g];
-            _mm256_storeu_ps(out + RL * g, hsum16_v(w));
+            for (int g = 0; g < ng; g++) {
+                __m256 w[16];
+                for (int j = 0; j < 16; j++)
+                    w[j] = v[j][g];
+                _mm256_storeu_ps(out[m] + RL * g, hsum16_v(w));
+            }
         }
         return;
     }
     const int64_t np = n & ~(int64_t)63;
-    __m256 sum[4];
-    _Pragma("GCC unroll 4")
-    for (int g = 0; g < ng; g++)
-        sum[g] = _mm256_setzero_ps();
-    if (np) {
+    __m256 sum[2][4];
+    _Pragma("GCC unroll 2")
+    for (int m = 0; m < nb; m++)
+        _Pragma("GCC unroll 4")
+        for (int g = 0; g < ng; g++)
+            sum[m][g] = _mm256_setzero_ps();
+    for (int m = 0; np && m < nb; m++) {
         /* GGML_F32x16_REDUCE: accumulator k is acc[16k .. 16k+15], lane l
          * of the result (acc[l] + acc[32 + l]) + (acc[16 + l] + acc[48 + l]) */
         for (int l = 0; l < 16; l++) {
@@ -323,7 +328,7 @@ RA_AVX2 static inline __attribute__((always_inline)) void dots_avx2(const float 
             for (int64_t i = 0; i < np; i += 64)
                 _Pragma("GCC unroll 4")
                 for (int k = 0; k < 4; k++) {
-                    const __m256 bv = _mm256_set1_ps(b[i + 16 * k + l]);
+                    const __m256 bv = _mm256_set1_ps(b[m][i + 16 * k + l]);
                     _Pragma("GCC unroll 4")
                     for (int g = 0; g < ng; g++)
                         c[k][g] = _mm256_fmadd_ps(_mm256_loadu_ps(a + (i + 16 * k + l) * a_stride + RL * g), bv,
@@ -338,59 +343,96 @@ RA_AVX2 static inline __attribute__((always_inline)) void dots_avx2(const float 
             __m256 w[16];
             for (int l = 0; l < 16; l++)
                 w[l] = v[l][g];
-            sum[g] = hsum16_v(w);
+            sum[m][g] = hsum16_v(w);
         }
     }
     const int64_t nv = np + ((n - np) & ~(int64_t)7) + (((n - np) & 7) >= 4 ? 4 : 0);
     int64_t i = np;
     for (; i < nv; i++) { /* rounded products added in order */
-        const __m256 bv = _mm256_set1_ps(b[i]);
         _Pragma("GCC unroll 4")
-        for (int g = 0; g < ng; g++)
-            sum[g] = _mm256_add_ps(sum[g], _mm256_mul_ps(_mm256_loadu_ps(a + i * a_stride + RL * g), bv));
+        for (int g = 0; g < ng; g++) {
+            const __m256 av = _mm256_loadu_ps(a + i * a_stride + RL * g);
+            _Pragma("GCC unroll 2")
+            for (int m = 0; m < nb; m++)
+                sum[m][g] = _mm256_add_ps(sum[m][g], _mm256_mul_ps(av, _mm256_set1_ps(b[m][i])));
+        }
     }
     for (; i < n; i++) {
-        const __m256 bv = _mm256_set1_ps(b[i]);
+        _Pragma("GCC unroll 4")
+        for (int g = 0; g < ng; g++) {
+            const __m256 av = _mm256_loadu_ps(a + i * a_stride + RL * g);
+            _Pragma("GCC unroll 2")
+            for (int m = 0; m < nb; m++)
+                sum[m][g] = _mm256_fmadd_ps(av, _mm256_set1_ps(b[m][i]), sum[m][g]);
+        }
+    }
+    _Pragma("GCC unroll 2")
+    for (int m = 0; m < nb; m++)
         _Pragma("GCC unroll 4")
         for (int g = 0; g < ng; g++)
-            sum[g] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i * a_stride + RL * g), bv, sum[g]);
+            _mm256_storeu_ps(out[m] + RL * g, sum[m][g]);
+}
+
+#define RA_DOTS(NG, NB)                                                                                      \
+    RA_AVX2 static void dots_avx2_##NG##_##NB(const float *a, int64_t s, const float *const *b, int64_t n,  \
+                                              bool tiny, float *const *out)                                 \
+    {                                                                                                        \
+        dots_avx2(a, s, b, n, tiny, out, NG, NB);                                                            \
     }
-    _Pragma("GCC unroll 4")
-    for (int g = 0; g < ng; g++)
-        _mm256_storeu_ps(out + RL * g, sum[g]);
-}
-
-RA_AVX2 static void dots_avx2_1(const float *a, int64_t s, const float *b, int64_t n, bool tiny, float *out)
-{
-    dots_avx2(a, s, b, n, tiny, out, 1);
-}
-
-RA_AVX2 static void dots_avx2_4(const float *a, int64_t s, const float *b, int64_t n, bool tiny, float *out)
-{
-    dots_avx2(a, s, b, n, tiny, out, 4);
-}
+RA_DOTS(1, 1)
+RA_DOTS(4, 1)
+RA_DOTS(1, 2)
+RA_DOTS(4, 2)
+#undef RA_DOTS
 #endif
 
-/* 8 * ng dots (ng 1 or 4), as dots_avx2. */
-static void dots(const float *a, int64_t a_stride, const float *b, int64_t n, bool tiny, float *out, int ng)
+/* 8 * ng dots (ng 1 or 4) for nb vectors (1 or 2), as dots_avx2. */
+static void dots(const float *a, int64_t a_stride, const float *const *b, int64_t n, bool tiny, float *const *out,
+                 int ng, int nb)
 {
 #if defined(__x86_64__) || defined(__i386__)
     if (gx_level() >= GX_LEVEL_AVX2) {
-        (ng == 4 ? dots_avx2_4 : dots_avx2_1)(a, a_stride, b, n, tiny, out);
+        if (nb == 2)
+            (ng == 4 ? dots_avx2_4_2 : dots_avx2_1_2)(a, a_stride, b, n, tiny, out);
+        else
+            (ng == 4 ? dots_avx2_4_1 : dots_avx2_1_1)(a, a_stride, b, n, tiny, out);
         return;
     }
 #endif
     float *c = malloc((size_t)(n > 0 ? n : 1) * sizeof *c);
-    for (int l = 0; l < RL * ng; l++) {
-        if (!c) { /* the portable level only, out of memory: zeros, never garbage */
-            out[l] = 0.0f;
-            continue;
+    for (int m = 0; m < nb; m++)
+        for (int l = 0; l < RL * ng; l++) {
+            if (!c) { /* the portable level only, out of memory: zeros, never garbage */
+                out[m][l] = 0.0f;
+                continue;
+            }
+            for (int64_t i = 0; i < n; i++)
+                c[i] = a[i * a_stride + l];
+            out[m][l] = tiny ? gx_dot_f32_tiny(c, b[m], n) : gx_dot_f32_vec_e4(c, b[m], n);
         }
-        for (int64_t i = 0; i < n; i++)
-            c[i] = a[i * a_stride + l];
-        out[l] = tiny ? gx_dot_f32_tiny(c, b, n) : gx_dot_f32_vec_e4(c, b, n);
-    }
     free(c);
+}
+
+/* The scores of row t for positions [0, len) in place: scaled (+ ALiBi),
+ * -inf outside the row's window [lo, hi). */
+static void scale_scores(const attn_job_t *job, int32_t t, int32_t h, int32_t len, float *sc)
+{
+    const int32_t lo = job->kv_start[t] < len ? job->kv_start[t] : len, hi = job->n_kv[t] < len ? job->n_kv[t] : len,
+                  pos = job->pos[t];
+    const float scale = job->scale;
+    int32_t p = 0;
+    for (; p < lo; p++)
+        sc[p] = -INFINITY;
+    if (job->alibi) {
+        const float slope = job->alibi[h];
+        for (; p < hi; p++)
+            sc[p] = fmaf(slope, (float)-(p > pos ? p - pos : pos - p), sc[p] * scale);
+    } else {
+        for (; p < hi; p++)
+            sc[p] = sc[p] * scale;
+    }
+    for (; p < len; p++)
+        sc[p] = -INFINITY;
 }
 
 /* Sequence whose position 0 is row t0, query head h. Scratch: K of the
@@ -412,34 +454,34 @@ static void attn_rows_seq(const attn_job_t *job, int32_t t0, int32_t h, float *s
     }
     /* with one head, q is contiguous and tinyBLAS takes K.q too */
     const bool one_head = job->n_head == 1 && hd % 16 == 0;
-    for (int32_t t = t0; t < t0 + len; t++) {
-        const int32_t lo = job->kv_start[t], hi = job->n_kv[t], pos = job->pos[t];
+    float *sc2 = sc + n8, *col = sc + 2 * n8;
+    for (int32_t t = t0; t < t0 + len;) {
         const bool tiny = job->order && job->order[t] == ATTN_ORDER_TINY;
-        const float *q = job->q + t * qd + (int64_t)h * hd;
+        /* two rows at once (their chains interleaved, each load of K and V
+         * feeding both) when they take the same orders */
+        const int nb = t + 1 < t0 + len && (job->order && job->order[t + 1] == ATTN_ORDER_TINY) == tiny ? 2 : 1;
+        const float *q[2] = {job->q + t * qd + (int64_t)h * hd, job->q + (t + nb - 1) * qd + (int64_t)h * hd};
+        float *s2[2] = {sc, sc2};
         for (int32_t p = 0; p < n8; p += 4 * RL)
-            dots(kt + p, n8, q, hd, tiny && one_head, sc + p, 4);
-        for (int32_t p = 0; p < len; p++) {
-            if (p < lo || p >= hi) {
-                sc[p] = -INFINITY;
-                continue;
-            }
-            sc[p] = sc[p] * job->scale;
-            if (job->alibi)
-                sc[p] = fmaf(job->alibi[h], (float)-(p > pos ? p - pos : pos - p), sc[p]);
+            dots(kt + p, n8, q, hd, tiny && one_head, (float *[]){sc + p, sc2 + p}, 4, nb);
+        for (int m = 0; m < nb; m++) {
+            scale_scores(job, t + m, h, len, s2[m]);
+            ops_softmax(s2[m], len);
         }
-        ops_softmax(sc, len);
-        float *out = job->out + t * qd + (int64_t)h * hd;
+        float *out[2] = {job->out + t * qd + (int64_t)h * hd, job->out + (t + nb - 1) * qd + (int64_t)h * hd};
         const bool pv_tiny = tiny && len % 16 == 0;
         int32_t d = 0;
         for (; d + 4 * RL <= hd; d += 4 * RL)
-            dots(vrows + d, kd, sc, len, pv_tiny, out + d, 4);
+            dots(vrows + d, kd, (const float *const *)s2, len, pv_tiny, (float *[]){out[0] + d, out[1] + d}, 4, nb);
         for (; d + RL <= hd; d += RL)
-            dots(vrows + d, kd, sc, len, pv_tiny, out + d, 1);
-        for (float *col = sc + n8; d < hd; d++) { /* head sizes not a multiple of 8 */
+            dots(vrows + d, kd, (const float *const *)s2, len, pv_tiny, (float *[]){out[0] + d, out[1] + d}, 1, nb);
+        for (; d < hd; d++) { /* head sizes not a multiple of 8 */
             for (int32_t p = 0; p < len; p++)
                 col[p] = vrows[(int64_t)p * kd + d];
-            out[d] = pv_tiny ? gx_dot_f32_tiny(col, sc, len) : gx_dot_f32_vec_e4(col, sc, len);
+            for (int m = 0; m < nb; m++)
+                out[m][d] = pv_tiny ? gx_dot_f32_tiny(col, s2[m], len) : gx_dot_f32_vec_e4(col, s2[m], len);
         }
+        t += nb;
     }
 }
 

@@ -31,23 +31,26 @@ enum {
     FA_TCH = FA_TILE / FA_CHUNK, /* chunks per tile */
     FA_ROWS = 64,                /* target rows of a query tile */
     FA_QTOK = 32,                /* most tokens of a query tile */
+    FA_GROUP = 4,                /* most query tiles of an item */
 };
 
 typedef struct {
-    int32_t t0, nt;   /* batch tokens t0 .. t0 + nt - 1 (one sequence) */
+    int32_t t0, nt;   /* batch tokens t0 .. t0 + nt - 1 (one sequence; up to FA_GROUP query tiles) */
     int32_t kvh;      /* KV head */
     int32_t h0, nh;   /* query heads */
     int32_t seg;      /* split: the one segment; -1: all of them */
     int64_t cost;
 } fa_item_t;
 
-/* Per-thread scratch (floats unless said otherwise). */
+/* Per-thread scratch (floats unless said otherwise); rows: of a query
+ * tile, grows: of an item (FA_GROUP query tiles). */
 typedef struct {
-    float *q;         /* [rows][hd] q * scale */
-    float *s;         /* [rows][FA_TILE] scores, then probabilities */
-    float *o, *ot;    /* [rows][hd] segment output, total */
-    float *m, *l, *mt, *lt; /* [rows] */
-    int32_t *lo, *hi; /* [rows] positions attended */
+    float *q;         /* [grows][hd] q * scale */
+    float *s;         /* [rows][FA_TILE] one query tile's scores, then probabilities */
+    float *o, *ot;    /* [grows][hd] segment output, total */
+    float *m, *l, *mt, *lt; /* [grows] */
+    int32_t *lo, *hi; /* [grows] positions attended */
+    float *mn, *al;   /* [grows] a tile's new maximum, rescale factor */
     float *kbuf;      /* [FA_TCH][hd][16] K chunks as floats */
     float *vbuf;      /* [FA_TCH][hd][16] V chunks as floats */
 } fa_scr_t;
@@ -74,17 +77,19 @@ static int64_t al16(int64_t n) { return (n + 15) & ~(int64_t)15; }
 
 static int64_t scratch_floats(int32_t rows, int32_t hd, fa_scr_t *s, float *base)
 {
-    const int64_t sz[] = {rows * hd, rows * FA_TILE, rows * hd, rows * hd, rows, rows, rows, rows, rows, rows,
-                          FA_TCH * 16 * hd, FA_TCH * 16 * hd};
-    float *p[12];
+    const int64_t g = (int64_t)rows * FA_GROUP;
+    const int64_t sz[] = {g * hd, rows * FA_TILE, g * hd, g * hd, g, g, g, g, g, g,
+                          FA_TCH * 16 * hd, FA_TCH * 16 * hd, g + 8, g + 8};
+    enum { N = sizeof sz / sizeof sz[0] };
+    float *p[N];
     int64_t off = 0;
-    for (int i = 0; i < 12; i++) {
+    for (int i = 0; i < N; i++) {
         p[i] = base ? base + off : NULL;
         off += al16(sz[i]);
     }
     if (s)
         *s = (fa_scr_t){p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], (int32_t *)(void *)p[8],
-                        (int32_t *)(void *)p[9], p[10], p[11]};
+                        (int32_t *)(void *)p[9], p[12], p[13], p[10], p[11]};
     return off;
 }
 
@@ -193,6 +198,51 @@ typedef struct {
  * rather than at every use. */
 enum { FA_WIDEN_ROWS = 8 };
 
+/* Chunk c (positions 16 c ..) of KV head kvh, K (part 0) or V (part 1), as
+ * the cache stores it; *bytes: how far it extends from p (F16 with
+ * block_tokens > 16: rows of 32 bytes block_tokens * 2 bytes apart). */
+static fa_chunk_t chunk_at(const attn_flash_t *fa, const attn_job_t *job, const int32_t *blocks, int32_t kvh,
+                           int32_t c, int part, int64_t *bytes)
+{
+    const kv_cache_t *kv = job->kv;
+    const int32_t hd = fa->hd, bt = kv_block_tokens(kv);
+    const int32_t p = c * FA_CHUNK, b = blocks[p / bt], col = p % bt;
+    if (b < 0) {
+        /* given back by a window: no row attends it */
+        *bytes = 0;
+        return (fa_chunk_t){fa->zeros, 16, FA_F32};
+    }
+    const kv_type_t t = part ? kv_type_v(kv) : kv_type_k(kv);
+    const uint8_t *data = part ? kv_block_v_data(kv, b, job->layer) : kv_block_k_data(kv, b, job->layer);
+    if (t == KV_F16) {
+        *bytes = ((int64_t)(hd - 1) * bt + 16) * 2;
+        return (fa_chunk_t){(const uint16_t *)(const void *)data + (int64_t)kvh * hd * bt + col, bt, FA_F16};
+    }
+    const int64_t bb = t == KV_Q8_0 ? FA_Q8_BLOCK : FA_Q4_BLOCK, nb = (int64_t)job->n_head_kv * hd / 32;
+    *bytes = hd / 32 * bb;
+    return (fa_chunk_t){data + (col / FA_CHUNK) * nb * bb + (int64_t)kvh * (hd / 32) * bb, 0,
+                        t == KV_Q8_0 ? FA_Q8 : FA_Q4};
+}
+
+/* Asks the CPU to bring chunks ca .. cb - 1 (K and V) towards the core
+ * while the current tile is computed: consecutive chunks of a sequence
+ * lie in different cache blocks, far apart, which the hardware
+ * prefetchers do not follow. Changes no value. */
+static void prefetch_chunks(const attn_flash_t *fa, const attn_job_t *job, const int32_t *blocks, int32_t kvh,
+                            int32_t ca, int32_t cb)
+{
+    for (int32_t c = ca; c < cb; c++)
+        for (int part = 0; part < 2; part++) {
+            int64_t n;
+            const fa_chunk_t x = chunk_at(fa, job, blocks, kvh, c, part, &n);
+            const char *p = x.p;
+            for (int64_t i = 0; i < n; i += 64)
+                __builtin_prefetch(p + i, 0, 2);
+            if (n)
+                __builtin_prefetch(p + n - 1, 0, 2);
+        }
+}
+
 /* Chunks ca .. cb - 1 of KV head kvh (attn_flash_kern.h): read in place,
  * or converted to floats for R >= FA_WIDEN_ROWS rows (the same values).
  * V's positions from `end` on (attended by no row: not written yet, or
@@ -201,30 +251,18 @@ enum { FA_WIDEN_ROWS = 8 };
 static void load_chunks(const attn_flash_t *fa, const attn_job_t *job, const int32_t *blocks, int32_t kvh,
                         int32_t ca, int32_t cb, int32_t end, int32_t R, const fa_scr_t *s, fa_chunks_t *ch)
 {
-    const kv_cache_t *kv = job->kv;
     const fa_kern_t *K = fa->K;
-    const int32_t hd = fa->hd, bt = kv_block_tokens(kv);
-    const int64_t kvd = (int64_t)job->n_head_kv * hd;
-    const kv_type_t t[2] = {kv_type_k(kv), kv_type_v(kv)};
+    const int32_t hd = fa->hd;
     for (int32_t c = ca; c < cb; c++) {
-        const int32_t p = c * FA_CHUNK, b = blocks[p / bt], col = p % bt, i = c - ca;
+        const int32_t p = c * FA_CHUNK, i = c - ca;
         const int32_t n_valid = end - p < 16 ? end - p : 16;
         for (int part = 0; part < 2; part++) {
             fa_chunk_t *x = part ? &ch->v[i] : &ch->k[i];
             float *buf = (part ? s->vbuf : s->kbuf) + (int64_t)i * 16 * hd;
-            if (b < 0) {
-                /* given back by a window: no row attends it */
-                *x = (fa_chunk_t){fa->zeros, 16, FA_F32};
+            int64_t bytes;
+            *x = chunk_at(fa, job, blocks, kvh, c, part, &bytes);
+            if (!bytes)
                 continue;
-            }
-            const uint8_t *data = part ? kv_block_v_data(kv, b, job->layer) : kv_block_k_data(kv, b, job->layer);
-            if (t[part] == KV_F16) {
-                *x = (fa_chunk_t){(const uint16_t *)(const void *)data + (int64_t)kvh * hd * bt + col, bt, FA_F16};
-            } else {
-                const int64_t bb = t[part] == KV_Q8_0 ? FA_Q8_BLOCK : FA_Q4_BLOCK, nb = kvd / 32;
-                *x = (fa_chunk_t){data + (col / FA_CHUNK) * nb * bb + (int64_t)kvh * (hd / 32) * bb, 0,
-                                  t[part] == KV_Q8_0 ? FA_Q8 : FA_Q4};
-            }
             const int32_t n = part ? n_valid : 16;
             if (n < 16 || R >= FA_WIDEN_ROWS) {
                 K->widen(x, hd, buf);
@@ -236,13 +274,97 @@ static void load_chunks(const attn_flash_t *fa, const attn_job_t *job, const int
     }
 }
 
-/* Rows [0, R) of the item over positions [p0, p1) (one segment), from a
- * fresh start: s->m, s->l, s->o. */
-static void run_segment(const attn_flash_t *fa, const attn_job_t *job, const fa_item_t *it, const fa_scr_t *s,
-                        int32_t R, int32_t p0, int32_t p1)
+/* The positions [*ua, *ub) of the tile [a, b) some row of [0, R) attends;
+ * false if none. */
+static bool attended(const fa_scr_t *s, int32_t R, int32_t a, int32_t b, int32_t *ua, int32_t *ub)
+{
+    *ua = b, *ub = a;
+    for (int32_t r = 0; r < R; r++) {
+        const int32_t lo = s->lo[r] > a ? s->lo[r] : a, hi = s->hi[r] < b ? s->hi[r] : b;
+        if (lo < hi) {
+            *ua = lo < *ua ? lo : *ua;
+            *ub = hi > *ub ? hi : *ub;
+        }
+    }
+    return *ua < *ub;
+}
+
+/* One tile [a, b) for rows [0, R) of the item (one query tile: s->q,
+ * s->o, ... point at its first row), whose chunks ca .. ca + nc - 1 are
+ * ch (loaded for the whole item). Chunks of the next tile, pa .. pz - 1,
+ * are prefetched along the way. */
+static void run_tile(const attn_flash_t *fa, const attn_job_t *job, const fa_item_t *it, const fa_scr_t *s,
+                     int32_t R, int32_t a, int32_t b, const fa_chunks_t *ch, int32_t ca, int32_t pa, int32_t pz)
 {
     const fa_kern_t *K = fa->K;
     const int32_t hd = fa->hd;
+    int32_t ua, ub;
+    if (!attended(s, R, a, b, &ua, &ub))
+        return;
+    const int32_t c0 = ua / FA_CHUNK, nc = (ub + FA_CHUNK - 1) / FA_CHUNK - c0, n = nc * FA_CHUNK;
+    const int32_t base = c0 * FA_CHUNK;
+    for (int32_t i = 0; i < nc; i++) {
+        if (pa + i < pz)
+            prefetch_chunks(fa, job, job->blocks[it->t0], it->kvh, pa + i, i + 1 < nc ? pa + i + 1 : pz);
+        K->qk(&ch->k[c0 - ca + i], s->q, hd, R, hd, s->s + i * FA_CHUNK, FA_TILE);
+    }
+    /* per row: the mask and the new maximum; then the rescale factors
+     * alpha = fa_exp(m_old - m_new) of all rows at once (an empty
+     * row's m_old is -inf: alpha 0); then the probabilities */
+    for (int32_t r = 0; r < R; r++) {
+        float *sr = s->s + (int64_t)r * FA_TILE;
+        const int32_t lo = s->lo[r] > a ? s->lo[r] : a, hi = s->hi[r] < b ? s->hi[r] : b;
+        s->al[r] = 0.0f;
+        if (lo >= hi) {
+            memset(sr, 0, (size_t)n * sizeof *sr);
+            continue;
+        }
+        for (int32_t j = 0; j < lo - base; j++)
+            sr[j] = -INFINITY;
+        for (int32_t j = hi - base; j < n; j++)
+            sr[j] = -INFINITY;
+        const float mx = K->max(sr, n);
+        s->mn[r] = mx > s->m[r] ? mx : s->m[r];
+        s->al[r] = s->m[r] == -INFINITY ? -INFINITY : s->m[r] - s->mn[r];
+    }
+    for (int32_t r = R; r % 8; r++)
+        s->al[r] = 0.0f;
+    K->exp_sum(s->al, (R + 7) / 8 * 8, 0.0f);
+    for (int32_t r = 0; r < R; r++) {
+        if ((s->lo[r] > a ? s->lo[r] : a) >= (s->hi[r] < b ? s->hi[r] : b))
+            continue; /* none of the row's positions in this tile */
+        const float alpha = s->al[r];
+        const float sum = K->exp_sum(s->s + (int64_t)r * FA_TILE, n, s->mn[r]);
+        s->l[r] = s->l[r] * alpha + sum;
+        if (alpha != 1.0f)
+            K->scale(s->o + (int64_t)r * hd, hd, alpha);
+        s->m[r] = s->mn[r];
+    }
+    K->pv(&ch->v[c0 - ca], nc, s->s, FA_TILE, R, hd, s->o, hd);
+}
+
+/* The scratch of query tile g of an item: its rows' arrays. */
+static fa_scr_t group_scr(const fa_scr_t *s, int32_t row0, int32_t hd)
+{
+    fa_scr_t g = *s;
+    g.q += (int64_t)row0 * hd;
+    g.o += (int64_t)row0 * hd;
+    g.ot += (int64_t)row0 * hd;
+    g.m += row0, g.l += row0, g.mt += row0, g.lt += row0, g.mn += row0, g.al += row0;
+    g.lo += row0, g.hi += row0;
+    return g;
+}
+
+/* Rows [0, R) of the item over positions [p0, p1) (one segment), from a
+ * fresh start: s->m, s->l, s->o. Each tile's chunks are loaded (and
+ * converted) once for all the item's query tiles, which take it one after
+ * the other (fa->rows rows each): a row's arithmetic does not depend on
+ * which rows share its item, so this changes no bit. The item's
+ * positions end at pend (for prefetching across segments). */
+static void run_segment(const attn_flash_t *fa, const attn_job_t *job, const fa_item_t *it, const fa_scr_t *s,
+                        int32_t R, int32_t p0, int32_t p1, int32_t pend)
+{
+    const int32_t hd = fa->hd, QR = fa->rows;
     const int32_t *blocks = job->blocks[it->t0];
     for (int32_t r = 0; r < R; r++) {
         s->m[r] = -INFINITY;
@@ -251,44 +373,56 @@ static void run_segment(const attn_flash_t *fa, const attn_job_t *job, const fa_
     memset(s->o, 0, (size_t)R * (size_t)hd * sizeof(float));
     for (int32_t t0 = p0 / FA_TILE * FA_TILE; t0 < p1; t0 += FA_TILE) {
         const int32_t a = t0 > p0 ? t0 : p0, b = t0 + FA_TILE < p1 ? t0 + FA_TILE : p1;
-        /* the positions of the tile some row attends */
-        int32_t ua = b, ub = a;
-        for (int32_t r = 0; r < R; r++) {
-            const int32_t lo = s->lo[r] > a ? s->lo[r] : a, hi = s->hi[r] < b ? s->hi[r] : b;
-            if (lo < hi) {
-                ua = lo < ua ? lo : ua;
-                ub = hi > ub ? hi : ub;
-            }
-        }
-        if (ua >= ub)
+        int32_t ua, ub;
+        if (!attended(s, R, a, b, &ua, &ub))
             continue;
-        const int32_t ca = ua / FA_CHUNK, cb = (ub + FA_CHUNK - 1) / FA_CHUNK, nc = cb - ca, n = nc * FA_CHUNK;
-        const int32_t base = ca * FA_CHUNK;
+        const int32_t ca = ua / FA_CHUNK, cb = (ub + FA_CHUNK - 1) / FA_CHUNK;
         fa_chunks_t ch;
         load_chunks(fa, job, blocks, it->kvh, ca, cb, ub, R, s, &ch);
-        for (int32_t i = 0; i < nc; i++)
-            K->qk(&ch.k[i], s->q, hd, R, hd, s->s + i * FA_CHUNK, FA_TILE);
-        for (int32_t r = 0; r < R; r++) {
-            float *sr = s->s + (int64_t)r * FA_TILE;
-            const int32_t lo = s->lo[r] > a ? s->lo[r] : a, hi = s->hi[r] < b ? s->hi[r] : b;
-            if (lo >= hi) {
-                memset(sr, 0, (size_t)n * sizeof *sr);
-                continue;
-            }
-            for (int32_t j = 0; j < lo - base; j++)
-                sr[j] = -INFINITY;
-            for (int32_t j = hi - base; j < n; j++)
-                sr[j] = -INFINITY;
-            const float mx = K->max(sr, n);
-            const float m_new = mx > s->m[r] ? mx : s->m[r];
-            const float alpha = s->m[r] == -INFINITY ? 0.0f : fa_exp(s->m[r] - m_new);
-            const float sum = K->exp_sum(sr, n, m_new);
-            s->l[r] = s->l[r] * alpha + sum;
-            if (alpha != 1.0f)
-                K->scale(s->o + (int64_t)r * hd, hd, alpha);
-            s->m[r] = m_new;
+        /* the next tile's chunks, prefetched during the first query tile */
+        int32_t pa = (t0 + FA_TILE) / FA_CHUNK;
+        const int32_t pz = t0 + FA_TILE >= pend ? pa : ((t0 + 2 * FA_TILE < pend ? t0 + 2 * FA_TILE : pend) + FA_CHUNK - 1) / FA_CHUNK;
+        for (int32_t r0 = 0; r0 < R; r0 += QR) {
+            const fa_scr_t g = group_scr(s, r0, hd);
+            run_tile(fa, job, it, &g, R - r0 < QR ? R - r0 : QR, a, b, &ch, ca, pa, pz);
+            pa = pz;
         }
-        K->pv(ch.v, nc, s->s, FA_TILE, R, hd, s->o, hd);
+    }
+}
+
+/* fold() of every row of the item (those with positions in the segment)
+ * into its total, the exponentials of all rows in two vector calls: the
+ * same bits as fold(). */
+static void fold_rows(const attn_flash_t *fa, const fa_scr_t *s, int32_t R)
+{
+    const int32_t hd = fa->hd, R8 = (R + 7) / 8 * 8;
+    float *ea = s->al, *eb = s->mn;
+    for (int32_t r = 0; r < R8; r++) {
+        ea[r] = eb[r] = 0.0f;
+        if (r >= R || s->m[r] == -INFINITY || s->mt[r] == -INFINITY)
+            continue;
+        const float M = s->m[r] > s->mt[r] ? s->m[r] : s->mt[r];
+        ea[r] = s->mt[r] - M;
+        eb[r] = s->m[r] - M;
+    }
+    fa->K->exp_sum(ea, R8, 0.0f);
+    fa->K->exp_sum(eb, R8, 0.0f);
+    for (int32_t r = 0; r < R; r++) {
+        if (s->m[r] == -INFINITY)
+            continue; /* none of the row's positions in this segment */
+        float *ot = s->ot + (int64_t)r * hd;
+        const float *o = s->o + (int64_t)r * hd;
+        if (s->mt[r] == -INFINITY) {
+            s->mt[r] = s->m[r];
+            s->lt[r] = s->l[r];
+            memcpy(ot, o, (size_t)hd * sizeof *ot);
+            continue;
+        }
+        const float a = ea[r], b = eb[r];
+        s->lt[r] = s->lt[r] * a + s->l[r] * b;
+        for (int d = 0; d < hd; d++)
+            ot[d] = ot[d] * a + o[d] * b;
+        s->mt[r] = s->m[r] > s->mt[r] ? s->m[r] : s->mt[r];
     }
 }
 
@@ -309,8 +443,12 @@ static void run_item(const attn_flash_t *fa, const fa_item_t *it, const fa_scr_t
         ulo = s->lo[r] < ulo ? s->lo[r] : ulo;
         uhi = s->hi[r] > uhi ? s->hi[r] : uhi;
         const float *q = job->q + ((int64_t)t * job->n_head + h) * hd;
+        float *qr = s->q + (int64_t)r * hd;
+        uint16_t *q16 = (uint16_t *)(void *)s->o; /* free until run_segment */
+        fp16_row_from_fp32(q, q16, hd);
+        fp16_row_to_fp32(q16, qr, hd);
         for (int32_t d = 0; d < hd; d++)
-            s->q[(int64_t)r * hd + d] = fp16_to_fp32(fp16_from_fp32(q[d])) * job->scale;
+            qr[d] *= job->scale;
         s->mt[r] = -INFINITY;
         s->lt[r] = 0.0f;
     }
@@ -319,18 +457,18 @@ static void run_item(const attn_flash_t *fa, const fa_item_t *it, const fa_scr_t
     for (int32_t sg = sg0; sg < sg1; sg++) {
         const int32_t p0 = sg * FA_SEG > ulo ? sg * FA_SEG : ulo;
         const int32_t p1 = (sg + 1) * FA_SEG < uhi ? (sg + 1) * FA_SEG : uhi;
-        run_segment(fa, job, it, s, R, p0, p1);
+        run_segment(fa, job, it, s, R, p0, p1, uhi);
+        if (it->seg < 0) {
+            fold_rows(fa, s, R);
+            continue;
+        }
         for (int32_t r = 0; r < R; r++) {
             if (s->m[r] == -INFINITY)
                 continue; /* none of the row's positions in this segment */
-            if (it->seg >= 0) {
-                float *pp = partial(fa, it->t0 + r / it->nh, it->h0 + r % it->nh, sg);
-                pp[0] = s->m[r];
-                pp[1] = s->l[r];
-                memcpy(pp + 2, s->o + (int64_t)r * hd, (size_t)hd * sizeof(float));
-            } else {
-                fold(&s->mt[r], &s->lt[r], s->ot + (int64_t)r * hd, s->m[r], s->l[r], s->o + (int64_t)r * hd, hd);
-            }
+            float *pp = partial(fa, it->t0 + r / it->nh, it->h0 + r % it->nh, sg);
+            pp[0] = s->m[r];
+            pp[1] = s->l[r];
+            memcpy(pp + 2, s->o + (int64_t)r * hd, (size_t)hd * sizeof(float));
         }
     }
     if (it->seg >= 0)
@@ -391,12 +529,15 @@ static int cmp_cost(const void *a, const void *b)
 static void plan(attn_flash_t *fa, const attn_job_t *job, int nth)
 {
     const int32_t n_rep = job->n_head / job->n_head_kv;
-    int32_t n_tiles = 0, max_kv = 0;
+    int32_t n_tiles = 0, max_kv = 0, n_qt = 0, run = 0;
     for (int32_t t = 0; t < job->n_tok; t++) {
         if (!FLASH_TOK(job, t))
             continue;
-        if (t == 0 || job->blocks[t] != job->blocks[t - 1] || !FLASH_TOK(job, t - 1))
+        if (t == 0 || job->blocks[t] != job->blocks[t - 1] || !FLASH_TOK(job, t - 1)) {
             n_tiles++;
+            run = 0;
+        }
+        n_qt += run++ % fa->qtok == 0; /* query tiles */
         max_kv = job->n_kv[t] > max_kv ? job->n_kv[t] : max_kv;
     }
     fa->n_seg_max = (max_kv + FA_SEG - 1) / FA_SEG;
@@ -404,6 +545,10 @@ static void plan(attn_flash_t *fa, const attn_job_t *job, int nth)
     fa->use_split = nth > 1 && base < 3 * nth &&
                     (int64_t)job->n_tok * job->n_head * fa->n_seg_max * (fa->hd + 2) <= fa->split_cap;
     const int32_t nh = fa->use_split && base * n_rep <= 3 * nth ? 1 : n_rep;
+    /* query tiles per item: up to FA_GROUP while that leaves 4 items per thread */
+    int64_t group = fa->use_split ? 1 : (int64_t)n_qt * job->n_head_kv / (4 * nth);
+    group = group < 1 ? 1 : group > FA_GROUP ? FA_GROUP : group;
+    const int32_t max_nt = fa->qtok * (int32_t)group;
     fa->n_items = 0;
     for (int32_t t0 = 0; t0 < job->n_tok;) {
         if (!FLASH_TOK(job, t0)) {
@@ -411,7 +556,7 @@ static void plan(attn_flash_t *fa, const attn_job_t *job, int nth)
             continue;
         }
         int32_t nt = 1;
-        while (t0 + nt < job->n_tok && nt < fa->qtok && job->blocks[t0 + nt] == job->blocks[t0] &&
+        while (t0 + nt < job->n_tok && nt < max_nt && job->blocks[t0 + nt] == job->blocks[t0] &&
                FLASH_TOK(job, t0 + nt))
             nt++;
         int32_t lo = INT32_MAX, hi = 0;

@@ -44,8 +44,30 @@
 #define FK_C1 0x1.ffffecp-1f
 #define FK_LOW (-87.0f)
 
+#define FK_EXP_BODY                                                                                               \
+    if (!(x >= FK_LOW))                                                                                           \
+        return 0.0f;                                                                                              \
+    const float z = fmaf(x, FK_L2E, FK_R);                                                                        \
+    const float n = z - FK_R;                                                                                     \
+    const float b = fmaf(-n, FK_LN2L, fmaf(-n, FK_LN2H, x));                                                      \
+    const float u = b * b;                                                                                        \
+    const float j = fmaf(fmaf(fmaf(FK_C5, b, FK_C4), u, fmaf(FK_C3, b, FK_C2)), u, fmaf(FK_C1, b, 1.0f));        \
+    const uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;                                                     \
+    float p;                                                                                                      \
+    memcpy(&p, &bits, sizeof p);                                                                                  \
+    return j * p;
+
+#ifdef FK_X86
+/* The same function where fmaf is one instruction (not a library call). */
+__attribute__((target("fma"))) static float fa_exp_fma(float x) { FK_EXP_BODY }
+#endif
+
 float fa_exp(float x)
 {
+#ifdef FK_X86
+    if (gx_level() >= GX_LEVEL_AVX2)
+        return fa_exp_fma(x);
+#endif
     if (!(x >= FK_LOW))
         return 0.0f;
     const float z = fmaf(x, FK_L2E, FK_R);
@@ -260,6 +282,27 @@ FK_AVX2 static FK_INLINE __m128 hsum8x4_256(const __m256 *x)
     return _mm_unpacklo_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
+/* Accumulators of NR rows x 4 dimensions set to zero; their lanes8 sums
+ * added to o[r * os + d0 ..] (hsum8x4_256). */
+FK_AVX2 static FK_INLINE void pv_zero_256(__m256 x[3][4], const int NR)
+{
+    FK_UNROLL
+    for (int r = 0; r < NR; r++) {
+        FK_UNROLL
+        for (int i = 0; i < 4; i++) {
+            x[r][i] = _mm256_setzero_ps();
+        }
+    }
+}
+
+FK_AVX2 static FK_INLINE void pv_store_256(__m256 x[3][4], float *o, int64_t os, int d0, const int NR)
+{
+    FK_UNROLL
+    for (int r = 0; r < NR; r++) {
+        _mm_storeu_ps(o + r * os + d0, _mm_add_ps(_mm_loadu_ps(o + r * os + d0), hsum8x4_256(x[r])));
+    }
+}
+
 /* One chunk's contribution to NR rows x dimensions d0 .. d0 + 3. */
 FK_AVX2 static FK_INLINE void pv_chunk_256(const fa_chunk_t *c, const float *pc, int64_t ps, int d0, __m256 x[3][4],
                                            const int NR, const int KIND)
@@ -300,13 +343,7 @@ FK_AVX2 static FK_INLINE void pv_blk_256(const fa_chunk_t *v, int nc, const floa
                                          int64_t os, const int NR)
 {
     __m256 x[3][4];
-    FK_UNROLL
-    for (int r = 0; r < NR; r++) {
-        FK_UNROLL
-        for (int i = 0; i < 4; i++) {
-            x[r][i] = _mm256_setzero_ps();
-        }
-    }
+    pv_zero_256(x, NR);
     for (int c = 0; c < nc; c++) {
         switch (v[c].kind) {
         case FA_F16: pv_chunk_256(&v[c], p + 16 * c, ps, d0, x, NR, FA_F16); break;
@@ -315,10 +352,7 @@ FK_AVX2 static FK_INLINE void pv_blk_256(const fa_chunk_t *v, int nc, const floa
         default: pv_chunk_256(&v[c], p + 16 * c, ps, d0, x, NR, FA_F32); break;
         }
     }
-    FK_UNROLL
-    for (int r = 0; r < NR; r++) {
-        _mm_storeu_ps(o + r * os + d0, _mm_add_ps(_mm_loadu_ps(o + r * os + d0), hsum8x4_256(x[r])));
-    }
+    pv_store_256(x, o, os, d0, NR);
 }
 
 #define FK_PVB(NR)                                                                                                \
@@ -338,19 +372,10 @@ FK_AVX2 static FK_INLINE void pv_blk_k_256(const fa_chunk_t *v, int nc, const fl
                                            float *o, int64_t os, const int NR, const int KIND)
 {
     __m256 x[3][4];
-    FK_UNROLL
-    for (int r = 0; r < NR; r++) {
-        FK_UNROLL
-        for (int i = 0; i < 4; i++) {
-            x[r][i] = _mm256_setzero_ps();
-        }
-    }
+    pv_zero_256(x, NR);
     for (int c = 0; c < nc; c++)
         pv_chunk_256(&v[c], p + 16 * c, ps, d0, x, NR, KIND);
-    FK_UNROLL
-    for (int r = 0; r < NR; r++) {
-        _mm_storeu_ps(o + r * os + d0, _mm_add_ps(_mm_loadu_ps(o + r * os + d0), hsum8x4_256(x[r])));
-    }
+    pv_store_256(x, o, os, d0, NR);
 }
 
 #define FK_PVK(NR, KIND)                                                                                          \
@@ -362,6 +387,45 @@ FK_AVX2 static FK_INLINE void pv_blk_k_256(const fa_chunk_t *v, int nc, const fl
     }
 #define FK_PVK_R(KIND) FK_PVK(1, KIND) FK_PVK(2, KIND) FK_PVK(3, KIND)
 FK_PVK_R(0) FK_PVK_R(1) FK_PVK_R(2) FK_PVK_R(3)
+
+/* The same blocks over chunks converted to floats one after the other
+ * (chunk c at vb + c * 16 hd, X(d, l) at [d * 16 + l]): addresses by
+ * increments, nothing read from the chunk descriptors. The same bits. */
+FK_AVX2 static FK_INLINE void pv_blk_f_256(const float *vb, int nc, const float *p, int64_t ps, int hd, int d0,
+                                           float *o, int64_t os, const int NR)
+{
+    __m256 x[3][4];
+    pv_zero_256(x, NR);
+    const float *vc = vb + d0 * 16;
+    for (int c = 0; c < nc; c++, vc += 16 * hd, p += 16) {
+        FK_UNROLL
+        for (int h = 0; h < 2; h++) {
+            __m256 pr[3];
+            FK_UNROLL
+            for (int r = 0; r < NR; r++) {
+                pr[r] = _mm256_loadu_ps(p + r * ps + 8 * h);
+            }
+            FK_UNROLL
+            for (int i = 0; i < 4; i++) {
+                const __m256 vv = _mm256_loadu_ps(vc + i * 16 + 8 * h);
+                FK_UNROLL
+                for (int r = 0; r < NR; r++) {
+                    x[r][i] = _mm256_fmadd_ps(pr[r], vv, x[r][i]);
+                }
+            }
+        }
+    }
+    pv_store_256(x, o, os, d0, NR);
+}
+
+#define FK_PVF(NR)                                                                                                \
+    FK_AVX2 __attribute__((noinline)) static void pv_f##NR(const float *vb, int nc, const float *p, int64_t ps,    \
+                                                           int hd, float *o, int64_t os)                          \
+    {                                                                                                             \
+        for (int d0 = 0; d0 < hd; d0 += 4)                                                                        \
+            pv_blk_f_256(vb, nc, p, ps, hd, d0, o, os, NR);                                                       \
+    }
+FK_PVF(1) FK_PVF(2) FK_PVF(3)
 
 FK_AVX2 static void pv_256(const fa_chunk_t *v, int nc, const float *p, int64_t ps, int R, int hd, float *o,
                            int64_t os)
@@ -375,9 +439,20 @@ FK_AVX2 static void pv_256(const fa_chunk_t *v, int nc, const float *p, int64_t 
         pv_c(v, nc, p, ps, R, hd, o, os);
         return;
     }
-    bool uniform = true;
-    for (int c = 1; c < nc; c++)
+    bool uniform = true, packed = nc > 0 && v[0].kind == FA_F32 && v[0].stride == 16;
+    for (int c = 1; c < nc; c++) {
         uniform &= v[c].kind == v[0].kind;
+        packed &= v[c].kind == FA_F32 && v[c].p == (const float *)v[0].p + (int64_t)c * 16 * hd;
+    }
+    if (packed) {
+        typedef void (*fnf_t)(const float *, int, const float *, int64_t, int, float *, int64_t);
+        static const fnf_t ffns[3] = {pv_f1, pv_f2, pv_f3};
+        for (int r = 0; r < R; r += 3) {
+            const int n = R - r < 3 ? R - r : 3;
+            ffns[n - 1](v[0].p, nc, p + r * ps, ps, hd, o + r * os, os);
+        }
+        return;
+    }
     if (uniform && nc > 0) {
 #define FK_ROW(K) {pv_k1_##K, pv_k2_##K, pv_k3_##K}
         static const fn_t kfns[4][3] = {FK_ROW(0), FK_ROW(1), FK_ROW(2), FK_ROW(3)};
@@ -396,31 +471,42 @@ FK_AVX2 static void pv_256(const fa_chunk_t *v, int nc, const float *p, int64_t 
     }
 }
 
+/* widen_256 for one kind: the kind is a constant, so no switch per row. */
+FK_AVX2 static FK_INLINE void widen_k_256(const fa_chunk_t *x, int hd, float *out, const int KIND)
+{
+    __m256 sc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    if (KIND == FA_F16 && x->stride == 16) {
+        /* one block of 16 positions: hd * 16 halves one after the other */
+        const uint16_t *p = x->p;
+        for (int i = 0; i < hd * 16; i += 32) {
+            _mm256_storeu_ps(out + i, ld8_f16(p + i));
+            _mm256_storeu_ps(out + i + 8, ld8_f16(p + i + 8));
+            _mm256_storeu_ps(out + i + 16, ld8_f16(p + i + 16));
+            _mm256_storeu_ps(out + i + 24, ld8_f16(p + i + 24));
+        }
+        return;
+    }
+    for (int d = 0; d < hd; d++) {
+        __m256 a, b;
+        if (KIND >= FA_Q8 && d % 32 == 0)
+            ld_scales((const uint8_t *)x->p + (d / 32) * (KIND == FA_Q8 ? FA_Q8_BLOCK : FA_Q4_BLOCK), &sc[0], &sc[1]);
+        ld16(x, d, KIND, sc, &a, &b);
+        _mm256_storeu_ps(out + d * 16, a);
+        _mm256_storeu_ps(out + d * 16 + 8, b);
+    }
+}
+
 FK_AVX2 static void widen_256(const fa_chunk_t *x, int hd, float *out)
 {
-    if (x->kind >= FA_Q8 && hd % 32) {
+    if ((x->kind >= FA_Q8 && hd % 32) || (x->kind == FA_F16 && x->stride == 16 && hd % 2)) {
         widen_c(x, hd, out);
         return;
     }
-    __m256 sc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int d = 0; d < hd; d++) {
-        __m256 a, b;
-        switch (x->kind) {
-        case FA_F16: ld16(x, d, FA_F16, sc, &a, &b); break;
-        case FA_Q8:
-            if (d % 32 == 0)
-                ld_scales((const uint8_t *)x->p + (d / 32) * FA_Q8_BLOCK, &sc[0], &sc[1]);
-            ld16(x, d, FA_Q8, sc, &a, &b);
-            break;
-        case FA_Q4:
-            if (d % 32 == 0)
-                ld_scales((const uint8_t *)x->p + (d / 32) * FA_Q4_BLOCK, &sc[0], &sc[1]);
-            ld16(x, d, FA_Q4, sc, &a, &b);
-            break;
-        default: ld16(x, d, FA_F32, sc, &a, &b); break;
-        }
-        _mm256_storeu_ps(out + d * 16, a);
-        _mm256_storeu_ps(out + d * 16 + 8, b);
+    switch (x->kind) {
+    case FA_F16: widen_k_256(x, hd, out, FA_F16); break;
+    case FA_Q8: widen_k_256(x, hd, out, FA_Q8); break;
+    case FA_Q4: widen_k_256(x, hd, out, FA_Q4); break;
+    default: widen_k_256(x, hd, out, FA_F32); break;
     }
 }
 

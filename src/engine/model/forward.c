@@ -971,20 +971,20 @@ static void post_ln_rows(void *arg, int64_t lo, int64_t hi)
     const post_ln_job_t *j = arg;
     const model_layer_t *L = j->L;
     const int64_t E = j->E;
-    for (int64_t i = lo; i < hi; i++) {
+    for (int64_t i = lo; i < hi; i += 4) {
+        const int64_t nr = hi - i < 4 ? hi - i : 4;
         float *h = j->x + i * E;
-        const float *a = j->a + i * E;
-        if (!j->x0) {
-            gx_add_row(h, a, h, E);
-            ops_layer_norm(h, L->layer_out_norm, L->layer_out_norm_b, h, E, j->eps);
+        const float *a = j->a + i * E, *x0 = j->x0 ? j->x0 + i * E : NULL;
+        if (!x0) {
+            gx_add_row(h, a, h, nr * E);
+            ops_layer_norm_rows(h, nr, L->layer_out_norm, L->layer_out_norm_b, E, j->eps);
             continue;
         }
-        const float *x0 = j->x0 + i * E;
-        gx_add_row(h, a, x0, E);
-        ops_layer_norm(h, L->attn_out_norm, L->attn_out_norm_b, h, E, j->eps);
+        gx_add_row(h, a, x0, nr * E);
+        ops_layer_norm_rows(h, nr, L->attn_out_norm, L->attn_out_norm_b, E, j->eps);
         if (L->attn_norm_2) {
-            gx_add_row(h, h, x0, E);
-            ops_layer_norm(h, L->attn_norm_2, L->attn_norm_2_b, h, E, j->eps);
+            gx_add_row(h, h, x0, nr * E);
+            ops_layer_norm_rows(h, nr, L->attn_norm_2, L->attn_norm_2_b, E, j->eps);
         }
     }
 }

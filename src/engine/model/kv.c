@@ -18,8 +18,10 @@
  */
 #include "engine/model/kv.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "engine/quant/fp16.h"
 #include "engine/quant/quant.h"
@@ -82,6 +84,22 @@ int32_t kv_swa_blocks_per_seq(const kv_opts_t *o)
     return (int32_t)(per < cap ? per : cap);
 }
 
+/* n zeroed elements of size bytes for K or V. Flash attention reads a
+ * sequence's consecutive chunks from blocks far apart (a block holds every
+ * layer): huge pages, where the kernel gives them (THP in "madvise" mode),
+ * save it a TLB miss per chunk. */
+static void *pool_calloc(size_t n, size_t size)
+{
+    void *p = calloc(n, size);
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20, a = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+    const uintptr_t e = ((uintptr_t)p + n * size) & ~(huge - 1);
+    if (p && e > a)
+        madvise((void *)a, e - a, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
 static bool pool_init(kv_pool_t *p, int32_t n_layer, size_t k_block, size_t v_block, int32_t n_blocks)
 {
     p->n_layer = n_layer;
@@ -91,8 +109,8 @@ static bool pool_init(kv_pool_t *p, int32_t n_layer, size_t k_block, size_t v_bl
     size_t n = (size_t)n_blocks;
     /* zeroed so that no read of a not yet written column is undefined */
     if (p->k_block) {
-        p->k = calloc(n, p->k_block);
-        p->v = calloc(n, p->v_block);
+        p->k = pool_calloc(n, p->k_block);
+        p->v = pool_calloc(n, p->v_block);
         if (!p->k || !p->v)
             return false;
     }

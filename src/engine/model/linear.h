@@ -24,7 +24,9 @@ void lin_run(tpool_t *pool, void *act, const model_tensor_t *W, const float *bia
              const uint8_t *order, float *out);
 
 /* lin_run for n (<= KERN_MULTI_MAX) matrices on the same x: quantized ones
- * share one pool run (kern_linear_multi); values identical to lin_run. */
+ * share one pool run (kern_linear_multi), F16 or F32 ones of one type (up
+ * to GX_MATMUL_MAX) one rounding of x and one pool run (gx_matmul_n);
+ * values identical to lin_run. */
 void lin_run_n(tpool_t *pool, void *act, int n, const model_tensor_t *const *W, const float *const *bias,
                const float *x, int64_t n_tok, const uint8_t *order, float *const *out);
 

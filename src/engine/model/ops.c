@@ -23,12 +23,10 @@ void ops_rms_norm(const float *x, const float *w, float *y, int64_t n, float eps
         y[i] = (x[i] * scale) * w[i];
 }
 
-void ops_layer_norm(const float *x, const float *w, const float *b, float *y, int64_t n, float eps)
+/* The part of ops_layer_norm after the mean. */
+static void layer_norm_finish(const float *x, float mean, const float *w, const float *b, float *y, int64_t n,
+                              float eps)
 {
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; i++)
-        sum += (double)x[i];
-    const float mean = (float)sum / (float)n;
     double sq = 0.0;
     int64_t i = 0;
     for (; i + 15 < n; i += 16) { /* ggml_vec_cvar_f32, AVX-512 blocks */
@@ -57,6 +55,36 @@ void ops_layer_norm(const float *x, const float *w, const float *b, float *y, in
     }
 }
 
+void ops_layer_norm(const float *x, const float *w, const float *b, float *y, int64_t n, float eps)
+{
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        sum += (double)x[i];
+    layer_norm_finish(x, (float)sum / (float)n, w, b, y, n, eps);
+}
+
+void ops_layer_norm_rows(float *x, int64_t n_rows, const float *w, const float *b, int64_t n, float eps)
+{
+    int64_t r = 0;
+    for (; r + 4 <= n_rows; r += 4) {
+        /* the four in-order sums side by side (independent chains) */
+        float *x0 = x + r * n, *x1 = x0 + n, *x2 = x1 + n, *x3 = x2 + n;
+        double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            s0 += (double)x0[i];
+            s1 += (double)x1[i];
+            s2 += (double)x2[i];
+            s3 += (double)x3[i];
+        }
+        layer_norm_finish(x0, (float)s0 / (float)n, w, b, x0, n, eps);
+        layer_norm_finish(x1, (float)s1 / (float)n, w, b, x1, n, eps);
+        layer_norm_finish(x2, (float)s2 / (float)n, w, b, x2, n, eps);
+        layer_norm_finish(x3, (float)s3 / (float)n, w, b, x3, n, eps);
+    }
+    for (; r < n_rows; r++)
+        ops_layer_norm(x + r * n, w, b, x + r * n, n, eps);
+}
+
 void ops_rms_norm_heads(float *x, const float *w, int32_t n_heads, int32_t head_dim, float eps)
 {
     for (int32_t h = 0; h < n_heads; h++)
@@ -83,10 +111,42 @@ static void gelu_table_init(void)
 
 enum { GELU_BLOCK = 64 };
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+/* gelu_rows' rule on 8 lanes: the table gathered at the F16 index, 0 at or
+ * below -10, x at or above 10 (NaN: the table, as the scalar compares). */
+__attribute__((target("avx2,fma,f16c"))) static int64_t gelu_rows_avx2(float *y, const float *g, const float *u,
+                                                                        int64_t n)
+{
+    const __m256 lo = _mm256_set1_ps(-10.0f), hi = _mm256_set1_ps(10.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_loadu_ps(g + i);
+        const __m256i idx = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(x, 0));
+        __m256 v = _mm256_i32gather_ps(gelu_table, idx, 4);
+        v = _mm256_blendv_ps(v, x, _mm256_cmp_ps(x, hi, _CMP_GE_OQ));
+        if (u)
+            v = _mm256_mul_ps(v, _mm256_loadu_ps(u + i));
+        _mm256_storeu_ps(y + i, _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LE_OQ), v));
+    }
+    return i;
+}
+#endif
+
 /* y = gelu(g) (* u when u is not NULL); y may be g. */
 static void gelu_rows(float *y, const float *g, const float *u, int64_t n)
 {
     pthread_once(&gelu_once, gelu_table_init);
+#if defined(__x86_64__) || defined(__i386__)
+    if (gx_level() >= GX_LEVEL_AVX2) {
+        const int64_t done = gelu_rows_avx2(y, g, u, n);
+        y += done;
+        g += done;
+        if (u)
+            u += done;
+        n -= done;
+    }
+#endif
     uint16_t idx[GELU_BLOCK];
     for (int64_t i0 = 0; i0 < n; i0 += GELU_BLOCK) {
         const int64_t m = n - i0 < GELU_BLOCK ? n - i0 : GELU_BLOCK;

@@ -20,6 +20,9 @@ void ops_rms_norm(const float *x, const float *w, float *y, int64_t n, float eps
  * double), y = (x - mean) / sqrt(var + eps) (x == y allowed; w, b NULL:
  * none). */
 void ops_layer_norm(const float *x, const float *w, const float *b, float *y, int64_t n, float eps);
+/* ops_layer_norm in place on n_rows rows of n floats (the rows' sums
+ * interleaved; the same bits as one row at a time). */
+void ops_layer_norm_rows(float *x, int64_t n_rows, const float *w, const float *b, int64_t n, float eps);
 
 /* y[i] = gelu_tanh(x[i]) with ggml's F16 table (ggml_vec_gelu_f32: 0 below
  * -10, identity above 10); y may alias x. */

@@ -106,6 +106,30 @@ __attribute__((target("avx,f16c"))) static void fp16_row_from_fp32_f16c(const fl
         dst[i] = fp16_from_fp32_f16c(src[i]);
 }
 
+__attribute__((target("avx,f16c"))) static void fp16_row_to_fp32_f16c(const uint16_t *src, float *dst, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(src + i))));
+    for (; i < n; i++)
+        dst[i] = fp16_to_fp32_soft(src[i]);
+}
+
+__attribute__((target("avx,f16c"))) static void fp16_row_round_fp32_f16c(const float *src, uint16_t *h, float *r,
+                                                                         int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m128i v = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), 0);
+        _mm_storeu_si128((__m128i *)(void *)(h + i), v);
+        _mm256_storeu_ps(r + i, _mm256_cvtph_ps(v));
+    }
+    for (; i < n; i++) {
+        h[i] = fp16_from_fp32_f16c(src[i]);
+        r[i] = fp16_to_fp32_soft(h[i]);
+    }
+}
+
 static int fp16_cpu_has_f16c(void)
 {
     static int cached = -1; /* benign race: every thread computes the same */
@@ -157,6 +181,12 @@ uint16_t bf16_from_fp32_avx512bf16(float f)
 
 void fp16_row_to_fp32(const uint16_t *src, float *dst, int64_t n)
 {
+#ifdef FP16_HAVE_X86
+    if (fp16_cpu_has_f16c()) {
+        fp16_row_to_fp32_f16c(src, dst, n);
+        return;
+    }
+#endif
     for (int64_t i = 0; i < n; i++)
         dst[i] = fp16_to_fp32(src[i]);
 }
@@ -171,6 +201,20 @@ void fp16_row_from_fp32(const float *src, uint16_t *dst, int64_t n)
 #endif
     for (int64_t i = 0; i < n; i++)
         dst[i] = fp16_from_fp32_soft(src[i]);
+}
+
+void fp16_row_round_fp32(const float *src, uint16_t *h, float *r, int64_t n)
+{
+#ifdef FP16_HAVE_X86
+    if (fp16_cpu_has_f16c()) {
+        fp16_row_round_fp32_f16c(src, h, r, n);
+        return;
+    }
+#endif
+    for (int64_t i = 0; i < n; i++) {
+        h[i] = fp16_from_fp32_soft(src[i]);
+        r[i] = fp16_to_fp32_soft(h[i]);
+    }
 }
 
 void bf16_row_to_fp32(const uint16_t *src, float *dst, int64_t n)

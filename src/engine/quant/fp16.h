@@ -37,6 +37,8 @@ uint16_t bf16_from_fp32_avx512bf16(float f);
 
 void fp16_row_to_fp32(const uint16_t *src, float *dst, int64_t n);
 void fp16_row_from_fp32(const float *src, uint16_t *dst, int64_t n);
+/* h = src rounded to F16, r = the same values as F32 (exact), in one pass. */
+void fp16_row_round_fp32(const float *src, uint16_t *h, float *r, int64_t n);
 void bf16_row_to_fp32(const uint16_t *src, float *dst, int64_t n);
 void bf16_row_from_fp32(const float *src, uint16_t *dst, int64_t n);
 

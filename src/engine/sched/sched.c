@@ -504,13 +504,6 @@ static bool media_encode(sched_t *s, job_t *const *jobs, int32_t n_jobs)
     return false;
 }
 
-/* Builds this step's batch; returns its token count.
- *
- * Numerics (forward.h): every token is computed with the same flags whatever
- * the batch, the chunking or a preemption, so a sequence's output never
- * depends on its neighbours: prompt tokens (of a prompt of >= 2 tokens) take
- * the prompt order; generated tokens (decode inputs) the decode order with
- * logits. A recomputation after a preemption replays exactly these flags. */
 /* The outputs (FWD_OUT_*) a row of j asks: its logits if wanted, and
  * its hidden state for the MTP block. */
 static uint8_t job_out(const sched_t *s, const job_t *j, bool logits)
@@ -524,6 +517,13 @@ static int32_t job_refeed(const job_t *j)
     return j->refeed_to > j->n_past ? j->refeed_to - j->n_past : 0;
 }
 
+/* Builds this step's batch; returns its token count.
+ *
+ * Numerics (forward.h): every token is computed with the same flags whatever
+ * the batch, the chunking or a preemption, so a sequence's output never
+ * depends on its neighbours: prompt tokens (of a prompt of >= 2 tokens) take
+ * the prompt order; generated tokens (decode inputs) the decode order with
+ * logits. A recomputation after a preemption replays exactly these flags. */
 static int32_t batch_build(sched_t *s, int32_t *n_logits)
 {
     int32_t n = 0, nl = 0, budget = s->o.batch_tokens;

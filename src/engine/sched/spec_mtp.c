@@ -25,6 +25,7 @@ struct spec_mtp {
     const float **hs;
     int32_t *tok;
     const float **prev; /* [n_seq] during a feed: the hidden state before the next row */
+    int32_t *next_pos;  /* [n_seq] during a feed: the block's position of the next row */
     int32_t last_row[SPEC_MTP_SEQ_MAX]; /* drafting: each request's row in the last batch */
     float *in;          /* [max_batch][E] input rows */
     void *scratch;
@@ -61,9 +62,10 @@ spec_mtp_t *spec_mtp_create(const model_t *target, int32_t n_seq, int32_t n_ctx,
     m->hs = calloc(B, sizeof *m->hs);
     m->tok = calloc(B, sizeof *m->tok);
     m->prev = calloc((size_t)n_seq, sizeof *m->prev);
+    m->next_pos = calloc((size_t)n_seq, sizeof *m->next_pos);
     m->in = malloc(B * (size_t)m->E * sizeof *m->in);
     m->scratch = malloc(nextn_input_scratch(view, m->max_batch));
-    if (!m->f || !m->base || !m->broken || !m->pend || !m->toks || !m->mm || !m->hs || !m->tok || !m->prev ||
+    if (!m->f || !m->base || !m->broken || !m->pend || !m->toks || !m->mm || !m->hs || !m->tok || !m->prev || !m->next_pos ||
         !m->in || !m->scratch) {
         if (m->f)
             lf_err_set(err, LF_ERR_NOMEM, "out of memory for the MTP block");
@@ -89,6 +91,7 @@ void spec_mtp_free(spec_mtp_t *m)
     free(m->hs);
     free(m->tok);
     free(m->prev);
+    free(m->next_pos);
     free(m->in);
     free(m->scratch);
     free(m);
@@ -131,17 +134,15 @@ lf_code_t spec_mtp_feed(spec_mtp_t *m, const spec_mtp_row_t *rows, int32_t n, lf
             continue;
         if (m->base[s] < 0)
             m->base[s] = r->pos; /* a reused prompt prefix: start here */
-        if (!m->prev[s])
+        if (!m->prev[s]) { /* the slot's first row in this feed */
             m->prev[s] = m->pend + (int64_t)s * m->E;
-        int32_t have = fwd_seq_len(m->f, s); /* rows of this batch not yet run included */
-        for (int32_t b = 0; b < nb; b++)
-            if (m->toks[b].seq == s)
-                have = m->toks[b].pos + 1;
-        if (r->pos - m->base[s] != have) {
+            m->next_pos[s] = fwd_seq_len(m->f, s);
+        }
+        if (r->pos - m->base[s] != m->next_pos[s]) {
             m->broken[s] = true;
             continue;
         }
-        m->toks[nb] = (fwd_tok_t){.seq = s, .pos = have};
+        m->toks[nb] = (fwd_tok_t){.seq = s, .pos = m->next_pos[s]++};
         m->tok[nb] = r->token;
         m->hs[nb++] = m->prev[s];
         m->prev[s] = r->h;

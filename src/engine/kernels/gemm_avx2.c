@@ -1,22 +1,16 @@
 /* gemm_avx2.c - the blocked float kernels (gemm_impl.h) for AVX2 + FMA +
  * F16C: 6 x 16 register tiles, and the same body over 16-lane pairs of
  * AVX2 registers (12 x 32 tiles: the AVX-512 level's tiling, run here so
- * the tests check it on any AVX2 machine). The target pragma applies to
- * this file only; gemm.c calls these after checking the CPU. */
+ * the tests check it on any AVX2 machine). F16 weights are widened by
+ * fp16_row_to_fp32 (F16C). The target pragma applies to this file only;
+ * gemm.c calls these after checking the CPU. */
 #include "engine/kernels/gemm_impl.h"
+
+#include "engine/quant/fp16.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #pragma GCC target("avx2,fma,f16c")
 #include <immintrin.h>
-
-static void f16_to_f32_avx2(const uint16_t *src, float *dst, int64_t n)
-{
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(src + i))));
-    for (; i < n; i++)
-        dst[i] = _cvtsh_ss(src[i]);
-}
 
 static void round_f16_avx2(const float *src, float *dst, int64_t n)
 {
@@ -78,7 +72,7 @@ void gemm_impl_avx2(gemm_impl_t *t)
                        8,                gemm_ukr_full_avx2,
                        gemm_ukr_half_avx2, gemm_ukr_packed_avx2, gemm_row_max_avx2,
                        gemm_row_exp_avx2,  gemm_row_scale_avx2,
-                       f16_to_f32_avx2,    round_f16_avx2};
+                       fp16_row_to_fp32,   round_f16_avx2};
 }
 
 /* ---- 16 lanes as two AVX2 registers, 12 x 32 tiles ---- */
@@ -134,6 +128,6 @@ void gemm_impl_avx2x2(gemm_impl_t *t)
                        16,                 gemm_ukr_full_avx2x2,
                        gemm_ukr_half_avx2x2, gemm_ukr_packed_avx2x2, gemm_row_max_avx2x2,
                        gemm_row_exp_avx2x2,  gemm_row_scale_avx2x2,
-                       f16_to_f32_avx2,      round_f16_avx2};
+                       fp16_row_to_fp32,     round_f16_avx2};
 }
 #endif

@@ -35,6 +35,13 @@
 
 #include "engine/kernels/kpack.h"
 
+/* Prefetch while working on a block of `bytes`: the same span K_PACK_PF
+ * bytes past the next block's start. A fixed distance from the current
+ * block (1 KiB until 2026-11-28) fell inside the block itself for the
+ * large ones (Q6_K 3,392 bytes, Q4_K 2,304): the last lines of a block,
+ * where its scales lie, were requested just before their use, and decode
+ * stalled on DRAM there (perf: 31 % of the Q6_K kernel's samples on the
+ * first scale load). docs/performance.md has the measurements. */
 #ifndef K_PACK_PF
 #define K_PACK_PF 1024
 #endif
@@ -44,7 +51,7 @@
 KB void k_p2_pf(const uint8_t *p, size_t bytes)
 {
     for (size_t o = 0; o < bytes; o += 64)
-        _mm_prefetch((const char *)p + K_PACK_PF + o, _MM_HINT_T0);
+        _mm_prefetch((const char *)p + bytes + K_PACK_PF + o, _MM_HINT_T0);
 }
 
 /* Half h (rows 8h..8h+7) of vector j of a packed block. */

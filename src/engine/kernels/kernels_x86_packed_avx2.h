@@ -352,11 +352,20 @@ KB __m256i k_p2_q6_word(const uint8_t *blk, int h, int g, int j)
     return w[q];
 }
 
+/* pshufb control that puts scale byte b of each dword (row) in the high
+ * byte of both of its int16 halves (the low bytes zeroed): an arithmetic
+ * shift right by 8 then gives the pair (s, s), sign-extended. */
+KB __m256i k_p2_q6_scale_shuf(const int b)
+{
+    const int m0 = 0x80 | b << 8 | 0x80 << 16 | b << 24, step = 4 << 8 | 4 << 24;
+    return _mm256_setr_epi32(m0, m0 + step, m0 + 2 * step, m0 + 3 * step, m0, m0 + step, m0 + 2 * step,
+                             m0 + 3 * step);
+}
+
 KB void k_p2_q6_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t act_stride, float *out,
                          size_t out_stride, unsigned keep, const int ng)
 {
     const int64_t nb = n / QK_K;
-    const __m256i lo16 = _mm256_set1_epi32(0xFFFF);
     __m256 acc[2][4];
     _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) K_FOR_G(t) acc[h][t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
@@ -368,10 +377,8 @@ KB void k_p2_q6_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t ac
             __m256i sc16[16], scp[8];
             _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
                 const __m256i su = k_p2_half(blk, 48 + u, h);
-                _Pragma("GCC unroll 4") for (int b = 0; b < 4; b++) {
-                    const __m256i s = _mm256_srai_epi32(_mm256_slli_epi32(su, 24 - 8 * b), 24);
-                    sc16[4 * u + b] = _mm256_or_si256(_mm256_and_si256(s, lo16), _mm256_slli_epi32(s, 16));
-                }
+                _Pragma("GCC unroll 4") for (int b = 0; b < 4; b++)
+                    sc16[4 * u + b] = _mm256_srai_epi16(_mm256_shuffle_epi8(su, k_p2_q6_scale_shuf(b)), 8);
             }
             _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
                 scp[k] = _mm256_blend_epi16(sc16[2 * k], sc16[2 * k + 1], 0xAA);

@@ -1,7 +1,10 @@
 /* bench_kernels.c - micro-benchmark of kern_matmul (not a test: no
  * assertions, not in TESTS). For each weight type and shape it prints the
  * weight bandwidth of single-token decode (GB/s) and the arithmetic rate of
- * a 512-token prefill (GFLOP/s, 2 flops per multiply-add). With "blas" it
+ * a 512-token prefill (GFLOP/s, 2 flops per multiply-add), on the original
+ * rows and, where the level packs the type, on the packed copy (the
+ * engine's decode and prefill path; its figures include quantizing the
+ * activations). With "blas" it
  * also times OpenBLAS cblas_sgemm on W dequantized to f32 (dequantization
  * excluded and included) for the prefill shape; that needs a build
  * configured with libopenblas-dev installed (HAVE_OPENBLAS).
@@ -118,6 +121,35 @@ static void bench_one(tpool_t *pool, qtype_t t, int64_t n_rows, int64_t k, int b
            qtype_name(t), (long long)n_rows, (long long)k, dec * 1e6, (double)wsz / dec / 1e9,
            2.0 * (double)(n_rows * k) / dec / 1e9, pre * 1e3, 2.0 * (double)(n_rows * k * T) / pre / 1e9,
            qt * 1e3);
+    size_t psz = kern_pack_size(t, n_rows, k);
+    if (psz) { /* the packed copy (kpack.h), as the engine uses it */
+        uint8_t *P = aligned_alloc(64, (psz + 63) / 64 * 64);
+        kern_pack(t, W, n_rows, k, P);
+        double pdec = 1e9, ppre = 1e9;
+        start = now();
+        for (int r = 0; r < 2000 && now() - start < 0.2; r++) {
+            kern_mm_t job = {t, W, n_rows, k, NULL, out, P};
+            t0 = now();
+            kern_linear_multi(pool, 1, &job, x, 1, act);
+            t1 = now();
+            if (t1 - t0 < pdec)
+                pdec = t1 - t0;
+        }
+        start = now();
+        for (int r = 0; r < 20 && now() - start < 0.4; r++) {
+            kern_mm_t job = {t, W, n_rows, k, NULL, out, P};
+            t0 = now();
+            kern_linear_multi(pool, 1, &job, x, T, act);
+            t1 = now();
+            if (t1 - t0 < ppre)
+                ppre = t1 - t0;
+        }
+        printf("%-5s %5lldx%-5lld packed %8.1f us %6.2f GB/s %6.2f GFLOP/s | prefill512 %8.2f ms %7.2f GFLOP/s"
+               " (act quantize included)\n",
+               qtype_name(t), (long long)n_rows, (long long)k, pdec * 1e6, (double)wsz / pdec / 1e9,
+               2.0 * (double)(n_rows * k) / pdec / 1e9, ppre * 1e3, 2.0 * (double)(n_rows * k * T) / ppre / 1e9);
+        free(P);
+    }
 #ifdef HAVE_OPENBLAS
     if (blas && quant_can_dequantize(t)) {
         float *Wf = malloc(sizeof(float) * (size_t)(n_rows * k));

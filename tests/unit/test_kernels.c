@@ -309,7 +309,8 @@ static void test_multi(kern_isa_t isa, tpool_t *pool2)
  * VNNI level's tiles on the original rows (at the AVX2 level too, when the
  * CPU also has that level to compare with), and at every level within the
  * tolerance of the scalar reference. Partial groups, odd block counts,
- * 1..40 tokens, and several jobs whose concatenated rows straddle groups. */
+ * 1..40 tokens (more than 4: the block-major Q4_K / Q5_K path at AVX2),
+ * and several jobs whose concatenated rows straddle groups. */
 static const struct {
     qtype_t t;
     int64_t rows, k, n_tok;
@@ -320,7 +321,7 @@ static const struct {
     {QTYPE_Q6_K, 40, 768, 7},  {QTYPE_Q6_K, 17, 256, 12}, {QTYPE_Q5_0, 16, 64, 1},  {QTYPE_Q5_0, 19, 96, 1},
     {QTYPE_Q5_0, 40, 576, 5},  {QTYPE_Q5_0, 3, 32, 33},   {QTYPE_Q5_K, 16, 256, 1},  {QTYPE_Q5_K, 9, 512, 1},
     {QTYPE_Q5_K, 37, 768, 3},  {QTYPE_Q5_K, 20, 256, 17},  {QTYPE_Q4_0, 16, 64, 1},  {QTYPE_Q4_0, 19, 96, 1},
-    {QTYPE_Q4_0, 40, 576, 5},  {QTYPE_Q4_0, 3, 32, 33},
+    {QTYPE_Q4_0, 40, 576, 5},  {QTYPE_Q4_0, 3, 32, 33},   {QTYPE_Q4_K, 37, 768, 13}, {QTYPE_Q5_K, 21, 512, 6},
 };
 
 static void *packed_copy(qtype_t t, const void *W, int64_t rows, int64_t k)

@@ -41,7 +41,8 @@
  * large ones (Q6_K 3,392 bytes, Q4_K 2,304): the last lines of a block,
  * where its scales lie, were requested just before their use, and decode
  * stalled on DRAM there (perf: 31 % of the Q6_K kernel's samples on the
- * first scale load). docs/performance.md has the measurements. */
+ * first scale load). Measurements: docs/performance.md, "Session 4: a
+ * quiet machine; the packed kernels' prefetch". */
 #ifndef K_PACK_PF
 #define K_PACK_PF 1024
 #endif
@@ -326,6 +327,127 @@ KB void k_p2_q45_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t a
         k_p2_store(acc[h][t], (keep >> (8 * h)) & 0xFF, out + (size_t)t * out_stride + 8 * h);
 }
 
+/* Q4_K / Q5_K for more than 4 tokens (prefill): block-major. Each block's
+ * 8-row half is unpacked once - the values as bytes, scales, mins, d and
+ * dmin - into an L1 buffer, and every 4-token group of the call runs on
+ * it, instead of each group unpacking the whole row group again (which
+ * the token-group order above does). Every (row, token) accumulator still
+ * takes the blocks in order with the same two float steps, so the values
+ * are bitwise those of k_p2_q45_k_tokens. */
+typedef struct {
+    __m256i w[4][8][2]; /* [chunk sp][word d][low / high nibbles (+ bit 4)] */
+    __m256i sc[8], mp[8];
+    __m256 dx, dmx;
+} k_p2_q45_half_t;
+
+KB void k_p2_q45_unpack(const uint8_t *blk, int h, const int q5, k_p2_q45_half_t *u)
+{
+    const int qs0 = q5 ? 12 : 4;
+    const __m256i m4 = _mm256_set1_epi8(0xF), m1 = _mm256_set1_epi8(1);
+    const __m256i dm = k_p2_half(blk, 0, h);
+    u->dx = k_p2_half_ps(dm, 0);
+    u->dmx = k_p2_half_ps(dm, 1);
+    k_p2_q4_scales_mins(k_p2_half(blk, 1, h), k_p2_half(blk, 2, h), k_p2_half(blk, 3, h), u->sc, u->mp);
+    _Pragma("GCC unroll 1") for (int sp = 0; sp < 4; sp++) _Pragma("GCC unroll 8") for (int d = 0; d < 8; d++) {
+        const __m256i v = k_p2_half(blk, qs0 + 8 * sp + d, h);
+        __m256i wl = _mm256_and_si256(v, m4), wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        if (q5) {
+            const __m256i qh = k_p2_half(blk, 4 + d, h);
+            wl = _mm256_or_si256(wl, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * sp), m1), 4));
+            wh = _mm256_or_si256(wh, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * sp + 1), m1), 4));
+        }
+        u->w[sp][d][0] = wl;
+        u->w[sp][d][1] = wh;
+    }
+}
+
+/* Tokens 0..ng-1 of block i on an unpacked half: acc[t] (8 rows) takes the
+ * block's steps as in k_p2_q45_k_tokens. */
+KB void k_p2_q45_half_tokens(const k_p2_q45_half_t *u, const void *act, size_t act_stride, int64_t i, __m256 *acc,
+                             const int ng, const int q5)
+{
+    const int run = q5 ? K_P2_RUN(4) : 8;
+    __m256i s[4];
+    K_FOR_G(t) s[t] = _mm256_setzero_si256();
+    _Pragma("GCC unroll 1") for (int sp = 0; sp < 4; sp++) {
+        _Pragma("GCC unroll 2") for (int d0 = 0; d0 < 8; d0 += run) {
+            __m256i tl[4], th[4];
+            K_FOR_G(t) tl[t] = th[t] = _mm256_setzero_si256();
+            _Pragma("GCC unroll 8") for (int d = d0; d < d0 + run; d++) {
+                const __m256i wl = u->w[sp][d][0], wh = u->w[sp][d][1];
+                K_FOR_G(t) {
+                    const int8_t *q = K_ACT(block_q8_K, t, i)->qs + 64 * sp + 4 * d;
+                    tl[t] = k_p2_dot_acc(tl[t], wl, k_p2_bc4(q));
+                    th[t] = k_p2_dot_acc(th[t], wh, k_p2_bc4(q + 32));
+                }
+            }
+            K_FOR_G(t) {
+                s[t] = _mm256_add_epi32(s[t], k_p2_scaled(tl[t], u->sc[2 * sp]));
+                s[t] = _mm256_add_epi32(s[t], k_p2_scaled(th[t], u->sc[2 * sp + 1]));
+            }
+        }
+    }
+    K_FOR_G(t) {
+        const block_q8_K *y = K_ACT(block_q8_K, t, i);
+        __m256i m = _mm256_setzero_si256();
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+            m = _mm256_add_epi32(m, _mm256_madd_epi16(u->mp[k], k_p2_bc4(y->bsums + 2 * k)));
+        const __m256 dy = _mm256_set1_ps(y->d);
+        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(u->dx, dy), _mm256_cvtepi32_ps(s[t]), acc[t]);
+        acc[t] = _mm256_fnmadd_ps(_mm256_mul_ps(u->dmx, dy), _mm256_cvtepi32_ps(m), acc[t]);
+    }
+}
+
+#define K_P2_Q45_HALF(ng, q5, suffix)                                                                          \
+    static __attribute__((noinline)) void KNAME(p2_q45h_##suffix##_g##ng##_)(                                  \
+        const k_p2_q45_half_t *u, const void *act, size_t act_stride, int64_t i, __m256 *acc)                 \
+    {                                                                                                       \
+        k_p2_q45_half_tokens(u, act, act_stride, i, acc, ng, q5);                                           \
+    }
+K_P2_Q45_HALF(1, 0, q4)
+K_P2_Q45_HALF(2, 0, q4)
+K_P2_Q45_HALF(3, 0, q4)
+K_P2_Q45_HALF(4, 0, q4)
+K_P2_Q45_HALF(1, 1, q5)
+K_P2_Q45_HALF(2, 1, q5)
+K_P2_Q45_HALF(3, 1, q5)
+K_P2_Q45_HALF(4, 1, q5)
+
+/* One group of 16 rows x nt (<= KERN_NT_MAX) tokens, block-major. */
+#define K_P2_Q45_BLOCK_MAJOR(suffix, q5)                                                                       \
+    static void KNAME(p2_q45bm_##suffix##_)(int64_t n, const uint8_t *g, const void *act, size_t act_stride,   \
+                                            int nt, float *out, size_t out_stride, unsigned keep)             \
+    {                                                                                                       \
+        const int64_t nb = n / QK_K;                                                                        \
+        const size_t vecs = q5 ? KPACK_Q5_K_VECS : KPACK_Q4_K_VECS;                                         \
+        __m256 acc[2][KERN_NT_MAX];                                                                         \
+        k_p2_q45_half_t u;                                                                                  \
+        for (int h = 0; h < 2; h++)                                                                         \
+            for (int t = 0; t < nt; t++)                                                                    \
+                acc[h][t] = _mm256_setzero_ps();                                                            \
+        for (int64_t i = 0; i < nb; i++) {                                                                  \
+            const uint8_t *blk = g + (size_t)i * vecs * KPACK_VEC;                                          \
+            k_p2_pf(blk, vecs * KPACK_VEC);                                                                 \
+            for (int h = 0; h < 2; h++) {                                                                   \
+                k_p2_q45_unpack(blk, h, q5, &u);                                                            \
+                for (int t = 0; t < nt; t += 4) {                                                           \
+                    const void *a = (const uint8_t *)act + (size_t)t * act_stride;                           \
+                    switch (nt - t < 4 ? nt - t : 4) {                                                      \
+                    case 1: KNAME(p2_q45h_##suffix##_g1_)(&u, a, act_stride, i, acc[h] + t); break;         \
+                    case 2: KNAME(p2_q45h_##suffix##_g2_)(&u, a, act_stride, i, acc[h] + t); break;         \
+                    case 3: KNAME(p2_q45h_##suffix##_g3_)(&u, a, act_stride, i, acc[h] + t); break;         \
+                    default: KNAME(p2_q45h_##suffix##_g4_)(&u, a, act_stride, i, acc[h] + t); break;        \
+                    }                                                                                       \
+                }                                                                                           \
+            }                                                                                               \
+        }                                                                                                   \
+        for (int h = 0; h < 2; h++)                                                                         \
+            for (int t = 0; t < nt; t++)                                                                    \
+                k_p2_store(acc[h][t], (keep >> (8 * h)) & 0xFF, out + (size_t)t * out_stride + 8 * h);      \
+    }
+K_P2_Q45_BLOCK_MAJOR(q4, 0)
+K_P2_Q45_BLOCK_MAJOR(q5, 1)
+
 /* ---- Q6_K ---------------------------------------------------------------- */
 
 /* The 6-bit values (0..63) of the four element groups that share ql words
@@ -458,6 +580,24 @@ KB void k_p2_q6_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t ac
             }                                                                                                   \
         }                                                                                                       \
     }
+/* As K_P2_GROUPS, with more than 4 tokens going to the block-major
+ * p2_q45bm_<bm>_ (same values; the weights unpacked once per block). */
+#define K_P2_GROUPS_BM(name, call, bm)                                                                          \
+    static __attribute__((noinline)) void KNAME(p2_##name##_g1_)(K_P2_ARGS) { call(1); }                        \
+    static __attribute__((noinline)) void KNAME(p2_##name##_g2_)(K_P2_ARGS) { call(2); }                        \
+    static __attribute__((noinline)) void KNAME(p2_##name##_g3_)(K_P2_ARGS) { call(3); }                        \
+    static __attribute__((noinline)) void KNAME(p2_##name##_g4_)(K_P2_ARGS) { call(4); }                        \
+    static void KNAME(pk_##name##_)(int64_t n, const void *group, const void *act, size_t act_stride, int nt,   \
+                                    float *out, size_t out_stride, unsigned keep)                              \
+    {                                                                                                           \
+        switch (nt) {                                                                                           \
+        case 1: KNAME(p2_##name##_g1_)(n, group, act, act_stride, out, out_stride, keep); break;                 \
+        case 2: KNAME(p2_##name##_g2_)(n, group, act, act_stride, out, out_stride, keep); break;                 \
+        case 3: KNAME(p2_##name##_g3_)(n, group, act, act_stride, out, out_stride, keep); break;                 \
+        case 4: KNAME(p2_##name##_g4_)(n, group, act, act_stride, out, out_stride, keep); break;                 \
+        default: KNAME(p2_q45bm_##bm##_)(n, group, act, act_stride, nt, out, out_stride, keep); break;           \
+        }                                                                                                       \
+    }
 #define K_P2_ARGS \
     int64_t n, const void *group, const void *act, size_t act_stride, float *out, size_t out_stride, unsigned keep
 #define K_P2_Q8_0(ng) k_p2_int8_tokens(n, group, act, act_stride, out, out_stride, keep, ng, 0)
@@ -469,6 +609,6 @@ KB void k_p2_q6_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t ac
 K_P2_GROUPS(q8_0, K_P2_Q8_0)
 K_P2_GROUPS(q5_0, K_P2_Q5_0)
 K_P2_GROUPS(q4_0, K_P2_Q4_0)
-K_P2_GROUPS(q4_k, K_P2_Q4_K)
-K_P2_GROUPS(q5_k, K_P2_Q5_K)
+K_P2_GROUPS_BM(q4_k, K_P2_Q4_K, q4)
+K_P2_GROUPS_BM(q5_k, K_P2_Q5_K, q5)
 K_P2_GROUPS(q6_k, K_P2_Q6_K)

@@ -559,6 +559,104 @@ KB void k_p2_q6_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t ac
         k_p2_store(acc[h][t], (keep >> (8 * h)) & 0xFF, out + (size_t)t * out_stride + 8 * h);
 }
 
+/* Q6_K for more than 4 tokens (prefill): block-major as Q4_K / Q5_K above.
+ * Each block's 8-row half is unpacked once (the 64 words of 6-bit values,
+ * the scale pairs, d) and every 4-token group of the call runs on it with
+ * the several-token order of k_p2_q6_k_tokens: the same integers and the
+ * same float steps, so the same values. */
+typedef struct {
+    __m256i w[16][4]; /* [sub-block][element group] */
+    __m256i sc16[16], scp[8];
+    __m256 dx;
+} k_p2_q6_half_t;
+
+KB void k_p2_q6_unpack(const uint8_t *blk, int h, k_p2_q6_half_t *u)
+{
+    u->dx = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(blk + 52 * KPACK_VEC + 16 * h)));
+    _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {
+        const __m256i su = k_p2_half(blk, 48 + v, h);
+        _Pragma("GCC unroll 4") for (int b = 0; b < 4; b++)
+            u->sc16[4 * v + b] = _mm256_srai_epi16(_mm256_shuffle_epi8(su, k_p2_q6_scale_shuf(b)), 8);
+    }
+    _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+        u->scp[k] = _mm256_blend_epi16(u->sc16[2 * k], u->sc16[2 * k + 1], 0xAA);
+    _Pragma("GCC unroll 1") for (int hh = 0; hh < 2; hh++) _Pragma("GCC unroll 8") for (int d = 0; d < 8; d++) {
+        __m256i w[4];
+        k_p2_q6_words(k_p2_half(blk, 16 * hh + d, h), k_p2_half(blk, 16 * hh + 8 + d, h),
+                      k_p2_half(blk, 32 + 8 * hh + d, h), w);
+        /* w[q]: element group d % 4 of sub-block 8 hh + 2 q + d / 4 */
+        _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) u->w[8 * hh + 2 * q + d / 4][d % 4] = w[q];
+    }
+}
+
+KB void k_p2_q6_half_tokens(const k_p2_q6_half_t *u, const void *act, size_t act_stride, int64_t i, __m256 *acc,
+                            const int ng)
+{
+    __m256i s[4];
+    K_FOR_G(t) s[t] = _mm256_setzero_si256();
+    _Pragma("GCC unroll 1") for (int hh = 0; hh < 2; hh++) _Pragma("GCC unroll 8") for (int g8 = 0; g8 < 8; g8++) {
+        const int sg = 8 * hh + g8;
+        const __m256i w0 = u->w[sg][0], w1 = u->w[sg][1], w2 = u->w[sg][2], w3 = u->w[sg][3];
+        K_FOR_G(t) {
+            const int8_t *q = K_ACT(block_q8_K, t, i)->qs + 16 * sg;
+            const __m256i z = _mm256_setzero_si256();
+            const __m256i p01 = k_p2_dot_acc(k_p2_dot_acc(z, w0, k_p2_bc4(q)), w1, k_p2_bc4(q + 4));
+            const __m256i p23 = k_p2_dot_acc(k_p2_dot_acc(z, w2, k_p2_bc4(q + 8)), w3, k_p2_bc4(q + 12));
+            s[t] = _mm256_add_epi32(s[t], k_p2_scaled(p01, u->sc16[sg]));
+            s[t] = _mm256_add_epi32(s[t], k_p2_scaled(p23, u->sc16[sg]));
+        }
+    }
+    K_FOR_G(t) {
+        const block_q8_K *y = K_ACT(block_q8_K, t, i);
+        __m256i o = _mm256_setzero_si256();
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+            o = _mm256_add_epi32(o, _mm256_madd_epi16(u->scp[k], k_p2_bc4(y->bsums + 2 * k)));
+        const __m256i tot = _mm256_sub_epi32(s[t], _mm256_slli_epi32(o, 5));
+        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(u->dx, _mm256_set1_ps(y->d)), _mm256_cvtepi32_ps(tot), acc[t]);
+    }
+}
+
+#define K_P2_Q6_HALF(ng)                                                                                       \
+    static __attribute__((noinline)) void KNAME(p2_q6h_g##ng##_)(const k_p2_q6_half_t *u, const void *act,     \
+                                                               size_t act_stride, int64_t i, __m256 *acc)     \
+    {                                                                                                       \
+        k_p2_q6_half_tokens(u, act, act_stride, i, acc, ng);                                                \
+    }
+K_P2_Q6_HALF(1)
+K_P2_Q6_HALF(2)
+K_P2_Q6_HALF(3)
+K_P2_Q6_HALF(4)
+
+static void KNAME(p2_q6bm_)(int64_t n, const uint8_t *g, const void *act, size_t act_stride, int nt, float *out,
+                            size_t out_stride, unsigned keep)
+{
+    const int64_t nb = n / QK_K;
+    __m256 acc[2][KERN_NT_MAX];
+    k_p2_q6_half_t u;
+    for (int h = 0; h < 2; h++)
+        for (int t = 0; t < nt; t++)
+            acc[h][t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *blk = g + (size_t)i * KPACK_Q6_K_VECS * KPACK_VEC;
+        k_p2_pf(blk, KPACK_Q6_K_VECS * KPACK_VEC);
+        for (int h = 0; h < 2; h++) {
+            k_p2_q6_unpack(blk, h, &u);
+            for (int t = 0; t < nt; t += 4) {
+                const void *a = (const uint8_t *)act + (size_t)t * act_stride;
+                switch (nt - t < 4 ? nt - t : 4) {
+                case 1: KNAME(p2_q6h_g1_)(&u, a, act_stride, i, acc[h] + t); break;
+                case 2: KNAME(p2_q6h_g2_)(&u, a, act_stride, i, acc[h] + t); break;
+                case 3: KNAME(p2_q6h_g3_)(&u, a, act_stride, i, acc[h] + t); break;
+                default: KNAME(p2_q6h_g4_)(&u, a, act_stride, i, acc[h] + t); break;
+                }
+            }
+        }
+    }
+    for (int h = 0; h < 2; h++)
+        for (int t = 0; t < nt; t++)
+            k_p2_store(acc[h][t], (keep >> (8 * h)) & 0xFF, out + (size_t)t * out_stride + 8 * h);
+}
+
 /* ---- entry points: groups of up to 4 tokens -------------------------------- */
 
 #define K_P2_GROUPS(name, call)                                                                                 \
@@ -580,8 +678,9 @@ KB void k_p2_q6_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t ac
             }                                                                                                   \
         }                                                                                                       \
     }
+
 /* As K_P2_GROUPS, with more than 4 tokens going to the block-major
- * p2_q45bm_<bm>_ (same values; the weights unpacked once per block). */
+ * function bm (same values; the weights unpacked once per block). */
 #define K_P2_GROUPS_BM(name, call, bm)                                                                          \
     static __attribute__((noinline)) void KNAME(p2_##name##_g1_)(K_P2_ARGS) { call(1); }                        \
     static __attribute__((noinline)) void KNAME(p2_##name##_g2_)(K_P2_ARGS) { call(2); }                        \
@@ -595,7 +694,7 @@ KB void k_p2_q6_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t ac
         case 2: KNAME(p2_##name##_g2_)(n, group, act, act_stride, out, out_stride, keep); break;                 \
         case 3: KNAME(p2_##name##_g3_)(n, group, act, act_stride, out, out_stride, keep); break;                 \
         case 4: KNAME(p2_##name##_g4_)(n, group, act, act_stride, out, out_stride, keep); break;                 \
-        default: KNAME(p2_q45bm_##bm##_)(n, group, act, act_stride, nt, out, out_stride, keep); break;           \
+        default: KNAME(bm)(n, group, act, act_stride, nt, out, out_stride, keep); break;                       \
         }                                                                                                       \
     }
 #define K_P2_ARGS \
@@ -609,6 +708,6 @@ KB void k_p2_q6_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t ac
 K_P2_GROUPS(q8_0, K_P2_Q8_0)
 K_P2_GROUPS(q5_0, K_P2_Q5_0)
 K_P2_GROUPS(q4_0, K_P2_Q4_0)
-K_P2_GROUPS_BM(q4_k, K_P2_Q4_K, q4)
-K_P2_GROUPS_BM(q5_k, K_P2_Q5_K, q5)
-K_P2_GROUPS(q6_k, K_P2_Q6_K)
+K_P2_GROUPS_BM(q4_k, K_P2_Q4_K, p2_q45bm_q4_)
+K_P2_GROUPS_BM(q5_k, K_P2_Q5_K, p2_q45bm_q5_)
+K_P2_GROUPS_BM(q6_k, K_P2_Q6_K, p2_q6bm_)

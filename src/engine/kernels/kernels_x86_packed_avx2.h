@@ -264,6 +264,71 @@ KB void k_p2_q4_scales_mins(__m256i u0, __m256i u1, __m256i u2, __m256i sc[8], _
     }
 }
 
+/* Word d of chunk sp of half h (8 rows x 4 values each): low and high
+ * nibbles, with bit 4 from qh for Q5_K. */
+KB void k_p2_q45_word(const uint8_t *blk, int h, int sp, int d, const int q5, __m256i *wl, __m256i *wh)
+{
+    const __m256i m4 = _mm256_set1_epi8(0xF), m1 = _mm256_set1_epi8(1);
+    const __m256i v = k_p2_half(blk, (q5 ? 12 : 4) + 8 * sp + d, h);
+    *wl = _mm256_and_si256(v, m4);
+    *wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    if (q5) {
+        const __m256i qh = k_p2_half(blk, 4 + d, h);
+        *wl = _mm256_or_si256(*wl, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * sp), m1), 4));
+        *wh = _mm256_or_si256(*wh, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * sp + 1), m1), 4));
+    }
+}
+
+/* A block's two float steps for one token: acc + d dy S - dmin dy M, with
+ * M the mins (pairs mp) against the token's 16-element sums. */
+KB __m256 k_p2_q45_finish(__m256 acc, __m256i s, const __m256i mp[8], __m256 dx, __m256 dmx, const block_q8_K *y)
+{
+    __m256i m = _mm256_setzero_si256();
+    _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+        m = _mm256_add_epi32(m, _mm256_madd_epi16(mp[k], k_p2_bc4(y->bsums + 2 * k)));
+    const __m256 dy = _mm256_set1_ps(y->d);
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy), _mm256_cvtepi32_ps(s), acc);
+    return _mm256_fnmadd_ps(_mm256_mul_ps(dmx, dy), _mm256_cvtepi32_ps(m), acc);
+}
+
+typedef struct {
+    __m256i w[4][8][2]; /* [chunk sp][word d][low / high nibbles (+ bit 4)] */
+    __m256i sc[8], mp[8];
+    __m256 dx, dmx;
+} k_p2_q45_half_t;
+
+/* s[t] = the block's scaled integer sums of half h for tokens 0..ng-1, the
+ * words taken from u when `unpacked` (block-major: unpacked once), else
+ * unpacked from blk as they are used. */
+KB void k_p2_q45_sums(const uint8_t *blk, int h, const k_p2_q45_half_t *u, const __m256i sc[8], const void *act,
+                      size_t act_stride, int64_t i, __m256i s[4], const int ng, const int q5, const int unpacked)
+{
+    const int run = q5 ? K_P2_RUN(4) : 8;
+    K_FOR_G(t) s[t] = _mm256_setzero_si256();
+    _Pragma("GCC unroll 1") for (int sp = 0; sp < 4; sp++) {
+        _Pragma("GCC unroll 2") for (int d0 = 0; d0 < 8; d0 += run) {
+            __m256i tl[4], th[4];
+            K_FOR_G(t) tl[t] = th[t] = _mm256_setzero_si256();
+            _Pragma("GCC unroll 8") for (int d = d0; d < d0 + run; d++) {
+                __m256i wl, wh;
+                if (unpacked)
+                    wl = u->w[sp][d][0], wh = u->w[sp][d][1];
+                else
+                    k_p2_q45_word(blk, h, sp, d, q5, &wl, &wh);
+                K_FOR_G(t) {
+                    const int8_t *q = K_ACT(block_q8_K, t, i)->qs + 64 * sp + 4 * d;
+                    tl[t] = k_p2_dot_acc(tl[t], wl, k_p2_bc4(q));
+                    th[t] = k_p2_dot_acc(th[t], wh, k_p2_bc4(q + 32));
+                }
+            }
+            K_FOR_G(t) {
+                s[t] = _mm256_add_epi32(s[t], k_p2_scaled(tl[t], sc[2 * sp]));
+                s[t] = _mm256_add_epi32(s[t], k_p2_scaled(th[t], sc[2 * sp + 1]));
+            }
+        }
+    }
+}
+
 /* Q4_K (q5 = 0) and Q5_K (q5 = 1: bit 4 of each value from qh, vectors
  * 4..11, bit 2 sp for chunk sp's low nibbles and 2 sp + 1 for its high
  * ones; the 5-bit values' pair sums are added 4 words at a time in int16,
@@ -273,8 +338,6 @@ KB void k_p2_q45_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t a
 {
     const int64_t nb = n / QK_K;
     const size_t vecs = q5 ? KPACK_Q5_K_VECS : KPACK_Q4_K_VECS;
-    const int qs0 = q5 ? 12 : 4, run = q5 ? K_P2_RUN(4) : 8;
-    const __m256i m4 = _mm256_set1_epi8(0xF), m1 = _mm256_set1_epi8(1);
     __m256 acc[2][4];
     _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) K_FOR_G(t) acc[h][t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
@@ -286,41 +349,8 @@ KB void k_p2_q45_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t a
             __m256i sc[8], mp[8];
             k_p2_q4_scales_mins(k_p2_half(blk, 1, h), k_p2_half(blk, 2, h), k_p2_half(blk, 3, h), sc, mp);
             __m256i s[4];
-            K_FOR_G(t) s[t] = _mm256_setzero_si256();
-            _Pragma("GCC unroll 1") for (int sp = 0; sp < 4; sp++) {
-                _Pragma("GCC unroll 2") for (int d0 = 0; d0 < 8; d0 += run) {
-                    __m256i tl[4], th[4];
-                    K_FOR_G(t) tl[t] = th[t] = _mm256_setzero_si256();
-                    _Pragma("GCC unroll 8") for (int d = d0; d < d0 + run; d++) {
-                        const __m256i v = k_p2_half(blk, qs0 + 8 * sp + d, h);
-                        __m256i wl = _mm256_and_si256(v, m4), wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-                        if (q5) {
-                            const __m256i qh = k_p2_half(blk, 4 + d, h);
-                            wl = _mm256_or_si256(wl, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * sp), m1), 4));
-                            wh = _mm256_or_si256(
-                                wh, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * sp + 1), m1), 4));
-                        }
-                        K_FOR_G(t) {
-                            const int8_t *q = K_ACT(block_q8_K, t, i)->qs + 64 * sp + 4 * d;
-                            tl[t] = k_p2_dot_acc(tl[t], wl, k_p2_bc4(q));
-                            th[t] = k_p2_dot_acc(th[t], wh, k_p2_bc4(q + 32));
-                        }
-                    }
-                    K_FOR_G(t) {
-                        s[t] = _mm256_add_epi32(s[t], k_p2_scaled(tl[t], sc[2 * sp]));
-                        s[t] = _mm256_add_epi32(s[t], k_p2_scaled(th[t], sc[2 * sp + 1]));
-                    }
-                }
-            }
-            K_FOR_G(t) {
-                const block_q8_K *y = K_ACT(block_q8_K, t, i);
-                __m256i m = _mm256_setzero_si256();
-                _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
-                    m = _mm256_add_epi32(m, _mm256_madd_epi16(mp[k], k_p2_bc4(y->bsums + 2 * k)));
-                const __m256 dy = _mm256_set1_ps(y->d);
-                acc[h][t] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy), _mm256_cvtepi32_ps(s[t]), acc[h][t]);
-                acc[h][t] = _mm256_fnmadd_ps(_mm256_mul_ps(dmx, dy), _mm256_cvtepi32_ps(m), acc[h][t]);
-            }
+            k_p2_q45_sums(blk, h, NULL, sc, act, act_stride, i, s, ng, q5, 0);
+            K_FOR_G(t) acc[h][t] = k_p2_q45_finish(acc[h][t], s[t], mp, dx, dmx, K_ACT(block_q8_K, t, i));
         }
     }
     _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) K_FOR_G(t)
@@ -334,31 +364,14 @@ KB void k_p2_q45_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t a
  * the token-group order above does). Every (row, token) accumulator still
  * takes the blocks in order with the same two float steps, so the values
  * are bitwise those of k_p2_q45_k_tokens. */
-typedef struct {
-    __m256i w[4][8][2]; /* [chunk sp][word d][low / high nibbles (+ bit 4)] */
-    __m256i sc[8], mp[8];
-    __m256 dx, dmx;
-} k_p2_q45_half_t;
-
 KB void k_p2_q45_unpack(const uint8_t *blk, int h, const int q5, k_p2_q45_half_t *u)
 {
-    const int qs0 = q5 ? 12 : 4;
-    const __m256i m4 = _mm256_set1_epi8(0xF), m1 = _mm256_set1_epi8(1);
     const __m256i dm = k_p2_half(blk, 0, h);
     u->dx = k_p2_half_ps(dm, 0);
     u->dmx = k_p2_half_ps(dm, 1);
     k_p2_q4_scales_mins(k_p2_half(blk, 1, h), k_p2_half(blk, 2, h), k_p2_half(blk, 3, h), u->sc, u->mp);
-    _Pragma("GCC unroll 1") for (int sp = 0; sp < 4; sp++) _Pragma("GCC unroll 8") for (int d = 0; d < 8; d++) {
-        const __m256i v = k_p2_half(blk, qs0 + 8 * sp + d, h);
-        __m256i wl = _mm256_and_si256(v, m4), wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-        if (q5) {
-            const __m256i qh = k_p2_half(blk, 4 + d, h);
-            wl = _mm256_or_si256(wl, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * sp), m1), 4));
-            wh = _mm256_or_si256(wh, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * sp + 1), m1), 4));
-        }
-        u->w[sp][d][0] = wl;
-        u->w[sp][d][1] = wh;
-    }
+    _Pragma("GCC unroll 1") for (int sp = 0; sp < 4; sp++) _Pragma("GCC unroll 8") for (int d = 0; d < 8; d++)
+        k_p2_q45_word(blk, h, sp, d, q5, &u->w[sp][d][0], &u->w[sp][d][1]);
 }
 
 /* Tokens 0..ng-1 of block i on an unpacked half: acc[t] (8 rows) takes the
@@ -366,36 +379,9 @@ KB void k_p2_q45_unpack(const uint8_t *blk, int h, const int q5, k_p2_q45_half_t
 KB void k_p2_q45_half_tokens(const k_p2_q45_half_t *u, const void *act, size_t act_stride, int64_t i, __m256 *acc,
                              const int ng, const int q5)
 {
-    const int run = q5 ? K_P2_RUN(4) : 8;
     __m256i s[4];
-    K_FOR_G(t) s[t] = _mm256_setzero_si256();
-    _Pragma("GCC unroll 1") for (int sp = 0; sp < 4; sp++) {
-        _Pragma("GCC unroll 2") for (int d0 = 0; d0 < 8; d0 += run) {
-            __m256i tl[4], th[4];
-            K_FOR_G(t) tl[t] = th[t] = _mm256_setzero_si256();
-            _Pragma("GCC unroll 8") for (int d = d0; d < d0 + run; d++) {
-                const __m256i wl = u->w[sp][d][0], wh = u->w[sp][d][1];
-                K_FOR_G(t) {
-                    const int8_t *q = K_ACT(block_q8_K, t, i)->qs + 64 * sp + 4 * d;
-                    tl[t] = k_p2_dot_acc(tl[t], wl, k_p2_bc4(q));
-                    th[t] = k_p2_dot_acc(th[t], wh, k_p2_bc4(q + 32));
-                }
-            }
-            K_FOR_G(t) {
-                s[t] = _mm256_add_epi32(s[t], k_p2_scaled(tl[t], u->sc[2 * sp]));
-                s[t] = _mm256_add_epi32(s[t], k_p2_scaled(th[t], u->sc[2 * sp + 1]));
-            }
-        }
-    }
-    K_FOR_G(t) {
-        const block_q8_K *y = K_ACT(block_q8_K, t, i);
-        __m256i m = _mm256_setzero_si256();
-        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
-            m = _mm256_add_epi32(m, _mm256_madd_epi16(u->mp[k], k_p2_bc4(y->bsums + 2 * k)));
-        const __m256 dy = _mm256_set1_ps(y->d);
-        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(u->dx, dy), _mm256_cvtepi32_ps(s[t]), acc[t]);
-        acc[t] = _mm256_fnmadd_ps(_mm256_mul_ps(u->dmx, dy), _mm256_cvtepi32_ps(m), acc[t]);
-    }
+    k_p2_q45_sums(NULL, 0, u, u->sc, act, act_stride, i, s, ng, q5, 1);
+    K_FOR_G(t) acc[t] = k_p2_q45_finish(acc[t], s[t], u->mp, u->dx, u->dmx, K_ACT(block_q8_K, t, i));
 }
 
 #define K_P2_Q45_HALF(ng, q5, suffix)                                                                          \
@@ -413,30 +399,31 @@ K_P2_Q45_HALF(2, 1, q5)
 K_P2_Q45_HALF(3, 1, q5)
 K_P2_Q45_HALF(4, 1, q5)
 
-/* One group of 16 rows x nt (<= KERN_NT_MAX) tokens, block-major. */
-#define K_P2_Q45_BLOCK_MAJOR(suffix, q5)                                                                       \
-    static void KNAME(p2_q45bm_##suffix##_)(int64_t n, const uint8_t *g, const void *act, size_t act_stride,   \
-                                            int nt, float *out, size_t out_stride, unsigned keep)             \
+/* One group of 16 rows x nt (<= KERN_NT_MAX) tokens, block-major: each
+ * block's 8-row half unpacked once by unpack(blk, h, &u) into a half_t,
+ * then half<ng>_(&u, ...) for every group of up to 4 tokens. */
+#define K_P2_BLOCK_MAJOR(fname, half_t, vecs, unpack, half)                                                    \
+    static void KNAME(fname)(int64_t n, const uint8_t *g, const void *act, size_t act_stride, int nt, float *out, \
+                             size_t out_stride, unsigned keep)                                                \
     {                                                                                                       \
         const int64_t nb = n / QK_K;                                                                        \
-        const size_t vecs = q5 ? KPACK_Q5_K_VECS : KPACK_Q4_K_VECS;                                         \
         __m256 acc[2][KERN_NT_MAX];                                                                         \
-        k_p2_q45_half_t u;                                                                                  \
+        half_t u;                                                                                           \
         for (int h = 0; h < 2; h++)                                                                         \
             for (int t = 0; t < nt; t++)                                                                    \
                 acc[h][t] = _mm256_setzero_ps();                                                            \
         for (int64_t i = 0; i < nb; i++) {                                                                  \
-            const uint8_t *blk = g + (size_t)i * vecs * KPACK_VEC;                                          \
-            k_p2_pf(blk, vecs * KPACK_VEC);                                                                 \
+            const uint8_t *blk = g + (size_t)i * (vecs) * KPACK_VEC;                                        \
+            k_p2_pf(blk, (vecs) * KPACK_VEC);                                                               \
             for (int h = 0; h < 2; h++) {                                                                   \
-                k_p2_q45_unpack(blk, h, q5, &u);                                                            \
+                unpack(blk, h, &u);                                                                         \
                 for (int t = 0; t < nt; t += 4) {                                                           \
                     const void *a = (const uint8_t *)act + (size_t)t * act_stride;                           \
                     switch (nt - t < 4 ? nt - t : 4) {                                                      \
-                    case 1: KNAME(p2_q45h_##suffix##_g1_)(&u, a, act_stride, i, acc[h] + t); break;         \
-                    case 2: KNAME(p2_q45h_##suffix##_g2_)(&u, a, act_stride, i, acc[h] + t); break;         \
-                    case 3: KNAME(p2_q45h_##suffix##_g3_)(&u, a, act_stride, i, acc[h] + t); break;         \
-                    default: KNAME(p2_q45h_##suffix##_g4_)(&u, a, act_stride, i, acc[h] + t); break;        \
+                    case 1: KNAME(half##1_)(&u, a, act_stride, i, acc[h] + t); break;                       \
+                    case 2: KNAME(half##2_)(&u, a, act_stride, i, acc[h] + t); break;                       \
+                    case 3: KNAME(half##3_)(&u, a, act_stride, i, acc[h] + t); break;                       \
+                    default: KNAME(half##4_)(&u, a, act_stride, i, acc[h] + t); break;                      \
                     }                                                                                       \
                 }                                                                                           \
             }                                                                                               \
@@ -445,8 +432,10 @@ K_P2_Q45_HALF(4, 1, q5)
             for (int t = 0; t < nt; t++)                                                                    \
                 k_p2_store(acc[h][t], (keep >> (8 * h)) & 0xFF, out + (size_t)t * out_stride + 8 * h);      \
     }
-K_P2_Q45_BLOCK_MAJOR(q4, 0)
-K_P2_Q45_BLOCK_MAJOR(q5, 1)
+#define K_P2_UNPACK_Q4(blk, h, u) k_p2_q45_unpack(blk, h, 0, u)
+#define K_P2_UNPACK_Q5(blk, h, u) k_p2_q45_unpack(blk, h, 1, u)
+K_P2_BLOCK_MAJOR(p2_q45bm_q4_, k_p2_q45_half_t, KPACK_Q4_K_VECS, K_P2_UNPACK_Q4, p2_q45h_q4_g)
+K_P2_BLOCK_MAJOR(p2_q45bm_q5_, k_p2_q45_half_t, KPACK_Q5_K_VECS, K_P2_UNPACK_Q5, p2_q45h_q5_g)
 
 /* ---- Q6_K ---------------------------------------------------------------- */
 
@@ -482,6 +471,28 @@ KB __m256i k_p2_q6_scale_shuf(const int b)
     const int m0 = 0x80 | b << 8 | 0x80 << 16 | b << 24, step = 4 << 8 | 4 << 24;
     return _mm256_setr_epi32(m0, m0 + step, m0 + 2 * step, m0 + 3 * step, m0, m0 + step, m0 + 2 * step,
                              m0 + 3 * step);
+}
+
+/* Sub-block sg's 16 products for one token (words w0..w3, activations
+ * q = its 16 bytes), scaled, added to s. */
+KB __m256i k_p2_q6_sub(__m256i s, __m256i w0, __m256i w1, __m256i w2, __m256i w3, __m256i sc16, const int8_t *q)
+{
+    const __m256i z = _mm256_setzero_si256();
+    const __m256i p01 = k_p2_dot_acc(k_p2_dot_acc(z, w0, k_p2_bc4(q)), w1, k_p2_bc4(q + 4));
+    const __m256i p23 = k_p2_dot_acc(k_p2_dot_acc(z, w2, k_p2_bc4(q + 8)), w3, k_p2_bc4(q + 12));
+    s = _mm256_add_epi32(s, k_p2_scaled(p01, sc16));
+    return _mm256_add_epi32(s, k_p2_scaled(p23, sc16));
+}
+
+/* A block's float step for one token: acc + d dy (S - 32 O), O the scale
+ * pairs scp against the token's 16-element sums. */
+KB __m256 k_p2_q6_finish(__m256 acc, __m256i s, const __m256i scp[8], __m256 dx, const block_q8_K *y)
+{
+    __m256i o = _mm256_setzero_si256();
+    _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+        o = _mm256_add_epi32(o, _mm256_madd_epi16(scp[k], k_p2_bc4(y->bsums + 2 * k)));
+    const __m256i tot = _mm256_sub_epi32(s, _mm256_slli_epi32(o, 5));
+    return _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(y->d)), _mm256_cvtepi32_ps(tot), acc);
 }
 
 KB void k_p2_q6_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t act_stride, float *out,
@@ -535,24 +546,10 @@ KB void k_p2_q6_k_tokens(int64_t n, const uint8_t *g, const void *act, size_t ac
                     const int sg = 8 * hh + g8;
                     const __m256i w0 = k_p2_q6_word(blk, h, sg, 0), w1 = k_p2_q6_word(blk, h, sg, 1);
                     const __m256i w2 = k_p2_q6_word(blk, h, sg, 2), w3 = k_p2_q6_word(blk, h, sg, 3);
-                    K_FOR_G(t) {
-                        const int8_t *q = K_ACT(block_q8_K, t, i)->qs + 16 * sg;
-                        const __m256i z = _mm256_setzero_si256();
-                        const __m256i p01 = k_p2_dot_acc(k_p2_dot_acc(z, w0, k_p2_bc4(q)), w1, k_p2_bc4(q + 4));
-                        const __m256i p23 = k_p2_dot_acc(k_p2_dot_acc(z, w2, k_p2_bc4(q + 8)), w3, k_p2_bc4(q + 12));
-                        s[t] = _mm256_add_epi32(s[t], k_p2_scaled(p01, sc16[sg]));
-                        s[t] = _mm256_add_epi32(s[t], k_p2_scaled(p23, sc16[sg]));
-                    }
+                    K_FOR_G(t) s[t] = k_p2_q6_sub(s[t], w0, w1, w2, w3, sc16[sg], K_ACT(block_q8_K, t, i)->qs + 16 * sg);
                 }
             }
-            K_FOR_G(t) {
-                const block_q8_K *y = K_ACT(block_q8_K, t, i);
-                __m256i o = _mm256_setzero_si256();
-                _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
-                    o = _mm256_add_epi32(o, _mm256_madd_epi16(scp[k], k_p2_bc4(y->bsums + 2 * k)));
-                const __m256i tot = _mm256_sub_epi32(s[t], _mm256_slli_epi32(o, 5));
-                acc[h][t] = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(y->d)), _mm256_cvtepi32_ps(tot), acc[h][t]);
-            }
+            K_FOR_G(t) acc[h][t] = k_p2_q6_finish(acc[h][t], s[t], scp, dx, K_ACT(block_q8_K, t, i));
         }
     }
     _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) K_FOR_G(t)
@@ -597,23 +594,9 @@ KB void k_p2_q6_half_tokens(const k_p2_q6_half_t *u, const void *act, size_t act
     _Pragma("GCC unroll 1") for (int hh = 0; hh < 2; hh++) _Pragma("GCC unroll 8") for (int g8 = 0; g8 < 8; g8++) {
         const int sg = 8 * hh + g8;
         const __m256i w0 = u->w[sg][0], w1 = u->w[sg][1], w2 = u->w[sg][2], w3 = u->w[sg][3];
-        K_FOR_G(t) {
-            const int8_t *q = K_ACT(block_q8_K, t, i)->qs + 16 * sg;
-            const __m256i z = _mm256_setzero_si256();
-            const __m256i p01 = k_p2_dot_acc(k_p2_dot_acc(z, w0, k_p2_bc4(q)), w1, k_p2_bc4(q + 4));
-            const __m256i p23 = k_p2_dot_acc(k_p2_dot_acc(z, w2, k_p2_bc4(q + 8)), w3, k_p2_bc4(q + 12));
-            s[t] = _mm256_add_epi32(s[t], k_p2_scaled(p01, u->sc16[sg]));
-            s[t] = _mm256_add_epi32(s[t], k_p2_scaled(p23, u->sc16[sg]));
-        }
+        K_FOR_G(t) s[t] = k_p2_q6_sub(s[t], w0, w1, w2, w3, u->sc16[sg], K_ACT(block_q8_K, t, i)->qs + 16 * sg);
     }
-    K_FOR_G(t) {
-        const block_q8_K *y = K_ACT(block_q8_K, t, i);
-        __m256i o = _mm256_setzero_si256();
-        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
-            o = _mm256_add_epi32(o, _mm256_madd_epi16(u->scp[k], k_p2_bc4(y->bsums + 2 * k)));
-        const __m256i tot = _mm256_sub_epi32(s[t], _mm256_slli_epi32(o, 5));
-        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(u->dx, _mm256_set1_ps(y->d)), _mm256_cvtepi32_ps(tot), acc[t]);
-    }
+    K_FOR_G(t) acc[t] = k_p2_q6_finish(acc[t], s[t], u->scp, u->dx, K_ACT(block_q8_K, t, i));
 }
 
 #define K_P2_Q6_HALF(ng)                                                                                       \
@@ -627,75 +610,46 @@ K_P2_Q6_HALF(2)
 K_P2_Q6_HALF(3)
 K_P2_Q6_HALF(4)
 
-static void KNAME(p2_q6bm_)(int64_t n, const uint8_t *g, const void *act, size_t act_stride, int nt, float *out,
-                            size_t out_stride, unsigned keep)
-{
-    const int64_t nb = n / QK_K;
-    __m256 acc[2][KERN_NT_MAX];
-    k_p2_q6_half_t u;
-    for (int h = 0; h < 2; h++)
-        for (int t = 0; t < nt; t++)
-            acc[h][t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-        const uint8_t *blk = g + (size_t)i * KPACK_Q6_K_VECS * KPACK_VEC;
-        k_p2_pf(blk, KPACK_Q6_K_VECS * KPACK_VEC);
-        for (int h = 0; h < 2; h++) {
-            k_p2_q6_unpack(blk, h, &u);
-            for (int t = 0; t < nt; t += 4) {
-                const void *a = (const uint8_t *)act + (size_t)t * act_stride;
-                switch (nt - t < 4 ? nt - t : 4) {
-                case 1: KNAME(p2_q6h_g1_)(&u, a, act_stride, i, acc[h] + t); break;
-                case 2: KNAME(p2_q6h_g2_)(&u, a, act_stride, i, acc[h] + t); break;
-                case 3: KNAME(p2_q6h_g3_)(&u, a, act_stride, i, acc[h] + t); break;
-                default: KNAME(p2_q6h_g4_)(&u, a, act_stride, i, acc[h] + t); break;
-                }
-            }
-        }
-    }
-    for (int h = 0; h < 2; h++)
-        for (int t = 0; t < nt; t++)
-            k_p2_store(acc[h][t], (keep >> (8 * h)) & 0xFF, out + (size_t)t * out_stride + 8 * h);
-}
+K_P2_BLOCK_MAJOR(p2_q6bm_, k_p2_q6_half_t, KPACK_Q6_K_VECS, k_p2_q6_unpack, p2_q6h_g)
 
 /* ---- entry points: groups of up to 4 tokens -------------------------------- */
 
-#define K_P2_GROUPS(name, call)                                                                                 \
+#define K_P2_GROUP_FNS(name, call)                                                                              \
     static __attribute__((noinline)) void KNAME(p2_##name##_g1_)(K_P2_ARGS) { call(1); }                        \
     static __attribute__((noinline)) void KNAME(p2_##name##_g2_)(K_P2_ARGS) { call(2); }                        \
     static __attribute__((noinline)) void KNAME(p2_##name##_g3_)(K_P2_ARGS) { call(3); }                        \
-    static __attribute__((noinline)) void KNAME(p2_##name##_g4_)(K_P2_ARGS) { call(4); }                        \
+    static __attribute__((noinline)) void KNAME(p2_##name##_g4_)(K_P2_ARGS) { call(4); }
+/* The tokens of a call in groups of 4, each group over the whole row group. */
+#define K_P2_TOKEN_GROUPS(name)                                                                                 \
+    for (int t = 0; t < nt; t += 4) {                                                                           \
+        const void *a = (const uint8_t *)act + (size_t)t * act_stride;                                          \
+        float *o = out + (size_t)t * out_stride;                                                                \
+        switch (nt - t < 4 ? nt - t : 4) {                                                                      \
+        case 1: KNAME(p2_##name##_g1_)(n, group, a, act_stride, o, out_stride, keep); break;                     \
+        case 2: KNAME(p2_##name##_g2_)(n, group, a, act_stride, o, out_stride, keep); break;                     \
+        case 3: KNAME(p2_##name##_g3_)(n, group, a, act_stride, o, out_stride, keep); break;                     \
+        default: KNAME(p2_##name##_g4_)(n, group, a, act_stride, o, out_stride, keep); break;                    \
+        }                                                                                                       \
+    }
+#define K_P2_GROUPS(name, call)                                                                                 \
+    K_P2_GROUP_FNS(name, call)                                                                                  \
     static void KNAME(pk_##name##_)(int64_t n, const void *group, const void *act, size_t act_stride, int nt,   \
                                     float *out, size_t out_stride, unsigned keep)                              \
     {                                                                                                           \
-        for (int t = 0; t < nt; t += 4) {                                                                       \
-            const void *a = (const uint8_t *)act + (size_t)t * act_stride;                                      \
-            float *o = out + (size_t)t * out_stride;                                                            \
-            switch (nt - t < 4 ? nt - t : 4) {                                                                  \
-            case 1: KNAME(p2_##name##_g1_)(n, group, a, act_stride, o, out_stride, keep); break;                 \
-            case 2: KNAME(p2_##name##_g2_)(n, group, a, act_stride, o, out_stride, keep); break;                 \
-            case 3: KNAME(p2_##name##_g3_)(n, group, a, act_stride, o, out_stride, keep); break;                 \
-            default: KNAME(p2_##name##_g4_)(n, group, a, act_stride, o, out_stride, keep); break;                \
-            }                                                                                                   \
-        }                                                                                                       \
+        K_P2_TOKEN_GROUPS(name)                                                                                 \
     }
-
 /* As K_P2_GROUPS, with more than 4 tokens going to the block-major
  * function bm (same values; the weights unpacked once per block). */
 #define K_P2_GROUPS_BM(name, call, bm)                                                                          \
-    static __attribute__((noinline)) void KNAME(p2_##name##_g1_)(K_P2_ARGS) { call(1); }                        \
-    static __attribute__((noinline)) void KNAME(p2_##name##_g2_)(K_P2_ARGS) { call(2); }                        \
-    static __attribute__((noinline)) void KNAME(p2_##name##_g3_)(K_P2_ARGS) { call(3); }                        \
-    static __attribute__((noinline)) void KNAME(p2_##name##_g4_)(K_P2_ARGS) { call(4); }                        \
+    K_P2_GROUP_FNS(name, call)                                                                                  \
     static void KNAME(pk_##name##_)(int64_t n, const void *group, const void *act, size_t act_stride, int nt,   \
                                     float *out, size_t out_stride, unsigned keep)                              \
     {                                                                                                           \
-        switch (nt) {                                                                                           \
-        case 1: KNAME(p2_##name##_g1_)(n, group, act, act_stride, out, out_stride, keep); break;                 \
-        case 2: KNAME(p2_##name##_g2_)(n, group, act, act_stride, out, out_stride, keep); break;                 \
-        case 3: KNAME(p2_##name##_g3_)(n, group, act, act_stride, out, out_stride, keep); break;                 \
-        case 4: KNAME(p2_##name##_g4_)(n, group, act, act_stride, out, out_stride, keep); break;                 \
-        default: KNAME(bm)(n, group, act, act_stride, nt, out, out_stride, keep); break;                       \
+        if (nt > 4) {                                                                                           \
+            KNAME(bm)(n, group, act, act_stride, nt, out, out_stride, keep);                                    \
+            return;                                                                                             \
         }                                                                                                       \
+        K_P2_TOKEN_GROUPS(name)                                                                                 \
     }
 #define K_P2_ARGS \
     int64_t n, const void *group, const void *act, size_t act_stride, float *out, size_t out_stride, unsigned keep

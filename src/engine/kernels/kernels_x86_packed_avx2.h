@@ -9,7 +9,10 @@
  * transpositions or horizontal sums. Tokens go in groups of up to 4 (one
  * out-of-line function per group size keeps the accumulators in
  * registers); each group streams the whole group of rows (from L1/L2 after
- * the first).
+ * the first). With more than 4 tokens the K-quants (Q4_K, Q5_K, Q6_K), whose
+ * unpacking costs as much as the products of a few tokens, run block-major
+ * instead: each block's 8-row half is unpacked once into an L1 buffer and
+ * every token group runs on it, the blocks still in order per accumulator.
  *
  * The integer sums are exact and equal to the VNNI level's: without VNNI,
  * u8 x s8 products go through vpmaddubsw where the int16 pair sums cannot

@@ -339,6 +339,12 @@ static model_tensor_t expert_mat(const model_experts_t *x, int32_t e)
                             (const uint8_t *)x->data + (size_t)e * x->expert_bytes, NULL};
 }
 
+/* Expert e's packed copy (weights_pack.h), or NULL. */
+static const void *expert_packed(const model_experts_t *x, int32_t e)
+{
+    return x->packed ? (const uint8_t *)x->packed + (size_t)e * x->packed_expert_bytes : NULL;
+}
+
 static const float *expert_bias(const model_experts_t *x, int32_t e)
 {
     return x->bias ? x->bias + (int64_t)e * x->n_out : NULL;
@@ -426,10 +432,11 @@ static void experts_quant(ffn_t *f, tpool_t *pool, const model_layer_t *L, const
     for (int32_t j = 0; j < n_exp; j++) {
         const int32_t e = f->by_count[j], i0 = f->first[e];
         f->jobs[2 * j] = (kern_mm_t){tg, (const uint8_t *)L->x_gate.data + (size_t)e * L->x_gate.expert_bytes, FE, E,
-                                     (const uint8_t *)f->qg + (size_t)i0 * rg, f->hg + (int64_t)i0 * FE, NULL};
+                                     (const uint8_t *)f->qg + (size_t)i0 * rg, f->hg + (int64_t)i0 * FE,
+                                     expert_packed(&L->x_gate, e)};
         f->jobs[2 * j + 1] = (kern_mm_t){tu, (const uint8_t *)L->x_up.data + (size_t)e * L->x_up.expert_bytes, FE, E,
                                          (const uint8_t *)qu + (size_t)i0 * (same ? rg : ru),
-                                         f->hu + (int64_t)i0 * FE, NULL};
+                                         f->hu + (int64_t)i0 * FE, expert_packed(&L->x_up, e)};
     }
     run_jobs(f, pool, n_exp, 2);
     for (int32_t j = 0; j < n_exp; j++) {
@@ -449,7 +456,8 @@ static void experts_quant(ffn_t *f, tpool_t *pool, const model_layer_t *L, const
     for (int32_t j = 0; j < n_exp; j++) {
         const int32_t e = f->by_count[j], i0 = f->first[e];
         f->jobs[j] = (kern_mm_t){td, (const uint8_t *)L->x_down.data + (size_t)e * L->x_down.expert_bytes, E, FE,
-                                 (const uint8_t *)f->qh + (size_t)i0 * rd, f->dn + (int64_t)i0 * E, NULL};
+                                 (const uint8_t *)f->qh + (size_t)i0 * rd, f->dn + (int64_t)i0 * E,
+                                 expert_packed(&L->x_down, e)};
     }
     run_jobs(f, pool, n_exp, 1);
     for (int32_t j = 0; j < n_exp; j++) {

@@ -520,7 +520,7 @@ model_t *model_load(const char *path, lf_err_t *err)
                    vocab_n_tokens(m->vocab), m->hp.n_vocab);
         goto fail;
     }
-    if (!weights_pack(&m->w, m->hp.n_layer, &m->pack, b.err)) {
+    if (!weights_pack(&m->w, m->hp.n_layer, m->hp.n_expert, &m->pack, b.err)) {
         lf_err_prefix(b.err, "%s", path);
         goto fail;
     }

@@ -122,6 +122,8 @@ typedef struct {
     size_t expert_bytes;           /* n_out * row_bytes */
     const void *data;
     const float *bias;             /* NULL, or [n_expert][n_out] */
+    const void *packed;            /* NULL, or each expert's decode layout (weights_pack.h), */
+    size_t packed_expert_bytes;    /* packed_expert_bytes apart */
 } model_experts_t;
 
 /* What mixes the tokens in a layer (arch.h, arch_rec_t). */

@@ -30,30 +30,50 @@ static void drop_pages(const void *p, size_t n)
         madvise((void *)a, e - a, MADV_DONTNEED);
 }
 
-bool weights_pack(model_weights_t *w, int n_layer, weights_pack_t *out, lf_err_t *err)
+/* The expert tensors to pack (gate, up, down of each MoE layer; gemma4's
+ * fused gate|up as its two views); returns their number. */
+static int pack_experts_list(model_weights_t *w, int n_layer, model_experts_t **list, int cap)
+{
+    int n = 0;
+    for (int l = 0; l < n_layer; l++) {
+        model_experts_t *x[3] = {&w->layers[l].x_gate, &w->layers[l].x_up, &w->layers[l].x_down};
+        for (int i = 0; i < 3 && n < cap; i++)
+            if (x[i]->data)
+                list[n++] = x[i];
+    }
+    return n;
+}
+
+bool weights_pack(model_weights_t *w, int n_layer, int n_expert, weights_pack_t *out, lf_err_t *err)
 {
     memset(out, 0, sizeof *out);
     const char *env = getenv("LLM_FCGI_PACK");
     if (env && !strcmp(env, "0"))
         return true;
-    int cap = MODEL_LAYER_MATRICES * n_layer + 1;
+    int cap = MODEL_LAYER_MATRICES * n_layer + 1, xcap = 3 * n_layer;
     model_tensor_t **list = malloc((size_t)cap * sizeof *list);
-    size_t *offs = malloc((size_t)cap * sizeof *offs);
-    if (!list || !offs) {
-        free(list), free(offs);
+    model_experts_t **xlist = malloc((size_t)xcap * sizeof *xlist);
+    size_t *offs = malloc((size_t)(cap + xcap) * sizeof *offs);
+    if (!list || !xlist || !offs) {
+        free(list), free(xlist), free(offs);
         return lf_err_set(err, LF_ERR_NOMEM, "out of memory packing the weights"), false;
     }
-    int n = pack_list(w, n_layer, list, cap);
+    int n = pack_list(w, n_layer, list, cap), nx = n_expert > 0 ? pack_experts_list(w, n_layer, xlist, xcap) : 0;
     size_t total = 0;
     for (int i = 0; i < n; i++) {
         size_t sz = kern_pack_size(list[i]->type, list[i]->n_out, list[i]->n_in);
         offs[i] = sz ? total : SIZE_MAX;
         total += sz;
     }
+    for (int i = 0; i < nx; i++) {
+        size_t sz = kern_pack_size(xlist[i]->type, xlist[i]->n_out, xlist[i]->n_in);
+        offs[n + i] = sz ? total : SIZE_MAX;
+        total += sz * (size_t)n_expert;
+    }
     if (total) {
         void *mem = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (mem == MAP_FAILED) {
-            free(list), free(offs);
+            free(list), free(xlist), free(offs);
             return lf_err_set(err, LF_ERR_NOMEM, "out of memory packing the weights (%zu MiB)", total >> 20), false;
         }
 #ifdef MADV_HUGEPAGE
@@ -72,11 +92,30 @@ bool weights_pack(model_weights_t *w, int n_layer, weights_pack_t *out, lf_err_t
              * lookup reads fault back in one page at a time */
             drop_pages(t->data, t->row_bytes * (size_t)t->n_out);
         }
+        for (int i = 0; i < nx; i++) {
+            model_experts_t *x = xlist[i];
+            if (offs[n + i] == SIZE_MAX)
+                continue;
+            const size_t psz = kern_pack_size(x->type, x->n_out, x->n_in);
+            uint8_t *dst = (uint8_t *)mem + offs[n + i];
+            for (int e = 0; e < n_expert; e++)
+                kern_pack(x->type, (const uint8_t *)x->data + (size_t)e * x->expert_bytes, x->n_out, x->n_in,
+                          dst + (size_t)e * psz);
+            x->packed = dst;
+            x->packed_expert_bytes = psz;
+            out->n_packed++;
+            out->orig_bytes += x->row_bytes * (size_t)x->n_out * (size_t)n_expert;
+        }
+        for (int i = 0; i < nx; i++) /* after both views of a fused gate|up are packed */
+            if (xlist[i]->packed)
+                for (int e = 0; e < n_expert; e++)
+                    drop_pages((const uint8_t *)xlist[i]->data + (size_t)e * xlist[i]->expert_bytes,
+                               xlist[i]->row_bytes * (size_t)xlist[i]->n_out);
         mprotect(mem, total, PROT_READ);
         out->mem = mem;
         out->bytes = total;
     }
-    free(list), free(offs);
+    free(list), free(xlist), free(offs);
     return true;
 }
 

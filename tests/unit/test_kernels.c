@@ -309,7 +309,7 @@ static void test_multi(kern_isa_t isa, tpool_t *pool2)
  * VNNI level's tiles on the original rows (at the AVX2 level too, when the
  * CPU also has that level to compare with), and at every level within the
  * tolerance of the scalar reference. Partial groups, odd block counts,
- * 1..40 tokens (more than 4: the block-major Q4_K / Q5_K path at AVX2),
+ * 1..40 tokens (more than 4: the block-major Q4_K / Q5_K / Q6_K path at AVX2),
  * and several jobs whose concatenated rows straddle groups. */
 static const struct {
     qtype_t t;

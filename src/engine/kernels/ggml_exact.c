@@ -584,6 +584,23 @@ GX_AVX2 static float dot_f16_tiny_avx2(const uint16_t *x, const uint16_t *y, int
         }                                                                                                      \
     } while (0)
 
+/* Weight rows stream through a tile once per token group, and with few
+ * tokens (a short query: 9 tokens x 1536 x 384 F16) a product reads its
+ * matrix from memory faster than the hardware prefetchers fetch R
+ * interleaved rows: out of cache such a product took 1.6-2.8x its time in
+ * cache (tiles of 4 or 6 rows the worst). So the first pass over a tile's
+ * rows prefetches the rows GX_PF_TILES tiles further on at the same
+ * offset, one line of each per 64 bytes (beyond the matrix: a prefetch
+ * never faults). 4 tiles: about a microsecond ahead at 9 tokens. */
+enum { GX_PF_TILES = 4 };
+
+GX_AVX2 static inline __attribute__((always_inline)) void prefetch_rows(const void *p, size_t row_bytes, const int R)
+{
+    _Pragma("GCC unroll 6")
+    for (int q = 0; q < R; q++)
+        _mm_prefetch((const char *)p + (size_t)q * row_bytes, _MM_HINT_T0);
+}
+
 /* tinyBLAS order for R rows and T tokens at once at the AVX2 level, the
  * tokens as F32 (for F16 weights: the activations already rounded to F16,
  * so the products are the exact F16 x F16 products of ggml). Each output's
@@ -610,12 +627,27 @@ GX_AVX2 static inline __attribute__((always_inline)) void tile_avx2(const void *
         for (int q = 0; q < R * T; q++)
             a[q] = k0 ? acc[h * 12 + q] : _mm256_setzero_ps();
         const float *xh = x + 8 * h;
-        if (f16) {
-            const uint16_t *wh = (const uint16_t *)w + 8 * h;
+        if (f16 && h == 0) {
+            const uint16_t *wh = (const uint16_t *)w;
+            const uint16_t *pf = wh + (size_t)(GX_PF_TILES * R) * w_stride;
+            for (int64_t i = k0; i < k1; i += 16) {
+                if (!(i & 31))
+                    prefetch_rows(pf + i, w_stride * sizeof(uint16_t), R);
+                TILE_STEP(load8_f16(wh + (size_t)q * w_stride + i));
+            }
+        } else if (f16) {
+            const uint16_t *wh = (const uint16_t *)w + 8;
             for (int64_t i = k0; i < k1; i += 16)
                 TILE_STEP(load8_f16(wh + (size_t)q * w_stride + i));
+        } else if (h == 0) {
+            const float *wh = (const float *)w;
+            const float *pf = wh + (size_t)(GX_PF_TILES * R) * w_stride;
+            for (int64_t i = k0; i < k1; i += 16) {
+                prefetch_rows(pf + i, w_stride * sizeof(float), R);
+                TILE_STEP(_mm256_loadu_ps(wh + (size_t)q * w_stride + i));
+            }
         } else {
-            const float *wh = (const float *)w + 8 * h;
+            const float *wh = (const float *)w + 8;
             for (int64_t i = k0; i < k1; i += 16)
                 TILE_STEP(_mm256_loadu_ps(wh + (size_t)q * w_stride + i));
         }

@@ -199,7 +199,33 @@ static void reference(const fcase_t *c, const ffix_t *fx, const fvar_t *var, con
     free(sc);
 }
 
-/* Runs tokens [t0, t0 + n) of the fixture. */
+/* Whether the last run's plan puts each (token, head, segment) of tokens
+ * [0, n) in exactly one item (none twice: the work done once). */
+static bool plan_covers_once(const attn_flash_t *fa, const fcase_t *c, const ffix_t *fx, const fvar_t *var,
+                             const int32_t *n_kv, int t0, int n)
+{
+    static attn_flash_span_t it[4096];
+    const int32_t ni = attn_flash_plan_view(fa, it, 4096);
+    if (ni > 4096)
+        return false;
+    for (int t = 0; t < n; t++) {
+        const int32_t lo = var->window ? fx->start[t0 + t] : 0, hi = n_kv[t0 + t];
+        for (int h = 0; h < c->n_head; h++)
+            for (int32_t sg = lo / FA_SEG; sg < (hi + FA_SEG - 1) / FA_SEG; sg++) {
+                int times = 0;
+                for (int32_t i = 0; i < ni; i++)
+                    times += t >= it[i].t0 && t < it[i].t0 + it[i].nt && h >= it[i].h0 && h < it[i].h0 + it[i].nh &&
+                             (it[i].seg == -1 || it[i].seg == sg);
+                if (times != 1)
+                    return false;
+            }
+    }
+    return true;
+}
+
+static bool plans_ok = true;
+
+/* Runs tokens [t0, t0 + n) of the fixture (and checks its plan). */
 static void run(attn_flash_t *fa, tpool_t *pool, const fcase_t *c, const ffix_t *fx, const fvar_t *var,
                 const int32_t *n_kv, float scale, int t0, int n, float *out)
 {
@@ -212,6 +238,7 @@ static void run(attn_flash_t *fa, tpool_t *pool, const fcase_t *c, const ffix_t 
         .scale = scale, .n_ctx = MAX_CTX,
     };
     attn_flash_run(fa, pool, &job);
+    plans_ok &= plan_covers_once(fa, c, fx, var, n_kv, t0, n);
 }
 
 int main(void)
@@ -274,6 +301,8 @@ int main(void)
         attn_flash_free(fa2);
         fix_free(&fx);
     }
+    tap_ok(plans_ok, "every plan (batch, single tokens split into segments, one thread) computes each (token, "
+                     "head, segment) in exactly one item");
     /* fa_exp: exactly 1 at 0, 0 far below, close to exp elsewhere */
     double worst = 0;
     for (float x = -87.0f; x <= 0.0f; x += 0.01f) {

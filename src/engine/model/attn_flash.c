@@ -565,19 +565,21 @@ static void plan(attn_flash_t *fa, const attn_job_t *job, int nth)
             lo = l < lo ? l : lo;
             hi = job->n_kv[t] > hi ? job->n_kv[t] : hi;
         }
+        /* one item per (rows, segment) when split, else one for all the
+         * segments: each (token, head, segment) is in exactly one item */
         for (int32_t kvh = 0; kvh < job->n_head_kv; kvh++)
             for (int32_t h0 = 0; h0 < n_rep; h0 += nh) {
-                const int32_t s0 = fa->use_split ? lo / FA_SEG : -1;
-                const int32_t s1 = fa->use_split ? (hi + FA_SEG - 1) / FA_SEG : 0;
-                for (int32_t sg = s0; sg < (fa->use_split ? s1 : 0); sg++) {
+                if (!fa->use_split) {
+                    fa->items[fa->n_items++] = (fa_item_t){t0, nt, kvh, kvh * n_rep + h0, nh, -1,
+                                                           (int64_t)nt * nh * (hi - lo)};
+                    continue;
+                }
+                for (int32_t sg = lo / FA_SEG; sg < (hi + FA_SEG - 1) / FA_SEG; sg++) {
                     const int32_t a = sg * FA_SEG > lo ? sg * FA_SEG : lo;
                     const int32_t b = (sg + 1) * FA_SEG < hi ? (sg + 1) * FA_SEG : hi;
                     fa->items[fa->n_items++] = (fa_item_t){t0, nt, kvh, kvh * n_rep + h0, nh, sg,
                                                            (int64_t)nt * nh * (b - a)};
                 }
-                if (!fa->use_split)
-                    fa->items[fa->n_items++] = (fa_item_t){t0, nt, kvh, kvh * n_rep + h0, nh, -1,
-                                                           (int64_t)nt * nh * (hi - lo)};
             }
         t0 += nt;
     }
@@ -605,4 +607,12 @@ void attn_flash_run(attn_flash_t *fa, tpool_t *pool, const attn_job_t *job)
         else
             merge_worker(fa, 0, 1);
     }
+}
+
+int32_t attn_flash_plan_view(const attn_flash_t *fa, attn_flash_span_t *out, int32_t cap)
+{
+    for (int32_t i = 0; i < fa->n_items && i < cap; i++)
+        out[i] = (attn_flash_span_t){fa->items[i].t0, fa->items[i].nt, fa->items[i].h0, fa->items[i].nh,
+                                     fa->items[i].seg};
+    return fa->n_items;
 }

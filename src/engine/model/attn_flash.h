@@ -56,4 +56,14 @@ void attn_flash_free(attn_flash_t *fa); /* accepts NULL */
  * any kv_type_t. */
 void attn_flash_run(attn_flash_t *fa, tpool_t *pool, const attn_job_t *job);
 
+/* The items of the last attn_flash_run (for tests: each (token, head,
+ * segment) of the flash tokens must be in exactly one): tokens [t0, t0 +
+ * nt) of the job, query heads [h0, h0 + nh), one segment of FA_SEG
+ * positions (seg) or all of them (seg -1). Copies up to cap items, returns
+ * how many there are. */
+typedef struct {
+    int32_t t0, nt, h0, nh, seg;
+} attn_flash_span_t;
+int32_t attn_flash_plan_view(const attn_flash_t *fa, attn_flash_span_t *out, int32_t cap);
+
 #endif

@@ -135,7 +135,9 @@ typedef struct {
  * kernels stream them with no transposition or horizontal sum). Bytes of
  * the packed copy of an n_rows x k matrix of wtype, or 0 if this ISA level
  * has no packed kernels for wtype (then multiply the original rows). The
- * values are bitwise those of the original rows at the same level. */
+ * values are bitwise those of the VNNI level's kernels on the original
+ * rows, at every level (kernels_x86_packed_avx2.h): at the AVX2 level they
+ * differ from its own original-row kernels by rounding only. */
 size_t kern_pack_size(qtype_t wtype, int64_t n_rows, int64_t k);
 
 /* Writes the packed copy of W to dst (kern_pack_size bytes, 64-byte

@@ -53,27 +53,26 @@ bool weights_pack(model_weights_t *w, int n_layer, int n_expert, weights_pack_t 
     int cap = MODEL_LAYER_MATRICES * n_layer + 1, xcap = 3 * n_layer;
     model_tensor_t **list = malloc((size_t)cap * sizeof *list);
     model_experts_t **xlist = malloc((size_t)xcap * sizeof *xlist);
-    size_t *offs = malloc((size_t)(cap + xcap) * sizeof *offs);
-    if (!list || !xlist || !offs) {
-        free(list), free(xlist), free(offs);
+    /* offs[i]: where matrix i's packed copy starts (SIZE_MAX: not packed);
+     * psz[i]: its bytes (per expert for expert tensors) */
+    size_t *offs = malloc((size_t)(cap + xcap) * sizeof *offs), *psz = malloc((size_t)(cap + xcap) * sizeof *psz);
+    if (!list || !xlist || !offs || !psz) {
+        free(list), free(xlist), free(offs), free(psz);
         return lf_err_set(err, LF_ERR_NOMEM, "out of memory packing the weights"), false;
     }
     int n = pack_list(w, n_layer, list, cap), nx = n_expert > 0 ? pack_experts_list(w, n_layer, xlist, xcap) : 0;
     size_t total = 0;
-    for (int i = 0; i < n; i++) {
-        size_t sz = kern_pack_size(list[i]->type, list[i]->n_out, list[i]->n_in);
-        offs[i] = sz ? total : SIZE_MAX;
-        total += sz;
-    }
-    for (int i = 0; i < nx; i++) {
-        size_t sz = kern_pack_size(xlist[i]->type, xlist[i]->n_out, xlist[i]->n_in);
-        offs[n + i] = sz ? total : SIZE_MAX;
-        total += sz * (size_t)n_expert;
+    for (int i = 0; i < n + nx; i++) {
+        const bool ex = i >= n;
+        psz[i] = ex ? kern_pack_size(xlist[i - n]->type, xlist[i - n]->n_out, xlist[i - n]->n_in)
+                    : kern_pack_size(list[i]->type, list[i]->n_out, list[i]->n_in);
+        offs[i] = psz[i] ? total : SIZE_MAX;
+        total += psz[i] * (ex ? (size_t)n_expert : 1);
     }
     if (total) {
         void *mem = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (mem == MAP_FAILED) {
-            free(list), free(xlist), free(offs);
+            free(list), free(xlist), free(offs), free(psz);
             return lf_err_set(err, LF_ERR_NOMEM, "out of memory packing the weights (%zu MiB)", total >> 20), false;
         }
 #ifdef MADV_HUGEPAGE
@@ -96,13 +95,12 @@ bool weights_pack(model_weights_t *w, int n_layer, int n_expert, weights_pack_t 
             model_experts_t *x = xlist[i];
             if (offs[n + i] == SIZE_MAX)
                 continue;
-            const size_t psz = kern_pack_size(x->type, x->n_out, x->n_in);
             uint8_t *dst = (uint8_t *)mem + offs[n + i];
             for (int e = 0; e < n_expert; e++)
                 kern_pack(x->type, (const uint8_t *)x->data + (size_t)e * x->expert_bytes, x->n_out, x->n_in,
-                          dst + (size_t)e * psz);
+                          dst + (size_t)e * psz[n + i]);
             x->packed = dst;
-            x->packed_expert_bytes = psz;
+            x->packed_expert_bytes = psz[n + i];
             out->n_packed++;
             out->orig_bytes += x->row_bytes * (size_t)x->n_out * (size_t)n_expert;
         }
@@ -115,7 +113,7 @@ bool weights_pack(model_weights_t *w, int n_layer, int n_expert, weights_pack_t 
         out->mem = mem;
         out->bytes = total;
     }
-    free(list), free(xlist), free(offs);
+    free(list), free(xlist), free(offs), free(psz);
     return true;
 }
 

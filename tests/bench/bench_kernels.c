@@ -82,6 +82,48 @@ static const qtype_t all_types[] = {QTYPE_Q8_0, QTYPE_Q4_K, QTYPE_Q6_K, QTYPE_F3
                                     QTYPE_Q4_1, QTYPE_Q5_1, QTYPE_BF16, QTYPE_IQ4_NL, QTYPE_IQ4_XS,
                                     QTYPE_MXFP4};
 
+/* One timed call: what a benchmark loop measures (r: the run's index). */
+typedef struct {
+    tpool_t *pool;
+    qtype_t t;
+    const uint8_t *W, *P; /* P: the packed copy (kern_linear_multi), or NULL (kern_matmul) */
+    int64_t n_rows, k, n_tok;
+    const float *x;       /* P: the float activations */
+    void *act;
+    float *out;
+    size_t w_step, p_step; /* bytes between copies walked in turn (0: one copy) */
+    int copies;
+} mm_call_t;
+
+static void mm_call(const mm_call_t *c, int r)
+{
+    const int i = c->copies > 1 ? r % c->copies : 0;
+    if (c->P) {
+        kern_mm_t job = {c->t, c->W, c->n_rows, c->k, NULL, c->out, c->P + (size_t)i * c->p_step};
+        kern_linear_multi(c->pool, 1, &job, c->x, c->n_tok, c->act);
+    } else {
+        kern_matmul(c->pool, c->t, c->W + (size_t)i * c->w_step, c->n_rows, c->k, c->act, c->n_tok, c->out);
+    }
+}
+
+/* The shortest of up to max_runs calls within budget seconds (the VM is
+ * shared: the minimum is the signal); *mean (or NULL): their mean. */
+static double best_of(const mm_call_t *c, int max_runs, double budget, double *mean)
+{
+    double best = 1e9, total = 0, start = now();
+    int runs = 0;
+    for (int r = 0; r < max_runs && now() - start < budget; r++) {
+        const double t0 = now();
+        mm_call(c, r);
+        const double d = now() - t0;
+        total += d, runs++;
+        best = d < best ? d : best;
+    }
+    if (mean)
+        *mean = runs ? total / runs : 0;
+    return best;
+}
+
 static void bench_one(tpool_t *pool, qtype_t t, int64_t n_rows, int64_t k, int blas)
 {
     size_t wsz = qtype_row_size(t, k) * (size_t)n_rows;
@@ -95,24 +137,10 @@ static void bench_one(tpool_t *pool, qtype_t t, int64_t n_rows, int64_t k, int b
         x[i] = (float)(rnd8() - 128) / 64.0f;
     kern_quantize_act(t, x, k, T, act);
 
-    /* best of several runs: the VM is shared, the minimum is the signal */
-    double dec = 1e9, pre = 1e9, t0, t1;
-    double start = now();
-    for (int r = 0; r < 2000 && now() - start < 0.2; r++) {
-        t0 = now();
-        kern_matmul(pool, t, W, n_rows, k, act, 1, out);
-        t1 = now();
-        if (t1 - t0 < dec)
-            dec = t1 - t0;
-    }
-    start = now();
-    for (int r = 0; r < 20 && now() - start < 0.4; r++) {
-        t0 = now();
-        kern_matmul(pool, t, W, n_rows, k, act, T, out);
-        t1 = now();
-        if (t1 - t0 < pre)
-            pre = t1 - t0;
-    }
+    mm_call_t c = {pool, t, W, NULL, n_rows, k, 1, x, act, out, 0, 0, 1};
+    const double dec = best_of(&c, 2000, 0.2, NULL);
+    c.n_tok = T;
+    const double pre = best_of(&c, 20, 0.4, NULL);
     double q0 = now();
     kern_quantize_act_pool(pool, t, x, k, T, act);
     double qt = now() - q0;
@@ -125,25 +153,10 @@ static void bench_one(tpool_t *pool, qtype_t t, int64_t n_rows, int64_t k, int b
     if (psz) { /* the packed copy (kpack.h), as the engine uses it */
         uint8_t *P = aligned_alloc(64, (psz + 63) / 64 * 64);
         kern_pack(t, W, n_rows, k, P);
-        double pdec = 1e9, ppre = 1e9;
-        start = now();
-        for (int r = 0; r < 2000 && now() - start < 0.2; r++) {
-            kern_mm_t job = {t, W, n_rows, k, NULL, out, P};
-            t0 = now();
-            kern_linear_multi(pool, 1, &job, x, 1, act);
-            t1 = now();
-            if (t1 - t0 < pdec)
-                pdec = t1 - t0;
-        }
-        start = now();
-        for (int r = 0; r < 20 && now() - start < 0.4; r++) {
-            kern_mm_t job = {t, W, n_rows, k, NULL, out, P};
-            t0 = now();
-            kern_linear_multi(pool, 1, &job, x, T, act);
-            t1 = now();
-            if (t1 - t0 < ppre)
-                ppre = t1 - t0;
-        }
+        mm_call_t pc = {pool, t, W, P, n_rows, k, 1, x, act, out, 0, 0, 1};
+        const double pdec = best_of(&pc, 2000, 0.2, NULL);
+        pc.n_tok = T;
+        const double ppre = best_of(&pc, 20, 0.4, NULL);
         printf("%-5s %5lldx%-5lld packed %8.1f us %6.2f GB/s %6.2f GFLOP/s | prefill512 %8.2f ms %7.2f GFLOP/s"
                " (act quantize included)\n",
                qtype_name(t), (long long)n_rows, (long long)k, pdec * 1e6, (double)wsz / pdec / 1e9,
@@ -160,10 +173,10 @@ static void bench_one(tpool_t *pool, qtype_t t, int64_t n_rows, int64_t k, int b
         double deq = now() - d0;
         double bt = 1e9, bstart = now();
         for (int r = 0; r < 20 && now() - bstart < 0.4; r++) {
-            t0 = now();
+            const double t0 = now();
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)n_rows, (int)k, 1.0f, x,
                         (int)k, Wf, (int)k, 0.0f, out, (int)n_rows);
-            t1 = now();
+            const double t1 = now();
             if (t1 - t0 < bt)
                 bt = t1 - t0;
         }
@@ -201,25 +214,12 @@ static void bench_stream(tpool_t *pool, qtype_t t, int64_t n_rows, int64_t k, bo
     for (int64_t i = 0; i < k; i++)
         x[i] = (float)(rnd8() - 128) / 64.0f;
     kern_quantize_act(t, x, k, 1, act);
-    double best = 1e9, total = 0;
-    int runs = 0;
-    double start = now();
-    for (int r = 0; r < 20000 && now() - start < 0.5; r++) {
-        double t0 = now();
-        if (packed) {
-            kern_mm_t job = {t, W, n_rows, k, NULL, out, P + (size_t)(r % copies) * psz};
-            kern_linear_multi(pool, 1, &job, x, 1, act);
-        } else {
-            kern_matmul(pool, t, W + (size_t)(r % copies) * wsz, n_rows, k, act, 1, out);
-        }
-        double d = now() - t0;
-        total += d, runs++;
-        if (d < best)
-            best = d;
-    }
+    mm_call_t c = {pool, t, W, P, n_rows, k, 1, x, act, out, wsz, psz, copies};
+    double mean;
+    const double best = best_of(&c, 20000, 0.5, &mean);
     printf("%-5s %5lldx%-5lld stream decode%s best %8.1f us %6.2f GB/s, mean %6.2f GB/s (%d copies)\n",
            qtype_name(t), (long long)n_rows, (long long)k, packed ? " packed" : "", best * 1e6, (double)wsz / best / 1e9,
-           (double)wsz * runs / total / 1e9, copies);
+           (double)wsz / mean / 1e9, copies);
     free(W), free(P), free(x), free(act), free(out);
 }
 
@@ -241,14 +241,8 @@ static void bench_moe(tpool_t *pool, qtype_t t)
     kern_quantize_act(t, x, k, T, act);
     printf("%-6s %lldx%lld", qtype_name(t), (long long)n_rows, (long long)k);
     for (size_t j = 0; j < sizeof toks / sizeof toks[0]; j++) {
-        double best = 1e9, start = now();
-        for (int r = 0; r < 200 && now() - start < 0.3; r++) {
-            double t0 = now();
-            kern_matmul(pool, t, W, n_rows, k, act, toks[j], out);
-            double d = now() - t0;
-            if (d < best)
-                best = d;
-        }
+        mm_call_t c = {pool, t, W, NULL, n_rows, k, toks[j], x, act, out, 0, 0, 1};
+        const double best = best_of(&c, 200, 0.3, NULL);
         printf(" | %2lld tok %8.1f us %6.1f GFLOP/s", (long long)toks[j], best * 1e6,
                2.0 * (double)(n_rows * k * toks[j]) / best / 1e9);
     }

@@ -303,6 +303,24 @@ FK_AVX2 static FK_INLINE void pv_store_256(__m256 x[3][4], float *o, int64_t os,
     }
 }
 
+/* The probabilities of NR rows at lanes 8 h .. 8 h + 7 of a chunk (pc:
+ * row 0's, rows ps apart), and one dimension's step: x[r][i] += pr[r] * vv. */
+FK_AVX2 static FK_INLINE void pv_probs_256(const float *pc, int64_t ps, int h, __m256 pr[3], const int NR)
+{
+    FK_UNROLL
+    for (int r = 0; r < NR; r++) {
+        pr[r] = _mm256_loadu_ps(pc + r * ps + 8 * h);
+    }
+}
+
+FK_AVX2 static FK_INLINE void pv_fma_256(const __m256 pr[3], __m256 vv, __m256 x[3][4], int i, const int NR)
+{
+    FK_UNROLL
+    for (int r = 0; r < NR; r++) {
+        x[r][i] = _mm256_fmadd_ps(pr[r], vv, x[r][i]);
+    }
+}
+
 /* One chunk's contribution to NR rows x dimensions d0 .. d0 + 3. */
 FK_AVX2 static FK_INLINE void pv_chunk_256(const fa_chunk_t *c, const float *pc, int64_t ps, int d0, __m256 x[3][4],
                                            const int NR, const int KIND)
@@ -313,10 +331,7 @@ FK_AVX2 static FK_INLINE void pv_chunk_256(const fa_chunk_t *c, const float *pc,
     FK_UNROLL
     for (int h = 0; h < 2; h++) {
         __m256 pr[3];
-        FK_UNROLL
-        for (int r = 0; r < NR; r++) {
-            pr[r] = _mm256_loadu_ps(pc + r * ps + 8 * h);
-        }
+        pv_probs_256(pc, ps, h, pr, NR);
         FK_UNROLL
         for (int i = 0; i < 4; i++) {
             __m256 vv;
@@ -329,10 +344,7 @@ FK_AVX2 static FK_INLINE void pv_chunk_256(const fa_chunk_t *c, const float *pc,
                 const uint8_t *b = (const uint8_t *)c->p + (d / 32) * (KIND == FA_Q8 ? FA_Q8_BLOCK : FA_Q4_BLOCK);
                 vv = KIND == FA_Q8 ? ld8_q8(b, d % 32, h, sc[h]) : ld8_q4(b, d % 32, h, sc[h]);
             }
-            FK_UNROLL
-            for (int r = 0; r < NR; r++) {
-                x[r][i] = _mm256_fmadd_ps(pr[r], vv, x[r][i]);
-            }
+            pv_fma_256(pr, vv, x, i, NR);
         }
     }
 }
@@ -401,17 +413,10 @@ FK_AVX2 static FK_INLINE void pv_blk_f_256(const float *vb, int nc, const float 
         FK_UNROLL
         for (int h = 0; h < 2; h++) {
             __m256 pr[3];
-            FK_UNROLL
-            for (int r = 0; r < NR; r++) {
-                pr[r] = _mm256_loadu_ps(p + r * ps + 8 * h);
-            }
+            pv_probs_256(p, ps, h, pr, NR);
             FK_UNROLL
             for (int i = 0; i < 4; i++) {
-                const __m256 vv = _mm256_loadu_ps(vc + i * 16 + 8 * h);
-                FK_UNROLL
-                for (int r = 0; r < NR; r++) {
-                    x[r][i] = _mm256_fmadd_ps(pr[r], vv, x[r][i]);
-                }
+                pv_fma_256(pr, _mm256_loadu_ps(vc + i * 16 + 8 * h), x, i, NR);
             }
         }
     }

@@ -196,6 +196,52 @@ KB void k_p2_int8_tokens(int64_t n, const uint8_t *g, const void *act, size_t ac
         k_p2_store(acc[h][t], (keep >> (8 * h)) & 0xFF, out + (size_t)t * out_stride + 8 * h);
 }
 
+/* Q8_0 for 2-4 tokens: one 8-row half at a time over the whole row, each
+ * word loaded once for all tokens, so the integer sums of every token, its
+ * accumulator, the word and its |w| stay in registers (k_p2_int8_tokens
+ * holds both halves' accumulators and all eight words, and at 4 tokens gcc
+ * spilled in the inner loop). The same sums S and float steps per (row,
+ * token) as k_p2_int8_tokens: the same bits. The second half reads the
+ * group again, from L2. */
+KB void k_p2_q8_0_tokens(int64_t n, const uint8_t *g, const void *act, size_t act_stride, float *out,
+                         size_t out_stride, unsigned keep, const int ng)
+{
+    const int64_t nb = n / QK8_0;
+    const uint8_t *scales = g + (size_t)nb * KPACK_Q8_0_VECS * KPACK_VEC;
+#if !KERN_AVXVNNI
+    const __m256i ones = _mm256_set1_epi16(1);
+#endif
+    _Pragma("GCC unroll 1") for (int h = 0; h < 2; h++) {
+        __m256 acc[4];
+        K_FOR_G(t) acc[t] = _mm256_setzero_ps();
+        for (int64_t i = 0; i < nb; i++) {
+            const uint8_t *blk = g + (size_t)i * KPACK_Q8_0_VECS * KPACK_VEC;
+            if (h == 0)
+                k_p2_pf(blk, KPACK_Q8_0_VECS * KPACK_VEC);
+            __m256i s[4];
+            K_FOR_G(t) s[t] = _mm256_setzero_si256();
+            _Pragma("GCC unroll 2") for (int d = 0; d < 8; d++) {
+                const __m256i w = k_p2_half(blk, d, h), aw = _mm256_sign_epi8(w, w);
+                K_FOR_G(t) {
+                    const __m256i a = _mm256_sign_epi8(k_p2_bc4(K_ACT(block_q8_0, t, i)->qs + 4 * d), w);
+#if KERN_AVXVNNI
+                    s[t] = _mm256_dpbusd_avx_epi32(s[t], aw, a);
+#else
+                    s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, a), ones));
+#endif
+                }
+            }
+            const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(scales + 32 * i + 16 * h)));
+            K_FOR_G(t) {
+                const block_q8_0 *y = K_ACT(block_q8_0, t, i);
+                acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(k_h2f(y->d))), _mm256_cvtepi32_ps(s[t]),
+                                         acc[t]);
+            }
+        }
+        K_FOR_G(t) k_p2_store(acc[t], (keep >> (8 * h)) & 0xFF, out + (size_t)t * out_stride + 8 * h);
+    }
+}
+
 /* Q4_0 by its unsigned nibbles, as the VNNI level's pk_q4_0_: S =
  * sum(nib * a) - 8 sum(a); the eight words' pair sums add up in int16
  * (<= 8 * 2 * 15 * 127 = 30480) before one vpmaddwd (AVX-VNNI: vpdpbusd
@@ -656,7 +702,9 @@ K_P2_BLOCK_MAJOR(p2_q6bm_, k_p2_q6_half_t, KPACK_Q6_K_VECS, k_p2_q6_unpack, p2_q
     }
 #define K_P2_ARGS \
     int64_t n, const void *group, const void *act, size_t act_stride, float *out, size_t out_stride, unsigned keep
-#define K_P2_Q8_0(ng) k_p2_int8_tokens(n, group, act, act_stride, out, out_stride, keep, ng, 0)
+#define K_P2_Q8_0(ng)                                                                                           \
+    ((ng) == 1 ? k_p2_int8_tokens(n, group, act, act_stride, out, out_stride, keep, 1, 0)                       \
+               : k_p2_q8_0_tokens(n, group, act, act_stride, out, out_stride, keep, ng))
 #define K_P2_Q5_0(ng) k_p2_int8_tokens(n, group, act, act_stride, out, out_stride, keep, ng, 1)
 #define K_P2_Q4_0(ng) k_p2_q4_0_tokens(n, group, act, act_stride, out, out_stride, keep, ng)
 #define K_P2_Q4_K(ng) k_p2_q45_k_tokens(n, group, act, act_stride, out, out_stride, keep, ng, 0)

@@ -117,29 +117,35 @@ KB void k_p2_store(__m256 acc, unsigned keep8, float *out)
     _mm256_maskstore_ps(out, m, acc);
 }
 
-/* The sum over 8 dwords of w (signed bytes, rows in lanes) times the
- * activation bytes a[0..31], exact, into int32 lanes: |w| against the
- * activations with w's signs. */
+/* s plus one dword of w (signed bytes, rows in lanes; aw = |w|) times the
+ * 4 activation bytes at a, exact, into int32 lanes: |w| against the
+ * activations with w's signs (|pair| <= 2 * 127 * 127, no saturation). */
+KB __m256i k_p2_s8_word(__m256i s, __m256i w, __m256i aw, const int8_t *a)
+{
+    const __m256i sa = _mm256_sign_epi8(k_p2_bc4(a), w);
+#if KERN_AVXVNNI
+    return _mm256_dpbusd_avx_epi32(s, aw, sa);
+#else
+    return _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sa), _mm256_set1_epi16(1)));
+#endif
+}
+
+/* The sum over 8 dwords of w times the activation bytes a[0..31], exact,
+ * into int32 lanes (two chains: even and odd words). */
 KB __m256i k_p2_s8_block(const __m256i w[8], const int8_t *a)
 {
     __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
-#if KERN_AVXVNNI
     _Pragma("GCC unroll 8") for (int d = 0; d < 8; d += 2) {
-        s0 = _mm256_dpbusd_avx_epi32(s0, _mm256_sign_epi8(w[d], w[d]), _mm256_sign_epi8(k_p2_bc4(a + 4 * d), w[d]));
-        s1 = _mm256_dpbusd_avx_epi32(s1, _mm256_sign_epi8(w[d + 1], w[d + 1]),
-                                     _mm256_sign_epi8(k_p2_bc4(a + 4 * d + 4), w[d + 1]));
+        s0 = k_p2_s8_word(s0, w[d], _mm256_sign_epi8(w[d], w[d]), a + 4 * d);
+        s1 = k_p2_s8_word(s1, w[d + 1], _mm256_sign_epi8(w[d + 1], w[d + 1]), a + 4 * d + 4);
     }
     return _mm256_add_epi32(s0, s1);
-#endif
-    const __m256i ones = _mm256_set1_epi16(1);
-    _Pragma("GCC unroll 8") for (int d = 0; d < 8; d += 2) {
-        const __m256i p0 = _mm256_maddubs_epi16(_mm256_sign_epi8(w[d], w[d]), _mm256_sign_epi8(k_p2_bc4(a + 4 * d), w[d]));
-        const __m256i p1 = _mm256_maddubs_epi16(_mm256_sign_epi8(w[d + 1], w[d + 1]),
-                                                _mm256_sign_epi8(k_p2_bc4(a + 4 * d + 4), w[d + 1]));
-        s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(p0, ones));
-        s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(p1, ones));
-    }
-    return _mm256_add_epi32(s0, s1);
+}
+
+/* A Q8_0 / Q5_0 block's float step for one token: acc + dw dy S. */
+KB __m256 k_p2_int8_finish(__m256 acc, __m256 dw, __m256i s, const block_q8_0 *y)
+{
+    return _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(k_h2f(y->d))), _mm256_cvtepi32_ps(s), acc);
 }
 
 /* ---- Q8_0 and Q5_0: int8 blocks of 32 ---------------------------------- */
@@ -187,8 +193,7 @@ KB void k_p2_int8_tokens(int64_t n, const uint8_t *g, const void *act, size_t ac
             const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(scales + 32 * i + 16 * h)));
             K_FOR_G(t) {
                 const block_q8_0 *y = K_ACT(block_q8_0, t, i);
-                const __m256 q = _mm256_cvtepi32_ps(k_p2_s8_block(w, y->qs));
-                acc[h][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(k_h2f(y->d))), q, acc[h][t]);
+                acc[h][t] = k_p2_int8_finish(acc[h][t], dw, k_p2_s8_block(w, y->qs), y);
             }
         }
     }
@@ -208,9 +213,6 @@ KB void k_p2_q8_0_tokens(int64_t n, const uint8_t *g, const void *act, size_t ac
 {
     const int64_t nb = n / QK8_0;
     const uint8_t *scales = g + (size_t)nb * KPACK_Q8_0_VECS * KPACK_VEC;
-#if !KERN_AVXVNNI
-    const __m256i ones = _mm256_set1_epi16(1);
-#endif
     _Pragma("GCC unroll 1") for (int h = 0; h < 2; h++) {
         __m256 acc[4];
         K_FOR_G(t) acc[t] = _mm256_setzero_ps();
@@ -222,21 +224,10 @@ KB void k_p2_q8_0_tokens(int64_t n, const uint8_t *g, const void *act, size_t ac
             K_FOR_G(t) s[t] = _mm256_setzero_si256();
             _Pragma("GCC unroll 2") for (int d = 0; d < 8; d++) {
                 const __m256i w = k_p2_half(blk, d, h), aw = _mm256_sign_epi8(w, w);
-                K_FOR_G(t) {
-                    const __m256i a = _mm256_sign_epi8(k_p2_bc4(K_ACT(block_q8_0, t, i)->qs + 4 * d), w);
-#if KERN_AVXVNNI
-                    s[t] = _mm256_dpbusd_avx_epi32(s[t], aw, a);
-#else
-                    s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, a), ones));
-#endif
-                }
+                K_FOR_G(t) s[t] = k_p2_s8_word(s[t], w, aw, K_ACT(block_q8_0, t, i)->qs + 4 * d);
             }
             const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(scales + 32 * i + 16 * h)));
-            K_FOR_G(t) {
-                const block_q8_0 *y = K_ACT(block_q8_0, t, i);
-                acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(k_h2f(y->d))), _mm256_cvtepi32_ps(s[t]),
-                                         acc[t]);
-            }
+            K_FOR_G(t) acc[t] = k_p2_int8_finish(acc[t], dw, s[t], K_ACT(block_q8_0, t, i));
         }
         K_FOR_G(t) k_p2_store(acc[t], (keep >> (8 * h)) & 0xFF, out + (size_t)t * out_stride + 8 * h);
     }

@@ -11,6 +11,9 @@
  *  - one thread equals two (the work split, decode-sized batches split
  *    into segments and merged);
  *  - the portable kernels equal the AVX2 ones (attn_flash_kern.h).
+ * And the plans: each (token, head, segment) in exactly one item; a
+ * decode token with segments enough for the threads keeps the query heads
+ * of a KV head in one item (K/V read once for all of them).
  * Positions past a sequence's end hold Inf and NaN: they must not leak.
  */
 #include <math.h>
@@ -223,6 +226,21 @@ static bool plan_covers_once(const attn_flash_t *fa, const fcase_t *c, const ffi
     return true;
 }
 
+/* Whether the last run (one token, span = its positions from its first
+ * segment's start) should have, and lacks, items holding all the query
+ * heads of their KV head: true = a failure. */
+static bool items_share_kv(const attn_flash_t *fa, const fcase_t *c, int32_t span)
+{
+    static attn_flash_span_t it[4096];
+    if ((span + FA_SEG - 1) / FA_SEG * c->n_head_kv < 4)
+        return false;
+    const int32_t ni = attn_flash_plan_view(fa, it, 4096);
+    for (int32_t i = 0; i < ni && i < 4096; i++)
+        if (it[i].nh != c->n_head / c->n_head_kv)
+            return true;
+    return false;
+}
+
 static bool plans_ok = true;
 
 /* Runs tokens [t0, t0 + n) of the fixture (and checks its plan). */
@@ -277,9 +295,17 @@ int main(void)
             }
             tap_ok(finite && worst <= 2e-5, "%s, %s: within %.2g of the reference (worst %.3g)", name, var->name,
                    2e-5, worst);
-            /* alone, one token at a time (decode-sized: split into segments) */
-            for (int t = 0; t < fx.n_tok; t++)
+            /* alone, one token at a time (decode-sized: split into segments);
+             * with 4 segments or more (enough items for two threads) an item
+             * takes all the query heads of its KV head, which then read each
+             * K/V chunk once */
+            bool shared = true;
+            for (int t = 0; t < fx.n_tok; t++) {
                 run(fa2, pool, c, &fx, var, n_kv, scale, t, 1, alt);
+                shared &= !items_share_kv(fa2, c, n_kv[t] - (var->window ? fx.start[t] / FA_SEG * FA_SEG : 0));
+            }
+            tap_ok(shared, "%s, %s: decode at 4+ segments: each item holds all query heads of its KV head", name,
+                   var->name);
             tap_ok(!memcmp(got, alt, n_out * sizeof(float)), "%s, %s: every token alone = in the batch, bitwise",
                    name, var->name);
             /* one thread: no split */

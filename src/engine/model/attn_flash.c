@@ -529,10 +529,12 @@ static int cmp_cost(const void *a, const void *b)
 static void plan(attn_flash_t *fa, const attn_job_t *job, int nth)
 {
     const int32_t n_rep = job->n_head / job->n_head_kv;
-    int32_t n_tiles = 0, max_kv = 0, n_qt = 0, run = 0;
+    int32_t n_tiles = 0, max_kv = 0, n_qt = 0, run = 0, span = 0;
     for (int32_t t = 0; t < job->n_tok; t++) {
         if (!FLASH_TOK(job, t))
             continue;
+        const int32_t segs = (job->n_kv[t] + FA_SEG - 1) / FA_SEG - (job->kv_start ? job->kv_start[t] : 0) / FA_SEG;
+        span = segs > span ? segs : span; /* most segments of a token */
         if (t == 0 || job->blocks[t] != job->blocks[t - 1] || !FLASH_TOK(job, t - 1)) {
             n_tiles++;
             run = 0;
@@ -544,7 +546,10 @@ static void plan(attn_flash_t *fa, const attn_job_t *job, int nth)
     const int64_t base = (int64_t)n_tiles * job->n_head_kv;
     fa->use_split = nth > 1 && base < 3 * nth &&
                     (int64_t)job->n_tok * job->n_head * fa->n_seg_max * (fa->hd + 2) <= fa->split_cap;
-    const int32_t nh = fa->use_split && base * n_rep <= 3 * nth ? 1 : n_rep;
+    /* a KV head's query heads share its items (each K/V chunk is read
+     * once for all of them) unless the segments are too few to keep the
+     * threads busy: then a head per item */
+    const int32_t nh = fa->use_split && base * span < 2 * nth ? 1 : n_rep;
     /* query tiles per item: up to FA_GROUP while that leaves 4 items per thread */
     int64_t group = fa->use_split ? 1 : (int64_t)n_qt * job->n_head_kv / (4 * nth);
     group = group < 1 ? 1 : group > FA_GROUP ? FA_GROUP : group;

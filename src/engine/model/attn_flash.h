@@ -12,7 +12,9 @@
  * loaded serves all of them and the arithmetic is two small matrix
  * products per tile (attn_flash_kern.h). Work is split over threads by
  * (query tile, KV head) and, when that gives too few items (decode),
- * further by head and by segment of positions, merged afterwards.
+ * further by segment of positions, merged afterwards, and by query head
+ * only when the segments are still too few (a KV head's query heads in
+ * one item read each K/V chunk once).
  *
  * Numerics: K and V are read as stored (F16, or Q8_0 / Q4_0 dequantized
  * in registers-sized chunks: the cache is never dequantized as a whole),
